@@ -1,0 +1,29 @@
+/* Burrows-Wheeler transform: forward by libdivsufsort, inverse our own.
+ * Internal to libgmtf (also used by gmtfc bench and the tests). */
+#ifndef GMTF_BWT_H
+#define GMTF_BWT_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+/* Most sample indexes a frame carries; the inverse uses them to follow
+ * several independent chains at once (memory-level parallelism). */
+#define GMTF_BWT_MAX_INDEXES 16
+
+/* Number of sample indexes used for a block of n bytes. */
+unsigned gmtf_bwt_index_count(size_t n);
+
+/* Workspace bytes for blocks up to max_block (forward and inverse). */
+size_t gmtf_bwt_workspace_size(size_t max_block);
+
+/* Forward BWT of src[0..n) into dst[0..n) (1 <= n <= GMTF_BLOCK_MAX).
+ * idx[0] is the primary index; idx[1..count) are the sample indexes
+ * (count = gmtf_bwt_index_count(n)). Returns 0 or a negative code. */
+int gmtf_bwt_forward(const uint8_t *src, uint8_t *dst, size_t n, uint32_t *idx, void *ws);
+
+/* Inverse BWT. bwt and idx are untrusted: returns 0, or GMTF_E_CORRUPT when
+ * an index is out of range; never reads or writes out of bounds. */
+int gmtf_bwt_inverse(const uint8_t *bwt, uint8_t *dst, size_t n, const uint32_t *idx,
+                     void *ws);
+
+#endif

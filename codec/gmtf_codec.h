@@ -1,0 +1,123 @@
+/* gmtf block codec: BWT -> MTF -> zero-run coding -> entropy coding.
+ *
+ * Public API of libgmtf. Every function returns 0 (or a non-negative count)
+ * on success and a negative errno-style code on failure; gmtf_strerror()
+ * turns a code into text. Nothing here allocates on a hot path: a
+ * gmtf_codec owns its workspaces and thread pool, created once.
+ *
+ * A frame is one self-describing compressed block (docs/codec.md). Frames
+ * are untrusted input: decoders check every field and never read or write
+ * out of bounds, whatever the bytes. */
+#ifndef GMTF_CODEC_H
+#define GMTF_CODEC_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+#define GMTF_BLOCK_MIN 1u
+#define GMTF_BLOCK_MAX (16u << 20)    /* 16 MiB: largest block a frame holds */
+#define GMTF_BLOCK_DEFAULT (900u << 10)
+
+/* Error codes beyond the errno ones (all negative). */
+#define GMTF_E_CORRUPT (-1001)   /* frame damaged: bad magic, field or data */
+#define GMTF_E_CHECKSUM (-1002)  /* header or data checksum mismatch */
+#define GMTF_E_TRUNCATED (-1003) /* input ends inside a frame */
+#define GMTF_E_VERSION (-1004)   /* frame from a newer format version */
+#define GMTF_E_BACKEND (-1005)   /* unknown or unavailable MTF backend */
+
+const char *gmtf_strerror(int err);
+const char *gmtf_version(void);
+
+/* ---- codec context ---------------------------------------------------- */
+
+typedef struct gmtf_codec gmtf_codec;
+
+typedef struct gmtf_codec_options {
+    unsigned threads;    /* worker threads for batches; 0 = 1 */
+    const char *mtf;     /* MTF backend name, NULL or "auto" = best available */
+    uint32_t max_block;  /* largest block to be encoded/decoded; 0 = GMTF_BLOCK_MAX */
+} gmtf_codec_options;
+
+/* Creates a codec. Workspaces for blocks up to max_block are allocated
+ * lazily, once per worker. Returns 0, -ENOMEM, -EINVAL or GMTF_E_BACKEND. */
+int gmtf_codec_create(gmtf_codec **out, const gmtf_codec_options *opt);
+void gmtf_codec_destroy(gmtf_codec *c);
+/* Name of the MTF backend this codec uses (resolved, never "auto"). */
+const char *gmtf_codec_mtf_name(const gmtf_codec *c);
+unsigned gmtf_codec_threads(const gmtf_codec *c);
+
+/* ---- single frames ---------------------------------------------------- */
+
+/* Largest frame that encoding n bytes can produce (n plus a small header). */
+size_t gmtf_frame_bound(size_t n);
+
+/* Encodes src[0..n) (1 <= n <= max_block; n == 0 gives a valid empty
+ * frame) into dst, which must hold gmtf_frame_bound(n) bytes.
+ * Returns the frame length or a negative code. Not thread-safe on one
+ * codec: use the batch calls, or one codec per thread. */
+long gmtf_frame_encode(gmtf_codec *c, const void *src, size_t n, void *dst, size_t cap);
+
+/* Decodes one frame that starts at src (len bytes available; trailing bytes
+ * after the frame are ignored). dst must hold the frame's original length
+ * (see gmtf_frame_info). Returns the original length or a negative code. */
+long gmtf_frame_decode(gmtf_codec *c, const void *src, size_t len, void *dst, size_t cap);
+
+typedef struct gmtf_frame_info {
+    uint32_t frame_len;   /* header + payload bytes */
+    uint32_t orig_len;    /* decoded bytes */
+    uint8_t method;       /* GMTF_METHOD_* */
+    uint32_t data_crc;    /* CRC-32C of the decoded bytes */
+} gmtf_frame_info;
+
+#define GMTF_METHOD_RAW 0   /* stored: payload is the data */
+#define GMTF_METHOD_RUN 1   /* one byte repeated orig_len times */
+#define GMTF_METHOD_BWT 2   /* BWT + MTF + zero-run + entropy */
+
+/* Parses and checks a frame header (magic, version, header checksum,
+ * lengths fit in len). Reads no payload. Returns 0 or a negative code. */
+int gmtf_frame_info_get(const void *src, size_t len, gmtf_frame_info *info);
+
+/* ---- batches -----------------------------------------------------------
+ * A batch is count blocks in one buffer: block i is
+ * src[off[i] .. off[i+1]), off has count+1 entries, off[0] = 0.
+ * The blocks run in parallel on the codec's thread pool; the result is the
+ * same bytes whatever the thread count. */
+
+/* Bound on the output of gmtf_batch_encode for that batch. */
+uint64_t gmtf_batch_bound(const uint64_t *off, size_t count);
+
+/* Encodes every block into one frame each, packed one after another in dst
+ * (cap bytes; gmtf_batch_bound is always enough). dst_off (count+1
+ * entries) receives where each frame starts and, last, the total length.
+ * Returns 0 or a negative code (no partial result is promised then). */
+int gmtf_batch_encode(gmtf_codec *c, const uint8_t *src, const uint64_t *off, size_t count,
+                      uint8_t *dst, uint64_t cap, uint64_t *dst_off);
+
+/* Decodes count frames at src[foff[i] .. foff[i+1]) into dst, block i at
+ * dst[doff[i] .. doff[i+1]) (the caller knows the sizes, e.g. from
+ * gmtf_frame_info_get). status[i] gets 0 or the error of frame i; the
+ * return value is 0 when all succeeded, else the first error. */
+int gmtf_batch_decode(gmtf_codec *c, const uint8_t *src, const uint64_t *foff, size_t count,
+                      uint8_t *dst, const uint64_t *doff, int *status);
+
+/* ---- MTF backends ------------------------------------------------------ */
+
+/* Names of all MTF backends known to this build ("scalar", "simd",
+ * "simd-avx2", "gpu", "gpu-4by8", ...); *available tells whether each can
+ * run on this machine. Returns the count. */
+size_t gmtf_mtf_backend_count(void);
+const char *gmtf_mtf_backend_name(size_t i, int *available);
+
+/* ---- checksum ---------------------------------------------------------- */
+
+/* CRC-32C (Castagnoli), hardware-accelerated where the CPU has it. */
+uint32_t gmtf_crc32c(uint32_t crc, const void *buf, size_t n);
+
+#ifdef __cplusplus
+}
+#endif
+#endif
