@@ -1,0 +1,115 @@
+/* Burrows-Wheeler transform.
+ *
+ * Forward: libdivsufsort sorts the suffixes; we emit the last column of the
+ * n+1 sorted rotations of src+sentinel, leaving out the sentinel row, whose
+ * position is the primary index idx[0] (1..n). We also record the rows of
+ * the suffixes starting at k*seg (k = 1..K-1, seg = ceil(n/K)): the inverse
+ * then follows K independent chains at once, so K cache misses are in
+ * flight instead of one.
+ *
+ * Inverse: one packed table E[row] = (F char << 24) | L position of the
+ * same occurrence, which is the row of the next suffix once the sentinel
+ * row is skipped. A block is at most 2^24 bytes, so positions fit 24 bits
+ * and one load per output byte gives both the byte and the next row.
+ * E[0] (the sentinel row) points at itself, so any table built from any
+ * bytes keeps every walk in bounds; a wrong walk is caught by the frame's
+ * data checksum. */
+#include <divsufsort.h>
+#include <errno.h>
+
+#include "bwt.h"
+#include "gmtf_codec.h"
+
+unsigned gmtf_bwt_index_count(size_t n)
+{
+    size_t k = n >> 14;
+    if (k < 1)
+        k = 1;
+    if (k > GMTF_BWT_MAX_INDEXES)
+        k = GMTF_BWT_MAX_INDEXES;
+    return (unsigned)k;
+}
+
+size_t gmtf_bwt_workspace_size(size_t max_block)
+{
+    return 4 * (max_block + 1);
+}
+
+static size_t bwt_segment(size_t n, unsigned k)
+{
+    return (n + k - 1) / k;
+}
+
+int gmtf_bwt_forward(const uint8_t *src, uint8_t *dst, size_t n, uint32_t *idx, void *ws)
+{
+    if (n == 0 || n > GMTF_BLOCK_MAX)
+        return -EINVAL;
+    saidx_t *sa = ws;
+    if (divsufsort(src, sa, (saidx_t)n) != 0)
+        return -ENOMEM;
+    unsigned k = gmtf_bwt_index_count(n);
+    size_t seg = bwt_segment(n, k);
+    size_t j = 0;
+    dst[j++] = src[n - 1]; /* row 0: the empty suffix, preceded by the last byte */
+    idx[0] = 0;
+    for (size_t i = 0; i < n; i++) {
+        size_t s = (size_t)sa[i];
+        if (s == 0) {
+            idx[0] = (uint32_t)(i + 1);
+            continue;
+        }
+        dst[j++] = src[s - 1];
+        if (s % seg == 0)
+            idx[s / seg] = (uint32_t)(i + 1);
+    }
+    return j == n && idx[0] ? 0 : -EIO;
+}
+
+/* Follows nchains chains of len bytes each, interleaved. */
+static void bwt_walk(const uint32_t *e, uint32_t p, uint32_t *row, uint8_t *dst, size_t seg,
+                     unsigned nchains, size_t from, size_t len)
+{
+    for (size_t t = from; t < from + len; t++) {
+        for (unsigned k = 0; k < nchains; k++) {
+            uint32_t v = e[row[k]];
+            dst[k * seg + t] = (uint8_t)(v >> 24);
+            uint32_t w = v & 0xffffff;
+            row[k] = w + (w >= p);
+        }
+    }
+}
+
+int gmtf_bwt_inverse(const uint8_t *bwt, uint8_t *dst, size_t n, const uint32_t *idx, void *ws)
+{
+    if (n == 0 || n > GMTF_BLOCK_MAX)
+        return GMTF_E_CORRUPT;
+    unsigned k = gmtf_bwt_index_count(n);
+    uint32_t p = idx[0];
+    uint32_t row[GMTF_BWT_MAX_INDEXES];
+    for (unsigned i = 0; i < k; i++) {
+        if (idx[i] == 0 || idx[i] > n)
+            return GMTF_E_CORRUPT;
+        row[i] = idx[i];
+    }
+    uint32_t *e = ws;
+    uint32_t next[256];
+    size_t cnt[256] = {0};
+    for (size_t q = 0; q < n; q++)
+        cnt[bwt[q]]++;
+    uint32_t sum = 1; /* row 0 is the sentinel */
+    for (unsigned c = 0; c < 256; c++) {
+        next[c] = sum;
+        sum += (uint32_t)cnt[c];
+    }
+    e[0] = 0;
+    for (size_t q = 0; q < n; q++) {
+        uint8_t c = bwt[q];
+        e[next[c]++] = (uint32_t)c << 24 | (uint32_t)q;
+    }
+    size_t seg = bwt_segment(n, k);
+    size_t last = n - (k - 1) * seg; /* the last chain is the shortest */
+    bwt_walk(e, p, row, dst, seg, k, 0, last);
+    if (k > 1)
+        bwt_walk(e, p, row, dst, seg, k - 1, last, seg - last);
+    return 0;
+}

@@ -1,0 +1,261 @@
+/* Codec context, single-frame calls and the batch API.
+ *
+ * A batch runs block-parallel on the thread pool. Per-block backends do all
+ * stages of a block in one task (the block stays in cache). A backend with
+ * batch hooks (the GPU) gets the MTF stage of the whole batch in one call
+ * between two parallel stages: BWT of every block, then one MTF call, then
+ * entropy coding of every block. Either way each block's frame depends only
+ * on its bytes, so the output is the same for any thread count. */
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "bwt.h"
+#include "codec_internal.h"
+#include "gmtf_config.h"
+#include "rank_coder.h"
+
+const char *gmtf_version(void)
+{
+    return GMTF_VERSION;
+}
+
+const char *gmtf_strerror(int err)
+{
+    switch (err) {
+    case 0: return "success";
+    case GMTF_E_CORRUPT: return "corrupt frame";
+    case GMTF_E_CHECKSUM: return "checksum mismatch";
+    case GMTF_E_TRUNCATED: return "truncated frame";
+    case GMTF_E_VERSION: return "frame from a newer format version";
+    case GMTF_E_BACKEND: return "unknown or unavailable MTF backend";
+    default: return err < 0 ? strerror(-err) : "unknown error";
+    }
+}
+
+int gmtf_workspace_init(gmtf_workspace *w, size_t max_block)
+{
+    memset(w, 0, sizeof *w);
+    w->max_block = max_block;
+    w->buf_a = malloc(max_block ? max_block : 1);
+    w->buf_b = malloc(max_block ? max_block : 1);
+    w->bwt_ws = malloc(gmtf_bwt_workspace_size(max_block));
+    w->rank_ws = malloc(gmtf_rank_workspace_size(max_block));
+    if (!w->buf_a || !w->buf_b || !w->bwt_ws || !w->rank_ws) {
+        gmtf_workspace_free(w);
+        return -ENOMEM;
+    }
+    return 0;
+}
+
+void gmtf_workspace_free(gmtf_workspace *w)
+{
+    free(w->buf_a);
+    free(w->buf_b);
+    free(w->bwt_ws);
+    free(w->rank_ws);
+    memset(w, 0, sizeof *w);
+}
+
+int gmtf_codec_create(gmtf_codec **out, const gmtf_codec_options *opt)
+{
+    gmtf_codec_options o = {0};
+    if (opt)
+        o = *opt;
+    if (o.threads == 0)
+        o.threads = 1;
+    if (o.threads > 1024 || o.max_block > GMTF_BLOCK_MAX)
+        return -EINVAL;
+    if (o.max_block == 0)
+        o.max_block = GMTF_BLOCK_MAX;
+    const gmtf_mtf_backend *mtf = gmtf_mtf_backend_find(o.mtf);
+    if (!mtf)
+        return GMTF_E_BACKEND;
+    gmtf_codec *c = calloc(1, sizeof *c);
+    if (!c)
+        return -ENOMEM;
+    c->mtf = mtf;
+    c->max_block = o.max_block;
+    c->threads = o.threads;
+    c->ws = calloc(o.threads, sizeof *c->ws);
+    if (!c->ws) {
+        free(c);
+        return -ENOMEM;
+    }
+    if (o.threads > 1) {
+        int rc = gmtf_pool_create(&c->pool, o.threads);
+        if (rc < 0) {
+            free(c->ws);
+            free(c);
+            return rc;
+        }
+    }
+    *out = c;
+    return 0;
+}
+
+void gmtf_codec_destroy(gmtf_codec *c)
+{
+    if (!c)
+        return;
+    gmtf_pool_destroy(c->pool);
+    for (unsigned i = 0; i < c->threads; i++)
+        gmtf_workspace_free(&c->ws[i]);
+    free(c->ws);
+    free(c->stage_a);
+    free(c->stage_b);
+    free(c);
+}
+
+const char *gmtf_codec_mtf_name(const gmtf_codec *c)
+{
+    return c->mtf->name;
+}
+
+unsigned gmtf_codec_threads(const gmtf_codec *c)
+{
+    return c->threads;
+}
+
+gmtf_workspace *gmtf_codec_workspace(gmtf_codec *c, unsigned i)
+{
+    gmtf_workspace *w = &c->ws[i];
+    if (!w->buf_a && gmtf_workspace_init(w, c->max_block) < 0)
+        return NULL;
+    return w;
+}
+
+long gmtf_frame_encode(gmtf_codec *c, const void *src, size_t n, void *dst, size_t cap)
+{
+    gmtf_workspace *w = gmtf_codec_workspace(c, 0);
+    if (!w)
+        return -ENOMEM;
+    return gmtf_frame_encode_ws(c->mtf, w, src, n, dst, cap);
+}
+
+long gmtf_frame_decode(gmtf_codec *c, const void *src, size_t len, void *dst, size_t cap)
+{
+    gmtf_workspace *w = gmtf_codec_workspace(c, 0);
+    if (!w)
+        return -ENOMEM;
+    return gmtf_frame_decode_ws(c->mtf, w, src, len, dst, cap);
+}
+
+/* ---- batch encode ------------------------------------------------------ */
+
+uint64_t gmtf_batch_bound(const uint64_t *off, size_t count)
+{
+    return off[count] - off[0] + (uint64_t)count * GMTF_FRAME_FIXED;
+}
+
+struct batch_enc {
+    gmtf_codec *c;
+    const uint8_t *src;
+    const uint64_t *off;
+    uint8_t *dst;
+    const uint64_t *slot;   /* where frame i may be written (bound-sized slots) */
+    uint64_t *len;          /* frame length of block i */
+    int err;                /* first error seen (any thread) */
+};
+
+static void batch_set_err(int *err, int rc)
+{
+    int zero = 0;
+    __atomic_compare_exchange_n(err, &zero, rc, 0, __ATOMIC_RELAXED, __ATOMIC_RELAXED);
+}
+
+static void batch_encode_one(void *ctx, size_t i, unsigned worker)
+{
+    struct batch_enc *b = ctx;
+    gmtf_workspace *w = gmtf_codec_workspace(b->c, worker);
+    if (!w) {
+        batch_set_err(&b->err, -ENOMEM);
+        return;
+    }
+    size_t n = b->off[i + 1] - b->off[i];
+    long r = gmtf_frame_encode_ws(b->c->mtf, w, b->src + b->off[i], n, b->dst + b->slot[i],
+                                  gmtf_frame_bound(n));
+    if (r < 0)
+        batch_set_err(&b->err, (int)r);
+    else
+        b->len[i] = (uint64_t)r;
+}
+
+int gmtf_batch_encode(gmtf_codec *c, const uint8_t *src, const uint64_t *off, size_t count,
+                      uint8_t *dst, uint64_t cap, uint64_t *dst_off)
+{
+    if (off[0] != 0)
+        return -EINVAL;
+    for (size_t i = 0; i < count; i++)
+        if (off[i + 1] < off[i] || off[i + 1] - off[i] > c->max_block)
+            return -EINVAL;
+    if (cap < gmtf_batch_bound(off, count))
+        return -ENOSPC;
+    /* Frames are written into bound-sized slots, then packed forward; a
+     * slot never starts before the packed position, so memmove is safe. */
+    uint64_t *slot = malloc((count + 1) * sizeof *slot * 2);
+    if (!slot && count)
+        return -ENOMEM;
+    uint64_t *len = slot + count + 1;
+    uint64_t pos = 0;
+    for (size_t i = 0; i < count; i++) {
+        slot[i] = pos;
+        pos += gmtf_frame_bound(off[i + 1] - off[i]);
+    }
+    struct batch_enc b = {c, src, off, dst, slot, len, 0};
+    gmtf_pool_run(c->pool, batch_encode_one, &b, count);
+    if (b.err == 0) {
+        uint64_t out = 0;
+        for (size_t i = 0; i < count; i++) {
+            if (out != slot[i])
+                memmove(dst + out, dst + slot[i], len[i]);
+            dst_off[i] = out;
+            out += len[i];
+        }
+        dst_off[count] = out;
+    }
+    free(slot);
+    return b.err;
+}
+
+/* ---- batch decode ------------------------------------------------------ */
+
+struct batch_dec {
+    gmtf_codec *c;
+    const uint8_t *src;
+    const uint64_t *foff;
+    uint8_t *dst;
+    const uint64_t *doff;
+    int *status;
+    int err;
+};
+
+static void batch_decode_one(void *ctx, size_t i, unsigned worker)
+{
+    struct batch_dec *b = ctx;
+    int rc;
+    gmtf_workspace *w = gmtf_codec_workspace(b->c, worker);
+    if (!w) {
+        rc = -ENOMEM;
+    } else {
+        size_t cap = b->doff[i + 1] - b->doff[i];
+        long r = gmtf_frame_decode_ws(b->c->mtf, w, b->src + b->foff[i],
+                                      b->foff[i + 1] - b->foff[i], b->dst + b->doff[i], cap);
+        rc = r < 0 ? (int)r : (r == (long)cap ? 0 : GMTF_E_CORRUPT);
+    }
+    if (b->status)
+        b->status[i] = rc;
+    if (rc)
+        batch_set_err(&b->err, rc);
+}
+
+int gmtf_batch_decode(gmtf_codec *c, const uint8_t *src, const uint64_t *foff, size_t count,
+                      uint8_t *dst, const uint64_t *doff, int *status)
+{
+    for (size_t i = 0; i < count; i++)
+        if (foff[i + 1] < foff[i] || doff[i + 1] < doff[i])
+            return -EINVAL;
+    struct batch_dec b = {c, src, foff, dst, doff, status, 0};
+    gmtf_pool_run(c->pool, batch_decode_one, &b, count);
+    return b.err;
+}

@@ -1,0 +1,96 @@
+/* Shared inside libgmtf: byte-order helpers, per-worker workspaces, the
+ * codec context. Not installed. */
+#ifndef GMTF_CODEC_INTERNAL_H
+#define GMTF_CODEC_INTERNAL_H
+
+#include <stddef.h>
+#include <stdint.h>
+#include <string.h>
+
+#include "gmtf_codec.h"
+#include "mtf.h"
+#include "threadpool.h"
+
+static inline uint32_t load_le32(const void *p)
+{
+    uint32_t v;
+    memcpy(&v, p, 4);
+#if __BYTE_ORDER__ == __ORDER_BIG_ENDIAN__
+    v = __builtin_bswap32(v);
+#endif
+    return v;
+}
+
+static inline uint64_t load_le64(const void *p)
+{
+    uint64_t v;
+    memcpy(&v, p, 8);
+#if __BYTE_ORDER__ == __ORDER_BIG_ENDIAN__
+    v = __builtin_bswap64(v);
+#endif
+    return v;
+}
+
+static inline void store_le32(void *p, uint32_t v)
+{
+#if __BYTE_ORDER__ == __ORDER_BIG_ENDIAN__
+    v = __builtin_bswap32(v);
+#endif
+    memcpy(p, &v, 4);
+}
+
+static inline void store_le64(void *p, uint64_t v)
+{
+#if __BYTE_ORDER__ == __ORDER_BIG_ENDIAN__
+    v = __builtin_bswap64(v);
+#endif
+    memcpy(p, &v, 8);
+}
+
+/* Scratch memory of one worker, sized for blocks up to max_block. */
+typedef struct gmtf_workspace {
+    size_t max_block;
+    uint8_t *buf_a;   /* max_block bytes: BWT output / decoded ranks */
+    uint8_t *buf_b;   /* max_block bytes: MTF ranks / inverse MTF output */
+    void *bwt_ws;     /* gmtf_bwt_workspace_size(max_block) */
+    void *rank_ws;    /* gmtf_rank_workspace_size(max_block) */
+} gmtf_workspace;
+
+int gmtf_workspace_init(gmtf_workspace *w, size_t max_block);
+void gmtf_workspace_free(gmtf_workspace *w);
+
+struct gmtf_codec {
+    const gmtf_mtf_backend *mtf;
+    uint32_t max_block;
+    unsigned threads;
+    gmtf_pool *pool;             /* NULL when threads == 1 */
+    gmtf_workspace *ws;          /* one per thread, allocated lazily */
+    /* Staging buffers for batch MTF backends (grown, never shrunk). */
+    uint8_t *stage_a, *stage_b;
+    uint64_t stage_cap;
+};
+
+/* Lazily allocates workspace i. Returns NULL on -ENOMEM. */
+gmtf_workspace *gmtf_codec_workspace(gmtf_codec *c, unsigned i);
+
+/* Frame layer (frame.c). */
+#define GMTF_FRAME_MAGIC 0x46544D47u /* "GMTF" */
+#define GMTF_FRAME_VERSION 1
+#define GMTF_FRAME_FIXED 24          /* header bytes without BWT indexes */
+
+/* Writes a frame header for the given fields into dst; returns its size. */
+size_t gmtf_frame_write_header(uint8_t *dst, uint8_t method, uint32_t orig_len,
+                               uint32_t payload_len, uint32_t data_crc, const uint32_t *idx,
+                               unsigned nidx);
+/* Parses and checks a header; *hdr_len and idx[] (GMTF_BWT_MAX_INDEXES)
+ * receive the header size and BWT indexes. */
+int gmtf_frame_parse(const uint8_t *src, size_t len, gmtf_frame_info *info, unsigned *hdr_len,
+                     uint32_t *idx, unsigned *nidx);
+
+/* Whole-frame encode/decode with an explicit MTF backend and workspace. */
+long gmtf_frame_encode_ws(const gmtf_mtf_backend *mtf, gmtf_workspace *w, const uint8_t *src,
+                          size_t n, uint8_t *dst, size_t cap);
+long gmtf_frame_decode_ws(const gmtf_mtf_backend *mtf, gmtf_workspace *w, const uint8_t *src,
+                          size_t len, uint8_t *dst, size_t cap);
+
+#endif

@@ -1,0 +1,195 @@
+/* Frames: one self-describing compressed block (layout in docs/codec.md).
+ *
+ *   0  u32 magic "GMTF"        4  u8 version    5 u8 method
+ *   6  u8 BWT index count K   7  u8 flags (0)
+ *   8  u32 original length    12  u32 payload length
+ *  16  u32 CRC-32C of the original bytes
+ *  20  u32 idx[K]             20+4K  u32 CRC-32C of bytes [0, 20+4K)
+ *
+ * The header checksum is checked before anything else is trusted, so a
+ * damaged header is rejected without decoding; the data checksum catches
+ * everything else. */
+#include <errno.h>
+#include <string.h>
+
+#include "bwt.h"
+#include "codec_internal.h"
+#include "rank_coder.h"
+
+size_t gmtf_frame_bound(size_t n)
+{
+    return n + GMTF_FRAME_FIXED;
+}
+
+size_t gmtf_frame_write_header(uint8_t *dst, uint8_t method, uint32_t orig_len,
+                               uint32_t payload_len, uint32_t data_crc, const uint32_t *idx,
+                               unsigned nidx)
+{
+    store_le32(dst, GMTF_FRAME_MAGIC);
+    dst[4] = GMTF_FRAME_VERSION;
+    dst[5] = method;
+    dst[6] = (uint8_t)nidx;
+    dst[7] = 0;
+    store_le32(dst + 8, orig_len);
+    store_le32(dst + 12, payload_len);
+    store_le32(dst + 16, data_crc);
+    for (unsigned i = 0; i < nidx; i++)
+        store_le32(dst + 20 + 4 * i, idx[i]);
+    size_t h = 20 + 4 * (size_t)nidx;
+    store_le32(dst + h, gmtf_crc32c(0, dst, h));
+    return h + 4;
+}
+
+int gmtf_frame_parse(const uint8_t *src, size_t len, gmtf_frame_info *info, unsigned *hdr_len,
+                     uint32_t *idx, unsigned *nidx)
+{
+    if (len < GMTF_FRAME_FIXED)
+        return GMTF_E_TRUNCATED;
+    if (load_le32(src) != GMTF_FRAME_MAGIC)
+        return GMTF_E_CORRUPT;
+    unsigned k = src[6];
+    if (k > GMTF_BWT_MAX_INDEXES)
+        return GMTF_E_CORRUPT;
+    size_t h = 20 + 4 * (size_t)k;
+    if (len < h + 4)
+        return GMTF_E_TRUNCATED;
+    if (gmtf_crc32c(0, src, h) != load_le32(src + h))
+        return GMTF_E_CHECKSUM;
+    /* The header is intact from here on: reject what this version can't read. */
+    if (src[4] != GMTF_FRAME_VERSION)
+        return src[4] > GMTF_FRAME_VERSION ? GMTF_E_VERSION : GMTF_E_CORRUPT;
+    uint8_t method = src[5];
+    uint32_t orig = load_le32(src + 8), plen = load_le32(src + 12);
+    if (src[7] != 0 || orig > GMTF_BLOCK_MAX)
+        return GMTF_E_CORRUPT;
+    switch (method) {
+    case GMTF_METHOD_RAW:
+        if (k != 0 || plen != orig)
+            return GMTF_E_CORRUPT;
+        break;
+    case GMTF_METHOD_RUN:
+        if (k != 0 || plen != 1 || orig == 0)
+            return GMTF_E_CORRUPT;
+        break;
+    case GMTF_METHOD_BWT:
+        if (orig == 0 || k != gmtf_bwt_index_count(orig) || plen == 0 || plen >= orig)
+            return GMTF_E_CORRUPT;
+        break;
+    default:
+        return GMTF_E_CORRUPT;
+    }
+    if (plen > len - (h + 4))
+        return GMTF_E_TRUNCATED;
+    info->frame_len = (uint32_t)(h + 4 + plen);
+    info->orig_len = orig;
+    info->method = method;
+    info->data_crc = load_le32(src + 16);
+    if (hdr_len)
+        *hdr_len = (unsigned)(h + 4);
+    if (idx)
+        for (unsigned i = 0; i < k; i++)
+            idx[i] = load_le32(src + 20 + 4 * i);
+    if (nidx)
+        *nidx = k;
+    return 0;
+}
+
+int gmtf_frame_info_get(const void *src, size_t len, gmtf_frame_info *info)
+{
+    return gmtf_frame_parse(src, len, info, NULL, NULL, NULL);
+}
+
+static int is_run(const uint8_t *s, size_t n)
+{
+    for (size_t i = 1; i < n; i++)
+        if (s[i] != s[0])
+            return 0;
+    return 1;
+}
+
+static long frame_raw(const uint8_t *src, size_t n, uint8_t *dst, uint32_t crc)
+{
+    size_t h = gmtf_frame_write_header(dst, GMTF_METHOD_RAW, (uint32_t)n, (uint32_t)n, crc,
+                                       NULL, 0);
+    memcpy(dst + h, src, n);
+    return (long)(h + n);
+}
+
+long gmtf_frame_encode_ws(const gmtf_mtf_backend *mtf, gmtf_workspace *w, const uint8_t *src,
+                          size_t n, uint8_t *dst, size_t cap)
+{
+    if (n > w->max_block || n > GMTF_BLOCK_MAX)
+        return -EINVAL;
+    if (cap < gmtf_frame_bound(n))
+        return -ENOSPC;
+    uint32_t crc = gmtf_crc32c(0, src, n);
+    if (n == 0)
+        return frame_raw(src, 0, dst, crc);
+    if (n > 1 && is_run(src, n)) {
+        size_t h = gmtf_frame_write_header(dst, GMTF_METHOD_RUN, (uint32_t)n, 1, crc, NULL, 0);
+        dst[h] = src[0];
+        return (long)(h + 1);
+    }
+    if (n < 16)
+        return frame_raw(src, n, dst, crc);
+    uint32_t idx[GMTF_BWT_MAX_INDEXES];
+    unsigned k = gmtf_bwt_index_count(n);
+    int rc = gmtf_bwt_forward(src, w->buf_a, n, idx, w->bwt_ws);
+    if (rc < 0)
+        return rc;
+    mtf->encode(w->buf_a, w->buf_b, n);
+    size_t h = 24 + 4 * (size_t)k;
+    /* The payload must leave the frame smaller than a raw one. */
+    long plen = gmtf_rank_encode(w->buf_b, n, dst + h, n - 4 * (size_t)k - 1, w->rank_ws);
+    if (plen == -ENOSPC)
+        return frame_raw(src, n, dst, crc);
+    if (plen < 0)
+        return plen;
+    gmtf_frame_write_header(dst, GMTF_METHOD_BWT, (uint32_t)n, (uint32_t)plen, crc, idx, k);
+    return (long)(h + (size_t)plen);
+}
+
+/* Back half of decoding a BWT frame whose ranks sit in w->buf_a. */
+static int frame_finish_bwt(const gmtf_mtf_backend *mtf, gmtf_workspace *w, size_t n,
+                            const uint32_t *idx, uint8_t *dst)
+{
+    mtf->decode(w->buf_a, w->buf_b, n);
+    return gmtf_bwt_inverse(w->buf_b, dst, n, idx, w->bwt_ws);
+}
+
+long gmtf_frame_decode_ws(const gmtf_mtf_backend *mtf, gmtf_workspace *w, const uint8_t *src,
+                          size_t len, uint8_t *dst, size_t cap)
+{
+    gmtf_frame_info fi;
+    unsigned h, k;
+    uint32_t idx[GMTF_BWT_MAX_INDEXES];
+    int rc = gmtf_frame_parse(src, len, &fi, &h, idx, &k);
+    if (rc < 0)
+        return rc;
+    size_t n = fi.orig_len;
+    if (n > cap)
+        return -ENOSPC;
+    const uint8_t *pay = src + h;
+    size_t plen = fi.frame_len - h;
+    switch (fi.method) {
+    case GMTF_METHOD_RAW:
+        memcpy(dst, pay, n);
+        break;
+    case GMTF_METHOD_RUN:
+        memset(dst, pay[0], n);
+        break;
+    case GMTF_METHOD_BWT:
+        if (n > w->max_block)
+            return -EINVAL;
+        rc = gmtf_rank_decode(pay, plen, w->buf_a, n, w->rank_ws);
+        if (rc < 0)
+            return rc;
+        rc = frame_finish_bwt(mtf, w, n, idx, dst);
+        if (rc < 0)
+            return rc;
+        break;
+    }
+    if (gmtf_crc32c(0, dst, n) != fi.data_crc)
+        return GMTF_E_CHECKSUM;
+    return (long)n;
+}
