@@ -1,0 +1,278 @@
+/* gmtf filesystem library: image format, metadata, data path.
+ *
+ * An in-process filesystem over one image (a regular file or a block
+ * device). The FUSE daemon (tools/gmtf), mkfs.gmtf and fsck.gmtf are thin
+ * layers over this API. It mirrors what a libfuse3 low-level daemon needs:
+ * inode numbers (GMTF_ROOT_INO == FUSE_ROOT_ID), lookup counts, stable
+ * readdir offsets, open-file reference counts.
+ *
+ * Conventions: every function returns 0 (or a non-negative count) on
+ * success and a negative errno code on failure (-ENOENT, -EIO, ...). All
+ * functions on one gmtf_fs are thread-safe. The library does no permission
+ * checks: the daemon mounts with default_permissions and the kernel checks.
+ * On-disk format: docs/format.md. What works today: fs/README.md. */
+#ifndef GMTF_FS_H
+#define GMTF_FS_H
+
+#include <stddef.h>
+#include <stdint.h>
+#include <sys/stat.h>
+#include <sys/statvfs.h>
+#include <sys/types.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+#define GMTF_ROOT_INO 1u
+#define GMTF_FS_BLOCK_MIN (64u << 10)
+#define GMTF_FS_BLOCK_MAX (16u << 20)
+#define GMTF_FS_BLOCK_DEFAULT (1u << 20)
+#define GMTF_FS_LABEL_MAX 63
+#define GMTF_FS_NAME_MAX 255
+#define GMTF_FS_XATTR_NAME_MAX 255
+#define GMTF_FS_XATTR_SIZE_MAX 65536
+
+/* ---- image I/O layer -----------------------------------------------------
+ * Every byte the library reads or writes goes through these ops, so tests
+ * can record writes, rebuild crash states and inject short writes, ENOSPC
+ * and EIO. Each op returns 0 or a negative errno. pread must fill all n
+ * bytes (a read past the end is -EIO: the image is truncated); pwrite
+ * writes all n bytes or fails; flush makes every completed pwrite durable
+ * (fdatasync); size gives the current length; truncate sets it (growable
+ * images give space back to the host); host_free (may be NULL) reports
+ * bytes free on the host filesystem; close frees ctx. */
+typedef struct gmtf_image_ops {
+    int (*pread)(void *ctx, void *buf, size_t n, uint64_t off);
+    int (*pwrite)(void *ctx, const void *buf, size_t n, uint64_t off);
+    int (*flush)(void *ctx);
+    int (*size)(void *ctx, uint64_t *size);
+    int (*truncate)(void *ctx, uint64_t size);
+    int (*host_free)(void *ctx, uint64_t *bytes);
+    void (*close)(void *ctx);
+} gmtf_image_ops;
+
+typedef struct gmtf_image {
+    const gmtf_image_ops *ops;
+    void *ctx;
+    int is_blockdev; /* fixed size: never truncated, capacity = size */
+} gmtf_image;
+
+#define GMTF_IMAGE_RDONLY 0x1 /* open read-only, shared lock */
+#define GMTF_IMAGE_CREATE 0x2 /* create the file if missing (mkfs) */
+#define GMTF_IMAGE_NOLOCK 0x4 /* take no lock (tests only) */
+
+/* Opens a file or block device as an image and locks it: an exclusive OFD
+ * lock for read-write, a shared one for RDONLY. Returns -EBUSY when another
+ * process holds a conflicting lock (mounted, or mkfs/fsck running). */
+int gmtf_image_open_file(const char *path, int flags, gmtf_image **out);
+/* An image in memory (tests): starts with the given bytes (copied, may be
+ * NULL/0). gmtf_image_mem_data exposes the current bytes. */
+int gmtf_image_open_mem(const void *data, size_t len, gmtf_image **out);
+const uint8_t *gmtf_image_mem_data(gmtf_image *img, size_t *len);
+void gmtf_image_close(gmtf_image *img);
+
+/* ---- make, open, close ------------------------------------------------- */
+
+typedef struct gmtf_mkfs_options {
+    uint32_t block_size; /* 0 = GMTF_FS_BLOCK_DEFAULT; power of two in [64 KiB, 16 MiB] */
+    const char *label;   /* NULL = empty; at most GMTF_FS_LABEL_MAX bytes */
+    uint64_t capacity;   /* bytes; 0 = growable (or the device size) */
+    const uint8_t *uuid; /* 16 bytes, NULL = random */
+} gmtf_mkfs_options;
+
+/* Writes an empty filesystem (root directory only) on img, replacing what
+ * was there. Does not close img. */
+int gmtf_fs_mkfs(gmtf_image *img, const gmtf_mkfs_options *opt);
+
+typedef void (*gmtf_fs_log_fn)(void *arg, const char *msg);
+
+typedef struct gmtf_fs_options {
+    int read_only;             /* never write the image (journal replayed in memory) */
+    const char *mtf;           /* codec MTF backend, NULL = auto */
+    unsigned threads;          /* codec threads, 0 = online CPUs */
+    uint64_t cache_bytes;      /* decoded-block cache, 0 = 64 MiB */
+    uint64_t dirty_bytes;      /* write-back limit before writers flush, 0 = 128 MiB */
+    unsigned flush_interval_ms;/* background flusher period; 0 = no thread (caller syncs) */
+    uint64_t journal_bytes;    /* journal region while mounted, 0 = 8 MiB */
+    int track_lookups;         /* count lookups; inodes live until gmtf_fs_forget (FUSE) */
+    unsigned readahead_blocks; /* blocks decoded ahead of sequential reads, 0 = 4 */
+    gmtf_fs_log_fn log;        /* errors and warnings (checksum, replay); NULL = stderr */
+    void *log_arg;
+} gmtf_fs_options;
+
+typedef struct gmtf_fs gmtf_fs;
+
+/* Opens the filesystem on img (ownership passes to the fs, also on
+ * failure). Picks the newest valid superblock, loads the metadata snapshot,
+ * replays the journal. Read-write: then writes a checkpoint. Errors:
+ * -EINVAL (not a gmtf image), -EUCLEAN (metadata corrupt), -EIO. */
+int gmtf_fs_mount(gmtf_image *img, const gmtf_fs_options *opt, gmtf_fs **out);
+/* Flushes everything, writes a final compact checkpoint, frees all. Returns
+ * the first error met (the fs is freed anyway). */
+int gmtf_fs_unmount(gmtf_fs *fs);
+
+/* ---- inodes and names -------------------------------------------------- */
+
+typedef struct gmtf_entry {
+    struct stat attr;    /* attr.st_ino is the inode number */
+    uint64_t generation; /* never repeats for one inode number */
+} gmtf_entry;
+
+/* Finds name in directory parent. With track_lookups, a success counts one
+ * lookup on the inode (as do mknod, mkdir, symlink, link, create). */
+int gmtf_fs_lookup(gmtf_fs *fs, uint64_t parent, const char *name, gmtf_entry *e);
+/* Drops nlookup lookups; an inode with no links, no opens and no lookups
+ * is then freed. */
+void gmtf_fs_forget(gmtf_fs *fs, uint64_t ino, uint64_t nlookup);
+
+/* st_blocks counts stored (compressed) bytes in 512-byte units. */
+int gmtf_fs_getattr(gmtf_fs *fs, uint64_t ino, struct stat *st);
+
+#define GMTF_SET_MODE 0x01
+#define GMTF_SET_UID 0x02
+#define GMTF_SET_GID 0x04
+#define GMTF_SET_SIZE 0x08
+#define GMTF_SET_ATIME 0x10
+#define GMTF_SET_MTIME 0x20
+#define GMTF_SET_ATIME_NOW 0x40
+#define GMTF_SET_MTIME_NOW 0x80
+#define GMTF_SET_CTIME 0x100 /* set ctime from st_ctim (mkfs); else ctime = now */
+/* Changes the fields named in to_set (only permission bits of st_mode are
+ * used; size truncates or extends with a hole). out (may be NULL) gets the
+ * new attributes. */
+int gmtf_fs_setattr(gmtf_fs *fs, uint64_t ino, const struct stat *st, unsigned to_set,
+                    struct stat *out);
+
+/* mknod makes regular files, fifos, sockets and device nodes (mode holds the
+ * type). name must not exist (-EEXIST). Times are set to now. */
+int gmtf_fs_mknod(gmtf_fs *fs, uint64_t parent, const char *name, mode_t mode, dev_t rdev,
+                  uid_t uid, gid_t gid, gmtf_entry *e);
+int gmtf_fs_mkdir(gmtf_fs *fs, uint64_t parent, const char *name, mode_t mode, uid_t uid,
+                  gid_t gid, gmtf_entry *e);
+int gmtf_fs_symlink(gmtf_fs *fs, uint64_t parent, const char *name, const char *target,
+                    uid_t uid, gid_t gid, gmtf_entry *e);
+/* Adds a hard link newparent/newname to ino (not a directory: -EPERM). */
+int gmtf_fs_link(gmtf_fs *fs, uint64_t ino, uint64_t newparent, const char *newname,
+                 gmtf_entry *e);
+int gmtf_fs_unlink(gmtf_fs *fs, uint64_t parent, const char *name);
+int gmtf_fs_rmdir(gmtf_fs *fs, uint64_t parent, const char *name); /* -ENOTEMPTY */
+
+#define GMTF_RENAME_NOREPLACE 0x1 /* == RENAME_NOREPLACE */
+#define GMTF_RENAME_EXCHANGE 0x2  /* == RENAME_EXCHANGE */
+/* POSIX rename plus the two flags; -EINVAL for moving a directory into
+ * its own subtree, -ENOTEMPTY, -EISDIR, -ENOTDIR as rename(2). */
+int gmtf_fs_rename(gmtf_fs *fs, uint64_t parent, const char *name, uint64_t newparent,
+                   const char *newname, unsigned flags);
+
+/* Copies the target (not NUL-terminated if it does not fit) into buf.
+ * Returns the target length. */
+long gmtf_fs_readlink(gmtf_fs *fs, uint64_t ino, char *buf, size_t cap);
+
+/* Called once per entry; next_off is the offset to resume after this
+ * entry. Return non-zero to stop (buffer full). st has st_ino and the type
+ * bits of st_mode only. */
+typedef int (*gmtf_fs_filldir_fn)(void *arg, const char *name, const struct stat *st,
+                                  uint64_t next_off);
+/* Lists directory ino from offset off (0 = start; "." and ".." come first).
+ * Offsets stay valid under concurrent creates and deletes: every entry
+ * present during the whole listing is returned exactly once. */
+int gmtf_fs_readdir(gmtf_fs *fs, uint64_t ino, uint64_t off, gmtf_fs_filldir_fn fn, void *arg);
+
+/* ---- file data ------------------------------------------------------------ */
+
+/* Counts an open of ino (O_TRUNC truncates, other flags are the caller's).
+ * An unlinked inode lives until its last release. */
+int gmtf_fs_open(gmtf_fs *fs, uint64_t ino, int flags);
+int gmtf_fs_release(gmtf_fs *fs, uint64_t ino);
+/* mknod of a regular file plus open, atomically (-EEXIST if present). */
+int gmtf_fs_create(gmtf_fs *fs, uint64_t parent, const char *name, mode_t mode, uid_t uid,
+                   gid_t gid, int flags, gmtf_entry *e);
+
+/* Reads up to n bytes at off (short only at end of file); holes read as
+ * zeros. A damaged block gives -EIO and a log line naming inode and block. */
+long gmtf_fs_read(gmtf_fs *fs, uint64_t ino, void *buf, size_t n, uint64_t off);
+/* Writes n bytes at off into the write-back cache (extending the file).
+ * Returns n, or -ENOSPC when the data cannot be stored. */
+long gmtf_fs_write(gmtf_fs *fs, uint64_t ino, const void *buf, size_t n, uint64_t off);
+/* Makes ino's data and metadata durable. Small changes are staged in the
+ * journal uncompressed and compressed later in the background. */
+int gmtf_fs_fsync(gmtf_fs *fs, uint64_t ino, int datasync);
+/* Makes everything durable (compresses all dirty data). */
+int gmtf_fs_syncfs(gmtf_fs *fs);
+
+#define GMTF_FALLOC_KEEP_SIZE 0x01  /* == FALLOC_FL_KEEP_SIZE */
+#define GMTF_FALLOC_PUNCH_HOLE 0x02 /* == FALLOC_FL_PUNCH_HOLE (needs KEEP_SIZE) */
+/* mode 0: extends the size (space is not reserved: compressed data has no
+ * fixed size); PUNCH_HOLE|KEEP_SIZE: the range reads as zeros and whole
+ * blocks in it free their space. Other modes: -EOPNOTSUPP. */
+int gmtf_fs_fallocate(gmtf_fs *fs, uint64_t ino, int mode, uint64_t off, uint64_t len);
+/* SEEK_DATA / SEEK_HOLE (also SEEK_SET/SEEK_CUR return off, SEEK_END size).
+ * Holes are found at block granularity. -ENXIO past the end. */
+int64_t gmtf_fs_lseek(gmtf_fs *fs, uint64_t ino, int64_t off, int whence);
+
+/* ---- extended attributes (any namespace; names up to 255 bytes) --------- */
+
+#define GMTF_XATTR_CREATE 0x1  /* == XATTR_CREATE */
+#define GMTF_XATTR_REPLACE 0x2 /* == XATTR_REPLACE */
+int gmtf_fs_setxattr(gmtf_fs *fs, uint64_t ino, const char *name, const void *value,
+                     size_t size, int flags);
+/* size 0: returns the value length; too small: -ERANGE; missing: -ENODATA. */
+long gmtf_fs_getxattr(gmtf_fs *fs, uint64_t ino, const char *name, void *buf, size_t size);
+/* NUL-separated names, as listxattr(2). */
+long gmtf_fs_listxattr(gmtf_fs *fs, uint64_t ino, char *buf, size_t size);
+int gmtf_fs_removexattr(gmtf_fs *fs, uint64_t ino, const char *name);
+
+/* ---- whole filesystem ------------------------------------------------------ */
+
+/* f_blocks/f_bfree in f_frsize (4096) units: used = stored bytes, free =
+ * capacity - used, or for a growable image what the host has free. */
+int gmtf_fs_statfs(gmtf_fs *fs, struct statvfs *st);
+
+typedef struct gmtf_fs_info {
+    uint32_t block_size;
+    char label[GMTF_FS_LABEL_MAX + 1];
+    uint8_t uuid[16];
+    uint64_t generation;
+    uint64_t capacity;      /* 0 = growable */
+    uint64_t image_bytes;   /* end of the last allocated byte */
+    uint64_t used_bytes;    /* allocated: frames + metadata + journal */
+    uint64_t files, dirs, symlinks, others;
+    uint64_t data_bytes;    /* sum of regular file sizes */
+    uint64_t stored_bytes;  /* compressed frame bytes */
+    uint64_t frames;
+    uint64_t dirty_bytes;   /* in the write-back cache now */
+    uint64_t replayed_records; /* journal records replayed at mount */
+} gmtf_fs_info;
+int gmtf_fs_get_info(gmtf_fs *fs, gmtf_fs_info *info);
+
+/* ---- check (fsck) ------------------------------------------------------------ */
+
+typedef struct gmtf_fs_check_options {
+    int repair;        /* write a clean checkpoint after fixing what can be fixed */
+    int verify_data;   /* decode every frame (in batches) and check its checksum */
+    const char *mtf;
+    unsigned threads;
+    void (*progress)(void *arg, uint64_t done, uint64_t total); /* verify_data */
+    void *progress_arg;
+    gmtf_fs_log_fn log; /* one line per problem found */
+    void *log_arg;
+} gmtf_fs_check_options;
+
+typedef struct gmtf_fs_check_report {
+    unsigned errors;       /* problems found */
+    unsigned fixed;        /* of which repaired */
+    unsigned warnings;     /* harmless oddities (e.g. journal replayed) */
+    gmtf_fs_info info;
+} gmtf_fs_check_report;
+
+/* Checks the image (does not take ownership of img). Returns 0 when the
+ * check ran (see report), or a negative code when the image cannot be
+ * read at all (-EINVAL: not gmtf; -EUCLEAN: no usable superblock/snapshot). */
+int gmtf_fs_check(gmtf_image *img, const gmtf_fs_check_options *opt,
+                  gmtf_fs_check_report *rep);
+
+#ifdef __cplusplus
+}
+#endif
+#endif
