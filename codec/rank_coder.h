@@ -24,13 +24,21 @@ int gmtf_rank_decode(const uint8_t *src, size_t len, uint8_t *ranks, size_t n, v
 
 /* ---- stages, for benchmarks and tests ------------------------------- */
 
+/* Zero-run symbols: a maximal run of L zero ranks is the digits of L in
+ * bijective base 2, least significant first (RUNA = 1, RUNB = 2); a rank
+ * r >= 1 is the symbol r + 1 (2..256). */
+#define GMTF_SYM_RUNA 0
+#define GMTF_SYM_RUNB 1
+
 /* Zero-run coding of MTF ranks into 16-bit symbols; syms must hold n + 1
- * entries. Returns the symbol count. */
+ * entries. Returns the symbol count (at most n). */
 size_t gmtf_zrle_encode(const uint8_t *ranks, size_t n, uint16_t *syms);
 /* Inverse: returns 0 when exactly n ranks came out, else GMTF_E_CORRUPT. */
 int gmtf_zrle_decode(const uint16_t *syms, size_t count, uint8_t *ranks, size_t n);
 
-/* Entropy coding of zero-run symbols. Returns bytes written or -ENOSPC. */
+/* Entropy coding of zero-run symbols as gmtf_zrle_encode makes them (runs
+ * maximal, at most 31 digits). Returns bytes written, -ENOSPC, or -EINVAL
+ * when syms break those rules. ws as for gmtf_rank_encode. */
 long gmtf_entropy_encode(const uint16_t *syms, size_t count, uint8_t *dst, size_t cap, void *ws);
 /* Decodes exactly count symbols (count is known from the frame).
  * Returns 0 or a negative GMTF_E_* code; untrusted src as above. */

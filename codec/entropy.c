@@ -1,0 +1,434 @@
+/* Entropy coding of zero-run coded MTF ranks: an adaptive binary range
+ * coder under a structured model (docs/entropy.md).
+ *
+ * The coded events, in order:
+ *   - after a nonzero rank (and at the start): one decision, "a zero run
+ *     follows" or "a rank follows";
+ *   - a zero run of length L >= 1: k = floor(log2 L) in unary, then the k
+ *     low bits of L, most significant first;
+ *   - a rank r in 1..255 (after a run no decision is needed: runs are
+ *     maximal): bucket of r in unary (1, 2, 3-4, 5-8, ..., 129-255), then
+ *     the offset inside the bucket, most significant bit first.
+ * Each decision has its own adaptive probability, chosen by the previous
+ * two events. The decoder is written once (decode_events) and instantiated
+ * twice: into ranks (the fused path gmtf_rank_decode uses) and into
+ * zero-run symbols (the stage function). */
+#include <errno.h>
+#include <string.h>
+
+#include "gmtf_codec.h"
+#include "rank_coder.h"
+
+/* ---- adaptive probabilities -------------------------------------------- */
+
+/* Probability of a 0 bit, 16-bit scale, as the mean of a fast and a slow
+ * estimator: the fast one follows local changes, the slow one is precise
+ * on stationary data. Both stay within [15, 65521], so the mean is never 0
+ * or 65536 and every decision keeps a nonzero share of the range. */
+typedef struct {
+    uint16_t fast, slow;
+} prob2;
+
+#define RATE_FAST 4
+#define RATE_SLOW 7
+#define PROB_INIT 32768
+
+static inline uint32_t prob_get(const prob2 *p)
+{
+    return ((uint32_t)p->fast + p->slow) >> 1;
+}
+
+static inline void prob_update(prob2 *p, int bit)
+{
+    if (bit) {
+        p->fast -= p->fast >> RATE_FAST;
+        p->slow -= p->slow >> RATE_SLOW;
+    } else {
+        p->fast += (65536 - p->fast) >> RATE_FAST;
+        p->slow += (65536 - p->slow) >> RATE_SLOW;
+    }
+}
+
+/* ---- model ------------------------------------------------------------- */
+
+#define LEN_MAX_K 30   /* runs below 2^31; blocks are at most 2^24 */
+#define RCTX 64        /* contexts for the run decision and rank buckets */
+#define LCTX 32        /* contexts for the run length's bit count */
+#define NBUCKET 9      /* rank buckets 1, 2, 3-4, ..., 129-255 */
+
+typedef struct {
+    prob2 run[RCTX];                       /* a run follows (1) or a rank (0) */
+    prob2 len_unary[LCTX][LEN_MAX_K + 1];  /* k > i */
+    prob2 len_top[LEN_MAX_K + 1][4];       /* first two low bits of L: tree */
+    prob2 len_low[LEN_MAX_K + 1][LEN_MAX_K + 1]; /* further bits by position */
+    prob2 bucket[RCTX][NBUCKET];           /* bucket > b */
+    prob2 offset[256];                     /* offset tree of all buckets */
+} model;
+
+/* Quantised rank for contexts: 0 (the event was a run), 1, 2, 3, 4-5,
+ * 6-9, 10-19, 20+. */
+static const uint8_t rank_q[256] = {
+    0, 1, 2, 3, 4, 4, 5, 5, 5, 5, 6, 6, 6, 6, 6, 6, 6, 6, 6, 6, [20 ... 255] = 7,
+};
+
+/* Tracks the two previous events. r1, r2: the previous ranks, 0 for a run;
+ * k1: bit count of the previous run. */
+typedef struct {
+    unsigned r1, r2, k1;
+} history;
+
+static inline unsigned ctx_event(const history *h)
+{
+    return rank_q[h->r1] * 8 + rank_q[h->r2];
+}
+
+static inline unsigned ctx_len(const history *h)
+{
+    unsigned kq = h->k1 < 3 ? h->k1 : 3;
+    return rank_q[h->r1] * 4 + kq;
+}
+
+static void model_init(model *m)
+{
+    prob2 *p = (prob2 *)m;
+    for (size_t i = 0; i < sizeof(model) / sizeof(prob2); i++)
+        p[i].fast = p[i].slow = PROB_INIT;
+}
+
+/* Rank r in 1..255 -> bucket b (0..8); bucket b >= 2 covers
+ * [2^(b-1) + 1, 2^b], the last one stops at 255. */
+static inline unsigned rank_bucket(unsigned r)
+{
+    return r <= 2 ? r - 1 : 32 - (unsigned)__builtin_clz(r - 1);
+}
+
+/* ---- range encoder ----------------------------------------------------- */
+
+/* LZMA-style carry-propagating range coder, 32-bit range, bytes out. The
+ * first byte such a coder makes is always 0 and is not stored. */
+typedef struct {
+    uint64_t low;
+    uint32_t range;
+    uint8_t cache;
+    uint64_t pending; /* 0xFF bytes waiting for a possible carry */
+    int first;
+    uint8_t *out, *end;
+    int overflow;
+} rc_enc;
+
+static inline void rc_put(rc_enc *e, uint8_t b)
+{
+    if (e->out < e->end)
+        *e->out++ = b;
+    else
+        e->overflow = 1;
+}
+
+static void rc_shift_low(rc_enc *e)
+{
+    if ((uint32_t)e->low < 0xFF000000u || (e->low >> 32) != 0) {
+        uint8_t carry = (uint8_t)(e->low >> 32);
+        if (!e->first)
+            rc_put(e, (uint8_t)(e->cache + carry));
+        e->first = 0;
+        for (; e->pending; e->pending--)
+            rc_put(e, (uint8_t)(0xFF + carry));
+        e->cache = (uint8_t)(e->low >> 24);
+    } else {
+        e->pending++;
+    }
+    e->low = (e->low & 0x00FFFFFFu) << 8;
+}
+
+static void rc_enc_init(rc_enc *e, uint8_t *dst, size_t cap)
+{
+    e->low = 0;
+    e->range = 0xFFFFFFFFu;
+    e->cache = 0;
+    e->pending = 0;
+    e->first = 1;
+    e->out = dst;
+    e->end = dst + cap;
+    e->overflow = 0;
+}
+
+static void rc_enc_finish(rc_enc *e)
+{
+    for (int i = 0; i < 5; i++)
+        rc_shift_low(e);
+}
+
+static inline void enc_bit(rc_enc *e, prob2 *p, int bit)
+{
+    uint32_t bound = (e->range >> 16) * prob_get(p);
+    if (bit) {
+        e->low += bound;
+        e->range -= bound;
+    } else {
+        e->range = bound;
+    }
+    prob_update(p, bit);
+    while (e->range < (1u << 24)) {
+        e->range <<= 8;
+        rc_shift_low(e);
+    }
+}
+
+/* ---- range decoder ----------------------------------------------------- */
+
+typedef struct {
+    uint32_t range, code;
+    const uint8_t *in, *end;
+    size_t over; /* bytes asked for beyond the end (read as 0) */
+} rc_dec;
+
+static inline uint8_t rc_get(rc_dec *d)
+{
+    if (d->in < d->end)
+        return *d->in++;
+    d->over++;
+    return 0;
+}
+
+static void rc_dec_init(rc_dec *d, const uint8_t *src, size_t len)
+{
+    d->in = src;
+    d->end = src + len;
+    d->over = 0;
+    d->range = 0xFFFFFFFFu;
+    d->code = 0;
+    for (int i = 0; i < 4; i++)
+        d->code = (d->code << 8) | rc_get(d);
+}
+
+static inline int dec_bit(rc_dec *d, prob2 *p)
+{
+    uint32_t bound = (d->range >> 16) * prob_get(p);
+    int bit = d->code >= bound;
+    if (bit) {
+        d->code -= bound;
+        d->range -= bound;
+    } else {
+        d->range = bound;
+    }
+    prob_update(p, bit);
+    while (d->range < (1u << 24)) {
+        d->range <<= 8;
+        d->code = (d->code << 8) | rc_get(d);
+    }
+    return bit;
+}
+
+/* ---- events: encoder --------------------------------------------------- */
+
+static void enc_run_len(rc_enc *e, model *m, const history *h, uint32_t len)
+{
+    unsigned k = 31 - (unsigned)__builtin_clz(len);
+    prob2 *u = m->len_unary[ctx_len(h)];
+    for (unsigned i = 0; i < k; i++)
+        enc_bit(e, &u[i], 1);
+    if (k < LEN_MAX_K)
+        enc_bit(e, &u[k], 0);
+    if (k == 0)
+        return;
+    /* First two bits below the leading one by a small tree, the rest by
+     * position: the top bits carry most of the skew. */
+    int j = (int)k - 1;
+    unsigned node = 1;
+    for (; j >= 0 && node < 4; j--) {
+        int bit = (len >> j) & 1;
+        enc_bit(e, &m->len_top[k][node], bit);
+        node = node * 2 + (unsigned)bit;
+    }
+    for (; j >= 0; j--)
+        enc_bit(e, &m->len_low[k][j], (len >> j) & 1);
+}
+
+static void enc_rank(rc_enc *e, model *m, const history *h, unsigned r)
+{
+    unsigned b = rank_bucket(r);
+    prob2 *pb = m->bucket[ctx_event(h)];
+    for (unsigned i = 0; i < b; i++)
+        enc_bit(e, &pb[i], 1);
+    if (b < NBUCKET - 1)
+        enc_bit(e, &pb[b], 0);
+    if (b < 2)
+        return;
+    /* Offset of r in its bucket, b - 1 bits; the tree node starts at the
+     * bucket's own root 1 << (b - 1) so that buckets never share nodes. */
+    unsigned nbits = b - 1;
+    unsigned off = r - (1u << nbits) - 1;
+    unsigned node = 1;
+    for (int j = (int)nbits - 1; j >= 0; j--) {
+        int bit = (off >> j) & 1;
+        enc_bit(e, &m->offset[(1u << nbits) + node - 1], bit);
+        node = node * 2 + (unsigned)bit;
+        (void)0;
+    }
+}
+
+/* ---- workspace --------------------------------------------------------- */
+
+#define WS_ALIGN 64
+#define MODEL_BYTES ((sizeof(model) + WS_ALIGN - 1) & ~(size_t)(WS_ALIGN - 1))
+
+size_t gmtf_rank_workspace_size(size_t max_block)
+{
+    return MODEL_BYTES + (max_block + 1) * sizeof(uint16_t);
+}
+
+static model *ws_model(void *ws)
+{
+    return (model *)ws;
+}
+
+static uint16_t *ws_syms(void *ws)
+{
+    return (uint16_t *)((uint8_t *)ws + MODEL_BYTES);
+}
+
+/* ---- public: encode ---------------------------------------------------- */
+
+long gmtf_entropy_encode(const uint16_t *syms, size_t count, uint8_t *dst, size_t cap, void *ws)
+{
+    model *m = ws_model(ws);
+    model_init(m);
+    rc_enc e;
+    rc_enc_init(&e, dst, cap);
+    history h = {1, 1, 0};
+    size_t i = 0;
+    while (i < count) {
+        if (e.overflow)
+            return -ENOSPC;
+        unsigned s = syms[i];
+        if (s <= GMTF_SYM_RUNB) {
+            if (h.r1 == 0)
+                return -EINVAL; /* two runs in a row: not maximal */
+            uint64_t len = 0;
+            unsigned digits = 0;
+            for (; i < count && syms[i] <= GMTF_SYM_RUNB; i++, digits++) {
+                if (digits == LEN_MAX_K)
+                    return -EINVAL;
+                len += (uint64_t)(syms[i] + 1) << digits;
+            }
+            if (len >> (LEN_MAX_K + 1))
+                return -EINVAL;
+            enc_bit(&e, &m->run[ctx_event(&h)], 1);
+            enc_run_len(&e, m, &h, (uint32_t)len);
+            h.r2 = h.r1;
+            h.r1 = 0;
+            h.k1 = 31 - (unsigned)__builtin_clz((uint32_t)len);
+            continue;
+        }
+        if (s > 256)
+            return -EINVAL;
+        if (h.r1 != 0)
+            enc_bit(&e, &m->run[ctx_event(&h)], 0);
+        enc_rank(&e, m, &h, s - 1);
+        h.r2 = h.r1;
+        h.r1 = s - 1;
+        i++;
+    }
+    rc_enc_finish(&e);
+    if (e.overflow)
+        return -ENOSPC;
+    return (long)(e.out - dst);
+}
+
+long gmtf_rank_encode(const uint8_t *ranks, size_t n, uint8_t *dst, size_t cap, void *ws)
+{
+    uint16_t *syms = ws_syms(ws);
+    size_t count = gmtf_zrle_encode(ranks, n, syms);
+    return gmtf_entropy_encode(syms, count, dst, cap, ws);
+}
+
+/* ---- decode ------------------------------------------------------------ */
+
+/* Decodes events until `total` outputs exist: ranks when to_syms is 0,
+ * zero-run symbols otherwise. Inlined twice with a constant to_syms. */
+static inline __attribute__((always_inline)) int
+decode_events(const uint8_t *src, size_t len, void *out, size_t total, void *ws, int to_syms)
+{
+    model *m = ws_model(ws);
+    model_init(m);
+    rc_dec d;
+    rc_dec_init(&d, src, len);
+    uint8_t *ranks = out;
+    uint16_t *syms = out;
+    history h = {1, 1, 0};
+    size_t pos = 0;
+    while (pos < total) {
+        if (h.r1 != 0 && dec_bit(&d, &m->run[ctx_event(&h)])) {
+            /* zero run */
+            prob2 *u = m->len_unary[ctx_len(&h)];
+            unsigned k = 0;
+            while (k < LEN_MAX_K && dec_bit(&d, &u[k]))
+                k++;
+            uint32_t runlen = 1;
+            unsigned node = 1;
+            int j = (int)k - 1;
+            for (; j >= 0 && node < 4; j--) {
+                int bit = dec_bit(&d, &m->len_top[k][node]);
+                node = node * 2 + (unsigned)bit;
+                runlen = runlen * 2 + (unsigned)bit;
+            }
+            for (; j >= 0; j--)
+                runlen = runlen * 2 + (unsigned)dec_bit(&d, &m->len_low[k][j]);
+            if (to_syms) {
+                /* digits of runlen, bijective base 2 */
+                uint32_t r = runlen;
+                while (r > 0) {
+                    if (pos >= total)
+                        return GMTF_E_CORRUPT;
+                    unsigned odd = r & 1;
+                    syms[pos++] = odd ? GMTF_SYM_RUNA : GMTF_SYM_RUNB;
+                    r = (r - 2 + odd) >> 1;
+                }
+            } else {
+                if (runlen > total - pos)
+                    return GMTF_E_CORRUPT;
+                memset(ranks + pos, 0, runlen);
+                pos += runlen;
+            }
+            h.r2 = h.r1;
+            h.r1 = 0;
+            h.k1 = k;
+            continue;
+        }
+        /* rank */
+        prob2 *pb = m->bucket[ctx_event(&h)];
+        unsigned b = 0;
+        while (b < NBUCKET - 1 && dec_bit(&d, &pb[b]))
+            b++;
+        unsigned r = b + 1;
+        if (b >= 2) {
+            unsigned nbits = b - 1;
+            unsigned node = 1;
+            for (unsigned j = 0; j < nbits; j++)
+                node = node * 2 + (unsigned)dec_bit(&d, &m->offset[(1u << nbits) + node - 1]);
+            r = node + 1; /* node = (1 << nbits) + offset */
+            if (r > 255)
+                return GMTF_E_CORRUPT;
+        }
+        if (to_syms)
+            syms[pos++] = (uint16_t)(r + 1);
+        else
+            ranks[pos++] = (uint8_t)r;
+        h.r2 = h.r1;
+        h.r1 = r;
+    }
+    /* The encoder's flush makes the decoder read exactly len bytes. */
+    if (d.over != 0 || d.in != d.end)
+        return GMTF_E_CORRUPT;
+    return 0;
+}
+
+int gmtf_entropy_decode(const uint8_t *src, size_t len, uint16_t *syms, size_t count, void *ws)
+{
+    return decode_events(src, len, syms, count, ws, 1);
+}
+
+int gmtf_rank_decode(const uint8_t *src, size_t len, uint8_t *ranks, size_t n, void *ws)
+{
+    return decode_events(src, len, ranks, n, ws, 0);
+}
