@@ -75,6 +75,7 @@ int gmtf_codec_create(gmtf_codec **out, const gmtf_codec_options *opt)
     if (!c)
         return -ENOMEM;
     c->mtf = mtf;
+    c->batch_mtf = gmtf_mtf_batch_backend(o.mtf, mtf);
     c->max_block = o.max_block;
     c->threads = o.threads;
     c->ws = calloc(o.threads, sizeof *c->ws);
@@ -181,6 +182,115 @@ static void batch_encode_one(void *ctx, size_t i, unsigned worker)
         b->len[i] = (uint64_t)r;
 }
 
+/* Grows the two staging buffers to n bytes each. */
+static int stage_reserve(gmtf_codec *c, uint64_t n)
+{
+    if (n <= c->stage_cap)
+        return 0;
+    uint8_t *a = realloc(c->stage_a, n), *b;
+    if (!a)
+        return -ENOMEM;
+    c->stage_a = a;
+    b = realloc(c->stage_b, n);
+    if (!b)
+        return -ENOMEM;
+    c->stage_b = b;
+    c->stage_cap = n;
+    return 0;
+}
+
+/* Per-block state of a staged batch. */
+struct stage_block {
+    uint32_t idx[GMTF_BWT_MAX_INDEXES];
+    gmtf_frame_info fi;
+    uint32_t crc;
+    int bwt; /* 1: the block goes through BWT and MTF */
+};
+
+struct staged {
+    gmtf_codec *c;
+    const uint8_t *src;
+    const uint64_t *off;   /* blocks in src (encode) or frames (decode) */
+    uint8_t *dst;
+    const uint64_t *slot;  /* encode: frame slots in dst; decode: blocks in dst */
+    const uint64_t *stage; /* block i in the staging buffers, from 0 */
+    uint64_t *len;
+    int *status;
+    struct stage_block *sb;
+    int mtf_failed;        /* the batch hook failed: per-block MTF instead */
+    int err;
+};
+
+static void staged_encode_bwt(void *ctx, size_t i, unsigned worker)
+{
+    struct staged *s = ctx;
+    gmtf_workspace *w = gmtf_codec_workspace(s->c, worker);
+    const uint8_t *src = s->src + s->off[i];
+    size_t n = s->off[i + 1] - s->off[i];
+    uint8_t *stage = s->c->stage_a + s->stage[i];
+    struct stage_block *b = &s->sb[i];
+    if (!w) {
+        batch_set_err(&s->err, -ENOMEM);
+        return;
+    }
+    b->crc = gmtf_crc32c(0, src, n);
+    long r = gmtf_frame_encode_special(src, n, s->dst + s->slot[i], b->crc);
+    if (r) {
+        s->len[i] = (uint64_t)r;
+        memcpy(stage, src, n); /* the batch MTF then reads defined bytes */
+        return;
+    }
+    b->bwt = 1;
+    int rc = gmtf_bwt_forward(src, stage, n, b->idx, w->bwt_ws);
+    if (rc < 0)
+        batch_set_err(&s->err, rc);
+}
+
+static void staged_encode_entropy(void *ctx, size_t i, unsigned worker)
+{
+    struct staged *s = ctx;
+    struct stage_block *b = &s->sb[i];
+    if (!b->bwt)
+        return;
+    gmtf_workspace *w = gmtf_codec_workspace(s->c, worker);
+    size_t n = s->off[i + 1] - s->off[i];
+    uint8_t *ranks = s->c->stage_b + s->stage[i];
+    if (s->mtf_failed)
+        s->c->mtf->encode(s->c->stage_a + s->stage[i], ranks, n);
+    long r = gmtf_frame_encode_ranks(s->src + s->off[i], ranks, n, b->idx, b->crc,
+                                     s->dst + s->slot[i], w->rank_ws);
+    if (r < 0)
+        batch_set_err(&s->err, (int)r);
+    else
+        s->len[i] = (uint64_t)r;
+}
+
+/* BWT of every block, one batch MTF call, entropy coding of every block. */
+static int batch_encode_staged(gmtf_codec *c, const uint8_t *src, const uint64_t *off,
+                               size_t count, uint8_t *dst, const uint64_t *slot, uint64_t *len)
+{
+    int rc = stage_reserve(c, off[count]);
+    if (rc < 0)
+        return rc;
+    struct stage_block *sb = calloc(count, sizeof *sb);
+    if (!sb)
+        return -ENOMEM;
+    struct staged s = {.c = c, .src = src, .off = off, .dst = dst, .slot = slot,
+                       .stage = off, .len = len, .sb = sb};
+    gmtf_pool_run(c->pool, staged_encode_bwt, &s, count);
+    if (s.err == 0) {
+        s.mtf_failed = c->batch_mtf->batch_encode(c->stage_a, off, count, c->stage_b) < 0;
+        gmtf_pool_run(c->pool, staged_encode_entropy, &s, count);
+    }
+    free(sb);
+    return s.err;
+}
+
+static int batch_use_staged(const gmtf_codec *c, uint64_t bytes)
+{
+    return c->batch_mtf && bytes >= c->batch_mtf->min_batch_bytes;
+}
+
 int gmtf_batch_encode(gmtf_codec *c, const uint8_t *src, const uint64_t *off, size_t count,
                       uint8_t *dst, uint64_t cap, uint64_t *dst_off)
 {
@@ -203,7 +313,10 @@ int gmtf_batch_encode(gmtf_codec *c, const uint8_t *src, const uint64_t *off, si
         pos += gmtf_frame_bound(off[i + 1] - off[i]);
     }
     struct batch_enc b = {c, src, off, dst, slot, len, 0};
-    gmtf_pool_run(c->pool, batch_encode_one, &b, count);
+    if (batch_use_staged(c, off[count]) && c->batch_mtf->batch_encode)
+        b.err = batch_encode_staged(c, src, off, count, dst, slot, len);
+    else
+        gmtf_pool_run(c->pool, batch_encode_one, &b, count);
     if (b.err == 0) {
         uint64_t out = 0;
         for (size_t i = 0; i < count; i++) {
@@ -249,12 +362,94 @@ static void batch_decode_one(void *ctx, size_t i, unsigned worker)
         batch_set_err(&b->err, rc);
 }
 
+static void staged_decode_ranks(void *ctx, size_t i, unsigned worker)
+{
+    struct staged *s = ctx;
+    struct stage_block *b = &s->sb[i];
+    gmtf_workspace *w = gmtf_codec_workspace(s->c, worker);
+    size_t cap = s->slot[i + 1] - s->slot[i];
+    uint8_t *ranks = s->c->stage_a + s->stage[i];
+    long r = -ENOMEM;
+    if (w)
+        r = gmtf_frame_decode_begin(s->src + s->off[i], s->off[i + 1] - s->off[i],
+                                    s->dst + s->slot[i], cap, ranks, cap, w->rank_ws, &b->fi,
+                                    b->idx);
+    if (r == 1 && b->fi.orig_len == cap) {
+        b->bwt = 1;
+        return;
+    }
+    memset(ranks, 0, cap); /* the batch MTF then reads defined bytes */
+    if (r >= 0 && b->fi.orig_len != cap)
+        r = GMTF_E_CORRUPT;
+    s->status[i] = r < 0 ? (int)r : 0;
+    s->len[i] = r == 0; /* 1: decoded, only the checksum is left */
+}
+
+static void staged_decode_bwt(void *ctx, size_t i, unsigned worker)
+{
+    struct staged *s = ctx;
+    struct stage_block *b = &s->sb[i];
+    if (!b->bwt && !s->len[i])
+        return;
+    gmtf_workspace *w = gmtf_codec_workspace(s->c, worker);
+    uint8_t *out = s->c->stage_b + s->stage[i];
+    if (!w) {
+        s->status[i] = -ENOMEM;
+        return;
+    }
+    if (b->bwt && s->mtf_failed)
+        s->c->mtf->decode(s->c->stage_a + s->stage[i], out, b->fi.orig_len);
+    long r = gmtf_frame_decode_end(out, s->dst + s->slot[i], &b->fi, b->idx, w->bwt_ws);
+    s->status[i] = r < 0 ? (int)r : 0;
+}
+
+/* Entropy decoding of every frame, one batch inverse MTF, inverse BWT. */
+static int batch_decode_staged(gmtf_codec *c, const uint8_t *src, const uint64_t *foff,
+                               size_t count, uint8_t *dst, const uint64_t *doff, int *status)
+{
+    uint64_t total = doff[count] - doff[0];
+    int rc = stage_reserve(c, total ? total : 1);
+    if (rc < 0)
+        return rc;
+    struct stage_block *sb = calloc(count, sizeof *sb);
+    uint64_t *stage = malloc((count + 1) * sizeof *stage);
+    uint64_t *done = calloc(count, sizeof *done);
+    if (!sb || !stage || !done) {
+        free(sb);
+        free(stage);
+        free(done);
+        return -ENOMEM;
+    }
+    for (size_t i = 0; i <= count; i++)
+        stage[i] = doff[i] - doff[0];
+    struct staged s = {.c = c, .src = src, .off = foff, .dst = dst, .slot = doff,
+                       .stage = stage, .len = done, .status = status, .sb = sb};
+    gmtf_pool_run(c->pool, staged_decode_ranks, &s, count);
+    s.mtf_failed = c->batch_mtf->batch_decode(c->stage_a, stage, count, c->stage_b) < 0;
+    gmtf_pool_run(c->pool, staged_decode_bwt, &s, count);
+    for (size_t i = 0; i < count && !s.err; i++)
+        s.err = status[i];
+    free(sb);
+    free(stage);
+    free(done);
+    return s.err;
+}
+
 int gmtf_batch_decode(gmtf_codec *c, const uint8_t *src, const uint64_t *foff, size_t count,
                       uint8_t *dst, const uint64_t *doff, int *status)
 {
     for (size_t i = 0; i < count; i++)
         if (foff[i + 1] < foff[i] || doff[i + 1] < doff[i])
             return -EINVAL;
+    if (batch_use_staged(c, doff[count] - doff[0]) && c->batch_mtf->batch_decode) {
+        int *st = status ? status : calloc(count ? count : 1, sizeof *st);
+        if (!st)
+            return -ENOMEM;
+        int rc = batch_decode_staged(c, src, foff, count, dst, doff, st);
+        if (st != status)
+            free(st);
+        return rc;
+    }
     struct batch_dec b = {c, src, foff, dst, doff, status, 0};
     gmtf_pool_run(c->pool, batch_decode_one, &b, count);
     return b.err;

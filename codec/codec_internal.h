@@ -60,7 +60,8 @@ int gmtf_workspace_init(gmtf_workspace *w, size_t max_block);
 void gmtf_workspace_free(gmtf_workspace *w);
 
 struct gmtf_codec {
-    const gmtf_mtf_backend *mtf;
+    const gmtf_mtf_backend *mtf;       /* per-block MTF */
+    const gmtf_mtf_backend *batch_mtf; /* batch hooks (GPU), NULL when none */
     uint32_t max_block;
     unsigned threads;
     gmtf_pool *pool;             /* NULL when threads == 1 */
@@ -92,5 +93,22 @@ long gmtf_frame_encode_ws(const gmtf_mtf_backend *mtf, gmtf_workspace *w, const 
                           size_t n, uint8_t *dst, size_t cap);
 long gmtf_frame_decode_ws(const gmtf_mtf_backend *mtf, gmtf_workspace *w, const uint8_t *src,
                           size_t len, uint8_t *dst, size_t cap);
+
+/* Pieces of the frame pipeline, for the staged batch path (codec.c). */
+/* Empty, tiny and one-byte-run blocks: writes the frame and returns its
+ * length, or 0 when the block needs the BWT path. */
+long gmtf_frame_encode_special(const uint8_t *src, size_t n, uint8_t *dst, uint32_t crc);
+/* Entropy-codes MTF ranks into a BWT frame (raw frame when that is smaller). */
+long gmtf_frame_encode_ranks(const uint8_t *src, const uint8_t *ranks, size_t n,
+                             const uint32_t *idx, uint32_t crc, uint8_t *dst, void *rank_ws);
+/* Parses a frame; raw and run frames are decoded into dst (returns 0), BWT
+ * frames have their ranks decoded into ranks[0..orig_len) (returns 1);
+ * -EINVAL when a BWT frame is larger than ranks_cap. */
+long gmtf_frame_decode_begin(const uint8_t *src, size_t len, uint8_t *dst, size_t cap,
+                             uint8_t *ranks, size_t ranks_cap, void *rank_ws,
+                             gmtf_frame_info *fi, uint32_t *idx);
+/* Inverse BWT of the inverse-MTF output (BWT frames) and the data check. */
+long gmtf_frame_decode_end(const uint8_t *mtf_out, uint8_t *dst, const gmtf_frame_info *fi,
+                           const uint32_t *idx, void *bwt_ws);
 
 #endif

@@ -115,32 +115,25 @@ static long frame_raw(const uint8_t *src, size_t n, uint8_t *dst, uint32_t crc)
     return (long)(h + n);
 }
 
-long gmtf_frame_encode_ws(const gmtf_mtf_backend *mtf, gmtf_workspace *w, const uint8_t *src,
-                          size_t n, uint8_t *dst, size_t cap)
+long gmtf_frame_encode_special(const uint8_t *src, size_t n, uint8_t *dst, uint32_t crc)
 {
-    if (n > w->max_block || n > GMTF_BLOCK_MAX)
-        return -EINVAL;
-    if (cap < gmtf_frame_bound(n))
-        return -ENOSPC;
-    uint32_t crc = gmtf_crc32c(0, src, n);
-    if (n == 0)
-        return frame_raw(src, 0, dst, crc);
-    if (n > 1 && is_run(src, n)) {
+    if (n == 0 || n < 16)
+        return frame_raw(src, n, dst, crc);
+    if (is_run(src, n)) {
         size_t h = gmtf_frame_write_header(dst, GMTF_METHOD_RUN, (uint32_t)n, 1, crc, NULL, 0);
         dst[h] = src[0];
         return (long)(h + 1);
     }
-    if (n < 16)
-        return frame_raw(src, n, dst, crc);
-    uint32_t idx[GMTF_BWT_MAX_INDEXES];
+    return 0;
+}
+
+long gmtf_frame_encode_ranks(const uint8_t *src, const uint8_t *ranks, size_t n,
+                             const uint32_t *idx, uint32_t crc, uint8_t *dst, void *rank_ws)
+{
     unsigned k = gmtf_bwt_index_count(n);
-    int rc = gmtf_bwt_forward(src, w->buf_a, n, idx, w->bwt_ws);
-    if (rc < 0)
-        return rc;
-    mtf->encode(w->buf_a, w->buf_b, n);
     size_t h = 24 + 4 * (size_t)k;
     /* The payload must leave the frame smaller than a raw one. */
-    long plen = gmtf_rank_encode(w->buf_b, n, dst + h, n - 4 * (size_t)k - 1, w->rank_ws);
+    long plen = gmtf_rank_encode(ranks, n, dst + h, n - 4 * (size_t)k - 1, rank_ws);
     if (plen == -ENOSPC)
         return frame_raw(src, n, dst, crc);
     if (plen < 0)
@@ -149,47 +142,77 @@ long gmtf_frame_encode_ws(const gmtf_mtf_backend *mtf, gmtf_workspace *w, const 
     return (long)(h + (size_t)plen);
 }
 
-/* Back half of decoding a BWT frame whose ranks sit in w->buf_a. */
-static int frame_finish_bwt(const gmtf_mtf_backend *mtf, gmtf_workspace *w, size_t n,
-                            const uint32_t *idx, uint8_t *dst)
+long gmtf_frame_encode_ws(const gmtf_mtf_backend *mtf, gmtf_workspace *w, const uint8_t *src,
+                          size_t n, uint8_t *dst, size_t cap)
 {
-    mtf->decode(w->buf_a, w->buf_b, n);
-    return gmtf_bwt_inverse(w->buf_b, dst, n, idx, w->bwt_ws);
+    if (n > w->max_block || n > GMTF_BLOCK_MAX)
+        return -EINVAL;
+    if (cap < gmtf_frame_bound(n))
+        return -ENOSPC;
+    uint32_t crc = gmtf_crc32c(0, src, n);
+    long r = gmtf_frame_encode_special(src, n, dst, crc);
+    if (r)
+        return r;
+    uint32_t idx[GMTF_BWT_MAX_INDEXES];
+    int rc = gmtf_bwt_forward(src, w->buf_a, n, idx, w->bwt_ws);
+    if (rc < 0)
+        return rc;
+    mtf->encode(w->buf_a, w->buf_b, n);
+    return gmtf_frame_encode_ranks(src, w->buf_b, n, idx, crc, dst, w->rank_ws);
+}
+
+long gmtf_frame_decode_begin(const uint8_t *src, size_t len, uint8_t *dst, size_t cap,
+                             uint8_t *ranks, size_t ranks_cap, void *rank_ws,
+                             gmtf_frame_info *fi, uint32_t *idx)
+{
+    unsigned h, k;
+    int rc = gmtf_frame_parse(src, len, fi, &h, idx, &k);
+    if (rc < 0)
+        return rc;
+    size_t n = fi->orig_len;
+    if (n > cap)
+        return -ENOSPC;
+    const uint8_t *pay = src + h;
+    size_t plen = fi->frame_len - h;
+    switch (fi->method) {
+    case GMTF_METHOD_RAW:
+        memcpy(dst, pay, n);
+        return 0;
+    case GMTF_METHOD_RUN:
+        memset(dst, pay[0], n);
+        return 0;
+    default:
+        if (n > ranks_cap)
+            return -EINVAL;
+        rc = gmtf_rank_decode(pay, plen, ranks, n, rank_ws);
+        return rc < 0 ? rc : 1;
+    }
+}
+
+long gmtf_frame_decode_end(const uint8_t *mtf_out, uint8_t *dst, const gmtf_frame_info *fi,
+                           const uint32_t *idx, void *bwt_ws)
+{
+    size_t n = fi->orig_len;
+    if (fi->method == GMTF_METHOD_BWT) {
+        int rc = gmtf_bwt_inverse(mtf_out, dst, n, idx, bwt_ws);
+        if (rc < 0)
+            return rc;
+    }
+    if (gmtf_crc32c(0, dst, n) != fi->data_crc)
+        return GMTF_E_CHECKSUM;
+    return (long)n;
 }
 
 long gmtf_frame_decode_ws(const gmtf_mtf_backend *mtf, gmtf_workspace *w, const uint8_t *src,
                           size_t len, uint8_t *dst, size_t cap)
 {
     gmtf_frame_info fi;
-    unsigned h, k;
     uint32_t idx[GMTF_BWT_MAX_INDEXES];
-    int rc = gmtf_frame_parse(src, len, &fi, &h, idx, &k);
-    if (rc < 0)
-        return rc;
-    size_t n = fi.orig_len;
-    if (n > cap)
-        return -ENOSPC;
-    const uint8_t *pay = src + h;
-    size_t plen = fi.frame_len - h;
-    switch (fi.method) {
-    case GMTF_METHOD_RAW:
-        memcpy(dst, pay, n);
-        break;
-    case GMTF_METHOD_RUN:
-        memset(dst, pay[0], n);
-        break;
-    case GMTF_METHOD_BWT:
-        if (n > w->max_block)
-            return -EINVAL;
-        rc = gmtf_rank_decode(pay, plen, w->buf_a, n, w->rank_ws);
-        if (rc < 0)
-            return rc;
-        rc = frame_finish_bwt(mtf, w, n, idx, dst);
-        if (rc < 0)
-            return rc;
-        break;
-    }
-    if (gmtf_crc32c(0, dst, n) != fi.data_crc)
-        return GMTF_E_CHECKSUM;
-    return (long)n;
+    long r = gmtf_frame_decode_begin(src, len, dst, cap, w->buf_a, w->max_block, w->rank_ws,
+                                     &fi, idx);
+    if (r < 0)
+        return r;
+    if (r == 1)
+        mtf->decode(w->buf_a, w->buf_b, fi.orig_len);
+    return gmtf_frame_decode_end(w->buf_b, dst, &fi, idx, w->bwt_ws);
 }

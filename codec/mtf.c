@@ -19,6 +19,33 @@ static const gmtf_mtf_backend mtf_scalar = {
     .decode = gmtf_mtf_decode_scalar,
 };
 
+/* The scalar loop behind batch hooks: runs the staged batch path (the one
+ * the GPU takes) on any machine, so CI tests it. Never chosen by auto. */
+static int scalar_batch_encode(const uint8_t *src, const uint64_t *off, size_t count,
+                               uint8_t *dst)
+{
+    for (size_t i = 0; i < count; i++)
+        gmtf_mtf_encode_scalar(src + off[i], dst + off[i], off[i + 1] - off[i]);
+    return 0;
+}
+
+static int scalar_batch_decode(const uint8_t *src, const uint64_t *off, size_t count,
+                               uint8_t *dst)
+{
+    for (size_t i = 0; i < count; i++)
+        gmtf_mtf_decode_scalar(src + off[i], dst + off[i], off[i + 1] - off[i]);
+    return 0;
+}
+
+static const gmtf_mtf_backend mtf_scalar_batch = {
+    .name = "scalar-batch",
+    .available = always_available,
+    .encode = gmtf_mtf_encode_scalar,
+    .decode = gmtf_mtf_decode_scalar,
+    .batch_encode = scalar_batch_encode,
+    .batch_decode = scalar_batch_decode,
+};
+
 #define MTF_MAX_BACKENDS 64
 static const gmtf_mtf_backend *mtf_table[MTF_MAX_BACKENDS];
 static size_t mtf_count;
@@ -35,6 +62,7 @@ static void mtf_init(void)
 {
     size_t n = 0;
     mtf_table[mtf_count++] = &mtf_scalar;
+    mtf_table[mtf_count++] = &mtf_scalar_batch;
     const gmtf_mtf_backend *const *l = gmtf_mtf_simd_list(&n);
     mtf_add_list(l, n);
     n = 0;
@@ -88,4 +116,16 @@ const char *gmtf_mtf_backend_name(size_t i, int *available)
     if (available)
         *available = mtf_table[i]->available();
     return mtf_table[i]->name;
+}
+
+const gmtf_mtf_backend *gmtf_mtf_batch_backend(const char *name, const gmtf_mtf_backend *chosen)
+{
+    pthread_once(&mtf_once, mtf_init);
+    int is_auto = !name || !*name || strcmp(name, "auto") == 0;
+    if (!is_auto)
+        return chosen->batch_encode || chosen->batch_decode ? chosen : NULL;
+    const gmtf_mtf_backend *b = mtf_lookup("gpu");
+    if (b && b->available() && (b->batch_encode || b->batch_decode))
+        return b;
+    return NULL;
 }

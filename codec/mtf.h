@@ -36,4 +36,10 @@ size_t gmtf_mtf_backends(const gmtf_mtf_backend *const **list);
  * work). Returns NULL when unknown or unavailable. */
 const gmtf_mtf_backend *gmtf_mtf_backend_find(const char *name);
 
+/* The backend whose batch hooks serve batch calls for a codec created with
+ * that name: the named one when it has hooks; for auto, the best available
+ * backend with hooks (the GPU); NULL when none. */
+const gmtf_mtf_backend *gmtf_mtf_batch_backend(const char *name,
+                                               const gmtf_mtf_backend *chosen);
+
 #endif
