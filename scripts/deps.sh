@@ -3,7 +3,7 @@
 gmtf_install_deps() {
     local pkgs=(meson ninja-build pkg-config gcc clang libdivsufsort-dev libcmocka-dev
         libarchive-dev libfuse3-dev fuse3 bzip2 lbzip2 zstd xz-utils squashfs-tools
-        squashfuse sqlite3 attr acl "$@")
+        squashfuse sqlite3 attr acl bc "$@")
     local missing=()
     for p in "${pkgs[@]}"; do
         dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" ||
