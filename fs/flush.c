@@ -1,0 +1,402 @@
+/* The flusher: turns dirty blocks into frames. Whole blocks become one
+ * frame each; small files and file tails are sorted (extension, then name)
+ * and packed together into shared frames; identical pieces are stored
+ * once. All frames of one flush are encoded as one codec batch, written
+ * copy-on-write into free space and flushed before the records that point
+ * at them are appended to the journal. fsync of small changes stages the
+ * bytes in the journal instead. */
+#include <stdio.h>
+#include <sys/stat.h>
+
+#include "fs_internal.h"
+
+#define BATCH_BYTES (64u << 20)
+#define DEDUP_SLOTS (1u << 18)
+
+struct piece {
+    struct dblock *d;
+    struct inode *in;
+    uint64_t hash, key;
+    uint32_t len;
+    int32_t group;   /* index of its frame in this flush, -1: deduplicated */
+    int32_t dup_of;  /* piece whose frame it shares, -1: none */
+    uint32_t goff;   /* offset inside the frame */
+    uint32_t dframe; /* frame of an earlier flush holding the same bytes */
+};
+
+struct group {
+    uint64_t raw_off; /* in the batch source */
+    uint32_t len;
+    uint32_t id, clen, crc;
+    uint64_t img_off;
+};
+
+static int piece_cmp(const void *a, const void *b)
+{
+    const struct piece *x = a, *y = b;
+    int xs = x->len == 0, ys = y->len == 0;
+    if (xs != ys)
+        return xs - ys;
+    if (x->key != y->key)
+        return x->key < y->key ? -1 : 1;
+    if (x->in->ino != y->in->ino)
+        return x->in->ino < y->in->ino ? -1 : 1;
+    return x->d->blk < y->d->blk ? -1 : x->d->blk > y->d->blk;
+}
+
+static int all_zero(const uint8_t *p, size_t n)
+{
+    static const uint8_t z[256];
+    while (n >= sizeof z) {
+        if (memcmp(p, z, sizeof z))
+            return 0;
+        p += sizeof z;
+        n -= sizeof z;
+    }
+    return memcmp(p, z, n) == 0;
+}
+
+/* An earlier frame holding exactly these bytes (verified byte by byte). */
+static int dedup_lookup(gmtf_fs *fs, const uint8_t *data, uint32_t len, uint64_t hash,
+                        uint32_t *frame, uint32_t *off)
+{
+    if (!fs->dedup)
+        return 0;
+    struct dedup_ent *e = &fs->dedup[hash & (fs->dedup_cap - 1)];
+    if (e->hash != hash || e->len != len || !frame_valid(fs, e->frame) ||
+        (uint64_t)e->off + len > fs->frames[e->frame].dlen)
+        return 0;
+    uint8_t *tmp = malloc(len);
+    if (!tmp)
+        return 0;
+    int same = frame_copy(fs, e->frame, 0, 0, e->off, len, tmp) == 0 && !memcmp(tmp, data, len);
+    free(tmp);
+    if (same) {
+        *frame = e->frame;
+        *off = e->off;
+    }
+    return same;
+}
+
+static void dedup_insert(gmtf_fs *fs, uint64_t hash, uint32_t frame, uint32_t off, uint32_t len)
+{
+    if (!fs->dedup) {
+        fs->dedup = calloc(DEDUP_SLOTS, sizeof *fs->dedup);
+        if (!fs->dedup)
+            return;
+        fs->dedup_cap = DEDUP_SLOTS;
+    }
+    fs->dedup[hash & (fs->dedup_cap - 1)] = (struct dedup_ent){hash, frame, off, len};
+}
+
+/* Encodes groups [g0, g1) and writes their frames. */
+static int write_groups(gmtf_fs *fs, struct group *g, size_t n, const uint8_t *src)
+{
+    uint64_t *off = malloc((n + 1) * sizeof *off), *doff = malloc((n + 1) * sizeof *doff);
+    uint8_t *dst = NULL;
+    int rc = -ENOMEM;
+    if (!off || !doff)
+        goto out;
+    uint64_t base = g[0].raw_off;
+    for (size_t i = 0; i < n; i++)
+        off[i] = g[i].raw_off - base;
+    off[n] = g[n - 1].raw_off + g[n - 1].len - base;
+    rc = codec_encode(fs, src + base, off, n, &dst, doff);
+    if (rc)
+        goto out;
+    for (size_t i = 0; i < n; i++) {
+        gmtf_frame_info fi;
+        g[i].clen = (uint32_t)(doff[i + 1] - doff[i]);
+        rc = gmtf_frame_info_get(dst + doff[i], g[i].clen, &fi);
+        if (rc || fi.orig_len != g[i].len) {
+            rc = -EIO;
+            goto out;
+        }
+        g[i].crc = fi.data_crc;
+    }
+    /* One contiguous extent when possible: one write, frames read in order. */
+    uint64_t at;
+    if (alloc_space(fs, doff[n], &at) == 0) {
+        rc = img_write(fs, dst, doff[n], at);
+        if (rc)
+            alloc_release_now(fs, at, doff[n]);
+        for (size_t i = 0; i < n && !rc; i++)
+            g[i].img_off = at + doff[i];
+    } else {
+        size_t i;
+        for (i = 0; i < n; i++) {
+            rc = alloc_space(fs, g[i].clen, &g[i].img_off);
+            if (!rc) {
+                rc = img_write(fs, dst + doff[i], g[i].clen, g[i].img_off);
+                if (rc)
+                    alloc_release_now(fs, g[i].img_off, g[i].clen);
+            }
+            if (rc)
+                break;
+        }
+        for (size_t k = 0; rc && k < i; k++)
+            alloc_release_now(fs, g[k].img_off, g[k].clen);
+    }
+out:
+    free(off);
+    free(doff);
+    free(dst);
+    return rc;
+}
+
+static int flush_pieces(gmtf_fs *fs, struct piece *p, size_t np)
+{
+    /* Dedup first: inside this flush, then against earlier frames. */
+    for (size_t i = 0; i < np; i++) {
+        p[i].hash = fs_hash64(p[i].d->buf, p[i].len, 0);
+        for (size_t j = i; j-- > 0 && i - j < 4096;)
+            if (p[j].dup_of < 0 && p[j].group != -1 && p[j].hash == p[i].hash &&
+                p[j].len == p[i].len && !memcmp(p[j].d->buf, p[i].d->buf, p[i].len)) {
+                p[i].dup_of = (int32_t)j;
+                break;
+            }
+        if (p[i].dup_of < 0 &&
+            dedup_lookup(fs, p[i].d->buf, p[i].len, p[i].hash, &p[i].dframe, &p[i].goff))
+            p[i].group = -1;
+    }
+    /* Group: whole blocks alone, small pieces packed in sort order. */
+    struct group *g = malloc((np + 1) * sizeof *g);
+    if (!g)
+        return -ENOMEM;
+    size_t ng = 0;
+    uint64_t raw = 0;
+    for (size_t i = 0; i < np; i++) {
+        if (p[i].dup_of >= 0 || p[i].group == -1)
+            continue;
+        int alone = p[i].len == fs->bs;
+        if (alone || ng == 0 || g[ng - 1].len == fs->bs || g[ng - 1].len + p[i].len > fs->bs) {
+            g[ng] = (struct group){.raw_off = raw, .len = 0};
+            ng++;
+        }
+        p[i].group = (int32_t)(ng - 1);
+        p[i].goff = g[ng - 1].len;
+        g[ng - 1].len += p[i].len;
+        raw += p[i].len;
+    }
+    uint8_t *src = raw ? malloc(raw) : NULL;
+    int rc = 0;
+    if (raw && !src)
+        rc = -ENOMEM;
+    for (size_t i = 0; !rc && i < np; i++)
+        if (p[i].dup_of < 0 && p[i].group >= 0)
+            memcpy(src + g[p[i].group].raw_off + p[i].goff, p[i].d->buf, p[i].len);
+    size_t done = 0;
+    while (!rc && done < ng) {
+        size_t k = done;
+        uint64_t bytes = 0;
+        while (k < ng && (k == done || bytes + g[k].len <= BATCH_BYTES))
+            bytes += g[k++].len;
+        rc = write_groups(fs, g + done, k - done, src);
+        if (rc) { /* give back what earlier sub-batches took */
+            for (size_t i = 0; i < done; i++)
+                alloc_release_now(fs, g[i].img_off, g[i].clen);
+            break;
+        }
+        done = k;
+    }
+    free(src);
+    if (!rc && ng)
+        rc = img_flush(fs); /* frames durable before any record names them */
+    for (size_t i = 0; !rc && i < ng; i++) {
+        rc = frame_new_id(fs, &g[i].id);
+        if (!rc)
+            rc = jr_frame(fs, g[i].id, g[i].img_off, g[i].clen, g[i].len, g[i].crc);
+    }
+    for (size_t i = 0; !rc && i < np; i++) {
+        uint32_t frame, off = p[i].goff;
+        if (p[i].dup_of >= 0) {
+            struct piece *q = &p[p[i].dup_of];
+            frame = q->group >= 0 ? g[q->group].id : q->dframe;
+            off = q->goff;
+        } else if (p[i].group >= 0) {
+            frame = g[p[i].group].id;
+            dedup_insert(fs, p[i].hash, frame, off, p[i].len);
+        } else {
+            frame = p[i].dframe;
+        }
+        rc = jr_ext(fs, p[i].in->ino, p[i].d->blk, frame, off, p[i].len);
+        if (!rc)
+            dirty_drop(fs, p[i].d);
+    }
+    free(g);
+    return rc;
+}
+
+int flush_dirty(gmtf_fs *fs, uint64_t only_ino)
+{
+    if (fs->ro)
+        return 0;
+    size_t n = 0, cap = 0;
+    for (struct dblock *d = fs->dlist; d; d = d->gnext)
+        cap++;
+    if (!cap)
+        return 0;
+    struct piece *p = malloc(cap * sizeof *p);
+    if (!p)
+        return -ENOMEM;
+    int rc = 0;
+    struct dblock *d = fs->dlist;
+    while (d) {
+        struct dblock *next = d->gnext;
+        struct inode *in = inode_get(fs, d->ino);
+        if (only_ino && d->ino != only_ino) {
+            d = next;
+            continue;
+        }
+        uint64_t start = (uint64_t)d->blk * fs->bs;
+        if (!in || !S_ISREG(in->mode) || start >= in->size) {
+            dirty_drop(fs, d);
+            d = next;
+            continue;
+        }
+        uint32_t len = in->size - start < fs->bs ? (uint32_t)(in->size - start) : fs->bs;
+        if (d->cap < len && !all_zero(d->buf, d->cap)) {
+            /* Bytes past cap are zeros; materialize them for the encoder. */
+            uint8_t *b = realloc(d->buf, len);
+            if (!b) {
+                rc = -ENOMEM;
+                break;
+            }
+            memset(b + d->cap, 0, len - d->cap);
+            fs->dirty_bytes += len - d->cap;
+            d->buf = b;
+            d->cap = len;
+        }
+        if (all_zero(d->buf, d->cap < len ? d->cap : len)) {
+            /* All zeros: a hole costs nothing. */
+            dirty_drop(fs, d);
+            /* Recorded even when unmapped: it cancels data staged for the block. */
+            rc = jr_ext(fs, in->ino, (uint32_t)(start / fs->bs), 0, 0, 0);
+            if (rc)
+                break;
+            d = next;
+            continue;
+        }
+        p[n++] = (struct piece){.d = d, .in = in, .len = len, .key = in->sortkey,
+                                .group = 0, .dup_of = -1};
+        d = next;
+    }
+    if (!rc && n) {
+        /* Whole blocks first, in file order; then small pieces by sort key. */
+        for (size_t i = 0; i < n; i++)
+            if (p[i].len == fs->bs)
+                p[i].key = 0;
+        qsort(p, n, sizeof *p, piece_cmp);
+        rc = flush_pieces(fs, p, n);
+    }
+    free(p);
+    if (rc)
+        fs_log(fs, "flush failed: %s", strerror(-rc));
+    return rc;
+}
+
+/* ---- fsync, syncfs, background flusher ------------------------------------------------ */
+
+int gmtf_fs_fsync(gmtf_fs *fs, uint64_t ino, int datasync)
+{
+    (void)datasync; /* attributes ride in the same journal chunk: no cheaper path */
+    if (fs->ro)
+        return 0;
+    FS_WRLOCK(fs);
+    struct inode *in = inode_get(fs, ino);
+    int rc = 0;
+    if (!in) {
+        rc = -ENOENT;
+    } else if (S_ISREG(in->mode) && in->dirty) {
+        uint64_t staged = 0;
+        for (struct dblock *d = in->dirty; d; d = d->inext)
+            staged += d->hi - d->lo;
+        if (staged <= STAGE_MAX &&
+            fs->jpos + fs->jbuf.len + staged + 4096 + JR_HDR_SIZE <= fs->sb.jrnl_len) {
+            inode_emit_dirty(fs); /* the size first: staged bytes may extend it */
+            for (struct dblock *d = in->dirty; d && !rc; d = d->inext)
+                if (d->hi > d->lo) {
+                    rc = jr_stage(fs, ino, d->blk, d->lo, d->buf + d->lo, d->hi - d->lo);
+                    d->lo = d->hi = 0;
+                }
+        } else {
+            rc = flush_dirty(fs, ino);
+        }
+    }
+    if (!rc)
+        rc = jr_commit(fs);
+    if (!rc && fs->err) {
+        rc = fs->err;
+        fs->err = 0;
+    }
+    FS_UNLOCK(fs);
+    return rc;
+}
+
+int gmtf_fs_syncfs(gmtf_fs *fs)
+{
+    if (fs->ro)
+        return 0;
+    FS_WRLOCK(fs);
+    int rc = flush_dirty(fs, 0);
+    if (!rc)
+        rc = jr_commit(fs);
+    if (!rc && fs->err) {
+        rc = fs->err;
+        fs->err = 0;
+    }
+    FS_UNLOCK(fs);
+    return rc;
+}
+
+static void *flusher_main(void *arg)
+{
+    gmtf_fs *fs = arg;
+    pthread_mutex_lock(&fs->fl_mtx);
+    while (!fs->stop) {
+        struct timespec ts;
+        clock_gettime(CLOCK_REALTIME, &ts);
+        uint64_t ns = (uint64_t)ts.tv_nsec + (uint64_t)fs->opt.flush_interval_ms * 1000000u;
+        ts.tv_sec += (time_t)(ns / 1000000000u);
+        ts.tv_nsec = (long)(ns % 1000000000u);
+        pthread_cond_timedwait(&fs->fl_cond, &fs->fl_mtx, &ts);
+        if (fs->stop)
+            break;
+        pthread_mutex_unlock(&fs->fl_mtx);
+        FS_WRLOCK(fs);
+        int rc = flush_dirty(fs, 0);
+        if (!rc)
+            rc = jr_commit(fs);
+        if (!rc && fs->jpos > fs->sb.jrnl_len / 2)
+            rc = fs_checkpoint(fs, fs->opt.journal_bytes);
+        if (rc && !fs->err)
+            fs->err = rc; /* reported by the next fsync or syncfs */
+        FS_UNLOCK(fs);
+        pthread_mutex_lock(&fs->fl_mtx);
+    }
+    pthread_mutex_unlock(&fs->fl_mtx);
+    return NULL;
+}
+
+int flusher_start(gmtf_fs *fs)
+{
+    if (fs->ro || !fs->opt.flush_interval_ms)
+        return 0;
+    int rc = pthread_create(&fs->flusher, NULL, flusher_main, fs);
+    if (rc)
+        return -rc;
+    fs->flusher_on = 1;
+    return 0;
+}
+
+void flusher_stop(gmtf_fs *fs)
+{
+    if (!fs->flusher_on)
+        return;
+    pthread_mutex_lock(&fs->fl_mtx);
+    fs->stop = 1;
+    pthread_cond_signal(&fs->fl_cond);
+    pthread_mutex_unlock(&fs->fl_mtx);
+    pthread_join(fs->flusher, NULL);
+    fs->flusher_on = 0;
+}

@@ -1,0 +1,262 @@
+/* The image I/O layer: every byte of an image is read and written through a
+ * gmtf_image_ops table. Two implementations: a file or block device (with
+ * an OFD lock), and memory (tests). Tests wrap either to record writes and
+ * inject faults. */
+#include <fcntl.h>
+#include <linux/fs.h>
+#include <stdio.h>
+#include <sys/ioctl.h>
+#include <sys/stat.h>
+#include <sys/statvfs.h>
+#include <unistd.h>
+
+#include "fs_internal.h"
+
+typedef struct file_img {
+    int fd;
+} file_img;
+
+static int file_pread(void *ctx, void *buf, size_t n, uint64_t off)
+{
+    file_img *f = ctx;
+    uint8_t *p = buf;
+    while (n) {
+        ssize_t r = pread(f->fd, p, n, (off_t)off);
+        if (r < 0) {
+            if (errno == EINTR)
+                continue;
+            return -errno;
+        }
+        if (r == 0)
+            return -EIO; /* past the end: the image is truncated */
+        p += r;
+        n -= (size_t)r;
+        off += (uint64_t)r;
+    }
+    return 0;
+}
+
+static int file_pwrite(void *ctx, const void *buf, size_t n, uint64_t off)
+{
+    file_img *f = ctx;
+    const uint8_t *p = buf;
+    while (n) {
+        ssize_t r = pwrite(f->fd, p, n, (off_t)off);
+        if (r < 0) {
+            if (errno == EINTR)
+                continue;
+            return -errno;
+        }
+        if (r == 0)
+            return -EIO;
+        p += r;
+        n -= (size_t)r;
+        off += (uint64_t)r;
+    }
+    return 0;
+}
+
+static int file_flush(void *ctx)
+{
+    file_img *f = ctx;
+    return fdatasync(f->fd) ? -errno : 0;
+}
+
+static int file_size(void *ctx, uint64_t *size)
+{
+    file_img *f = ctx;
+    struct stat st;
+    if (fstat(f->fd, &st))
+        return -errno;
+    if (S_ISBLK(st.st_mode)) {
+        uint64_t b = 0;
+        if (ioctl(f->fd, BLKGETSIZE64, &b))
+            return -errno;
+        *size = b;
+    } else {
+        *size = (uint64_t)st.st_size;
+    }
+    return 0;
+}
+
+static int file_truncate(void *ctx, uint64_t size)
+{
+    file_img *f = ctx;
+    struct stat st;
+    if (fstat(f->fd, &st))
+        return -errno;
+    if (!S_ISREG(st.st_mode))
+        return 0;
+    return ftruncate(f->fd, (off_t)size) ? -errno : 0;
+}
+
+static int file_host_free(void *ctx, uint64_t *bytes)
+{
+    file_img *f = ctx;
+    struct statvfs sv;
+    if (fstatvfs(f->fd, &sv))
+        return -errno;
+    *bytes = (uint64_t)sv.f_bavail * sv.f_frsize;
+    return 0;
+}
+
+static void file_close(void *ctx)
+{
+    file_img *f = ctx;
+    close(f->fd);
+    free(f);
+}
+
+static const gmtf_image_ops file_ops = {
+    file_pread, file_pwrite, file_flush, file_size, file_truncate, file_host_free, file_close,
+};
+
+int gmtf_image_open_file(const char *path, int flags, gmtf_image **out)
+{
+    int ro = flags & GMTF_IMAGE_RDONLY;
+    int oflags = (ro ? O_RDONLY : O_RDWR) | O_CLOEXEC;
+    if (flags & GMTF_IMAGE_CREATE)
+        oflags |= O_CREAT;
+    int fd = open(path, oflags, 0644);
+    if (fd < 0)
+        return -errno;
+    if (!(flags & GMTF_IMAGE_NOLOCK)) {
+        /* OFD locks belong to the open file, not the process: a second open
+         * in the same process (a test, a second mount) is refused too. */
+        struct flock fl = {.l_type = ro ? F_RDLCK : F_WRLCK, .l_whence = SEEK_SET};
+        if (fcntl(fd, F_OFD_SETLK, &fl)) {
+            int e = errno;
+            close(fd);
+            return (e == EAGAIN || e == EACCES) ? -EBUSY : -e;
+        }
+    }
+    struct stat st;
+    if (fstat(fd, &st)) {
+        int e = errno;
+        close(fd);
+        return -e;
+    }
+    gmtf_image *img = calloc(1, sizeof *img);
+    file_img *f = calloc(1, sizeof *f);
+    if (!img || !f) {
+        free(img);
+        free(f);
+        close(fd);
+        return -ENOMEM;
+    }
+    f->fd = fd;
+    img->ops = &file_ops;
+    img->ctx = f;
+    img->is_blockdev = S_ISBLK(st.st_mode);
+    *out = img;
+    return 0;
+}
+
+typedef struct mem_img {
+    uint8_t *p;
+    size_t len, cap;
+} mem_img;
+
+static int mem_pread(void *ctx, void *buf, size_t n, uint64_t off)
+{
+    mem_img *m = ctx;
+    if (off > m->len || n > m->len - off)
+        return -EIO;
+    memcpy(buf, m->p + off, n);
+    return 0;
+}
+
+static int mem_resize(mem_img *m, size_t len)
+{
+    if (len > m->cap) {
+        size_t cap = m->cap ? m->cap : 65536;
+        while (cap < len)
+            cap *= 2;
+        uint8_t *p = realloc(m->p, cap);
+        if (!p)
+            return -ENOMEM;
+        m->p = p;
+        m->cap = cap;
+    }
+    if (len > m->len)
+        memset(m->p + m->len, 0, len - m->len);
+    m->len = len;
+    return 0;
+}
+
+static int mem_pwrite(void *ctx, const void *buf, size_t n, uint64_t off)
+{
+    mem_img *m = ctx;
+    if (off + n > m->len) {
+        int rc = mem_resize(m, off + n);
+        if (rc)
+            return rc;
+    }
+    memcpy(m->p + off, buf, n);
+    return 0;
+}
+
+static int mem_flush(void *ctx)
+{
+    (void)ctx;
+    return 0;
+}
+
+static int mem_size(void *ctx, uint64_t *size)
+{
+    *size = ((mem_img *)ctx)->len;
+    return 0;
+}
+
+static int mem_truncate(void *ctx, uint64_t size)
+{
+    return mem_resize(ctx, size);
+}
+
+static void mem_close(void *ctx)
+{
+    mem_img *m = ctx;
+    free(m->p);
+    free(m);
+}
+
+static const gmtf_image_ops mem_ops = {
+    mem_pread, mem_pwrite, mem_flush, mem_size, mem_truncate, NULL, mem_close,
+};
+
+int gmtf_image_open_mem(const void *data, size_t len, gmtf_image **out)
+{
+    gmtf_image *img = calloc(1, sizeof *img);
+    mem_img *m = calloc(1, sizeof *m);
+    if (!img || !m || mem_resize(m, len)) {
+        free(img);
+        if (m)
+            free(m->p);
+        free(m);
+        return -ENOMEM;
+    }
+    if (len)
+        memcpy(m->p, data, len);
+    img->ops = &mem_ops;
+    img->ctx = m;
+    *out = img;
+    return 0;
+}
+
+const uint8_t *gmtf_image_mem_data(gmtf_image *img, size_t *len)
+{
+    if (img->ops != &mem_ops)
+        return NULL;
+    mem_img *m = img->ctx;
+    *len = m->len;
+    return m->p;
+}
+
+void gmtf_image_close(gmtf_image *img)
+{
+    if (!img)
+        return;
+    if (img->ops->close)
+        img->ops->close(img->ctx);
+    free(img);
+}

@@ -1,0 +1,43 @@
+/* Helpers for the fs tests: in-memory images that record writes and
+ * inject faults, and quick mount/unmount. */
+#ifndef FS_TEST_UTIL_H
+#define FS_TEST_UTIL_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "gmtf_fs.h"
+
+typedef struct rec_write {
+    uint64_t off;
+    size_t len;
+    uint8_t *data; /* NULL: a flush marker */
+} rec_write;
+
+/* A memory image that records every pwrite and flush, and can fail. */
+typedef struct rec_img {
+    gmtf_image *inner; /* memory image holding the current bytes */
+    rec_write *log;
+    size_t n, cap;
+    int recording;
+    long fail_after;   /* pwrites allowed before failing; < 0 = never */
+    int fail_err;      /* error injected (-ENOSPC, -EIO) */
+    int short_write;   /* inject: write only half of the failing pwrite first */
+} rec_img;
+
+/* A disk that outlives mounts: attach gives a new gmtf_image on it each time. */
+rec_img *rec_image_new(const uint8_t *data, size_t len);
+gmtf_image *rec_image_attach(rec_img *r);
+void rec_image_free(rec_img *r);
+const uint8_t *rec_image_data(rec_img *r, size_t *len);
+gmtf_fs *mount_rec(rec_img *r, int ro);
+rec_img *mkfs_rec(uint32_t bs, uint64_t capacity); /* a fresh filesystem */
+void rec_image_clear_log(rec_img *r);
+/* Bytes of base with the first k logged writes applied (caller frees). */
+uint8_t *rec_image_state(const uint8_t *base, size_t base_len, const rec_img *r, size_t k,
+                         size_t *len);
+
+gmtf_fs *mount_mem(const uint8_t *data, size_t len, int ro);
+void fill_pattern(uint8_t *p, size_t n, uint32_t seed);
+
+#endif

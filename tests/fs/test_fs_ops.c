@@ -1,0 +1,437 @@
+/* Operations through the public API on memory images: names, data,
+ * attributes, xattrs, holes, persistence across unmount and mount. */
+#include <errno.h>
+#include <fcntl.h>
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/sysmacros.h>
+#include <unistd.h>
+
+#include <cmocka.h>
+
+#include "fs_test_util.h"
+
+#define ROOT GMTF_ROOT_INO
+#define BS (64u << 10)
+
+static uint64_t mkfile(gmtf_fs *fs, uint64_t dir, const char *name, const void *data, size_t n)
+{
+    gmtf_entry e;
+    assert_int_equal(gmtf_fs_create(fs, dir, name, 0644, 0, 0, 0, &e), 0);
+    if (n)
+        assert_int_equal(gmtf_fs_write(fs, e.attr.st_ino, data, n, 0), (long)n);
+    assert_int_equal(gmtf_fs_release(fs, e.attr.st_ino), 0);
+    return e.attr.st_ino;
+}
+
+static uint64_t ino_of(gmtf_fs *fs, uint64_t dir, const char *name)
+{
+    gmtf_entry e;
+    int rc = gmtf_fs_lookup(fs, dir, name, &e);
+    return rc ? 0 : e.attr.st_ino;
+}
+
+static void check_file(gmtf_fs *fs, uint64_t ino, const uint8_t *want, size_t n)
+{
+    struct stat st;
+    assert_int_equal(gmtf_fs_getattr(fs, ino, &st), 0);
+    assert_int_equal((size_t)st.st_size, n);
+    uint8_t *got = malloc(n + 10);
+    assert_int_equal(gmtf_fs_read(fs, ino, got, n + 10, 0), (long)n);
+    assert_memory_equal(got, want, n);
+    free(got);
+}
+
+static void test_data_persists(void **state)
+{
+    (void)state;
+    rec_img *r = mkfs_rec(BS, 0);
+    assert_non_null(r);
+    gmtf_fs *fs = mount_rec(r, 0);
+    assert_non_null(fs);
+    size_t big = 5 * BS + 1234;
+    uint8_t *a = malloc(big), *b = malloc(300);
+    fill_pattern(a, big, 1);
+    fill_pattern(b, 300, 2);
+    uint64_t ia = mkfile(fs, ROOT, "big.txt", a, big);
+    uint64_t ib = mkfile(fs, ROOT, "small.c", b, 300);
+    mkfile(fs, ROOT, "empty", NULL, 0);
+    check_file(fs, ia, a, big); /* from the write-back cache */
+    assert_int_equal(gmtf_fs_syncfs(fs), 0);
+    check_file(fs, ia, a, big); /* from frames */
+    check_file(fs, ib, b, 300);
+    assert_int_equal(gmtf_fs_unmount(fs), 0);
+
+    fs = mount_rec(r, 1);
+    assert_non_null(fs);
+    check_file(fs, ino_of(fs, ROOT, "big.txt"), a, big);
+    check_file(fs, ino_of(fs, ROOT, "small.c"), b, 300);
+    assert_int_not_equal(ino_of(fs, ROOT, "empty"), 0);
+    assert_int_equal(gmtf_fs_write(fs, ia, a, 1, 0), -EROFS);
+    gmtf_fs_info info;
+    gmtf_fs_get_info(fs, &info);
+    assert_int_equal(info.files, 3);
+    assert_true(info.stored_bytes < big / 2); /* the pattern compresses */
+    assert_int_equal(gmtf_fs_unmount(fs), 0);
+    free(a);
+    free(b);
+    rec_image_free(r);
+}
+
+static void test_overwrite_offsets(void **state)
+{
+    (void)state;
+    rec_img *r = mkfs_rec(BS, 0);
+    gmtf_fs *fs = mount_rec(r, 0);
+    size_t n = 3 * BS;
+    uint8_t *m = calloc(1, n), *p = malloc(BS);
+    gmtf_entry e;
+    assert_int_equal(gmtf_fs_create(fs, ROOT, "f", 0600, 0, 0, 0, &e), 0);
+    uint64_t ino = e.attr.st_ino;
+    /* unaligned writes across block edges, with syncs in between */
+    for (int i = 0; i < 40; i++) {
+        size_t off = (size_t)(i * 7919) % (n - 5000), len = 1 + (size_t)(i * 104729) % 5000;
+        fill_pattern(p, len, (uint32_t)i + 10);
+        memcpy(m + off, p, len);
+        assert_int_equal(gmtf_fs_write(fs, ino, p, len, off), (long)len);
+        if (i % 7 == 0)
+            assert_int_equal(gmtf_fs_fsync(fs, ino, i & 1), 0);
+        if (i % 13 == 0)
+            assert_int_equal(gmtf_fs_syncfs(fs), 0);
+    }
+    struct stat st;
+    gmtf_fs_getattr(fs, ino, &st);
+    size_t size = (size_t)st.st_size;
+    check_file(fs, ino, m, size);
+    gmtf_fs_release(fs, ino);
+    assert_int_equal(gmtf_fs_unmount(fs), 0);
+    fs = mount_rec(r, 0);
+    check_file(fs, ino, m, size);
+    assert_int_equal(gmtf_fs_unmount(fs), 0);
+    free(m);
+    free(p);
+    rec_image_free(r);
+}
+
+static void test_holes_truncate_seek(void **state)
+{
+    (void)state;
+    rec_img *r = mkfs_rec(BS, 0);
+    gmtf_fs *fs = mount_rec(r, 0);
+    uint8_t x[100];
+    memset(x, 'x', sizeof x);
+    gmtf_entry e;
+    assert_int_equal(gmtf_fs_create(fs, ROOT, "sparse", 0644, 0, 0, 0, &e), 0);
+    uint64_t ino = e.attr.st_ino;
+    uint64_t far = 5ull << 30; /* past 4 GiB */
+    assert_int_equal(gmtf_fs_write(fs, ino, x, 100, far), 100);
+    assert_int_equal(gmtf_fs_write(fs, ino, x, 100, 10), 100);
+    assert_int_equal(gmtf_fs_syncfs(fs), 0);
+    assert_int_equal(gmtf_fs_lseek(fs, ino, 0, SEEK_DATA), 0);
+    assert_int_equal(gmtf_fs_lseek(fs, ino, 0, SEEK_HOLE), BS);
+    assert_int_equal(gmtf_fs_lseek(fs, ino, BS, SEEK_DATA), (int64_t)(far / BS * BS));
+    assert_int_equal(gmtf_fs_lseek(fs, ino, (int64_t)far + 100, SEEK_DATA), -ENXIO);
+    uint8_t buf[300];
+    assert_int_equal(gmtf_fs_read(fs, ino, buf, 300, far - 100), 200);
+    for (int i = 0; i < 100; i++)
+        assert_int_equal(buf[i], 0);
+    assert_memory_equal(buf + 100, x, 100);
+    struct stat st;
+    gmtf_fs_getattr(fs, ino, &st);
+    assert_int_equal(st.st_size, (off_t)far + 100);
+    assert_true(st.st_blocks < 100); /* sparse: almost nothing stored */
+    /* truncate inside data, extend again: the cut bytes read as zeros */
+    struct stat ns = {.st_size = 50};
+    assert_int_equal(gmtf_fs_setattr(fs, ino, &ns, GMTF_SET_SIZE, NULL), 0);
+    ns.st_size = 200;
+    assert_int_equal(gmtf_fs_setattr(fs, ino, &ns, GMTF_SET_SIZE, NULL), 0);
+    assert_int_equal(gmtf_fs_read(fs, ino, buf, 300, 0), 200);
+    assert_memory_equal(buf + 10, x, 40);
+    for (int i = 50; i < 200; i++)
+        assert_int_equal(buf[i], 0);
+    /* punch a hole in a whole block and in part of one */
+    uint8_t *blk = malloc(3 * BS);
+    memset(blk, 'y', 3 * BS);
+    assert_int_equal(gmtf_fs_write(fs, ino, blk, 3 * BS, 0), 3 * BS);
+    assert_int_equal(gmtf_fs_syncfs(fs), 0);
+    assert_int_equal(gmtf_fs_fallocate(fs, ino, GMTF_FALLOC_PUNCH_HOLE | GMTF_FALLOC_KEEP_SIZE,
+                                       BS - 10, BS + 20), 0);
+    assert_int_equal(gmtf_fs_read(fs, ino, blk, 3 * BS, 0), 3 * BS);
+    for (size_t i = 0; i < 3 * BS; i++)
+        assert_int_equal(blk[i], (i >= BS - 10 && i < 2 * BS + 10) ? 0 : 'y');
+    assert_int_equal(gmtf_fs_lseek(fs, ino, BS, SEEK_DATA), 2 * BS); /* block 1 is a hole */
+    assert_int_equal(gmtf_fs_fallocate(fs, ino, 0, 0, 10 * BS), 0);
+    gmtf_fs_getattr(fs, ino, &st);
+    assert_int_equal(st.st_size, 10 * BS);
+    gmtf_fs_release(fs, ino);
+    assert_int_equal(gmtf_fs_unmount(fs), 0);
+    fs = mount_rec(r, 1);
+    assert_int_equal(gmtf_fs_read(fs, ino, blk, 3 * BS, 0), 3 * BS);
+    for (size_t i = 0; i < 3 * BS; i++)
+        assert_int_equal(blk[i], (i >= BS - 10 && i < 2 * BS + 10) ? 0 : 'y');
+    assert_int_equal(gmtf_fs_unmount(fs), 0);
+    free(blk);
+    rec_image_free(r);
+}
+
+struct dl {
+    char names[64][32];
+    uint64_t offs[64];
+    int n, max;
+};
+
+static int collect(void *arg, const char *name, const struct stat *st, uint64_t next)
+{
+    (void)st;
+    struct dl *d = arg;
+    if (d->n >= d->max)
+        return 1;
+    snprintf(d->names[d->n], 32, "%s", name);
+    d->offs[d->n++] = next;
+    return 0;
+}
+
+static int listed(struct dl *d, const char *name)
+{
+    for (int i = 0; i < d->n; i++)
+        if (!strcmp(d->names[i], name))
+            return 1;
+    return 0;
+}
+
+static void test_namespace(void **state)
+{
+    (void)state;
+    rec_img *r = mkfs_rec(BS, 0);
+    gmtf_fs *fs = mount_rec(r, 0);
+    gmtf_entry e, d1, d2;
+    assert_int_equal(gmtf_fs_mkdir(fs, ROOT, "d1", 0755, 1, 2, &d1), 0);
+    assert_int_equal(gmtf_fs_mkdir(fs, d1.attr.st_ino, "d2", 0700, 0, 0, &d2), 0);
+    assert_int_equal(gmtf_fs_mkdir(fs, ROOT, "d1", 0755, 0, 0, &e), -EEXIST);
+    uint64_t f = mkfile(fs, d1.attr.st_ino, "f", "hello", 5);
+    assert_int_equal(gmtf_fs_link(fs, f, ROOT, "hard", &e), 0);
+    assert_int_equal(e.attr.st_nlink, 2);
+    assert_int_equal(gmtf_fs_symlink(fs, ROOT, "sym", "d1/f", 0, 0, &e), 0);
+    char t[64];
+    assert_int_equal(gmtf_fs_readlink(fs, e.attr.st_ino, t, sizeof t), 4);
+    assert_memory_equal(t, "d1/f", 4);
+    assert_int_equal(gmtf_fs_mknod(fs, ROOT, "fifo", S_IFIFO | 0600, 0, 0, 0, &e), 0);
+    assert_int_equal(gmtf_fs_mknod(fs, ROOT, "null", S_IFCHR | 0666, makedev(1, 3), 0, 0, &e), 0);
+    assert_int_equal(e.attr.st_rdev, makedev(1, 3));
+    struct stat st;
+    gmtf_fs_getattr(fs, ROOT, &st);
+    assert_int_equal(st.st_nlink, 3);
+    /* rename: into own subtree refused, NOREPLACE, EXCHANGE, replace */
+    assert_int_equal(gmtf_fs_rename(fs, ROOT, "d1", d2.attr.st_ino, "x", 0), -EINVAL);
+    assert_int_equal(gmtf_fs_rename(fs, ROOT, "hard", ROOT, "sym", GMTF_RENAME_NOREPLACE), -EEXIST);
+    assert_int_equal(gmtf_fs_rename(fs, ROOT, "hard", ROOT, "sym", GMTF_RENAME_EXCHANGE), 0);
+    assert_int_equal(ino_of(fs, ROOT, "sym"), f);
+    assert_int_equal(gmtf_fs_rename(fs, ROOT, "hard", ROOT, "fifo", 0), 0); /* hard is the symlink now */
+    assert_int_equal(ino_of(fs, ROOT, "hard"), 0);
+    assert_int_equal(gmtf_fs_rename(fs, d1.attr.st_ino, "d2", ROOT, "d2", 0), 0);
+    gmtf_fs_getattr(fs, d1.attr.st_ino, &st);
+    assert_int_equal(st.st_nlink, 2);
+    assert_int_equal(gmtf_fs_lookup(fs, d2.attr.st_ino, "..", &e), 0);
+    assert_int_equal(e.attr.st_ino, ROOT);
+    assert_int_equal(gmtf_fs_rmdir(fs, ROOT, "d1"), -ENOTEMPTY);
+    assert_int_equal(gmtf_fs_unlink(fs, ROOT, "d1"), -EISDIR);
+    assert_int_equal(gmtf_fs_unlink(fs, d1.attr.st_ino, "f"), 0);
+    assert_int_equal(gmtf_fs_rmdir(fs, ROOT, "d1"), 0);
+    gmtf_fs_getattr(fs, f, &st);
+    assert_int_equal(st.st_nlink, 1);
+    /* readdir with offsets stable under deletes */
+    for (int i = 0; i < 20; i++) {
+        char nm[16];
+        snprintf(nm, sizeof nm, "n%02d", i);
+        mkfile(fs, d2.attr.st_ino, nm, nm, 3);
+    }
+    struct dl a = {.max = 7};
+    assert_int_equal(gmtf_fs_readdir(fs, d2.attr.st_ino, 0, collect, &a), 0);
+    assert_int_equal(a.n, 7);
+    assert_string_equal(a.names[0], ".");
+    assert_int_equal(gmtf_fs_unlink(fs, d2.attr.st_ino, "n03"), 0); /* already listed */
+    assert_int_equal(gmtf_fs_unlink(fs, d2.attr.st_ino, "n10"), 0); /* not yet listed */
+    struct dl b = {.max = 64};
+    assert_int_equal(gmtf_fs_readdir(fs, d2.attr.st_ino, a.offs[6], collect, &b), 0);
+    assert_int_equal(a.n + b.n, 22 - 1);
+    assert_false(listed(&b, "n10"));
+    assert_true(listed(&b, "n19"));
+    assert_false(listed(&b, "n04")); /* no repeats */
+    assert_int_equal(gmtf_fs_unmount(fs), 0);
+
+    fs = mount_rec(r, 1);
+    assert_int_equal(ino_of(fs, ROOT, "sym"), f);
+    assert_int_equal(ino_of(fs, ROOT, "d1"), 0);
+    struct dl c = {.max = 64};
+    assert_int_equal(gmtf_fs_readdir(fs, ino_of(fs, ROOT, "d2"), 0, collect, &c), 0);
+    assert_int_equal(c.n, 20);
+    assert_int_equal(gmtf_fs_unmount(fs), 0);
+    rec_image_free(r);
+}
+
+static void test_attrs_xattrs(void **state)
+{
+    (void)state;
+    rec_img *r = mkfs_rec(BS, 0);
+    gmtf_fs *fs = mount_rec(r, 0);
+    uint64_t f = mkfile(fs, ROOT, "f", "abc", 3);
+    struct stat st = {.st_mode = 04711, .st_uid = 1000, .st_gid = 100};
+    st.st_atim.tv_sec = 1000000000;
+    st.st_atim.tv_nsec = 123456789;
+    st.st_mtim.tv_sec = -5; /* before 1970 */
+    st.st_mtim.tv_nsec = 999999999;
+    assert_int_equal(gmtf_fs_setattr(fs, f, &st, GMTF_SET_MODE | GMTF_SET_UID | GMTF_SET_GID |
+                                     GMTF_SET_ATIME | GMTF_SET_MTIME, NULL), 0);
+    assert_int_equal(gmtf_fs_setxattr(fs, f, "user.a", "1", 1, 0), 0);
+    assert_int_equal(gmtf_fs_setxattr(fs, f, "user.b", "", 0, 0), 0);
+    assert_int_equal(gmtf_fs_setxattr(fs, f, "user.a", "2", 1, GMTF_XATTR_CREATE), -EEXIST);
+    assert_int_equal(gmtf_fs_setxattr(fs, f, "user.c", "2", 1, GMTF_XATTR_REPLACE), -ENODATA);
+    assert_int_equal(gmtf_fs_setxattr(fs, f, "security.selinux", "ctx", 3, 0), 0);
+    assert_int_equal(gmtf_fs_setxattr(fs, f, "user.a", "22", 2, GMTF_XATTR_REPLACE), 0);
+    assert_int_equal(gmtf_fs_removexattr(fs, f, "user.b"), 0);
+    assert_int_equal(gmtf_fs_removexattr(fs, f, "user.b"), -ENODATA);
+    assert_int_equal(gmtf_fs_unmount(fs), 0);
+
+    fs = mount_rec(r, 1);
+    assert_int_equal(gmtf_fs_getattr(fs, f, &st), 0);
+    assert_int_equal(st.st_mode, S_IFREG | 04711);
+    assert_int_equal(st.st_uid, 1000);
+    assert_int_equal(st.st_gid, 100);
+    assert_int_equal(st.st_atim.tv_sec, 1000000000);
+    assert_int_equal(st.st_atim.tv_nsec, 123456789);
+    assert_int_equal(st.st_mtim.tv_sec, -5);
+    assert_int_equal(st.st_mtim.tv_nsec, 999999999);
+    char v[16], list[64];
+    assert_int_equal(gmtf_fs_getxattr(fs, f, "user.a", NULL, 0), 2);
+    assert_int_equal(gmtf_fs_getxattr(fs, f, "user.a", v, 1), -ERANGE);
+    assert_int_equal(gmtf_fs_getxattr(fs, f, "user.a", v, sizeof v), 2);
+    assert_memory_equal(v, "22", 2);
+    long n = gmtf_fs_listxattr(fs, f, list, sizeof list);
+    assert_int_equal(n, (long)(strlen("security.selinux") + 1 + strlen("user.a") + 1));
+    assert_int_equal(gmtf_fs_getxattr(fs, f, "user.b", v, sizeof v), -ENODATA);
+    assert_int_equal(gmtf_fs_unmount(fs), 0);
+    rec_image_free(r);
+}
+
+static void test_unlinked_open(void **state)
+{
+    (void)state;
+    rec_img *r = mkfs_rec(BS, 0);
+    gmtf_fs *fs = mount_rec(r, 0);
+    gmtf_entry e;
+    assert_int_equal(gmtf_fs_create(fs, ROOT, "tmp", 0600, 0, 0, 0, &e), 0);
+    uint64_t ino = e.attr.st_ino;
+    assert_int_equal(gmtf_fs_write(fs, ino, "data", 4, 0), 4);
+    assert_int_equal(gmtf_fs_unlink(fs, ROOT, "tmp"), 0);
+    assert_int_equal(gmtf_fs_syncfs(fs), 0);
+    char b[8];
+    assert_int_equal(gmtf_fs_read(fs, ino, b, 8, 0), 4); /* still readable while open */
+    assert_memory_equal(b, "data", 4);
+    assert_int_equal(gmtf_fs_release(fs, ino), 0);
+    struct stat st;
+    assert_int_equal(gmtf_fs_getattr(fs, ino, &st), -ENOENT);
+    assert_int_equal(gmtf_fs_unmount(fs), 0);
+    rec_image_free(r);
+}
+
+static void test_space_reuse(void **state)
+{
+    (void)state;
+    /* capacity just above one copy of the data: deleting must make room */
+    rec_img *r = mkfs_rec(BS, 6u << 20);
+    gmtf_fs *fs = mount_rec(r, 0);
+    size_t n = 3u << 20;
+    uint8_t *p = malloc(n);
+    srand(7);
+    for (size_t i = 0; i < n; i++)
+        p[i] = (uint8_t)rand(); /* incompressible */
+    for (int round = 0; round < 4; round++) {
+        uint64_t ino = mkfile(fs, ROOT, "blob", p, n);
+        assert_int_equal(gmtf_fs_syncfs(fs), 0);
+        check_file(fs, ino, p, n);
+        struct statvfs sv;
+        gmtf_fs_statfs(fs, &sv);
+        assert_true(sv.f_bfree * sv.f_frsize < (3u << 20));
+        assert_int_equal(gmtf_fs_unlink(fs, ROOT, "blob"), 0);
+        assert_int_equal(gmtf_fs_syncfs(fs), 0);
+        gmtf_fs_statfs(fs, &sv);
+        assert_true(sv.f_bfree * sv.f_frsize > (4u << 20));
+    }
+    /* too much data: ENOSPC at sync, and the fs stays usable */
+    uint64_t a = mkfile(fs, ROOT, "a", p, n);
+    uint64_t b = mkfile(fs, ROOT, "b", p + 1, n - 1); /* not a duplicate */
+    (void)a;
+    (void)b;
+    assert_int_equal(gmtf_fs_syncfs(fs), -ENOSPC);
+    assert_int_equal(gmtf_fs_unlink(fs, ROOT, "b"), 0);
+    assert_int_equal(gmtf_fs_syncfs(fs), 0);
+    assert_int_equal(gmtf_fs_unmount(fs), 0);
+    fs = mount_rec(r, 1);
+    check_file(fs, ino_of(fs, ROOT, "a"), p, n);
+    assert_int_equal(gmtf_fs_unmount(fs), 0);
+    free(p);
+    rec_image_free(r);
+}
+
+static void test_dedup_and_packing(void **state)
+{
+    (void)state;
+    rec_img *r = mkfs_rec(BS, 0);
+    gmtf_fs *fs = mount_rec(r, 0);
+    uint8_t *p = malloc(2 * BS);
+    srand(9);
+    for (size_t i = 0; i < 2 * BS; i++)
+        p[i] = (uint8_t)rand();
+    uint64_t a = mkfile(fs, ROOT, "a", p, 2 * BS);
+    assert_int_equal(gmtf_fs_syncfs(fs), 0);
+    gmtf_fs_info i1, i2;
+    gmtf_fs_get_info(fs, &i1);
+    uint64_t b = mkfile(fs, ROOT, "b", p, 2 * BS); /* identical content */
+    assert_int_equal(gmtf_fs_syncfs(fs), 0);
+    gmtf_fs_get_info(fs, &i2);
+    assert_int_equal(i2.stored_bytes, i1.stored_bytes); /* stored once */
+    /* writing one copy leaves the other intact */
+    assert_int_equal(gmtf_fs_write(fs, b, "zz", 2, 5), 2);
+    assert_int_equal(gmtf_fs_syncfs(fs), 0);
+    check_file(fs, a, p, 2 * BS);
+    /* many small files share frames */
+    gmtf_fs_get_info(fs, &i1);
+    for (int i = 0; i < 50; i++) {
+        char nm[16];
+        snprintf(nm, sizeof nm, "s%d.txt", i);
+        mkfile(fs, ROOT, nm, p + i * 100, 100 + (size_t)i);
+    }
+    assert_int_equal(gmtf_fs_syncfs(fs), 0);
+    gmtf_fs_get_info(fs, &i2);
+    assert_true(i2.frames - i1.frames <= 2);
+    assert_int_equal(gmtf_fs_unmount(fs), 0);
+    fs = mount_rec(r, 1);
+    for (int i = 0; i < 50; i++) {
+        char nm[16];
+        snprintf(nm, sizeof nm, "s%d.txt", i);
+        check_file(fs, ino_of(fs, ROOT, nm), p + i * 100, 100 + (size_t)i);
+    }
+    assert_int_equal(gmtf_fs_unmount(fs), 0);
+    free(p);
+    rec_image_free(r);
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_data_persists),
+        cmocka_unit_test(test_overwrite_offsets),
+        cmocka_unit_test(test_holes_truncate_seek),
+        cmocka_unit_test(test_namespace),
+        cmocka_unit_test(test_attrs_xattrs),
+        cmocka_unit_test(test_unlinked_open),
+        cmocka_unit_test(test_space_reuse),
+        cmocka_unit_test(test_dedup_and_packing),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}
