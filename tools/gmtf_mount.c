@@ -1,0 +1,436 @@
+/* gmtf: mounts a gmtf image through FUSE.
+ *
+ *   gmtf IMAGE MOUNTPOINT [-o OPTIONS] [-f] [-d] [-s]
+ *
+ * Also run by mount.fuse3 for `mount -t fuse.gmtf IMAGE DIR` and fstab
+ * entries. Everything the image needs is done in the child that stays
+ * behind, so the library's threads exist in the process that serves the
+ * mount; the parent only waits to hear that the mount is up (or why not)
+ * and exits with that status. Operations: gmtf_fuse_ops.c. Man page:
+ * docs/gmtf.1. */
+#include <errno.h>
+#include <fcntl.h>
+#include <limits.h>
+#include <signal.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/wait.h>
+#include <syslog.h>
+#include <unistd.h>
+
+#include "gmtf_config.h"
+#include "gmtf_fuse.h"
+
+/* Options of gmtf itself; the rest go to libfuse and the kernel. */
+typedef struct cli {
+    char *image;
+    int nonopts;
+    int ro;
+    char *mtf;
+    char *cache_size;
+    char *dirty_size;
+    char *flush_interval;
+    char *max_write;
+    char *fsname;
+    char *subtype;
+    unsigned threads;
+    unsigned readahead_blocks;
+    double entry_timeout;
+    double attr_timeout;
+    int noacl;
+    int nowriteback;
+} cli;
+
+enum { KEY_RO, KEY_KEEP };
+
+#define CLI_OPT(t, f, v) { t, offsetof(cli, f), v }
+static const struct fuse_opt cli_opts[] = {
+    FUSE_OPT_KEY("ro", KEY_RO),
+    CLI_OPT("mtf=%s", mtf, 0),
+    CLI_OPT("cache_size=%s", cache_size, 0),
+    CLI_OPT("dirty_size=%s", dirty_size, 0),
+    CLI_OPT("flush_interval=%s", flush_interval, 0),
+    CLI_OPT("max_write=%s", max_write, 0),
+    CLI_OPT("threads=%u", threads, 0),
+    CLI_OPT("readahead_blocks=%u", readahead_blocks, 0),
+    CLI_OPT("entry_timeout=%lf", entry_timeout, 0),
+    CLI_OPT("attr_timeout=%lf", attr_timeout, 0),
+    CLI_OPT("fsname=%s", fsname, 0),
+    CLI_OPT("subtype=%s", subtype, 0),
+    CLI_OPT("acl", noacl, 0),
+    CLI_OPT("noacl", noacl, 1),
+    CLI_OPT("writeback_cache", nowriteback, 0),
+    CLI_OPT("no_writeback_cache", nowriteback, 1),
+    FUSE_OPT_END
+};
+
+static int cli_proc(void *data, const char *arg, int key, struct fuse_args *outargs)
+{
+    (void)outargs;
+    cli *c = data;
+    if (key == FUSE_OPT_KEY_NONOPT) {
+        if (c->nonopts++ == 0) {
+            c->image = strdup(arg);
+            return 0; /* IMAGE is ours; MOUNTPOINT is libfuse's */
+        }
+        return 1;
+    }
+    if (key == KEY_RO)
+        c->ro = 1;
+    return 1; /* ro is also the kernel's */
+}
+
+static void usage(FILE *f)
+{
+    fprintf(f,
+        "usage: gmtf IMAGE MOUNTPOINT [-o OPTIONS] [-f] [-d] [-s]\n"
+        "       gmtf --help | --version\n"
+        "\n"
+        "Mounts the gmtf image IMAGE (made by mkfs.gmtf) on MOUNTPOINT.\n"
+        "\n"
+        "gmtf options (-o):\n"
+        "    ro                     read-only; never writes the image (a journal\n"
+        "                           that needs replay is replayed in memory)\n"
+        "    cache_size=SIZE        decoded-block cache (default 64M; K, M, G)\n"
+        "    dirty_size=SIZE        write-back limit before writers flush (default 128M)\n"
+        "    flush_interval=SECS    background flush period (default 5; 0 = only on\n"
+        "                           fsync and unmount)\n"
+        "    mtf=NAME               codec MTF backend (default: auto)\n"
+        "    threads=N              codec threads (default: online CPUs)\n"
+        "    readahead_blocks=N     blocks decoded ahead of sequential reads\n"
+        "    max_write=SIZE         bytes per FUSE read/write request (default 1M)\n"
+        "    entry_timeout=SECS     name cache timeout (default 1)\n"
+        "    attr_timeout=SECS      attribute cache timeout (default 1)\n"
+        "    noacl                  no POSIX ACLs (default: on when the kernel can)\n"
+        "    no_writeback_cache     no FUSE writeback cache (default: on)\n"
+        "    allow_other, default_permissions, and the other FUSE and mount options\n"
+        "                           are passed on (default_permissions is always on)\n"
+        "\n"
+        "    -f                     stay in the foreground\n"
+        "    -d                     debug: print every request (implies -f)\n"
+        "    -s                     single-threaded\n"
+        "    -h, --help             this text and libfuse's options\n"
+        "    -V, --version          versions\n");
+}
+
+/* Sizes like 64M, 1G, 4096 (bytes). */
+static int parse_size(const char *s, uint64_t *out)
+{
+    char *end;
+    errno = 0;
+    unsigned long long v = strtoull(s, &end, 10);
+    if (errno || end == s)
+        return -EINVAL;
+    unsigned shift = 0;
+    switch (*end) {
+    case 'k': case 'K': shift = 10; end++; break;
+    case 'm': case 'M': shift = 20; end++; break;
+    case 'g': case 'G': shift = 30; end++; break;
+    case 't': case 'T': shift = 40; end++; break;
+    default: break;
+    }
+    if (*end == 'i' || *end == 'B')
+        end += (*end == 'i' && end[1] == 'B') ? 2 : 1;
+    if (*end || (shift && v > (UINT64_MAX >> shift)))
+        return -EINVAL;
+    *out = (uint64_t)v << shift;
+    return 0;
+}
+
+/* Seconds, fractional allowed ("0.5"), or milliseconds with "ms". */
+static int parse_interval_ms(const char *s, unsigned *out)
+{
+    char *end;
+    errno = 0;
+    double v = strtod(s, &end);
+    if (errno || end == s || v < 0)
+        return -EINVAL;
+    if (strcmp(end, "ms") == 0)
+        v /= 1000.0;
+    else if (*end && strcmp(end, "s") != 0)
+        return -EINVAL;
+    if (v > 86400.0)
+        return -EINVAL;
+    *out = (unsigned)(v * 1000.0 + 0.5);
+    return 0;
+}
+
+static void log_to(void *arg, const char *msg)
+{
+    const gmtf_mount *m = arg;
+    if (m->daemonized)
+        syslog(LOG_ERR, "%s: %s", m->image, msg);
+    else
+        fprintf(stderr, "gmtf: %s: %s\n", m->image, msg);
+}
+
+static int fail(const char *fmt, ...)
+{
+    va_list ap;
+    va_start(ap, fmt);
+    fputs("gmtf: ", stderr);
+    vfprintf(stderr, fmt, ap);
+    fputc('\n', stderr);
+    va_end(ap);
+    return 1;
+}
+
+/* Fills the library options from the command line. */
+static int build_fs_options(const cli *c, gmtf_mount *m, gmtf_fs_options *o)
+{
+    memset(o, 0, sizeof *o);
+    o->read_only = c->ro;
+    o->mtf = c->mtf;
+    o->threads = c->threads;
+    o->track_lookups = 1;
+    o->readahead_blocks = c->readahead_blocks;
+    o->flush_interval_ms = 5000;
+    o->log = log_to;
+    o->log_arg = m;
+    if (c->cache_size && parse_size(c->cache_size, &o->cache_bytes) < 0)
+        return fail("bad cache_size '%s' (bytes, or a number with K, M or G)", c->cache_size);
+    if (c->dirty_size && parse_size(c->dirty_size, &o->dirty_bytes) < 0)
+        return fail("bad dirty_size '%s' (bytes, or a number with K, M or G)", c->dirty_size);
+    if (c->flush_interval && parse_interval_ms(c->flush_interval, &o->flush_interval_ms) < 0)
+        return fail("bad flush_interval '%s' (seconds, e.g. 5 or 0.5, or 500ms)",
+                    c->flush_interval);
+    m->max_write = 1u << 20;
+    if (c->max_write) {
+        uint64_t v;
+        if (parse_size(c->max_write, &v) < 0 || v < 4096 || v > (1u << 20))
+            return fail("bad max_write '%s' (4K to 1M)", c->max_write);
+        m->max_write = (unsigned)v;
+    }
+    return 0;
+}
+
+/* The parent waits on a pipe: one byte 0 means mounted; end of file means
+ * the child failed (it already said why on stderr), and its exit status
+ * becomes ours. */
+static int daemon_fork(int *ready_fd)
+{
+    int p[2];
+    if (pipe(p) < 0)
+        return fail("pipe: %s", strerror(errno));
+    pid_t pid = fork();
+    if (pid < 0)
+        return fail("fork: %s", strerror(errno));
+    if (pid > 0) {
+        close(p[1]);
+        char c;
+        ssize_t n;
+        do
+            n = read(p[0], &c, 1);
+        while (n < 0 && errno == EINTR);
+        if (n == 1)
+            _exit(0);
+        int st = 0;
+        if (waitpid(pid, &st, 0) < 0)
+            _exit(1);
+        _exit(WIFEXITED(st) && WEXITSTATUS(st) ? WEXITSTATUS(st) : 1);
+    }
+    close(p[0]);
+    *ready_fd = p[1];
+    return 0;
+}
+
+static void daemon_ready(gmtf_mount *m, int ready_fd)
+{
+    setsid();
+    if (chdir("/") < 0) {
+        /* / always exists; nothing depends on the cwd anyway */
+    }
+    int nul = open("/dev/null", O_RDWR);
+    if (nul >= 0) {
+        dup2(nul, 0);
+        dup2(nul, 1);
+        dup2(nul, 2);
+        if (nul > 2)
+            close(nul);
+    }
+    openlog("gmtf", LOG_PID, LOG_DAEMON);
+    m->daemonized = 1;
+    char ok = 0;
+    if (write(ready_fd, &ok, 1) != 1) {
+        /* the parent is gone; the mount works regardless */
+    }
+    close(ready_fd);
+}
+
+static int open_filesystem(const cli *c, gmtf_mount *m)
+{
+    gmtf_fs_options fo;
+    if (build_fs_options(c, m, &fo))
+        return 1;
+    gmtf_image *img;
+    int rc = gmtf_image_open_file(m->image, c->ro ? GMTF_IMAGE_RDONLY : 0, &img);
+    if (rc == -EBUSY)
+        return fail("%s: image is in use (mounted, or mkfs.gmtf/fsck.gmtf running on it)",
+                    m->image);
+    if (rc < 0)
+        return fail("%s: cannot open image: %s", m->image, strerror(-rc));
+    rc = gmtf_fs_mount(img, &fo, &m->fs);
+    if (rc == -EINVAL)
+        return fail("%s: not a gmtf image (or an unsupported format version)", m->image);
+    if (rc == -EUCLEAN)
+        return fail("%s: metadata is damaged; run fsck.gmtf on it", m->image);
+    if (rc < 0)
+        return fail("%s: cannot mount: %s", m->image, strerror(-rc));
+    return 0;
+}
+
+/* Appends one option, escaping commas and backslashes in its value for
+ * libfuse's option parser. */
+static int add_opt_escaped(char **opts, const char *key, const char *value)
+{
+    size_t len = strlen(value);
+    char *kv = malloc(strlen(key) + 2 * len + 1);
+    if (!kv)
+        return -1;
+    char *w = kv + sprintf(kv, "%s", key);
+    for (size_t i = 0; i < len; i++) {
+        if (value[i] == ',' || value[i] == '\\')
+            *w++ = '\\';
+        *w++ = value[i];
+    }
+    *w = '\0';
+    int rc = fuse_opt_add_opt(opts, kv);
+    free(kv);
+    return rc;
+}
+
+/* fsname shows the image in /proc/mounts and df, subtype makes the type
+ * fuse.gmtf; default_permissions lets the kernel check permissions (the
+ * library checks none). */
+static int add_mount_options(struct fuse_args *args, const cli *c, const char *image)
+{
+    char *opt = NULL;
+    int rc = add_opt_escaped(&opt, "fsname=", c->fsname ? c->fsname : image);
+    if (rc == 0)
+        rc = add_opt_escaped(&opt, "subtype=", c->subtype ? c->subtype : "gmtf");
+    if (rc == 0)
+        rc = fuse_opt_add_opt(&opt, "default_permissions");
+    if (rc == 0)
+        rc = fuse_opt_add_arg(args, "-o");
+    if (rc == 0)
+        rc = fuse_opt_add_arg(args, opt);
+    free(opt);
+    return rc;
+}
+
+static void print_version(void)
+{
+    printf("gmtf %s (libfuse %s)\n", GMTF_VERSION, fuse_pkgversion());
+}
+
+static int serve(struct fuse_args *args, const cli *c, gmtf_mount *m,
+                 const struct fuse_cmdline_opts *fo)
+{
+    int ready_fd = -1;
+    if (!fo->foreground && daemon_fork(&ready_fd))
+        return 1;
+    if (open_filesystem(c, m))
+        return 1;
+    m->read_only = c->ro;
+    struct fuse_session *se = fuse_session_new(args, &gmtf_fuse_ops, sizeof gmtf_fuse_ops, m);
+    if (!se) {
+        gmtf_fs_unmount(m->fs);
+        return fail("%s: bad mount options (see gmtf --help)", m->image);
+    }
+    int status = 1;
+    if (fuse_set_signal_handlers(se) != 0) {
+        fail("cannot set signal handlers");
+        goto out_session;
+    }
+    if (fuse_session_mount(se, fo->mountpoint) != 0) {
+        fail("%s: cannot mount on %s", m->image, fo->mountpoint);
+        goto out_signals;
+    }
+    if (!fo->foreground)
+        daemon_ready(m, ready_fd);
+    int rc;
+    if (fo->singlethread) {
+        rc = fuse_session_loop(se);
+    } else {
+        struct fuse_loop_config *lc = fuse_loop_cfg_create();
+        if (!lc) {
+            rc = -ENOMEM;
+        } else {
+            fuse_loop_cfg_set_clone_fd(lc, (unsigned)fo->clone_fd);
+            /* UINT_MAX means "not given": keep libfuse's defaults */
+            if (fo->max_threads != UINT_MAX)
+                fuse_loop_cfg_set_max_threads(lc, fo->max_threads);
+            if (fo->max_idle_threads != UINT_MAX)
+                fuse_loop_cfg_set_idle_threads(lc, fo->max_idle_threads);
+            rc = fuse_session_loop_mt(se, lc);
+            fuse_loop_cfg_destroy(lc);
+        }
+    }
+    status = rc < 0 ? 1 : 0;
+    if (rc < 0)
+        log_to(m, "FUSE session ended with an error");
+    fuse_session_unmount(se);
+out_signals:
+    fuse_remove_signal_handlers(se);
+out_session:
+    fuse_session_destroy(se); /* runs op_destroy (sync) if the kernel had not */
+    int urc = gmtf_fs_unmount(m->fs);
+    if (urc < 0) {
+        char msg[256];
+        snprintf(msg, sizeof msg, "unmount: %s (run fsck.gmtf)", strerror(-urc));
+        log_to(m, msg);
+        status = 1;
+    }
+    return status;
+}
+
+int main(int argc, char **argv)
+{
+    struct fuse_args args = FUSE_ARGS_INIT(argc, argv);
+    cli c = { .entry_timeout = 1.0, .attr_timeout = 1.0 };
+    for (int i = 1; i < argc; i++) {
+        if (strcmp(argv[i], "--help") == 0 || strcmp(argv[i], "-h") == 0) {
+            usage(stdout);
+            printf("\nlibfuse options:\n");
+            fuse_lowlevel_help();
+            return 0;
+        }
+        if (strcmp(argv[i], "--version") == 0 || strcmp(argv[i], "-V") == 0) {
+            print_version();
+            return 0;
+        }
+    }
+    if (fuse_opt_parse(&args, &c, cli_opts, cli_proc) != 0)
+        return fail("cannot parse options (see gmtf --help)");
+    if (!c.image || c.nonopts < 2) {
+        usage(stderr);
+        return 1;
+    }
+    if (c.nonopts > 2)
+        return fail("too many arguments: IMAGE and MOUNTPOINT only");
+    char image[PATH_MAX];
+    if (!realpath(c.image, image))
+        return fail("%s: %s", c.image, strerror(errno));
+    gmtf_mount m = {
+        .image = image,
+        .entry_timeout = c.entry_timeout,
+        .attr_timeout = c.attr_timeout,
+        .acl = !c.noacl,
+        .writeback = !c.nowriteback && !c.ro,
+    };
+    if (add_mount_options(&args, &c, image) != 0)
+        return fail("out of memory");
+    struct fuse_cmdline_opts fo;
+    if (fuse_parse_cmdline(&args, &fo) != 0)
+        return fail("cannot parse options (see gmtf --help)");
+    if (!fo.mountpoint)
+        return fail("no MOUNTPOINT given");
+    m.debug = fo.debug;
+    int status = serve(&args, &c, &m, &fo);
+    free(fo.mountpoint);
+    fuse_opt_free_args(&args);
+    free(c.image);
+    return status;
+}
