@@ -361,3 +361,15 @@ int codec_decode_one(gmtf_fs *fs, const uint8_t *src, size_t len, uint8_t *dst, 
     pthread_mutex_unlock(&fs->codec_lock);
     return rc ? rc : st;
 }
+
+int frames_verify(gmtf_fs *fs, const uint32_t *ids, size_t n, int *status)
+{
+    uint8_t **bufs = calloc(n, sizeof *bufs);
+    if (!bufs)
+        return -ENOMEM;
+    int rc = frames_decode(fs, ids, n, bufs, status);
+    for (size_t i = 0; i < n; i++)
+        free(bufs[i]);
+    free(bufs);
+    return rc;
+}

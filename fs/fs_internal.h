@@ -23,6 +23,7 @@
 #define JR_MAGIC 0x4a544d47u             /* "GMTJ" */
 #define JR_HDR_SIZE 32u
 #define JOURNAL_MIN (64u << 10)          /* journal left by unmount/mkfs */
+#define JOURNAL_FLOOR (16u << 10)        /* smallest journal (tests force checkpoints) */
 #define STAGE_MAX (256u << 10)           /* fsync stages at most this much uncompressed */
 
 /* Record types: the journal and the snapshot are both sequences of these. */
@@ -285,6 +286,8 @@ int meta_serialize(gmtf_fs *fs, wbuf *w, size_t chunk, uint32_t **chunk_ends, si
 /* ---- super.c ---- */
 int fs_checkpoint(gmtf_fs *fs, uint64_t journal_bytes);
 int fs_load(gmtf_fs *fs); /* superblock, snapshot, journal */
+int fs_new(gmtf_image *img, const gmtf_fs_options *opt, uint32_t bs, gmtf_fs **out);
+void fs_destroy(gmtf_fs *fs, int close_img);
 
 /* ---- frame.c: frame table and frame decode ---- */
 int frame_new_id(gmtf_fs *fs, uint32_t *id);
@@ -301,6 +304,8 @@ int frame_copy(gmtf_fs *fs, uint32_t id, uint64_t ino, uint32_t blk, uint32_t of
 void cache_drop(gmtf_fs *fs, uint32_t id);
 void cache_free_all(gmtf_fs *fs);
 int frames_prefetch(gmtf_fs *fs, const uint32_t *ids, size_t n);
+/* Reads and decodes frames ids[0..n) as one batch; status[i] per frame. */
+int frames_verify(gmtf_fs *fs, const uint32_t *ids, size_t n, int *status);
 int codec_encode(gmtf_fs *fs, const uint8_t *src, const uint64_t *off, size_t n, uint8_t **dst,
                  uint64_t *doff);
 int codec_decode_one(gmtf_fs *fs, const uint8_t *src, size_t len, uint8_t *dst, size_t dlen);

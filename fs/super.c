@@ -275,7 +275,7 @@ static void meta_free_all(gmtf_fs *fs)
     fs->replayed = 0;
 }
 
-static int fs_new(gmtf_image *img, const gmtf_fs_options *opt, uint32_t bs, gmtf_fs **out)
+int fs_new(gmtf_image *img, const gmtf_fs_options *opt, uint32_t bs, gmtf_fs **out)
 {
     gmtf_fs *fs = calloc(1, sizeof *fs);
     if (!fs)
@@ -288,8 +288,8 @@ static int fs_new(gmtf_image *img, const gmtf_fs_options *opt, uint32_t bs, gmtf
         fs->opt.dirty_bytes = 128u << 20;
     if (!fs->opt.journal_bytes)
         fs->opt.journal_bytes = 8u << 20;
-    if (fs->opt.journal_bytes < JOURNAL_MIN)
-        fs->opt.journal_bytes = JOURNAL_MIN;
+    if (fs->opt.journal_bytes < JOURNAL_FLOOR)
+        fs->opt.journal_bytes = JOURNAL_FLOOR;
     if (!fs->opt.readahead_blocks)
         fs->opt.readahead_blocks = 4;
     fs->img = img;
@@ -319,7 +319,7 @@ static int fs_new(gmtf_image *img, const gmtf_fs_options *opt, uint32_t bs, gmtf
     return 0;
 }
 
-static void fs_destroy(gmtf_fs *fs, int close_img)
+void fs_destroy(gmtf_fs *fs, int close_img)
 {
     meta_free_all(fs);
     gmtf_codec_destroy(fs->codec);
@@ -347,8 +347,8 @@ int fs_checkpoint(gmtf_fs *fs, uint64_t journal_bytes)
         return rc;
     sb_info nsb = fs->sb;
     nsb.gen = fs->sb.gen + 1;
-    if (journal_bytes < JOURNAL_MIN)
-        journal_bytes = JOURNAL_MIN;
+    if (journal_bytes < JOURNAL_FLOOR)
+        journal_bytes = JOURNAL_FLOOR;
     rc = snapshot_write(fs, nsb.gen, &nsb.snap_off, &nsb.snap_len);
     if (rc)
         return rc;
@@ -551,6 +551,8 @@ int gmtf_fs_mkfs(gmtf_image *img, const gmtf_mkfs_options *opt)
         fs->replaying = 0;
     }
     if (!rc)
+        rc = fs_checkpoint(fs, JOURNAL_MIN);
+    if (!rc) /* fill the second slot too: both valid from the start */
         rc = fs_checkpoint(fs, JOURNAL_MIN);
     fs_destroy(fs, 0);
     return rc;
