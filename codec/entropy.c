@@ -201,22 +201,29 @@ static void rc_dec_init(rc_dec *d, const uint8_t *src, size_t len)
         d->code = (d->code << 8) | rc_get(d);
 }
 
-static inline int dec_bit(rc_dec *d, prob2 *p)
+static inline __attribute__((always_inline)) int dec_bit(rc_dec *d, prob2 *p)
 {
     uint32_t bound = (d->range >> 16) * prob_get(p);
-    int bit = d->code >= bound;
-    if (bit) {
-        d->code -= bound;
-        d->range -= bound;
-    } else {
-        d->range = bound;
-    }
-    prob_update(p, bit);
-    while (d->range < (1u << 24)) {
+    /* Masks rather than branches or ternaries (which compilers turn back
+     * into branches): the bit is data, and mispredicting it is the main
+     * cost of a decision. */
+    uint32_t mask = 0u - (uint32_t)(d->code >= bound);
+    d->code -= bound & mask;
+    d->range = bound + ((d->range - 2 * bound) & mask);
+    uint32_t f = p->fast, s = p->slow;
+    f += (((65536 - f) >> RATE_FAST) & ~mask) - ((f >> RATE_FAST) & mask);
+    s += (((65536 - s) >> RATE_SLOW) & ~mask) - ((s >> RATE_SLOW) & mask);
+    p->fast = (uint16_t)f;
+    p->slow = (uint16_t)s;
+    if (d->range < (1u << 24)) {
         d->range <<= 8;
         d->code = (d->code << 8) | rc_get(d);
+        if (d->range < (1u << 24)) {
+            d->range <<= 8;
+            d->code = (d->code << 8) | rc_get(d);
+        }
     }
-    return bit;
+    return (int)(mask & 1);
 }
 
 /* ---- events: encoder --------------------------------------------------- */
@@ -338,97 +345,135 @@ long gmtf_entropy_encode(const uint16_t *syms, size_t count, uint8_t *dst, size_
 long gmtf_rank_encode(const uint8_t *ranks, size_t n, uint8_t *dst, size_t cap, void *ws)
 {
     uint16_t *syms = ws_syms(ws);
-    size_t count = gmtf_zrle_encode(ranks, n, syms);
-    return gmtf_entropy_encode(syms, count, dst, cap, ws);
+    return gmtf_entropy_encode(syms, gmtf_zrle_encode(ranks, n, syms), dst, cap, ws);
 }
 
 /* ---- decode ------------------------------------------------------------ */
 
-/* Decodes events until `total` outputs exist: ranks when to_syms is 0,
- * zero-run symbols otherwise. Inlined twice with a constant to_syms. */
-static inline __attribute__((always_inline)) int
-decode_events(const uint8_t *src, size_t len, void *out, size_t total, void *ws, int to_syms)
-{
-    model *m = ws_model(ws);
-    model_init(m);
+/* One coded stream being decoded: its range decoder, model, history and
+ * output range [pos, total). */
+typedef struct {
     rc_dec d;
-    rc_dec_init(&d, src, len);
-    uint8_t *ranks = out;
-    uint16_t *syms = out;
-    history h = {1, 1, 0};
-    size_t pos = 0;
-    while (pos < total) {
-        if (h.r1 != 0 && dec_bit(&d, &m->run[ctx_event(&h)])) {
-            /* zero run */
-            prob2 *u = m->len_unary[ctx_len(&h)];
-            unsigned k = 0;
-            while (k < LEN_MAX_K && dec_bit(&d, &u[k]))
-                k++;
-            uint32_t runlen = 1;
-            unsigned node = 1;
-            int j = (int)k - 1;
-            for (; j >= 0 && node < 4; j--) {
-                int bit = dec_bit(&d, &m->len_top[k][node]);
-                node = node * 2 + (unsigned)bit;
-                runlen = runlen * 2 + (unsigned)bit;
-            }
-            for (; j >= 0; j--)
-                runlen = runlen * 2 + (unsigned)dec_bit(&d, &m->len_low[k][j]);
-            if (to_syms) {
-                /* digits of runlen, bijective base 2 */
-                uint32_t r = runlen;
-                while (r > 0) {
-                    if (pos >= total)
-                        return GMTF_E_CORRUPT;
-                    unsigned odd = r & 1;
-                    syms[pos++] = odd ? GMTF_SYM_RUNA : GMTF_SYM_RUNB;
-                    r = (r - 2 + odd) >> 1;
-                }
-            } else {
-                if (runlen > total - pos)
+    model *m;
+    history h;
+    size_t pos, total;
+    void *out;
+} lane;
+
+static void lane_init(lane *l, const uint8_t *src, size_t len, model *m, void *out, size_t total)
+{
+    rc_dec_init(&l->d, src, len);
+    model_init(m);
+    l->m = m;
+    l->h = (history){1, 1, 0};
+    l->pos = 0;
+    l->total = total;
+    l->out = out;
+}
+
+/* Decodes one event (a run or a rank) of a lane whose pos < total; writes
+ * ranks when to_syms is 0, zero-run symbols otherwise. Returns 0 or
+ * GMTF_E_CORRUPT. */
+static inline __attribute__((always_inline)) int lane_event(lane *l, int to_syms)
+{
+    model *m = l->m;
+    history h = l->h;
+    size_t pos = l->pos, total = l->total;
+    if (h.r1 != 0 && dec_bit(&l->d, &m->run[ctx_event(&h)])) {
+        prob2 *u = m->len_unary[ctx_len(&h)];
+        unsigned k = 0;
+        while (k < LEN_MAX_K && dec_bit(&l->d, &u[k]))
+            k++;
+        uint32_t runlen = 1;
+        unsigned node = 1;
+        int j = (int)k - 1;
+        for (; j >= 0 && node < 4; j--) {
+            int bit = dec_bit(&l->d, &m->len_top[k][node]);
+            node = node * 2 + (unsigned)bit;
+            runlen = runlen * 2 + (unsigned)bit;
+        }
+        for (; j >= 0; j--)
+            runlen = runlen * 2 + (unsigned)dec_bit(&l->d, &m->len_low[k][j]);
+        if (to_syms) {
+            uint16_t *syms = l->out;
+            for (uint32_t r = runlen; r > 0;) {
+                if (pos >= total)
                     return GMTF_E_CORRUPT;
-                memset(ranks + pos, 0, runlen);
-                pos += runlen;
+                unsigned odd = r & 1;
+                syms[pos++] = odd ? GMTF_SYM_RUNA : GMTF_SYM_RUNB;
+                r = (r - 2 + odd) >> 1;
             }
-            h.r2 = h.r1;
-            h.r1 = 0;
-            h.k1 = k;
-            continue;
-        }
-        /* rank */
-        prob2 *pb = m->bucket[ctx_event(&h)];
-        unsigned b = 0;
-        while (b < NBUCKET - 1 && dec_bit(&d, &pb[b]))
-            b++;
-        unsigned r = b + 1;
-        if (b >= 2) {
-            unsigned nbits = b - 1;
-            unsigned node = 1;
-            for (unsigned j = 0; j < nbits; j++)
-                node = node * 2 + (unsigned)dec_bit(&d, &m->offset[(1u << nbits) + node - 1]);
-            r = node + 1; /* node = (1 << nbits) + offset */
-            if (r > 255)
+        } else {
+            if (runlen > total - pos)
                 return GMTF_E_CORRUPT;
+            uint8_t *z = (uint8_t *)l->out + pos;
+            if (runlen <= 16 && total - pos >= 16) {
+                /* Most runs are short: two fixed stores beat a memset
+                 * call; bytes past the run are rewritten later. */
+                uint64_t zero = 0;
+                memcpy(z, &zero, 8);
+                memcpy(z + 8, &zero, 8);
+            } else {
+                memset(z, 0, runlen);
+            }
+            pos += runlen;
         }
-        if (to_syms)
-            syms[pos++] = (uint16_t)(r + 1);
-        else
-            ranks[pos++] = (uint8_t)r;
-        h.r2 = h.r1;
-        h.r1 = r;
+        l->h.r2 = h.r1;
+        l->h.r1 = 0;
+        l->h.k1 = k;
+        l->pos = pos;
+        return 0;
     }
-    /* The encoder's flush makes the decoder read exactly len bytes. */
-    if (d.over != 0 || d.in != d.end)
-        return GMTF_E_CORRUPT;
+    prob2 *pb = m->bucket[ctx_event(&h)];
+    unsigned b = 0;
+    while (b < NBUCKET - 1 && dec_bit(&l->d, &pb[b]))
+        b++;
+    unsigned r = b + 1;
+    if (b >= 2) {
+        unsigned nbits = b - 1;
+        unsigned node = 1;
+        for (unsigned j = 0; j < nbits; j++)
+            node = node * 2 + (unsigned)dec_bit(&l->d, &m->offset[(1u << nbits) + node - 1]);
+        r = node + 1; /* node = (1 << nbits) + offset */
+        if (r > 255)
+            return GMTF_E_CORRUPT;
+    }
+    if (to_syms)
+        ((uint16_t *)l->out)[pos] = (uint16_t)(r + 1);
+    else
+        ((uint8_t *)l->out)[pos] = (uint8_t)r;
+    l->pos = pos + 1;
+    l->h.r2 = h.r1;
+    l->h.r1 = r;
     return 0;
+}
+
+/* The encoder's flush makes the decoder read exactly the lane's bytes. */
+static int lane_check(const lane *l)
+{
+    return l->d.over != 0 || l->d.in != l->d.end ? GMTF_E_CORRUPT : 0;
 }
 
 int gmtf_entropy_decode(const uint8_t *src, size_t len, uint16_t *syms, size_t count, void *ws)
 {
-    return decode_events(src, len, syms, count, ws, 1);
+    lane l;
+    lane_init(&l, src, len, ws_model(ws), syms, count);
+    while (l.pos < l.total) {
+        int err = lane_event(&l, 1);
+        if (err)
+            return err;
+    }
+    return lane_check(&l);
 }
 
 int gmtf_rank_decode(const uint8_t *src, size_t len, uint8_t *ranks, size_t n, void *ws)
 {
-    return decode_events(src, len, ranks, n, ws, 0);
+    lane l;
+    lane_init(&l, src, len, ws_model(ws), ranks, n);
+    while (l.pos < l.total) {
+        int err = lane_event(&l, 0);
+        if (err)
+            return err;
+    }
+    return lane_check(&l);
 }
