@@ -99,6 +99,8 @@ typedef struct gmtf_fs_options {
     unsigned readahead_blocks; /* blocks decoded ahead of sequential reads, 0 = 4 */
     gmtf_fs_log_fn log;        /* errors and warnings (checksum, replay); NULL = stderr */
     void *log_arg;
+    int no_flush;              /* skip device flushes until unmount (mkfs: a crash midway
+                                  leaves no useful image anyway) */
 } gmtf_fs_options;
 
 typedef struct gmtf_fs gmtf_fs;

@@ -602,7 +602,13 @@ int gmtf_fs_unmount(gmtf_fs *fs)
                 inode_maybe_delete(fs, in);
             }
         }
+        fs->opt.no_flush = 0;
         rc = fs_checkpoint(fs, JOURNAL_MIN); /* small journal: a compact image at rest */
+        /* The first checkpoint had to place its snapshot past the mount's big
+         * journal; a second one lands in the space before it, and the end of
+         * the image goes back to the host. */
+        if (!rc && alloc_free_bytes(fs) >= fs->sb.snap_len + fs->sb.jrnl_len)
+            rc = fs_checkpoint(fs, JOURNAL_MIN);
         if (!rc && fs->err)
             rc = fs->err;
         FS_UNLOCK(fs);

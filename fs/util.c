@@ -180,5 +180,7 @@ int img_flush(gmtf_fs *fs)
 {
     if (fs->ro)
         return -EROFS;
+    if (fs->opt.no_flush)
+        return 0;
     return fs->img->ops->flush(fs->img->ctx);
 }

@@ -1,0 +1,167 @@
+/* fsck.gmtf: checks (and with -y repairs) a gmtf image. Exit codes as
+ * fsck(8): 0 clean, 1 errors corrected, 4 errors left uncorrected,
+ * 8 operational error, 16 usage error. */
+#include <errno.h>
+#include <getopt.h>
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "gmtf_codec.h"
+#include "gmtf_config.h"
+#include "gmtf_fs.h"
+
+enum { FSCK_OK = 0, FSCK_FIXED = 1, FSCK_UNCORRECTED = 4, FSCK_ERROR = 8, FSCK_USAGE = 16 };
+
+typedef struct fsck_ctx {
+    const char *prog, *path;
+    int tty, quiet;
+} fsck_ctx;
+
+static void log_line(void *arg, const char *msg)
+{
+    fsck_ctx *c = arg;
+    if (c->tty)
+        fputs("\r\033[K", stderr);
+    fprintf(stderr, "%s: %s: %s\n", c->prog, c->path, msg);
+}
+
+static void progress(void *arg, uint64_t done, uint64_t total)
+{
+    fsck_ctx *c = arg;
+    if (!c->tty || c->quiet)
+        return;
+    fprintf(stderr, "\r\033[Kverifying frames: %" PRIu64 "/%" PRIu64 " (%.0f%%)", done, total,
+            total ? 100.0 * (double)done / (double)total : 100.0);
+    if (done == total)
+        fputc('\n', stderr);
+}
+
+static void usage(FILE *f, const char *prog)
+{
+    fprintf(f,
+            "Usage: %s [-n|-y|-p] [-f] [--verify-data] [OPTIONS] IMAGE\n"
+            "Check a gmtf filesystem image, and repair it with -y or -p.\n\n"
+            "  -n               check only, open the image read-only (default)\n"
+            "  -y, -p           repair what can be repaired\n"
+            "  -f               check even if the image looks clean (always done)\n"
+            "      --verify-data  decode every data frame and check its checksum\n"
+            "  -j, --threads=N  decoding threads (default: all CPUs)\n"
+            "      --mtf=NAME   MTF backend of the codec\n"
+            "  -q, --quiet      print only problems\n"
+            "  -h, --help       show this help and exit\n"
+            "  -V, --version    show the version and exit\n"
+            "Exit status: 0 clean, 1 errors corrected, 4 errors left, 8 operational error,\n"
+            "16 usage error.\n",
+            prog);
+}
+
+int main(int argc, char **argv)
+{
+    const char *prog = "fsck.gmtf";
+    static const struct option longs[] = {
+        {"verify-data", no_argument, 0, 'D'}, {"threads", required_argument, 0, 'j'},
+        {"mtf", required_argument, 0, 'm'},   {"quiet", no_argument, 0, 'q'},
+        {"help", no_argument, 0, 'h'},        {"version", no_argument, 0, 'V'},
+        {0, 0, 0, 0}};
+    gmtf_fs_check_options o = {0};
+    int mode_n = 0, mode_y = 0, quiet = 0, opt;
+    while ((opt = getopt_long(argc, argv, "nypfaj:qhV", longs, NULL)) != -1) {
+        switch (opt) {
+        case 'n':
+            mode_n = 1;
+            break;
+        case 'y':
+        case 'p':
+        case 'a':
+            mode_y = 1;
+            break;
+        case 'f':
+            break;
+        case 'D':
+            o.verify_data = 1;
+            break;
+        case 'j': {
+            char *end;
+            long v = strtol(optarg, &end, 10);
+            if (*end || v < 1 || v > 1024) {
+                fprintf(stderr, "%s: -j %s: not a thread count (1..1024)\n", prog, optarg);
+                return FSCK_USAGE;
+            }
+            o.threads = (unsigned)v;
+            break;
+        }
+        case 'm':
+            o.mtf = optarg;
+            break;
+        case 'q':
+            quiet = 1;
+            break;
+        case 'h':
+            usage(stdout, prog);
+            return 0;
+        case 'V':
+            printf("fsck.gmtf %s (libgmtf %s)\n", GMTF_VERSION, gmtf_version());
+            return 0;
+        default:
+            usage(stderr, prog);
+            return FSCK_USAGE;
+        }
+    }
+    if (mode_n && mode_y) {
+        fprintf(stderr, "%s: -n and -y/-p exclude each other\n", prog);
+        return FSCK_USAGE;
+    }
+    if (optind != argc - 1) {
+        fprintf(stderr, "%s: %s\n", prog, optind >= argc ? "no IMAGE given" : "more than one IMAGE given");
+        usage(stderr, prog);
+        return FSCK_USAGE;
+    }
+    fsck_ctx c = {.prog = prog, .path = argv[optind], .tty = isatty(2), .quiet = quiet};
+    gmtf_image *img;
+    int rc = gmtf_image_open_file(c.path, mode_y ? 0 : GMTF_IMAGE_RDONLY, &img);
+    if (rc) {
+        if (rc == -EBUSY)
+            fprintf(stderr, "%s: %s is in use (mounted, or being changed): refusing to check it\n",
+                    prog, c.path);
+        else
+            fprintf(stderr, "%s: %s: %s\n", prog, c.path, strerror(-rc));
+        return FSCK_ERROR;
+    }
+    o.repair = mode_y;
+    o.log = log_line;
+    o.log_arg = &c;
+    o.progress = progress;
+    o.progress_arg = &c;
+    gmtf_fs_check_report rep;
+    rc = gmtf_fs_check(img, &o, &rep);
+    gmtf_image_close(img);
+    if (rc) {
+        const char *why = rc == -EINVAL   ? "not a gmtf image (no superblock)"
+                          : rc == -EUCLEAN ? "no usable superblock or metadata snapshot"
+                          : rc < -1000     ? gmtf_strerror(rc)
+                                           : strerror(-rc);
+        fprintf(stderr, "%s: %s: %s\n", prog, c.path, why);
+        return rc == -EUCLEAN ? FSCK_UNCORRECTED : FSCK_ERROR;
+    }
+    const gmtf_fs_info *i = &rep.info;
+    if (!quiet) {
+        printf("%s: %s: %s, generation %" PRIu64 "\n", prog, c.path,
+               rep.errors ? (rep.fixed == rep.errors ? "repaired" : "ERRORS") : "clean", i->generation);
+        printf("  %" PRIu64 " files, %" PRIu64 " directories, %" PRIu64 " symlinks, %" PRIu64
+               " others\n"
+               "  %" PRIu64 " bytes in files, %" PRIu64 " bytes stored in %" PRIu64
+               " frames, ratio %.3f\n"
+               "  %" PRIu64 " bytes allocated of %" PRIu64 " in use, block size %u\n",
+               i->files, i->dirs, i->symlinks, i->others, i->data_bytes, i->stored_bytes,
+               i->frames, i->stored_bytes ? (double)i->data_bytes / (double)i->stored_bytes : 0.0,
+               i->used_bytes, i->image_bytes, i->block_size);
+        if (rep.errors)
+            printf("  %u problems found, %u repaired\n", rep.errors, rep.fixed);
+    }
+    if (rep.errors == 0)
+        return FSCK_OK;
+    return rep.fixed == rep.errors ? FSCK_FIXED : FSCK_UNCORRECTED;
+}
