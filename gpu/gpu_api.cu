@@ -1,0 +1,561 @@
+/* The C API of gpu.h: device probe, contexts, batch geometry, the launch
+ * sequence, and host-to-host batches pipelined over streams. */
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "gpu_internal.cuh"
+
+/* ---- probe -------------------------------------------------------------- */
+
+static int probe_result = -1;
+
+extern "C" int gmtf_gpu_available(void)
+{
+    /* Racy first call is harmless: every caller computes the same value. */
+    if (probe_result < 0) {
+        int n = 0, ok = 0;
+        if (cudaGetDeviceCount(&n) == cudaSuccess && n > 0) {
+            cudaDeviceProp p;
+            if (cudaGetDeviceProperties(&p, 0) == cudaSuccess && p.major >= 7)
+                ok = 1;
+        }
+        cudaGetLastError(); /* clear the error of a failed probe */
+        probe_result = ok;
+    }
+    return probe_result;
+}
+
+extern "C" int gmtf_gpu_device_info(char *name, size_t len, int *sm_count)
+{
+    if (!gmtf_gpu_available())
+        return -ENODEV;
+    cudaDeviceProp p;
+    if (cudaGetDeviceProperties(&p, 0) != cudaSuccess)
+        return -ENODEV;
+    if (name && len) {
+        strncpy(name, p.name, len - 1);
+        name[len - 1] = 0;
+    }
+    if (sm_count)
+        *sm_count = p.multiProcessorCount;
+    return 0;
+}
+
+/* ---- variants ----------------------------------------------------------- */
+
+extern "C" size_t gmtf_gpu_variant_count(void)
+{
+    return gmtf_variant_total;
+}
+
+extern "C" const char *gmtf_gpu_variant_name(size_t i)
+{
+    return i < gmtf_variant_total ? gmtf_variants[i].name : NULL;
+}
+
+extern "C" int gmtf_gpu_variant_find(const char *name)
+{
+    if (!name)
+        return -EINVAL;
+    for (size_t i = 0; i < gmtf_variant_total; i++)
+        if (strcmp(gmtf_variants[i].name, name) == 0)
+            return (int)i;
+    return -EINVAL;
+}
+
+extern "C" unsigned gmtf_gpu_variant_flags(size_t i)
+{
+    return i < gmtf_variant_total ? gmtf_variants[i].flags : 0;
+}
+
+extern "C" unsigned gmtf_gpu_variant_depth(size_t i)
+{
+    return i < gmtf_variant_total ? gmtf_variants[i].depth : 0;
+}
+
+static int resolve_variant(int v, int decode)
+{
+    unsigned need = decode ? GMTF_GPU_DECODE : GMTF_GPU_ENCODE;
+    if (v < 0) {
+        for (size_t i = 0; i < gmtf_variant_total; i++)
+            if (gmtf_variants[i].flags & need)
+                return (int)i;
+        return -EINVAL;
+    }
+    if ((size_t)v >= gmtf_variant_total || !(gmtf_variants[v].flags & need))
+        return -EINVAL;
+    return v;
+}
+
+/* ---- context ------------------------------------------------------------ */
+
+int gmtf_gpu_fail(gmtf_gpu_ctx *ctx, cudaError_t e, const char *what)
+{
+    snprintf(ctx->err, sizeof ctx->err, "%s: %s", what, cudaGetErrorString(e));
+    if (e == cudaErrorMemoryAllocation) {
+        cudaGetLastError();
+        return -ENOMEM;
+    }
+    /* Sticky errors (a kernel fault) poison the CUDA context for good. */
+    if (cudaDeviceSynchronize() != cudaSuccess)
+        ctx->ok = 0;
+    cudaGetLastError();
+    return -EIO;
+}
+
+#define CK(ctx, call)                                        \
+    do {                                                     \
+        cudaError_t e_ = (call);                             \
+        if (e_ != cudaSuccess)                               \
+            return gmtf_gpu_fail((ctx), e_, #call);          \
+    } while (0)
+
+int gmtf_dbuf_reserve(gmtf_gpu_ctx *ctx, gmtf_dbuf *b, size_t bytes)
+{
+    if (bytes <= b->cap)
+        return 0;
+    size_t want = bytes + bytes / 8; /* some slack: batches vary a little */
+    if (b->p)
+        cudaFree(b->p);
+    b->p = NULL;
+    b->cap = 0;
+    cudaError_t e = cudaMalloc(&b->p, want);
+    if (e != cudaSuccess) {
+        b->p = NULL;
+        return gmtf_gpu_fail(ctx, e, "cudaMalloc");
+    }
+    b->cap = want;
+    return 0;
+}
+
+static int host_reserve(uint8_t **p, size_t *cap, size_t bytes)
+{
+    if (bytes <= *cap)
+        return 0;
+    if (*p)
+        cudaFreeHost(*p);
+    *p = NULL;
+    *cap = 0;
+    size_t want = bytes + bytes / 8;
+    if (cudaMallocHost((void **)p, want) != cudaSuccess) {
+        cudaGetLastError();
+        *p = NULL;
+        return -ENOMEM;
+    }
+    *cap = want;
+    return 0;
+}
+
+extern "C" int gmtf_gpu_ctx_create(gmtf_gpu_ctx **out)
+{
+    *out = NULL;
+    if (!gmtf_gpu_available())
+        return -ENODEV;
+    gmtf_gpu_ctx *ctx = (gmtf_gpu_ctx *)calloc(1, sizeof *ctx);
+    if (!ctx)
+        return -ENOMEM;
+    ctx->ok = 1;
+    bool fail = cudaSetDevice(0) != cudaSuccess;
+    for (int i = 0; i < GMTF_NSTREAMS && !fail; i++)
+        fail = cudaStreamCreateWithFlags(&ctx->st[i], cudaStreamNonBlocking) != cudaSuccess;
+    fail = fail || cudaEventCreate(&ctx->ev0) != cudaSuccess || cudaEventCreate(&ctx->ev1) != cudaSuccess ||
+           cudaEventCreateWithFlags(&ctx->ev_tab, cudaEventDisableTiming) != cudaSuccess;
+    for (int i = 0; i < 64 && !fail; i++)
+        fail = cudaEventCreateWithFlags(&ctx->ev_slice[i], cudaEventDisableTiming) != cudaSuccess;
+    if (fail) {
+        cudaGetLastError();
+        gmtf_gpu_ctx_destroy(ctx);
+        return -ENODEV;
+    }
+    *out = ctx;
+    return 0;
+}
+
+extern "C" void gmtf_gpu_ctx_destroy(gmtf_gpu_ctx *ctx)
+{
+    if (!ctx)
+        return;
+    gmtf_dbuf *bufs[] = {&ctx->in, &ctx->out, &ctx->off, &ctx->ckscan, &ctx->grscan, &ctx->ck_start,
+                         &ctx->ck_len, &ctx->ck_kidx, &ctx->gr_first, &ctx->gr_cnt, &ctx->keys, &ctx->gmax,
+                         &ctx->qin, &ctx->esc, &ctx->esc_cnt, &ctx->ks_a, &ctx->ks_b, &ctx->ks_misc};
+    for (size_t i = 0; i < sizeof bufs / sizeof bufs[0]; i++)
+        if (bufs[i]->p)
+            cudaFree(bufs[i]->p);
+    for (int i = 0; i < GMTF_NSTREAMS; i++)
+        if (ctx->st[i])
+            cudaStreamDestroy(ctx->st[i]);
+    if (ctx->ev0)
+        cudaEventDestroy(ctx->ev0);
+    if (ctx->ev1)
+        cudaEventDestroy(ctx->ev1);
+    if (ctx->ev_tab)
+        cudaEventDestroy(ctx->ev_tab);
+    for (int i = 0; i < 64; i++)
+        if (ctx->ev_slice[i])
+            cudaEventDestroy(ctx->ev_slice[i]);
+    if (ctx->h_in)
+        cudaFreeHost(ctx->h_in);
+    if (ctx->h_out)
+        cudaFreeHost(ctx->h_out);
+    free(ctx->h_off);
+    free(ctx->h_ckscan);
+    free(ctx->h_grscan);
+    free(ctx);
+}
+
+extern "C" int gmtf_gpu_ctx_ok(const gmtf_gpu_ctx *ctx)
+{
+    return ctx && ctx->ok;
+}
+
+extern "C" const char *gmtf_gpu_ctx_error(const gmtf_gpu_ctx *ctx)
+{
+    return ctx ? ctx->err : "no context";
+}
+
+extern "C" int gmtf_gpu_set_chunk(gmtf_gpu_ctx *ctx, uint32_t chunk)
+{
+    if (chunk && (chunk < 256 || chunk > 65536 || (chunk & (chunk - 1))))
+        return -EINVAL;
+    ctx->chunk_override = chunk;
+    return 0;
+}
+
+extern "C" void *gmtf_gpu_host_alloc(size_t size)
+{
+    void *p = NULL;
+    if (!gmtf_gpu_available() || cudaMallocHost(&p, size ? size : 1) != cudaSuccess) {
+        cudaGetLastError();
+        return NULL;
+    }
+    return p;
+}
+
+extern "C" void gmtf_gpu_host_free(void *p)
+{
+    if (p)
+        cudaFreeHost(p);
+}
+
+/* ---- geometry ----------------------------------------------------------- */
+
+/* Device input/output keep 256 bytes before and after the data, so the
+ * chunk grid (multiples of the chunk size from the data start) is 256-byte
+ * aligned and aligned 16-byte windows never leave the allocation. */
+#define PAD 256
+
+static uint32_t chunk_for(const gmtf_gpu_ctx *ctx, uint64_t n, uint32_t want_chunks, uint64_t max_block)
+{
+    uint32_t c = ctx->chunk_override;
+    if (!c) {
+        c = 4096;
+        while (c > 256 && n / c < want_chunks)
+            c >>= 1;
+    }
+    /* chunk index in block and position in chunk are 16-bit fields */
+    while (c < 65536 && max_block / c + 2 >= 65535)
+        c <<= 1;
+    return c;
+}
+
+static int set_geometry(gmtf_gpu_ctx *ctx, const uint64_t *off, size_t count, uint32_t want_chunks)
+{
+    if (count + 1 > ctx->h_cap) {
+        size_t cap = count + 1 + (count + 1) / 4 + 16;
+        uint64_t *a = (uint64_t *)realloc(ctx->h_off, cap * sizeof *a);
+        if (a)
+            ctx->h_off = a;
+        uint32_t *b = (uint32_t *)realloc(ctx->h_ckscan, cap * sizeof *b);
+        if (b)
+            ctx->h_ckscan = b;
+        uint32_t *g = (uint32_t *)realloc(ctx->h_grscan, cap * sizeof *g);
+        if (g)
+            ctx->h_grscan = g;
+        if (!a || !b || !g)
+            return -ENOMEM;
+        ctx->h_cap = cap;
+    }
+    uint64_t base = off[0], max_block = 0;
+    for (size_t i = 0; i < count; i++) {
+        if (off[i + 1] < off[i])
+            return -EINVAL;
+        max_block = max_block > off[i + 1] - off[i] ? max_block : off[i + 1] - off[i];
+    }
+    uint64_t n = off[count] - base;
+    if (max_block >= 65535ull * 65536ull)
+        return -EINVAL;
+    uint32_t C = chunk_for(ctx, n, want_chunks, max_block);
+    uint64_t nck = 0, ngr = 0;
+    for (size_t i = 0; i < count; i++) {
+        uint64_t s = off[i] - base, e = off[i + 1] - base;
+        ctx->h_off[i] = s;
+        ctx->h_ckscan[i] = (uint32_t)nck;
+        ctx->h_grscan[i] = (uint32_t)ngr;
+        uint64_t k = e > s ? (e - 1) / C - s / C + 1 : 0;
+        nck += k;
+        ngr += (k + GMTF_GROUP - 1) / GMTF_GROUP;
+    }
+    ctx->h_off[count] = n;
+    ctx->h_ckscan[count] = (uint32_t)nck;
+    ctx->h_grscan[count] = (uint32_t)ngr;
+    if (nck >= 0xffffffffull)
+        return -EINVAL;
+    int rc;
+    if ((rc = gmtf_dbuf_reserve(ctx, &ctx->in, n + 2 * PAD)) || (rc = gmtf_dbuf_reserve(ctx, &ctx->out, n + 2 * PAD)) ||
+        (rc = gmtf_dbuf_reserve(ctx, &ctx->off, (count + 1) * 8)) ||
+        (rc = gmtf_dbuf_reserve(ctx, &ctx->ckscan, (count + 1) * 4)) ||
+        (rc = gmtf_dbuf_reserve(ctx, &ctx->grscan, (count + 1) * 4)) ||
+        (rc = gmtf_dbuf_reserve(ctx, &ctx->ck_start, nck * 8 + 8)) ||
+        (rc = gmtf_dbuf_reserve(ctx, &ctx->ck_len, nck * 4 + 4)) ||
+        (rc = gmtf_dbuf_reserve(ctx, &ctx->ck_kidx, nck * 4 + 4)) ||
+        (rc = gmtf_dbuf_reserve(ctx, &ctx->gr_first, ngr * 4 + 4)) ||
+        (rc = gmtf_dbuf_reserve(ctx, &ctx->gr_cnt, ngr * 4 + 4)) ||
+        (rc = gmtf_dbuf_reserve(ctx, &ctx->keys, nck * 1024 + 16)) ||
+        (rc = gmtf_dbuf_reserve(ctx, &ctx->gmax, ngr * 1024 + 16)) ||
+        (rc = gmtf_dbuf_reserve(ctx, &ctx->qin, nck * 256 + 16)) ||
+        (rc = gmtf_dbuf_reserve(ctx, &ctx->esc_cnt, nck * 4 + 4)))
+        return rc;
+    ctx->count = count;
+    ctx->n = n;
+    gmtf_batch_dev *d = &ctx->dev;
+    d->in = (const uint8_t *)ctx->in.p + PAD;
+    d->out = (uint8_t *)ctx->out.p + PAD;
+    d->off = (const uint64_t *)ctx->off.p;
+    d->ckscan = (const uint32_t *)ctx->ckscan.p;
+    d->grscan = (const uint32_t *)ctx->grscan.p;
+    d->ck_start = (uint64_t *)ctx->ck_start.p;
+    d->ck_len = (uint32_t *)ctx->ck_len.p;
+    d->ck_kidx = (uint32_t *)ctx->ck_kidx.p;
+    d->gr_first = (uint32_t *)ctx->gr_first.p;
+    d->gr_cnt = (uint32_t *)ctx->gr_cnt.p;
+    d->keys = (uint32_t *)ctx->keys.p;
+    d->gmax = (uint32_t *)ctx->gmax.p;
+    d->qin = (uint8_t *)ctx->qin.p;
+    d->esc = (uint32_t *)ctx->esc.p;
+    d->esc_cnt = (uint32_t *)ctx->esc_cnt.p;
+    d->chunk = C;
+    d->count = count;
+    d->nck = nck;
+    d->ngr = ngr;
+    return 0;
+}
+
+/* Escape records exist only for multi-pass variants: 4 bytes a position. */
+static int reserve_records(gmtf_gpu_ctx *ctx)
+{
+    int rc = gmtf_dbuf_reserve(ctx, &ctx->esc, ctx->dev.nck * (size_t)ctx->dev.chunk * 4 + 16);
+    ctx->dev.esc = (uint32_t *)ctx->esc.p;
+    return rc;
+}
+
+static int upload_tables(gmtf_gpu_ctx *ctx, cudaStream_t s)
+{
+    size_t count = ctx->count;
+    CK(ctx, cudaMemcpyAsync(ctx->off.p, ctx->h_off, (count + 1) * 8, cudaMemcpyHostToDevice, s));
+    CK(ctx, cudaMemcpyAsync(ctx->ckscan.p, ctx->h_ckscan, (count + 1) * 4, cudaMemcpyHostToDevice, s));
+    CK(ctx, cudaMemcpyAsync(ctx->grscan.p, ctx->h_grscan, (count + 1) * 4, cudaMemcpyHostToDevice, s));
+    gmtf_launch_chunk_table(&ctx->dev, s);
+    return 0;
+}
+
+static void launch_range(gmtf_gpu_ctx *ctx, const gmtf_variant *v, int decode, const gmtf_range *r,
+                         cudaStream_t s)
+{
+    if (decode) {
+        v->decode(&ctx->dev, r, s);
+        gmtf_launch_decode_finish(&ctx->dev, r, s);
+    } else {
+        gmtf_launch_inbound_queues(&ctx->dev, r, s);
+        v->encode(&ctx->dev, r, s);
+    }
+}
+
+static gmtf_range whole_range(const gmtf_gpu_ctx *ctx)
+{
+    gmtf_range r = {0, ctx->count, 0, ctx->dev.nck, 0, ctx->dev.ngr};
+    return r;
+}
+
+static int prepare(gmtf_gpu_ctx *ctx, int variant, int decode, const uint64_t *off, size_t count,
+                   const gmtf_variant **vout)
+{
+    if (!ctx || !ctx->ok)
+        return -ENODEV;
+    int v = resolve_variant(variant, decode);
+    if (v < 0 || (count && !off))
+        return -EINVAL;
+    const gmtf_variant *var = &gmtf_variants[v];
+    int rc = set_geometry(ctx, off, count, var->want_chunks);
+    if (!rc && !decode && strchr(var->name, '+') && ctx->dev.nck)
+        rc = reserve_records(ctx);
+    *vout = var;
+    return rc;
+}
+
+/* ---- staged use --------------------------------------------------------- */
+
+extern "C" int gmtf_gpu_stage_upload(gmtf_gpu_ctx *ctx, const uint8_t *src, const uint64_t *off, size_t count)
+{
+    if (!ctx || !ctx->ok)
+        return -ENODEV;
+    if (count && !off)
+        return -EINVAL;
+    /* geometry is set per run (the chunk size depends on the variant) */
+    int rc = set_geometry(ctx, off, count, 65536);
+    if (rc)
+        return rc;
+    /* keep the offsets for later runs */
+    if (ctx->n)
+        CK(ctx, cudaMemcpy((uint8_t *)ctx->in.p + PAD, src + off[0], ctx->n, cudaMemcpyHostToDevice));
+    ctx->staged = 1;
+    return 0;
+}
+
+extern "C" int gmtf_gpu_stage_run(gmtf_gpu_ctx *ctx, int variant, int decode, double *kernel_ms)
+{
+    if (!ctx || !ctx->ok || !ctx->staged)
+        return -ENODEV;
+    int v = resolve_variant(variant, decode);
+    if (v < 0)
+        return -EINVAL;
+    const gmtf_variant *var = &gmtf_variants[v];
+    /* the relative offsets of the staged batch are in h_off */
+    size_t count = ctx->count;
+    uint64_t *off = (uint64_t *)malloc((count + 1) * sizeof *off);
+    if (!off)
+        return -ENOMEM;
+    memcpy(off, ctx->h_off, (count + 1) * sizeof *off);
+    int rc = set_geometry(ctx, off, count, var->want_chunks);
+    free(off);
+    /* only the multi-pass variants ("8+full", ...) keep escape records */
+    if (!rc && !decode && strchr(var->name, '+') && ctx->dev.nck)
+        rc = reserve_records(ctx);
+    if (rc)
+        return rc;
+    cudaStream_t s = ctx->st[0];
+    CK(ctx, cudaEventRecord(ctx->ev0, s));
+    if ((rc = upload_tables(ctx, s)))
+        return rc;
+    gmtf_range r = whole_range(ctx);
+    launch_range(ctx, var, decode, &r, s);
+    CK(ctx, cudaGetLastError());
+    CK(ctx, cudaEventRecord(ctx->ev1, s));
+    CK(ctx, cudaEventSynchronize(ctx->ev1));
+    if (kernel_ms) {
+        float ms = 0;
+        CK(ctx, cudaEventElapsedTime(&ms, ctx->ev0, ctx->ev1));
+        *kernel_ms = ms;
+    }
+    return 0;
+}
+
+extern "C" int gmtf_gpu_stage_swap(gmtf_gpu_ctx *ctx)
+{
+    if (!ctx || !ctx->ok || !ctx->staged)
+        return -ENODEV;
+    gmtf_dbuf t = ctx->in;
+    ctx->in = ctx->out;
+    ctx->out = t;
+    ctx->dev.in = (const uint8_t *)ctx->in.p + PAD;
+    ctx->dev.out = (uint8_t *)ctx->out.p + PAD;
+    return 0;
+}
+
+extern "C" int gmtf_gpu_stage_download(gmtf_gpu_ctx *ctx, uint8_t *dst)
+{
+    if (!ctx || !ctx->ok || !ctx->staged)
+        return -ENODEV;
+    if (ctx->n)
+        CK(ctx, cudaMemcpy(dst, (uint8_t *)ctx->out.p + PAD, ctx->n, cudaMemcpyDeviceToHost));
+    return 0;
+}
+
+/* ---- host to host, pipelined -------------------------------------------- */
+
+static bool is_pinned(const void *p)
+{
+    cudaPointerAttributes a;
+    if (cudaPointerGetAttributes(&a, p) != cudaSuccess) {
+        cudaGetLastError();
+        return false;
+    }
+    return a.type == cudaMemoryTypeHost;
+}
+
+/* Slices of whole blocks, about n / 8 bytes each (at least 4 MiB): slice i
+ * uploads on stream i % 3 while earlier slices compute and download. */
+static size_t plan_slices(const gmtf_gpu_ctx *ctx, size_t *bounds, size_t max_slices)
+{
+    uint64_t n = ctx->n, target = n / 8 > (4u << 20) ? n / 8 : (4u << 20);
+    size_t ns = 0;
+    bounds[ns++] = 0;
+    uint64_t from = 0;
+    for (size_t b = 1; b <= ctx->count; b++) {
+        if (b == ctx->count || (ctx->h_off[b] - from >= target && ns < max_slices)) {
+            bounds[ns++] = b;
+            from = ctx->h_off[b];
+        }
+    }
+    return ns - 1;
+}
+
+static int run_host(gmtf_gpu_ctx *ctx, int variant, int decode, const uint8_t *src, const uint64_t *off,
+                    size_t count, uint8_t *dst)
+{
+    const gmtf_variant *var;
+    int rc = prepare(ctx, variant, decode, off, count, &var);
+    if (rc || !ctx->n)
+        return rc;
+    uint64_t n = ctx->n, base = off[0];
+    bool pin_in = is_pinned(src), pin_out = is_pinned(dst);
+    if (!pin_in && (rc = host_reserve(&ctx->h_in, &ctx->h_in_cap, n)))
+        return rc;
+    if (!pin_out && (rc = host_reserve(&ctx->h_out, &ctx->h_out_cap, n)))
+        return rc;
+    const uint8_t *hin = pin_in ? src + base : ctx->h_in;
+    uint8_t *hout = pin_out ? dst + base : ctx->h_out;
+    uint8_t *din = (uint8_t *)ctx->in.p + PAD, *dout = (uint8_t *)ctx->out.p + PAD;
+
+    if ((rc = upload_tables(ctx, ctx->st[0])))
+        return rc;
+    CK(ctx, cudaEventRecord(ctx->ev_tab, ctx->st[0]));
+    size_t bounds[65];
+    size_t ns = plan_slices(ctx, bounds, 64);
+    for (size_t i = 0; i < ns; i++) {
+        cudaStream_t s = ctx->st[i % GMTF_NSTREAMS];
+        size_t b0 = bounds[i], b1 = bounds[i + 1];
+        uint64_t from = ctx->h_off[b0], to = ctx->h_off[b1];
+        gmtf_range r = {b0, b1, ctx->h_ckscan[b0], ctx->h_ckscan[b1], ctx->h_grscan[b0], ctx->h_grscan[b1]};
+        if (!pin_in)
+            memcpy(ctx->h_in + from, src + base + from, to - from);
+        CK(ctx, cudaStreamWaitEvent(s, ctx->ev_tab, 0));
+        CK(ctx, cudaMemcpyAsync(din + from, hin + from, to - from, cudaMemcpyHostToDevice, s));
+        launch_range(ctx, var, decode, &r, s);
+        CK(ctx, cudaGetLastError());
+        CK(ctx, cudaMemcpyAsync(hout + from, dout + from, to - from, cudaMemcpyDeviceToHost, s));
+        CK(ctx, cudaEventRecord(ctx->ev_slice[i], s));
+    }
+    for (size_t i = 0; i < ns; i++) {
+        CK(ctx, cudaEventSynchronize(ctx->ev_slice[i]));
+        if (!pin_out) {
+            uint64_t from = ctx->h_off[bounds[i]], to = ctx->h_off[bounds[i + 1]];
+            memcpy(dst + base + from, ctx->h_out + from, to - from);
+        }
+    }
+    ctx->staged = 0;
+    return 0;
+}
+
+extern "C" int gmtf_gpu_mtf_encode_batch(gmtf_gpu_ctx *ctx, int variant, const uint8_t *src,
+                                         const uint64_t *off, size_t count, uint8_t *dst)
+{
+    return run_host(ctx, variant, 0, src, off, count, dst);
+}
+
+extern "C" int gmtf_gpu_mtf_decode_batch(gmtf_gpu_ctx *ctx, int variant, const uint8_t *src,
+                                         const uint64_t *off, size_t count, uint8_t *dst)
+{
+    return run_host(ctx, variant, 1, src, off, count, dst);
+}
