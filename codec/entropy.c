@@ -23,30 +23,36 @@
 
 /* Probability of a 0 bit, 16-bit scale, as the mean of a fast and a slow
  * estimator: the fast one follows local changes, the slow one is precise
- * on stationary data. Both stay within [15, 65521], so the mean is never 0
- * or 65536 and every decision keeps a nonzero share of the range. */
+ * on stationary data. The slow one's rate starts high and falls with the
+ * use count n, so a fresh context learns from its first few bits (small
+ * blocks gain most). Both stay within [1, 65535], so the mean is never 0 or
+ * 65536 and every decision keeps a nonzero share of the range. */
 typedef struct {
-    uint16_t fast, slow;
+    uint16_t fast, slow, n;
 } prob2;
 
 #define RATE_FAST 4
-#define RATE_SLOW 7
 #define PROB_INIT 32768
+#define COUNT_MAX 31
+static const uint8_t rate_slow_of[COUNT_MAX + 1] = {
+    2, 2, 3, 3, 3, 4, 4, 4, 4, 5, 5, 5, 5, 5, 5, 5, 6, 6, 6, 6, 6, 6, 6, 6, 6, 6, 6, 6, 6, 6, 6, 7,
+};
 
 static inline uint32_t prob_get(const prob2 *p)
 {
     return ((uint32_t)p->fast + p->slow) >> 1;
 }
 
-static inline void prob_update(prob2 *p, int bit)
+/* mask: all ones for a 1 bit, 0 for a 0 bit (branch-free for the decoder). */
+static inline __attribute__((always_inline)) void prob_update(prob2 *p, uint32_t mask)
 {
-    if (bit) {
-        p->fast -= p->fast >> RATE_FAST;
-        p->slow -= p->slow >> RATE_SLOW;
-    } else {
-        p->fast += (65536 - p->fast) >> RATE_FAST;
-        p->slow += (65536 - p->slow) >> RATE_SLOW;
-    }
+    uint32_t f = p->fast, s = p->slow, n = p->n;
+    uint32_t rs = rate_slow_of[n], rf = rs < RATE_FAST ? rs : RATE_FAST;
+    f += (((65536 - f) >> rf) & ~mask) - ((f >> rf) & mask);
+    s += (((65536 - s) >> rs) & ~mask) - ((s >> rs) & mask);
+    p->fast = (uint16_t)f;
+    p->slow = (uint16_t)s;
+    p->n = (uint16_t)(n + (n < COUNT_MAX));
 }
 
 /* ---- model ------------------------------------------------------------- */
@@ -71,15 +77,39 @@ static const uint8_t rank_q[256] = {
     0, 1, 2, 3, 4, 4, 5, 5, 5, 5, 6, 6, 6, 6, 6, 6, 6, 6, 6, 6, [20 ... 255] = 7,
 };
 
-/* Tracks the two previous events. r1, r2: the previous ranks, 0 for a run;
- * k1: bit count of the previous run. */
+/* What the contexts look at. r1: the previous rank, 0 when the previous
+ * event was a run; k1: bit count of the last run; avg: running mean of the
+ * quantised ranks of recent events (runs count 0), scaled by 16, which
+ * tells a settled stretch of the block from a busy one. */
 typedef struct {
-    unsigned r1, r2, k1;
+    unsigned r1, k1, avg;
 } history;
+
+#define AVG_RATE 3 /* the mean follows about the last 8 events */
+
+static inline void hist_run(history *h, unsigned k)
+{
+    h->r1 = 0;
+    h->k1 = k;
+    h->avg -= h->avg >> AVG_RATE;
+}
+
+static inline void hist_rank(history *h, unsigned r)
+{
+    h->r1 = r;
+    h->avg += ((unsigned)rank_q[r] << 4 >> AVG_RATE) - (h->avg >> AVG_RATE);
+}
+
+/* avg in 8 steps of one quantised rank each */
+static inline unsigned avg_q(const history *h)
+{
+    unsigned a = h->avg >> 4;
+    return a < 7 ? a : 7;
+}
 
 static inline unsigned ctx_event(const history *h)
 {
-    return rank_q[h->r1] * 8 + rank_q[h->r2];
+    return rank_q[h->r1] * 8 + avg_q(h);
 }
 
 static inline unsigned ctx_len(const history *h)
@@ -91,8 +121,10 @@ static inline unsigned ctx_len(const history *h)
 static void model_init(model *m)
 {
     prob2 *p = (prob2 *)m;
-    for (size_t i = 0; i < sizeof(model) / sizeof(prob2); i++)
+    for (size_t i = 0; i < sizeof(model) / sizeof(prob2); i++) {
         p[i].fast = p[i].slow = PROB_INIT;
+        p[i].n = 0;
+    }
 }
 
 /* Rank r in 1..255 -> bucket b (0..8); bucket b >= 2 covers
@@ -167,7 +199,7 @@ static inline void enc_bit(rc_enc *e, prob2 *p, int bit)
     } else {
         e->range = bound;
     }
-    prob_update(p, bit);
+    prob_update(p, 0u - (uint32_t)bit);
     while (e->range < (1u << 24)) {
         e->range <<= 8;
         rc_shift_low(e);
@@ -210,11 +242,7 @@ static inline __attribute__((always_inline)) int dec_bit(rc_dec *d, prob2 *p)
     uint32_t mask = 0u - (uint32_t)(d->code >= bound);
     d->code -= bound & mask;
     d->range = bound + ((d->range - 2 * bound) & mask);
-    uint32_t f = p->fast, s = p->slow;
-    f += (((65536 - f) >> RATE_FAST) & ~mask) - ((f >> RATE_FAST) & mask);
-    s += (((65536 - s) >> RATE_SLOW) & ~mask) - ((s >> RATE_SLOW) & mask);
-    p->fast = (uint16_t)f;
-    p->slow = (uint16_t)s;
+    prob_update(p, mask);
     if (d->range < (1u << 24)) {
         d->range <<= 8;
         d->code = (d->code << 8) | rc_get(d);
@@ -302,7 +330,7 @@ long gmtf_entropy_encode(const uint16_t *syms, size_t count, uint8_t *dst, size_
     model_init(m);
     rc_enc e;
     rc_enc_init(&e, dst, cap);
-    history h = {1, 1, 0};
+    history h = {1, 0, 0};
     size_t i = 0;
     while (i < count) {
         if (e.overflow)
@@ -322,9 +350,7 @@ long gmtf_entropy_encode(const uint16_t *syms, size_t count, uint8_t *dst, size_
                 return -EINVAL;
             enc_bit(&e, &m->run[ctx_event(&h)], 1);
             enc_run_len(&e, m, &h, (uint32_t)len);
-            h.r2 = h.r1;
-            h.r1 = 0;
-            h.k1 = 31 - (unsigned)__builtin_clz((uint32_t)len);
+            hist_run(&h, 31 - (unsigned)__builtin_clz((uint32_t)len));
             continue;
         }
         if (s > 256)
@@ -332,8 +358,7 @@ long gmtf_entropy_encode(const uint16_t *syms, size_t count, uint8_t *dst, size_
         if (h.r1 != 0)
             enc_bit(&e, &m->run[ctx_event(&h)], 0);
         enc_rank(&e, m, &h, s - 1);
-        h.r2 = h.r1;
-        h.r1 = s - 1;
+        hist_rank(&h, s - 1);
         i++;
     }
     rc_enc_finish(&e);
@@ -365,7 +390,7 @@ static void lane_init(lane *l, const uint8_t *src, size_t len, model *m, void *o
     rc_dec_init(&l->d, src, len);
     model_init(m);
     l->m = m;
-    l->h = (history){1, 1, 0};
+    l->h = (history){1, 0, 0};
     l->pos = 0;
     l->total = total;
     l->out = out;
@@ -418,9 +443,7 @@ static inline __attribute__((always_inline)) int lane_event(lane *l, int to_syms
             }
             pos += runlen;
         }
-        l->h.r2 = h.r1;
-        l->h.r1 = 0;
-        l->h.k1 = k;
+        hist_run(&l->h, k);
         l->pos = pos;
         return 0;
     }
@@ -443,8 +466,7 @@ static inline __attribute__((always_inline)) int lane_event(lane *l, int to_syms
     else
         ((uint8_t *)l->out)[pos] = (uint8_t)r;
     l->pos = pos + 1;
-    l->h.r2 = h.r1;
-    l->h.r1 = r;
+    hist_rank(&l->h, r);
     return 0;
 }
 
