@@ -1,0 +1,373 @@
+#!/bin/bash
+# CLI tests of gmtfc: gmtfc_cli.sh GMTFC CASE
+# Each CASE is one meson test (tests/tools/meson.build). Exit 0 = pass,
+# 77 = skipped (meson's convention), anything else = fail with a message.
+# GMTF_CORPUS names the corpus folder (set by tests/meson.build).
+set -u
+
+GMTFC=$(readlink -f "$1")
+CASE=$2
+HERE=$(cd "$(dirname "$0")" && pwd)
+CORPUS=${GMTF_CORPUS:-}
+WORK=$(mktemp -d "${TMPDIR:-/tmp}/gmtfc-test.XXXXXX")
+trap 'chmod -R u+w "$WORK" 2>/dev/null; rm -rf "$WORK"' EXIT
+cd "$WORK" || exit 99
+
+fail() {
+    echo "FAIL [$CASE]: $*" >&2
+    exit 1
+}
+
+# Runs gmtfc with the arguments; asserts exit status 1 and a message on
+# stderr (saved in $WORK/err) matching the extended regex $1.
+expect_error() {
+    local pattern=$1
+    shift
+    "$GMTFC" "$@" >out.stdout 2>err </dev/null
+    local rc=$?
+    [ "$rc" -eq 1 ] || fail "gmtfc $* exited $rc, expected 1 (stderr: $(cat err))"
+    [ -s err ] || fail "gmtfc $* printed no message"
+    grep -Eq -- "$pattern" err || fail "gmtfc $*: message '$(cat err)' lacks /$pattern/"
+}
+
+must() {
+    "$@" || fail "command failed: $*"
+}
+
+# Deterministic pseudo-random text-like data: $1 bytes into $2.
+make_data() {
+    python3 - "$1" "$2" <<'EOF'
+import random, sys
+n, path = int(sys.argv[1]), sys.argv[2]
+r = random.Random(1234)
+words = [bytes(r.choice(b"etaoinshrdlucmfw") for _ in range(r.randint(1, 9))) for _ in range(500)]
+out = bytearray()
+while len(out) < n:
+    out += r.choice(words) + (b"\n" if r.random() < 0.1 else b" ")
+    if r.random() < 0.01:
+        out += bytes(r.getrandbits(8) for _ in range(r.randint(1, 64)))
+open(path, "wb").write(bytes(out[:n]))
+EOF
+}
+
+corpus_files() {
+    for d in "$CORPUS"/calgary "$CORPUS"/canterbury; do
+        for f in "$d"/*; do
+            [ "$(basename "$f")" = SHA256SUMS ] || echo "$f"
+        done
+    done
+}
+
+need_corpus() {
+    if [ -z "$CORPUS" ] || [ ! -d "$CORPUS/calgary" ]; then
+        echo "SKIP: corpus not found (GMTF_CORPUS='$CORPUS')"
+        exit 77
+    fi
+}
+
+# ---- cases -------------------------------------------------------------------
+
+case_corpus_roundtrip() {
+    need_corpus
+    local f b n=0
+    for b in 64k 900k; do
+        while read -r f; do
+            cp "$f" in
+            must "$GMTFC" -q -b "$b" in
+            [ ! -e in ] || fail "$f: input not removed"
+            must "$GMTFC" -d in.gmz
+            cmp -s in "$f" || fail "$f -b $b: round trip differs"
+            must python3 "$HERE/check_stream.py" <("$GMTFC" -c -b "$b" "$f") "$f"
+            rm -f in
+            n=$((n + 1))
+        done < <(corpus_files)
+    done
+    echo "round-tripped $n corpus files"
+}
+
+case_empty() {
+    : > empty
+    must "$GMTFC" -k empty
+    [ "$(stat -c %s empty.gmz)" -eq 48 ] || fail "empty stream is not header + trailer (48 bytes)"
+    must python3 "$HERE/check_stream.py" empty.gmz empty
+    mv empty empty.orig
+    must "$GMTFC" -d empty.gmz
+    [ -f empty ] && [ ! -s empty ] || fail "empty file did not decode to an empty file"
+    # Zero bytes are not a stream.
+    : > zero.gmz
+    expect_error 'zero.gmz.*end of input' -d zero.gmz
+}
+
+case_one_byte() {
+    printf 'x' > one
+    must "$GMTFC" one
+    must "$GMTFC" -d one.gmz
+    [ "$(cat one)" = x ] || fail "1-byte file did not round trip"
+    printf '\0' | "$GMTFC" -b 1 | "$GMTFC" -d | cmp -s - <(printf '\0') || fail "NUL byte via pipes"
+}
+
+case_block_sizes() {
+    make_data 300000 data
+    local b
+    for b in 1k 7 64k 1M 16M; do
+        "$GMTFC" -c -b "$b" data > "data.$b.gmz" || fail "-b $b failed"
+        "$GMTFC" -dc "data.$b.gmz" | cmp -s - data || fail "-b $b round trip differs"
+        must python3 "$HERE/check_stream.py" "data.$b.gmz" data
+    done
+    # -b is written in the header; decoding needs no -b.
+    "$GMTFC" -dc -b 1 "data.64k.gmz" | cmp -s - data || fail "-d ignores -b"
+}
+
+case_stdio() {
+    make_data 100000 data
+    "$GMTFC" < data > a.gmz || fail "stdin -> stdout"
+    "$GMTFC" -d < a.gmz | cmp -s - data || fail "stdin decode"
+    "$GMTFC" - < data > b.gmz || fail "'-' as a file"
+    cmp -s a.gmz b.gmz || fail "'-' and no file differ"
+    "$GMTFC" -dc - < b.gmz | cmp -s - data || fail "-dc -"
+    cat data | "$GMTFC" -b 4k | "$GMTFC" -d | cmp -s - data || fail "pipes both ways"
+    "$GMTFC" -t < a.gmz || fail "-t from stdin"
+    [ -e data ] || fail "stdin mode touched the file"
+}
+
+case_keep_force_stdout() {
+    make_data 50000 data
+    cp data orig
+    must "$GMTFC" -k data
+    [ -e data ] && [ -e data.gmz ] || fail "-k did not keep the input"
+    expect_error 'data.gmz.*exists' data
+    [ -e data ] || fail "refused compression removed the input"
+    echo junk > data.gmz
+    expect_error 'exists' data
+    [ "$(cat data.gmz)" = junk ] || fail "existing output overwritten without -f"
+    must "$GMTFC" -f data
+    [ ! -e data ] || fail "input not removed after -f"
+    "$GMTFC" -dc data.gmz | cmp -s - orig || fail "-f output wrong"
+    must "$GMTFC" -dk data.gmz
+    [ -e data.gmz ] || fail "-dk removed the input"
+    cmp -s data orig || fail "-dk output wrong"
+    "$GMTFC" -c data > c.gmz || fail "-c failed"
+    [ -e data ] || fail "-c removed the input"
+    cmp -s c.gmz data.gmz || fail "-c differs from the file output"
+    expect_error 'exists' -d data.gmz
+    must "$GMTFC" -df data.gmz
+    cmp -s data orig || fail "-df output wrong"
+    [ ! -e data.gmz ] || fail "-d did not remove the input"
+    # Several files with -c: concatenated streams.
+    make_data 7000 d2
+    "$GMTFC" -c data d2 > both.gmz || fail "-c with two files"
+    "$GMTFC" -dc both.gmz | cmp -s - <(cat data d2) || fail "-c a b did not concatenate"
+    # No stray temporary files.
+    ! ls -A | grep -q '^\.gmtfc-' || fail "temporary file left behind"
+}
+
+case_metadata() {
+    make_data 20000 data
+    chmod 640 data
+    touch -d '2001-02-03 04:05:06.123456789' data
+    local want
+    want=$(stat -c '%a %Y %y' data)
+    must "$GMTFC" data
+    [ "$(stat -c '%a %Y %y' data.gmz)" = "$want" ] || \
+        fail "compressed: $(stat -c '%a %Y %y' data.gmz), want $want"
+    chmod 604 data.gmz
+    touch -d '1999-12-31 23:59:58.5' data.gmz
+    want=$(stat -c '%a %Y %y' data.gmz)
+    must "$GMTFC" -d data.gmz
+    [ "$(stat -c '%a %Y %y' data)" = "$want" ] || \
+        fail "decompressed: $(stat -c '%a %Y %y' data), want $want"
+    if [ "$(id -u)" -eq 0 ]; then
+        chown 12345:23456 data
+        must "$GMTFC" data
+        [ "$(stat -c '%u:%g' data.gmz)" = 12345:23456 ] || fail "owner not kept as root"
+    fi
+}
+
+case_concat() {
+    make_data 30000 a
+    make_data 12345 b
+    : > e
+    "$GMTFC" -c -b 4k a > a.gmz && "$GMTFC" -c -b 1k b > b.gmz && "$GMTFC" -c e > e.gmz ||
+        fail "compress"
+    cat a.gmz e.gmz b.gmz a.gmz > all.gmz
+    "$GMTFC" -dc all.gmz | cmp -s - <(cat a b a) || fail "concatenation did not decode"
+    "$GMTFC" -t all.gmz || fail "-t on concatenation"
+    cat e.gmz e.gmz > ee.gmz
+    "$GMTFC" -dc ee.gmz | cmp -s - /dev/null || fail "two empty streams"
+    # Bytes after the last trailer are an error, not ignored.
+    { cat a.gmz; printf 'x'; } > tail1.gmz
+    expect_error 'tail1.gmz.*trailing garbage' -t tail1.gmz
+    { cat a.gmz; head -c 10 b.gmz; } > tail2.gmz
+    expect_error 'tail2.gmz' -t tail2.gmz
+    { cat a.gmz; head -c 100 /dev/zero; } > tail3.gmz
+    expect_error 'trailing garbage' -t tail3.gmz
+}
+
+# Cuts of a multi-frame stream are errors: at every item boundary (after
+# the header, after each frame: the cut a frame-only format would miss),
+# next to each boundary, at every byte of the header and trailer, and at
+# every 5th byte elsewhere. -d on a cut stream leaves no output behind.
+case_truncation() {
+    make_data 2000 data
+    "$GMTFC" -c -b 500 data > full.gmz || fail "compress"
+    local size cut
+    size=$(stat -c %s full.gmz)
+    python3 "$HERE/check_stream.py" --boundaries full.gmz data > bounds || fail "check_stream"
+    [ "$(wc -l < bounds)" -ge 6 ] || fail "expected 4 frames + header + trailer boundaries"
+    local cuts
+    cuts=$( (cat bounds; awk '{print $1 - 1; print $1 + 1}' bounds
+            seq 0 16; seq $((size - 32)) $((size - 1)); seq 0 5 "$size") |
+            awk -v n="$size" '$1 >= 0 && $1 < n' | sort -nu)
+    for cut in $cuts; do
+        head -c "$cut" full.gmz > cut.gmz
+        "$GMTFC" -t cut.gmz 2>err && fail "cut at $cut of $size accepted"
+        grep -q 'cut.gmz' err || fail "cut at $cut: message lacks the file name: $(cat err)"
+    done
+    while read -r cut; do
+        [ "$cut" -lt "$size" ] || continue
+        head -c "$cut" full.gmz > cut.gmz
+        expect_error 'cut.gmz.*unexpected end of input at byte offset' -d cut.gmz
+        [ ! -e cut ] || fail "cut at boundary $cut left an output file"
+        [ -e cut.gmz ] || fail "failed -d removed its input"
+    done < bounds
+    ! ls -A | grep -q '^\.gmtfc-' || fail "temporary file left behind"
+}
+
+# Flipping a byte anywhere in a stream (every byte of the stream header,
+# the frame headers and the trailer, every 5th payload byte) is detected and
+# reported with the file name and an offset.
+case_corruption() {
+    make_data 3000 data
+    "$GMTFC" -c -b 1000 data > good.gmz || fail "compress"
+    python3 "$HERE/check_stream.py" --boundaries good.gmz data > bounds || fail "check_stream"
+    mkdir damaged
+    python3 - good.gmz bounds damaged <<'EOF2' || fail "making damaged copies"
+import sys
+good = open(sys.argv[1], "rb").read()
+starts = [int(l) for l in open(sys.argv[2])]
+near = set()
+for s in starts:
+    near.update(range(s, s + 100))          # stream header, frame headers
+near.update(range(len(good) - 32, len(good)))  # trailer
+for pos in range(len(good)):
+    if pos in near or pos % 5 == 0:
+        b = bytearray(good)
+        b[pos] ^= 0x20
+        open("%s/%d.gmz" % (sys.argv[3], pos), "wb").write(b)
+EOF2
+    local f n=0
+    for f in damaged/*.gmz; do
+        "$GMTFC" -t "$f" 2>err && fail "$f (flipped byte) accepted"
+        grep -Eq "$f: .*byte offset [0-9]+" err || fail "$f: message '$(cat err)'"
+        n=$((n + 1))
+    done
+    [ "$n" -gt 500 ] || fail "only $n damaged copies"
+    # A damaged frame is reported at its frame's offset, and -d leaves no file.
+    python3 - good.gmz bad.gmz <<'EOF2'
+import sys
+b = bytearray(open(sys.argv[1], "rb").read())
+b[16 + 60] ^= 0xFF          # inside the first frame
+open(sys.argv[2], "wb").write(b)
+EOF2
+    expect_error 'bad.gmz: corrupt input at byte offset 16:' -d bad.gmz
+    [ ! -e bad ] || fail "corrupt input left an output file"
+    expect_error 'data: corrupt input at byte offset 0: not a gmtfc stream' -dc data
+    echo "$n damaged copies rejected"
+}
+
+case_deterministic() {
+    local src
+    if [ -n "$CORPUS" ] && [ -f "$CORPUS/calgary/book1" ]; then
+        src=$CORPUS/calgary/book1
+    else
+        make_data 800000 gen
+        src=gen
+    fi
+    "$GMTFC" -c -b 64k -j1 "$src" > j1.gmz || fail "-j1"
+    "$GMTFC" -c -b 64k -j2 "$src" > j2.gmz || fail "-j2"
+    "$GMTFC" -c -b 64k -j3 "$src" > j3.gmz || fail "-j3"
+    "$GMTFC" -c -b 64k -j2 "$src" > j2b.gmz || fail "-j2 again"
+    cmp j1.gmz j2.gmz && cmp j1.gmz j3.gmz && cmp j2.gmz j2b.gmz ||
+        fail "output depends on the thread count or the run"
+    "$GMTFC" -dc -j2 j1.gmz | cmp -s - "$src" || fail "-j2 decode"
+    "$GMTFC" -dc -j3 j1.gmz | cmp -s - "$src" || fail "-j3 decode"
+    local m
+    for m in $("$GMTFC" --mtf=nonesuch 2>&1 </dev/null | sed -n 's/.*MTF backends://p'); do
+        case $m in *unavailable*|'('*) continue ;; esac
+        "$GMTFC" -c -b 64k --mtf="$m" "$src" | cmp -s - j1.gmz || fail "--mtf=$m differs"
+    done
+}
+
+case_bad_options() {
+    make_data 100 data
+    expect_error 'block size' -b 0 data
+    expect_error 'block size' -b 17M data
+    expect_error 'block size' -b 16385k data
+    expect_error 'block size' -b 12x data
+    expect_error 'block size' -b k data
+    expect_error 'block size' --block-size=-5 data
+    expect_error 'thread' -j -1 data
+    expect_error 'thread' -j two data
+    expect_error 'unknown option' --bogus data
+    expect_error 'unknown option' -Y data
+    expect_error 'needs an argument' data -b
+    expect_error 'nonesuch' --mtf=nonesuch data
+    must "$GMTFC" -k data
+    expect_error 'already has .gmz suffix' -k data.gmz
+    expect_error 'unknown suffix' -d data
+    expect_error 'No such file' missing
+    mkdir dir
+    expect_error 'dir: is a directory' dir
+    ln -s data link
+    expect_error 'link: is a symbolic link' -k link
+    "$GMTFC" --help > help || fail "--help exit status"
+    grep -q '^Usage: ' help || fail "--help text"
+    "$GMTFC" --version | grep -Eq '^gmtfc [0-9]' || fail "--version"
+    "$GMTFC" -b 16M -k -c data > /dev/null || fail "-b 16M refused"
+    "$GMTFC" -b 1 -k -c data > /dev/null || fail "-b 1 refused"
+    expect_error 'no input' bench
+    expect_error 'invalid' bench -r 0 data
+}
+
+# Compressed data never goes to a terminal (needs script(1) for a pty).
+case_terminal() {
+    command -v script > /dev/null || { echo "SKIP: no script(1)"; exit 77; }
+    make_data 100 data
+    script -qec "'$GMTFC' < data; echo rc=\$?" /dev/null < /dev/null > log 2>&1
+    grep -q 'not written to a terminal' log || fail "compressed to a terminal: $(cat log)"
+    grep -q 'rc=1' log || fail "exit status for terminal refusal: $(cat log)"
+    script -qec "'$GMTFC' -c data; echo rc=\$?" /dev/null < /dev/null > log 2>&1
+    grep -q 'rc=1' log || fail "-c to a terminal: $(cat log)"
+    "$GMTFC" -c data > data.gmz || fail "compress"
+    script -qec "'$GMTFC' -dc data.gmz; echo rc=\$?" /dev/null < /dev/null > log 2>&1
+    grep -q 'rc=0' log || fail "decompressing to a terminal must work: $(cat log)"
+}
+
+case_bench() {
+    make_data 200000 data
+    "$GMTFC" bench -r 1 -b 64k --json data > bench.json || fail "bench --json"
+    python3 - bench.json <<'EOF' || fail "bench JSON"
+import json, sys
+rows = [json.loads(l) for l in open(sys.argv[1])]
+need = {"stage", "variant", "direction", "bytes", "mbps"}
+stages = set()
+for r in rows:
+    assert need <= r.keys(), r
+    stages.add((r["stage"], r["direction"]))
+    if r["mbps"] is not None:
+        assert r["mbps"] > 0 and r["bytes"] == 200000, r
+for s in ("bwt", "mtf", "zrle", "entropy", "codec"):
+    for d in ("encode", "decode"):
+        assert (s, d) in stages, (s, d)
+assert any(r["stage"] == "codec" and r.get("ratio", 0) > 1 for r in rows)
+EOF
+    "$GMTFC" bench -r 1 --stage=codec -j 2 data > table || fail "bench table"
+    grep -Eq '^  codec +[^ ]+ +encode +2 ' table || fail "bench -j 2 row: $(cat table)"
+    "$GMTFC" bench -r 1 --stage=mtf --mtf=all data > table || fail "bench --mtf=all"
+    grep -q 'scalar' table || fail "--mtf=all lacks scalar"
+}
+
+fn="case_${CASE}"
+declare -F "$fn" > /dev/null || { echo "unknown case $CASE" >&2; exit 99; }
+"$fn"
+echo "PASS [$CASE]"

@@ -1,0 +1,542 @@
+/* The .gmz stream layer: header, codec frames in batches, trailer.
+ * Byte layout in docs/stream.md. Input is read through a bounded buffer of
+ * one batch; the batch calls of libgmtf spread blocks over the threads. */
+#include "gmtfc.h"
+
+#include <errno.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "gmtf_codec.h"
+
+struct gmtfc_stream {
+    gmtfc_config cfg;
+    gmtf_codec *codec;
+    uint32_t codec_max_block; /* max_block the codec was created with */
+    gmtfc_progress_fn progress;
+    void *progress_arg;
+
+    /* Reused buffers; grown on demand, never shrunk. */
+    uint8_t *in;
+    size_t in_cap;
+    uint8_t *out;
+    size_t out_cap;
+    uint64_t *off;  /* count+1 entries */
+    uint64_t *off2; /* count+1 entries */
+    int *status;
+    size_t off_cap; /* entries in off, off2, status */
+};
+
+/* ---- little-endian fields --------------------------------------------- */
+
+static void put_le32(uint8_t *p, uint32_t v)
+{
+    for (int i = 0; i < 4; i++)
+        p[i] = (uint8_t)(v >> (8 * i));
+}
+
+static void put_le64(uint8_t *p, uint64_t v)
+{
+    for (int i = 0; i < 8; i++)
+        p[i] = (uint8_t)(v >> (8 * i));
+}
+
+static uint32_t get_le32(const uint8_t *p)
+{
+    return (uint32_t)p[0] | (uint32_t)p[1] << 8 | (uint32_t)p[2] << 16 | (uint32_t)p[3] << 24;
+}
+
+static uint64_t get_le64(const uint8_t *p)
+{
+    return (uint64_t)get_le32(p) | (uint64_t)get_le32(p + 4) << 32;
+}
+
+/* ---- errors -------------------------------------------------------------- */
+
+static int set_error(gmtfc_error *err, enum gmtfc_error_kind kind, int code, uint64_t offset,
+                     const char *fmt, ...)
+{
+    va_list ap;
+    err->kind = kind;
+    err->code = code;
+    err->offset = offset;
+    va_start(ap, fmt);
+    vsnprintf(err->msg, sizeof err->msg, fmt, ap);
+    va_end(ap);
+    return code < 0 ? code : -EINVAL;
+}
+
+static int corrupt(gmtfc_error *err, uint64_t offset, int code, const char *what)
+{
+    return set_error(err, GMTFC_ERR_CORRUPT, code ? code : GMTF_E_CORRUPT, offset,
+                     "corrupt input at byte offset %llu: %s", (unsigned long long)offset, what);
+}
+
+static int truncated(gmtfc_error *err, uint64_t offset, const char *where)
+{
+    return set_error(err, GMTFC_ERR_CORRUPT, GMTF_E_TRUNCATED, offset,
+                     "unexpected end of input at byte offset %llu (%s)",
+                     (unsigned long long)offset, where);
+}
+
+/* ---- plain I/O ----------------------------------------------------------- */
+
+/* Reads until n bytes or end of input. Returns the count or -errno. */
+static long read_full(int fd, uint8_t *buf, size_t n)
+{
+    size_t got = 0;
+    while (got < n) {
+        ssize_t r = read(fd, buf + got, n - got);
+        if (r < 0 && errno == EINTR)
+            continue;
+        if (r < 0)
+            return -errno;
+        if (r == 0)
+            break;
+        got += (size_t)r;
+    }
+    return (long)got;
+}
+
+static int write_all(int fd, const uint8_t *buf, size_t n)
+{
+    while (n > 0) {
+        ssize_t w = write(fd, buf, n);
+        if (w < 0 && errno == EINTR)
+            continue;
+        if (w < 0)
+            return -errno;
+        buf += w;
+        n -= (size_t)w;
+    }
+    return 0;
+}
+
+static int write_out(int fd, const uint8_t *buf, size_t n, gmtfc_totals *t, gmtfc_error *err)
+{
+    int rc = fd >= 0 ? write_all(fd, buf, n) : 0;
+    if (rc < 0)
+        return set_error(err, GMTFC_ERR_WRITE, rc, 0, "write error: %s", strerror(-rc));
+    t->out_bytes += n;
+    return 0;
+}
+
+/* ---- context ------------------------------------------------------------- */
+
+size_t gmtfc_batch_blocks(uint32_t block_size, unsigned threads)
+{
+    size_t n = 2 * (size_t)(threads ? threads : 1);
+    size_t by_bytes = GMTFC_BATCH_MIN_BYTES / (block_size ? block_size : 1);
+    if (by_bytes > n)
+        n = by_bytes;
+    return n > GMTFC_BATCH_MAX_BLOCKS ? GMTFC_BATCH_MAX_BLOCKS : n;
+}
+
+/* (Re)creates the codec when blocks of max_block must be handled and the
+ * current one was made for smaller blocks. */
+static int ensure_codec(gmtfc_stream *s, uint32_t max_block)
+{
+    if (s->codec && s->codec_max_block >= max_block)
+        return 0;
+    gmtf_codec_options opt = {
+        .threads = s->cfg.threads,
+        .mtf = s->cfg.mtf,
+        .max_block = max_block,
+    };
+    gmtf_codec *c;
+    int rc = gmtf_codec_create(&c, &opt);
+    if (rc < 0)
+        return rc;
+    gmtf_codec_destroy(s->codec);
+    s->codec = c;
+    s->codec_max_block = max_block;
+    return 0;
+}
+
+static int grow(void **p, size_t *cap, size_t need, size_t elem)
+{
+    if (*cap >= need)
+        return 0;
+    void *q = realloc(*p, need * elem);
+    if (!q)
+        return -ENOMEM;
+    *p = q;
+    *cap = need;
+    return 0;
+}
+
+static int ensure_offsets(gmtfc_stream *s, size_t count)
+{
+    if (s->off_cap >= count + 1)
+        return 0;
+    size_t cap = s->off_cap, cap2 = s->off_cap, cap3 = s->off_cap;
+    if (grow((void **)&s->off, &cap, count + 1, sizeof *s->off) < 0 ||
+        grow((void **)&s->off2, &cap2, count + 1, sizeof *s->off2) < 0 ||
+        grow((void **)&s->status, &cap3, count + 1, sizeof *s->status) < 0)
+        return -ENOMEM;
+    s->off_cap = count + 1;
+    return 0;
+}
+
+int gmtfc_stream_create(gmtfc_stream **out, const gmtfc_config *cfg)
+{
+    gmtfc_stream *s = calloc(1, sizeof *s);
+    if (!s)
+        return -ENOMEM;
+    s->cfg = *cfg;
+    if (s->cfg.threads == 0)
+        s->cfg.threads = 1;
+    int rc = ensure_codec(s, cfg->block_size);
+    if (rc < 0) {
+        free(s);
+        return rc;
+    }
+    *out = s;
+    return 0;
+}
+
+void gmtfc_stream_destroy(gmtfc_stream *s)
+{
+    if (!s)
+        return;
+    gmtf_codec_destroy(s->codec);
+    free(s->in);
+    free(s->out);
+    free(s->off);
+    free(s->off2);
+    free(s->status);
+    free(s);
+}
+
+void gmtfc_stream_set_progress(gmtfc_stream *s, gmtfc_progress_fn fn, void *arg)
+{
+    s->progress = fn;
+    s->progress_arg = arg;
+}
+
+const char *gmtfc_stream_mtf_name(const gmtfc_stream *s)
+{
+    return gmtf_codec_mtf_name(s->codec);
+}
+
+static void report_progress(gmtfc_stream *s, const gmtfc_totals *t)
+{
+    if (s->progress)
+        s->progress(s->progress_arg, t);
+}
+
+/* ---- compression --------------------------------------------------------- */
+
+static void make_header(uint8_t *h, uint32_t block_size)
+{
+    memcpy(h, GMTFC_MAGIC, GMTFC_MARKER_LEN);
+    h[4] = GMTFC_VERSION;
+    h[5] = 0; /* flags: none defined */
+    h[6] = h[7] = 0;
+    put_le32(h + 8, block_size);
+    put_le32(h + 12, gmtf_crc32c(0, h, 12));
+}
+
+static void make_trailer(uint8_t *tr, uint64_t total, uint64_t frames, uint32_t crc,
+                         uint32_t frames_crc)
+{
+    memcpy(tr, GMTFC_END_MARKER, GMTFC_MARKER_LEN);
+    put_le64(tr + 4, total);
+    put_le64(tr + 12, frames);
+    put_le32(tr + 20, crc);
+    put_le32(tr + 24, frames_crc);
+    put_le32(tr + 28, gmtf_crc32c(0, tr, 28));
+}
+
+/* Cuts in[0..len) into blocks of bs bytes (the last may be shorter). */
+static size_t cut_blocks(uint64_t *off, size_t len, uint32_t bs)
+{
+    size_t count = 0;
+    off[0] = 0;
+    for (size_t pos = 0; pos < len; pos += bs) {
+        size_t end = len - pos > bs ? pos + bs : len;
+        off[++count] = end;
+    }
+    return count;
+}
+
+static int compress_buffers(gmtfc_stream *s, size_t batch)
+{
+    size_t in_need = batch * (size_t)s->cfg.block_size;
+    if (grow((void **)&s->in, &s->in_cap, in_need, 1) < 0 || ensure_offsets(s, batch) < 0)
+        return -ENOMEM;
+    cut_blocks(s->off, in_need, s->cfg.block_size);
+    uint64_t bound = gmtf_batch_bound(s->off, batch);
+    if (bound > SIZE_MAX || grow((void **)&s->out, &s->out_cap, (size_t)bound, 1) < 0)
+        return -ENOMEM;
+    return 0;
+}
+
+int gmtfc_compress(gmtfc_stream *s, int in_fd, int out_fd, gmtfc_totals *t, gmtfc_error *err)
+{
+    const uint32_t bs = s->cfg.block_size;
+    const size_t batch = gmtfc_batch_blocks(bs, s->cfg.threads);
+    uint8_t hdr[GMTFC_TRAILER_LEN];
+    uint32_t crc = 0, frames_crc = 0;
+    int rc;
+
+    memset(t, 0, sizeof *t);
+    memset(err, 0, sizeof *err);
+    if ((rc = ensure_codec(s, bs)) < 0 || (rc = compress_buffers(s, batch)) < 0)
+        return set_error(err, GMTFC_ERR_CODEC, rc, 0, "%s", gmtf_strerror(rc));
+    make_header(hdr, bs);
+    if ((rc = write_out(out_fd, hdr, GMTFC_HEADER_LEN, t, err)) < 0)
+        return rc;
+    for (;;) {
+        long got = read_full(in_fd, s->in, batch * (size_t)bs);
+        if (got < 0)
+            return set_error(err, GMTFC_ERR_READ, (int)got, t->in_bytes, "read error: %s",
+                             strerror((int)-got));
+        if (got == 0)
+            break;
+        size_t count = cut_blocks(s->off, (size_t)got, bs);
+        crc = gmtf_crc32c(crc, s->in, (size_t)got);
+        rc = gmtf_batch_encode(s->codec, s->in, s->off, count, s->out, s->out_cap, s->off2);
+        if (rc < 0)
+            return set_error(err, GMTFC_ERR_CODEC, rc, t->in_bytes, "encoding failed: %s",
+                             gmtf_strerror(rc));
+        frames_crc = gmtf_crc32c(frames_crc, s->out, (size_t)s->off2[count]);
+        if ((rc = write_out(out_fd, s->out, (size_t)s->off2[count], t, err)) < 0)
+            return rc;
+        t->in_bytes += (uint64_t)got;
+        t->frames += count;
+        report_progress(s, t);
+        if ((size_t)got < batch * (size_t)bs)
+            break;
+    }
+    make_trailer(hdr, t->in_bytes, t->frames, crc, frames_crc);
+    t->streams = 1;
+    return write_out(out_fd, hdr, GMTFC_TRAILER_LEN, t, err);
+}
+
+/* ---- decompression ------------------------------------------------------- */
+
+/* The compressed input: buf[pos..len) is unparsed, buf[0] sits at file
+ * offset base. */
+typedef struct reader {
+    int fd;
+    size_t pos, len;
+    uint64_t base;
+    int eof;
+} reader;
+
+static size_t avail(const reader *r)
+{
+    return r->len - r->pos;
+}
+
+static uint64_t offset_of(const reader *r)
+{
+    return r->base + r->pos;
+}
+
+/* Moves the unparsed bytes to the front of the buffer and reads until it is
+ * full or the input ends. Only called when no parsed frame still points
+ * into the buffer. */
+static int refill(gmtfc_stream *s, reader *r, gmtfc_error *err)
+{
+    if (r->pos > 0) {
+        memmove(s->in, s->in + r->pos, avail(r));
+        r->base += r->pos;
+        r->len -= r->pos;
+        r->pos = 0;
+    }
+    if (r->eof || r->len == s->in_cap)
+        return 0;
+    long got = read_full(r->fd, s->in + r->len, s->in_cap - r->len);
+    if (got < 0)
+        return set_error(err, GMTFC_ERR_READ, (int)got, r->base + r->len, "read error: %s",
+                         strerror((int)-got));
+    r->len += (size_t)got;
+    if (r->len < s->in_cap)
+        r->eof = 1;
+    return 0;
+}
+
+/* Sizes the buffers for a stream of block size bs: the input buffer holds
+ * a whole batch of maximal frames plus one more frame and a trailer, so
+ * after one refill every frame of the batch is entirely in memory. */
+static int decompress_buffers(gmtfc_stream *s, uint32_t bs, size_t batch)
+{
+    size_t fb = gmtf_frame_bound(bs);
+    size_t in_need = (batch + 1) * fb + GMTFC_TRAILER_LEN + GMTFC_HEADER_LEN;
+    if (grow((void **)&s->in, &s->in_cap, in_need, 1) < 0 ||
+        grow((void **)&s->out, &s->out_cap, batch * (size_t)bs, 1) < 0 ||
+        ensure_offsets(s, batch) < 0)
+        return -ENOMEM;
+    return 0;
+}
+
+/* Parses a stream header at the reader position; returns the block size. */
+static int parse_header(reader *r, const uint8_t *h, uint32_t *bs, gmtfc_error *err)
+{
+    uint64_t at = offset_of(r);
+    if (memcmp(h, GMTFC_MAGIC, GMTFC_MARKER_LEN) != 0)
+        return corrupt(err, at, 0, "not a gmtfc stream (bad magic)");
+    if (get_le32(h + 12) != gmtf_crc32c(0, h, 12))
+        return corrupt(err, at, GMTF_E_CHECKSUM, "stream header checksum mismatch");
+    if (h[4] != GMTFC_VERSION)
+        return corrupt(err, at, GMTF_E_VERSION, "unsupported stream version");
+    if (h[5] != 0 || h[6] != 0 || h[7] != 0)
+        return corrupt(err, at, GMTF_E_VERSION, "unknown stream flags");
+    *bs = get_le32(h + 8);
+    if (*bs < GMTF_BLOCK_MIN || *bs > GMTF_BLOCK_MAX)
+        return corrupt(err, at, 0, "block size out of range in stream header");
+    return 0;
+}
+
+typedef struct stream_state {
+    uint32_t bs;
+    uint64_t frames;
+    uint64_t total;
+    uint32_t crc;        /* of the decoded content */
+    uint32_t frames_crc; /* of the frame bytes as read */
+} stream_state;
+
+/* Gathers up to `batch` frames at the reader position into s->off (frame
+ * offsets relative to the batch start) and s->off2 (output offsets).
+ * Sets *at_end when the end marker follows. Returns the frame count. */
+static long gather_frames(gmtfc_stream *s, reader *r, const stream_state *st, size_t batch,
+                          int *at_end, gmtfc_error *err)
+{
+    const size_t fb = gmtf_frame_bound(st->bs);
+    const size_t start = r->pos;
+    size_t count = 0;
+    s->off[0] = s->off2[0] = 0;
+    *at_end = 0;
+    while (count < batch) {
+        const uint8_t *p = s->in + r->pos;
+        gmtf_frame_info fi;
+        if (avail(r) < GMTFC_MARKER_LEN)
+            return truncated(err, offset_of(r), "expected a frame or the stream trailer");
+        if (memcmp(p, GMTFC_END_MARKER, GMTFC_MARKER_LEN) == 0) {
+            *at_end = 1;
+            break;
+        }
+        int rc = gmtf_frame_info_get(p, avail(r), &fi);
+        if (rc == GMTF_E_TRUNCATED && r->eof)
+            return truncated(err, offset_of(r), "inside a frame");
+        if (rc < 0)
+            return corrupt(err, offset_of(r), rc, gmtf_strerror(rc));
+        if (fi.orig_len < 1 || fi.orig_len > st->bs || fi.frame_len > fb ||
+            fi.frame_len > avail(r))
+            return corrupt(err, offset_of(r), 0, "frame length out of range for the stream");
+        r->pos += fi.frame_len;
+        count++;
+        s->off[count] = r->pos - start;
+        s->off2[count] = s->off2[count - 1] + fi.orig_len;
+    }
+    return (long)count;
+}
+
+static int decode_batch(gmtfc_stream *s, reader *r, size_t start, size_t count,
+                        stream_state *st, int out_fd, gmtfc_totals *t, gmtfc_error *err)
+{
+    int rc = gmtf_batch_decode(s->codec, s->in + start, s->off, count, s->out, s->off2,
+                               s->status);
+    if (rc < 0) {
+        size_t bad = 0;
+        while (bad + 1 < count && s->status[bad] == 0)
+            bad++;
+        int code = s->status[bad] ? s->status[bad] : rc;
+        return corrupt(err, r->base + start + s->off[bad], code, gmtf_strerror(code));
+    }
+    size_t n = (size_t)s->off2[count];
+    st->frames_crc = gmtf_crc32c(st->frames_crc, s->in + start, (size_t)s->off[count]);
+    st->crc = gmtf_crc32c(st->crc, s->out, n);
+    st->total += n;
+    st->frames += count;
+    t->frames += count;
+    t->in_bytes = r->base + r->pos;
+    if ((rc = write_out(out_fd, s->out, n, t, err)) < 0)
+        return rc;
+    report_progress(s, t);
+    return 0;
+}
+
+static int check_trailer(reader *r, const uint8_t *tr, const stream_state *st, gmtfc_error *err)
+{
+    uint64_t at = offset_of(r);
+    if (get_le32(tr + 28) != gmtf_crc32c(0, tr, 28))
+        return corrupt(err, at, GMTF_E_CHECKSUM, "stream trailer checksum mismatch");
+    if (get_le64(tr + 4) != st->total)
+        return corrupt(err, at, 0, "stream length differs from the trailer's");
+    if (get_le64(tr + 12) != st->frames)
+        return corrupt(err, at, 0, "frame count differs from the trailer's");
+    if (get_le32(tr + 20) != st->crc)
+        return corrupt(err, at, GMTF_E_CHECKSUM, "content checksum mismatch");
+    if (get_le32(tr + 24) != st->frames_crc)
+        return corrupt(err, at, GMTF_E_CHECKSUM, "checksum of the frame bytes mismatch");
+    return 0;
+}
+
+/* Decodes one stream whose header starts at the reader position. */
+static int decompress_stream(gmtfc_stream *s, reader *r, int out_fd, gmtfc_totals *t,
+                             gmtfc_error *err)
+{
+    stream_state st = {0};
+    int rc, at_end = 0;
+
+    if (avail(r) < GMTFC_HEADER_LEN)
+        return truncated(err, offset_of(r), "inside the stream header");
+    if ((rc = parse_header(r, s->in + r->pos, &st.bs, err)) < 0)
+        return rc;
+    r->pos += GMTFC_HEADER_LEN;
+    const size_t batch = gmtfc_batch_blocks(st.bs, s->cfg.threads);
+    if ((rc = ensure_codec(s, st.bs)) < 0 || (rc = decompress_buffers(s, st.bs, batch)) < 0)
+        return set_error(err, GMTFC_ERR_CODEC, rc, 0, "%s", gmtf_strerror(rc));
+    while (!at_end) {
+        if ((rc = refill(s, r, err)) < 0)
+            return rc;
+        size_t start = r->pos;
+        long count = gather_frames(s, r, &st, batch, &at_end, err);
+        if (count < 0)
+            return (int)count;
+        if (count > 0 && (rc = decode_batch(s, r, start, (size_t)count, &st, out_fd, t, err)) < 0)
+            return rc;
+    }
+    if ((rc = refill(s, r, err)) < 0)
+        return rc;
+    if (avail(r) < GMTFC_TRAILER_LEN)
+        return truncated(err, offset_of(r), "inside the stream trailer");
+    if ((rc = check_trailer(r, s->in + r->pos, &st, err)) < 0)
+        return rc;
+    r->pos += GMTFC_TRAILER_LEN;
+    t->streams++;
+    t->in_bytes = offset_of(r);
+    return 0;
+}
+
+int gmtfc_decompress(gmtfc_stream *s, int in_fd, int out_fd, gmtfc_totals *t, gmtfc_error *err)
+{
+    reader r = {.fd = in_fd};
+    int rc;
+
+    memset(t, 0, sizeof *t);
+    memset(err, 0, sizeof *err);
+    if (grow((void **)&s->in, &s->in_cap, 64 << 10, 1) < 0)
+        return set_error(err, GMTFC_ERR_CODEC, -ENOMEM, 0, "%s", strerror(ENOMEM));
+    for (;;) {
+        if ((rc = refill(s, &r, err)) < 0)
+            return rc;
+        if (avail(&r) == 0 && r.eof) {
+            if (t->streams == 0)
+                return truncated(err, 0, "empty input, no stream header");
+            return 0;
+        }
+        if (t->streams > 0 &&
+            (avail(&r) < GMTFC_MARKER_LEN ||
+             memcmp(s->in + r.pos, GMTFC_MAGIC, GMTFC_MARKER_LEN) != 0))
+            return corrupt(err, offset_of(&r), 0, "trailing garbage after the stream trailer");
+        if ((rc = decompress_stream(s, &r, out_fd, t, err)) < 0)
+            return rc;
+    }
+}
