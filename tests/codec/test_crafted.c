@@ -19,6 +19,7 @@
 
 #include "bwt.h"
 #include "gmtf_codec.h"
+#include "mtf.h"
 #include "test_util.h"
 
 static gmtf_codec *codec;
@@ -422,6 +423,52 @@ static void test_batch_with_crafted(void **state)
     free(frames), free(good), free(src);
 }
 
+/* A frame whose block is larger than the decoding codec's max_block (as a
+ * hostile image can hold: orig_len up to 16 MiB is valid), with an output
+ * slot big enough for it: every backend, per-block and batch paths
+ * (backends with batch hooks take the staged path), must refuse it or
+ * decode it right, without touching workspace memory sized for max_block. */
+static void test_block_over_max_block(void **state)
+{
+    (void)state;
+    size_t n = 100000;
+    uint8_t *src = tu_malloc(n), *frame = tu_malloc(gmtf_frame_bound(n));
+    tu_fill_text_like(src, n, 42);
+    long flen = gmtf_frame_encode(codec, src, n, frame, gmtf_frame_bound(n));
+    assert_true(flen > 0);
+    gmtf_frame_info info;
+    assert_int_equal(gmtf_frame_info_get(frame, (size_t)flen, &info), 0);
+    assert_int_equal(info.method, GMTF_METHOD_BWT);
+
+    const gmtf_mtf_backend *const *list;
+    size_t count = gmtf_mtf_backends(&list);
+    for (size_t i = 0; i < count; i++) {
+        if (!list[i]->available())
+            continue;
+        for (unsigned threads = 1; threads <= 2; threads++) {
+            gmtf_codec *c = NULL;
+            gmtf_codec_options o = {.threads = threads, .mtf = list[i]->name,
+                                    .max_block = 65536};
+            assert_int_equal(gmtf_codec_create(&c, &o), 0);
+            tu_guarded out = tu_guarded_alloc(n);
+            long r = gmtf_frame_decode(c, frame, (size_t)flen, out.buf, n);
+            assert_true(r < 0 || (r == (long)n && memcmp(out.buf, src, n) == 0));
+            assert_true(tu_guard_ok(&out));
+            uint64_t foff[2] = {0, (uint64_t)flen}, doff[2] = {0, n};
+            int status = 12345;
+            int br = gmtf_batch_decode(c, frame, foff, 1, out.buf, doff, &status);
+            if (br == 0)
+                assert_memory_equal(out.buf, src, n);
+            else
+                assert_int_equal(status, br);
+            assert_true(tu_guard_ok(&out));
+            tu_guarded_free(&out);
+            gmtf_codec_destroy(c);
+        }
+    }
+    free(src), free(frame);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -433,6 +480,7 @@ int main(void)
         cmocka_unit_test(test_big_claims_small_payloads),
         cmocka_unit_test(test_method_field_mismatches),
         cmocka_unit_test(test_batch_with_crafted),
+        cmocka_unit_test(test_block_over_max_block),
     };
     return cmocka_run_group_tests_name("crafted", tests, setup, teardown);
 }

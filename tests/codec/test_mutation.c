@@ -42,6 +42,11 @@ typedef struct sample {
 static sample *samples;
 static size_t nsamples;
 static gmtf_codec *codec;
+/* Decodes the same mutants through gmtf_batch_decode with a backend that
+ * has batch hooks (the staged path) and a smaller max_block; NULL when
+ * this build has no such backend. */
+static gmtf_codec *batch_codec;
+#define BATCH_MAX_BLOCK 150000
 static unsigned shard, nshards = 1;
 
 static void add_sample(const uint8_t *data, size_t len, const char *what)
@@ -71,6 +76,11 @@ static int setup(void **state)
     gmtf_codec_options o = {.threads = 1, .mtf = "scalar"};
     if (gmtf_codec_create(&codec, &o) != 0)
         return -1;
+    gmtf_codec_options bo = {.threads = 2, .mtf = "scalar-batch", .max_block = BATCH_MAX_BLOCK};
+    if (gmtf_codec_create(&batch_codec, &bo) != 0) {
+        batch_codec = NULL;
+        printf("# no scalar-batch backend: the staged batch path is not cross-checked\n");
+    }
     tu_files corpus = tu_corpus_files();
     tu_files sys = tu_system_files(12, (size_t)1 << 20);
     static const size_t cuts[] = {300, 4096, 20000, 65536, 200000};
@@ -114,6 +124,7 @@ static int teardown(void **state)
         free(samples[i].data), free(samples[i].frame);
     free(samples);
     gmtf_codec_destroy(codec);
+    gmtf_codec_destroy(batch_codec);
     return 0;
 }
 
@@ -258,6 +269,44 @@ static size_t mutate(uint64_t seed, size_t i, uint8_t *out, size_t outcap, int *
     return len;
 }
 
+/* The staged batch decoder on a mutant info_get accepted, with an output
+ * slot of exactly orig_len. Success must give a parent's exact bytes; it
+ * must agree with the per-block decoder (result r with capacity cap),
+ * except that it refuses blocks over its max_block. */
+static void check_batch_path(const uint8_t *frame, const gmtf_frame_info *info, long r,
+                             size_t cap, const sample *pa, const sample *pb, tu_guarded *bout,
+                             size_t i, const char *op)
+{
+    uint64_t foff[2] = {0, info->frame_len}, doff[2] = {0, info->orig_len};
+    int status = 12345;
+    tu_guard_set(bout, info->orig_len);
+    int br = gmtf_batch_decode(batch_codec, frame, foff, 1, bout->buf, doff, &status);
+    if (!tu_guard_ok(bout))
+        fail_msg("mutation %zu (%s of %s): batch decode wrote past its slot", i, op, pa->what);
+    if (br != status)
+        fail_msg("mutation %zu (%s of %s): batch returned %d, status %d", i, op, pa->what, br,
+                 status);
+    if (br == 0) {
+        int same = 0;
+        for (int k = 0; k < 2 && !same; k++) {
+            const sample *s = k ? pb : pa;
+            same = s->len == info->orig_len && memcmp(bout->buf, s->data, s->len) == 0;
+        }
+        if (!same)
+            fail_msg("mutation %zu (%s of %s): batch path decoded %u bytes that are not the "
+                     "original",
+                     i, op, pa->what, info->orig_len);
+        if (r < 0 && cap >= info->orig_len)
+            fail_msg("mutation %zu (%s of %s): batch path decoded what the frame path "
+                     "rejected (%s)",
+                     i, op, pa->what, gmtf_strerror((int)r));
+    } else if (r >= 0 && info->orig_len <= BATCH_MAX_BLOCK) {
+        fail_msg("mutation %zu (%s of %s): batch path rejected (%s) a frame the frame path "
+                 "decoded",
+                 i, op, pa->what, gmtf_strerror(br));
+    }
+}
+
 static void run_mutations(uint64_t seed, size_t from, size_t to, size_t step)
 {
     size_t maxflen = 0, maxlen = 0;
@@ -269,7 +318,7 @@ static void run_mutations(uint64_t seed, size_t from, size_t to, size_t step)
     }
     size_t outcap = 2 * maxflen + 64;
     uint8_t *m = tu_malloc(outcap);
-    tu_guarded out = tu_guarded_alloc(maxlen + 4096);
+    tu_guarded out = tu_guarded_alloc(maxlen + 4096), bout = tu_guarded_alloc(maxlen + 4096);
     size_t errors = 0, same = 0, by_op[M_COUNT] = {0};
     for (size_t i = from; i < to; i += step) {
         int op;
@@ -292,11 +341,13 @@ static void run_mutations(uint64_t seed, size_t from, size_t to, size_t step)
             fail_msg("mutation %zu (%s of %s): info_get accepted frame_len %u of %zu bytes",
                      i, mname[op], samples[a].what, info.frame_len, len);
         long r = gmtf_frame_decode(codec, copy, len, out.buf, cap);
-        free(copy);
         if (!tu_guard_ok(&out))
             fail_msg("mutation %zu (%s of %s): wrote past the output capacity %zu. "
                      "Rerun: GMTF_SEED=%llu GMTF_MUTATION_ONLY=%zu",
                      i, mname[op], samples[a].what, cap, (unsigned long long)seed, i);
+        if (batch_codec && ir == 0 && info.orig_len <= out.alloc)
+            check_batch_path(copy, &info, r, cap, &samples[a], &samples[b], &bout, i, mname[op]);
+        free(copy);
         if (r < 0) {
             errors++;
             continue;
@@ -323,6 +374,7 @@ static void run_mutations(uint64_t seed, size_t from, size_t to, size_t step)
     assert_true(errors > (errors + same) / 2);
     free(m);
     tu_guarded_free(&out);
+    tu_guarded_free(&bout);
 }
 
 static void test_mutations(void **state)
