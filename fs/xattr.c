@@ -91,8 +91,10 @@ int gmtf_fs_setxattr(gmtf_fs *fs, uint64_t ino, const char *name, const void *va
         goto out;
     }
     /* Others keep their order; the new value goes last. */
-    memcpy(b, in->xattr, pos);
-    memcpy(b + pos, in->xattr + pos + rlen, in->xlen - pos - rlen);
+    if (in->xlen) {
+        memcpy(b, in->xattr, pos);
+        memcpy(b + pos, in->xattr + pos + rlen, in->xlen - pos - rlen);
+    }
     uint8_t *p = b + in->xlen - rlen;
     p[0] = (uint8_t)n;
     put_le32(p + 1, (uint32_t)size);
