@@ -10,6 +10,7 @@
  * "avx512x2": the "avx512" steps with two blocks interleaved, so the two
  *   dependency chains overlap (encode2/decode2; one block = "avx512"). */
 #include "mtf_internal.h"
+#include "mtf_runs.h"
 
 #if GMTF_SIMD_X86
 #include <immintrin.h>
@@ -61,7 +62,11 @@ T_BW static inline unsigned enc_step_bw(q512 *q, unsigned s)
     __m512i bs = _mm512_set1_epi8((char)s);
     uint64_t k = _mm512_cmpeq_epi8_mask(q->h0, bs);
     if (__builtin_expect(k != 0, 1)) {
-        q->h0 = _mm512_mask_mov_epi8(q->h0, _blsmsk_u64(k), push_bw(q->h0, bs));
+        __m512i sh = push_bw(q->h0, bs);
+        __asm__("" : "+v"(sh)); /* keep the shifts off the mask chain */
+        /* k ^ (k - 1) in mask registers: a general-register round trip costs more */
+        __mmask64 upto = _kxor_mask64(k, _kadd_mask64(k, _cvtu64_mask64(~0ull)));
+        q->h0 = _mm512_mask_mov_epi8(q->h0, upto, sh);
         return (unsigned)__builtin_ctzll(k);
     }
     uint64_t a1 = _mm512_cmpeq_epi8_mask(q->h1, bs);
@@ -106,20 +111,48 @@ T_BW static inline unsigned dec_step_bw(q512 *q, unsigned r)
     return s;
 }
 
+/* Without VBMI2 (no byte compress) the run heads go through the scalar
+ * helpers of mtf_runs.h. */
 T_BW void gmtf_simd_mtf_encode_avx512bw(const uint8_t *src, uint8_t *dst, size_t n)
 {
     q512 q;
+    gmtf_runs_work w;
+    unsigned prev = 0; /* the queue front: a leading 0 has rank 0 */
     q512_init(&q);
-    for (size_t i = 0; i < n; i++)
-        dst[i] = (uint8_t)enc_step_bw(&q, src[i]);
+    for (size_t off = 0; off < n; off += GMTF_RUNS_PIECE) {
+        size_t len = n - off < GMTF_RUNS_PIECE ? n - off : GMTF_RUNS_PIECE;
+        if (!GMTF_RUNS_WORTH(gmtf_runs_repeats(src + off, len, prev), len)) {
+            for (size_t i = off; i < off + len; i++)
+                dst[i] = (uint8_t)enc_step_bw(&q, src[i]);
+            prev = src[off + len - 1];
+            continue;
+        }
+        size_t nh = gmtf_runs_heads(src + off, len, &prev, &w);
+        for (size_t j = 0; j < nh; j++)
+            w.out[j] = (uint8_t)enc_step_bw(&q, w.in[j]);
+        gmtf_runs_scatter(dst + off, len, nh, &w);
+    }
 }
 
 T_BW void gmtf_simd_mtf_decode_avx512bw(const uint8_t *src, uint8_t *dst, size_t n)
 {
     q512 q;
+    gmtf_runs_work w;
     q512_init(&q);
-    for (size_t i = 0; i < n; i++)
-        dst[i] = (uint8_t)dec_step_bw(&q, src[i]);
+    w.out[0] = 0;
+    for (size_t off = 0; off < n; off += GMTF_RUNS_PIECE) {
+        size_t len = n - off < GMTF_RUNS_PIECE ? n - off : GMTF_RUNS_PIECE;
+        if (!GMTF_RUNS_WORTH(gmtf_runs_zeros(src + off, len), len)) {
+            for (size_t i = off; i < off + len; i++)
+                dst[i] = (uint8_t)dec_step_bw(&q, src[i]);
+            w.out[0] = dst[off + len - 1];
+            continue;
+        }
+        size_t nh = gmtf_runs_nonzero(src + off, len, &w);
+        for (size_t j = 0; j < nh; j++)
+            w.out[1 + j] = (uint8_t)dec_step_bw(&q, w.in[j]);
+        gmtf_runs_fill(src + off, dst + off, len, nh, &w);
+    }
 }
 
 GMTF_SIMD_PAIR_BY_TWO_CALLS(avx512bw)

@@ -37,14 +37,7 @@ void gmtf_simd_mtf_decode_bsc(const uint8_t *src, uint8_t *dst, size_t n)
 {
     uint8_t q[256];
     queue_init(q);
-    for (size_t i = 0; i < n; i++) {
-        unsigned r = src[i];
-        uint8_t s = q[r];
-        for (; r > 0; r--)
-            q[r] = q[r - 1];
-        q[0] = s;
-        dst[i] = s;
-    }
+    gmtf_simd_queue_decode(q, src, dst, n);
 }
 
 GMTF_SIMD_PAIR_BY_TWO_CALLS(bsc)

@@ -4,6 +4,8 @@
 
 #include "gmtf_simd.h"
 
+#include <string.h>
+
 #if defined(__x86_64__) || defined(__i386__)
 #define GMTF_SIMD_X86 1
 #else
@@ -11,6 +13,20 @@
 #endif
 
 extern const uint8_t gmtf_simd_rot64[64][64];
+
+/* The scalar inverse MTF on a caller-held queue q: moving r bytes with
+ * libc's memmove is hard to beat when ranks are large and random. */
+static inline void gmtf_simd_queue_decode(uint8_t q[256], const uint8_t *src, uint8_t *dst,
+                                          size_t n)
+{
+    for (size_t i = 0; i < n; i++) {
+        unsigned r = src[i];
+        uint8_t s = q[r];
+        memmove(q + 1, q, r); /* what gcc makes of the textbook shifting loop */
+        q[0] = s;
+        dst[i] = s;
+    }
+}
 extern const uint8_t gmtf_simd_le_ramp[128];
 
 /* Declares name's encode/decode (one block) and encode2/decode2 (two). */
