@@ -7,11 +7,15 @@
 #define FUSE_USE_VERSION FUSE_MAKE_VERSION(3, 12)
 #include <fuse_lowlevel.h>
 
+#include <pthread.h>
 #include <stddef.h>
 #include <stdint.h>
 #include <sys/types.h>
 
 #include "gmtf_fs.h"
+
+/* Per-inode serialisation of WRITE against SETATTR, striped by number. */
+#define GMTF_INODE_LOCKS 64
 
 /* One per mounted filesystem; reached through fuse_req_userdata(req). */
 typedef struct gmtf_mount {
@@ -25,6 +29,11 @@ typedef struct gmtf_mount {
     unsigned max_write;    /* bytes per WRITE/READ request */
     int debug;
     int daemonized;        /* stderr is gone: log to syslog */
+    /* With the writeback cache the kernel owns mtime, ctime and the
+     * setuid bits of written files and sends them by SETATTR, possibly
+     * before the WRITE it covers reaches us; a WRITE keeps them as they
+     * were (see op_write_buf). */
+    pthread_mutex_t inode_locks[GMTF_INODE_LOCKS];
 } gmtf_mount;
 
 /* The operation table handed to fuse_session_new. */

@@ -120,7 +120,7 @@ static void usage(FILE *f)
             "  -j, --threads=N       worker threads (default 1, 0 = one per CPU);\n"
             "                        the output is the same for any N\n"
             "      --mtf=NAME        MTF backend: auto, scalar, simd, ... (same output)\n"
-            "  -q, --quiet           no warnings, no progress\n"
+            "  -q, --quiet           no progress line\n"
             "  -v, --verbose         report ratio and speed per file\n"
             "  -h, --help            show this help and exit\n"
             "  -V, --version         show the version and exit\n\n"
