@@ -57,6 +57,7 @@ int gmtf_gpu_variant_find(const char *name);          /* index, or -EINVAL */
 #define GMTF_GPU_ENCODE 1u   /* variant has an MTF encoder */
 #define GMTF_GPU_DECODE 2u   /* variant has an inverse MTF */
 #define GMTF_GPU_COMPLETE 4u /* encoder output is the full exact MTF */
+#define GMTF_GPU_PROBE 8u    /* timing probe (shared steps only): output undefined */
 unsigned gmtf_gpu_variant_flags(size_t i);
 /* Depth-limited variants output ranks < depth exactly and the byte
  * `depth` for every rank >= depth; 0 for complete variants. */

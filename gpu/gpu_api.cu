@@ -75,10 +75,20 @@ extern "C" unsigned gmtf_gpu_variant_depth(size_t i)
     return i < gmtf_variant_total ? gmtf_variants[i].depth : 0;
 }
 
-static int resolve_variant(int v, int decode)
+/* The default (variant < 0) by batch size, from the H100 measurements in
+ * docs/gpu.md: below GMTF_SMALL_BATCH the multi-pass encoder's per-chunk
+ * costs (many small chunks) outweigh its speed. */
+#define GMTF_SMALL_BATCH (48ull << 20)
+static const char *const default_encode_small = "4by8";
+
+static int resolve_variant(int v, int decode, uint64_t n)
 {
     unsigned need = decode ? GMTF_GPU_DECODE : GMTF_GPU_ENCODE;
     if (v < 0) {
+        if (!decode && n < GMTF_SMALL_BATCH)
+            for (size_t i = 0; i < gmtf_variant_total; i++)
+                if (strcmp(gmtf_variants[i].name, default_encode_small) == 0)
+                    return (int)i;
         for (size_t i = 0; i < gmtf_variant_total; i++)
             if (gmtf_variants[i].flags & need)
                 return (int)i;
@@ -246,7 +256,8 @@ extern "C" void gmtf_gpu_host_free(void *p)
  * aligned and aligned 16-byte windows never leave the allocation. */
 #define PAD 256
 
-static uint32_t chunk_for(const gmtf_gpu_ctx *ctx, uint64_t n, uint32_t want_chunks, uint64_t max_block)
+static uint32_t chunk_for(const gmtf_gpu_ctx *ctx, uint64_t n, uint32_t want_chunks, uint32_t max_chunk,
+                          uint64_t max_block)
 {
     uint32_t c = ctx->chunk_override;
     if (!c) {
@@ -254,13 +265,16 @@ static uint32_t chunk_for(const gmtf_gpu_ctx *ctx, uint64_t n, uint32_t want_chu
         while (c > 256 && n / c < want_chunks)
             c >>= 1;
     }
+    if (max_chunk && c > max_chunk)
+        c = max_chunk;
     /* chunk index in block and position in chunk are 16-bit fields */
     while (c < 65536 && max_block / c + 2 >= 65535)
         c <<= 1;
     return c;
 }
 
-static int set_geometry(gmtf_gpu_ctx *ctx, const uint64_t *off, size_t count, uint32_t want_chunks)
+static int set_geometry(gmtf_gpu_ctx *ctx, const uint64_t *off, size_t count, uint32_t want_chunks,
+                        uint32_t max_chunk)
 {
     if (count + 1 > ctx->h_cap) {
         size_t cap = count + 1 + (count + 1) / 4 + 16;
@@ -286,7 +300,7 @@ static int set_geometry(gmtf_gpu_ctx *ctx, const uint64_t *off, size_t count, ui
     uint64_t n = off[count] - base;
     if (max_block >= 65535ull * 65536ull)
         return -EINVAL;
-    uint32_t C = chunk_for(ctx, n, want_chunks, max_block);
+    uint32_t C = chunk_for(ctx, n, want_chunks, max_chunk, max_block);
     uint64_t nck = 0, ngr = 0;
     for (size_t i = 0; i < count; i++) {
         uint64_t s = off[i] - base, e = off[i + 1] - base;
@@ -342,10 +356,13 @@ static int set_geometry(gmtf_gpu_ctx *ctx, const uint64_t *off, size_t count, ui
     return 0;
 }
 
-/* Escape records exist only for multi-pass variants: 4 bytes a position. */
-static int reserve_records(gmtf_gpu_ctx *ctx)
+/* Escape records (and decode tokens) exist only for multi-pass variants:
+ * per bytes a chunk can hold, as many bytes as the variant says. */
+static int reserve_records(gmtf_gpu_ctx *ctx, uint32_t per_byte)
 {
-    int rc = gmtf_dbuf_reserve(ctx, &ctx->esc, ctx->dev.nck * (size_t)ctx->dev.chunk * 4 + 16);
+    if (!per_byte || !ctx->dev.nck)
+        return 0;
+    int rc = gmtf_dbuf_reserve(ctx, &ctx->esc, ctx->dev.nck * (size_t)ctx->dev.chunk * per_byte + 16);
     ctx->dev.esc = (uint32_t *)ctx->esc.p;
     return rc;
 }
@@ -365,7 +382,7 @@ static void launch_range(gmtf_gpu_ctx *ctx, const gmtf_variant *v, int decode, c
 {
     if (decode) {
         v->decode(&ctx->dev, r, s);
-        gmtf_launch_decode_finish(&ctx->dev, r, s);
+        gmtf_launch_decode_finish(&ctx->dev, r, s, v->decode_map);
     } else {
         gmtf_launch_inbound_queues(&ctx->dev, r, s);
         v->encode(&ctx->dev, r, s);
@@ -383,13 +400,15 @@ static int prepare(gmtf_gpu_ctx *ctx, int variant, int decode, const uint64_t *o
 {
     if (!ctx || !ctx->ok)
         return -ENODEV;
-    int v = resolve_variant(variant, decode);
-    if (v < 0 || (count && !off))
+    if (count && !off)
+        return -EINVAL;
+    int v = resolve_variant(variant, decode, count ? off[count] - off[0] : 0);
+    if (v < 0)
         return -EINVAL;
     const gmtf_variant *var = &gmtf_variants[v];
-    int rc = set_geometry(ctx, off, count, var->want_chunks);
-    if (!rc && !decode && strchr(var->name, '+') && ctx->dev.nck)
-        rc = reserve_records(ctx);
+    int rc = set_geometry(ctx, off, count, var->want_chunks, var->max_chunk);
+    if (!rc)
+        rc = reserve_records(ctx, var->scratch_per_byte);
     *vout = var;
     return rc;
 }
@@ -403,12 +422,16 @@ extern "C" int gmtf_gpu_stage_upload(gmtf_gpu_ctx *ctx, const uint8_t *src, cons
     if (count && !off)
         return -EINVAL;
     /* geometry is set per run (the chunk size depends on the variant) */
-    int rc = set_geometry(ctx, off, count, 65536);
+    int rc = set_geometry(ctx, off, count, 65536, 0);
     if (rc)
         return rc;
-    /* keep the offsets for later runs */
-    if (ctx->n)
-        CK(ctx, cudaMemcpy((uint8_t *)ctx->in.p + PAD, src + off[0], ctx->n, cudaMemcpyHostToDevice));
+    /* on our stream: a pageable cudaMemcpy may return before its DMA lands,
+     * and non-blocking streams do not wait for the legacy stream */
+    if (ctx->n) {
+        CK(ctx, cudaMemcpyAsync((uint8_t *)ctx->in.p + PAD, src + off[0], ctx->n, cudaMemcpyHostToDevice,
+                                ctx->st[0]));
+        CK(ctx, cudaStreamSynchronize(ctx->st[0]));
+    }
     ctx->staged = 1;
     return 0;
 }
@@ -417,7 +440,7 @@ extern "C" int gmtf_gpu_stage_run(gmtf_gpu_ctx *ctx, int variant, int decode, do
 {
     if (!ctx || !ctx->ok || !ctx->staged)
         return -ENODEV;
-    int v = resolve_variant(variant, decode);
+    int v = resolve_variant(variant, decode, ctx->n);
     if (v < 0)
         return -EINVAL;
     const gmtf_variant *var = &gmtf_variants[v];
@@ -427,11 +450,10 @@ extern "C" int gmtf_gpu_stage_run(gmtf_gpu_ctx *ctx, int variant, int decode, do
     if (!off)
         return -ENOMEM;
     memcpy(off, ctx->h_off, (count + 1) * sizeof *off);
-    int rc = set_geometry(ctx, off, count, var->want_chunks);
+    int rc = set_geometry(ctx, off, count, var->want_chunks, var->max_chunk);
     free(off);
-    /* only the multi-pass variants ("8+full", ...) keep escape records */
-    if (!rc && !decode && strchr(var->name, '+') && ctx->dev.nck)
-        rc = reserve_records(ctx);
+    if (!rc)
+        rc = reserve_records(ctx, var->scratch_per_byte);
     if (rc)
         return rc;
     cudaStream_t s = ctx->st[0];
@@ -467,8 +489,10 @@ extern "C" int gmtf_gpu_stage_download(gmtf_gpu_ctx *ctx, uint8_t *dst)
 {
     if (!ctx || !ctx->ok || !ctx->staged)
         return -ENODEV;
-    if (ctx->n)
-        CK(ctx, cudaMemcpy(dst, (uint8_t *)ctx->out.p + PAD, ctx->n, cudaMemcpyDeviceToHost));
+    if (ctx->n) {
+        CK(ctx, cudaMemcpyAsync(dst, (uint8_t *)ctx->out.p + PAD, ctx->n, cudaMemcpyDeviceToHost, ctx->st[0]));
+        CK(ctx, cudaStreamSynchronize(ctx->st[0]));
+    }
     return 0;
 }
 

@@ -80,12 +80,16 @@ struct gmtf_variant {
     uint32_t want_chunks;
     gmtf_launch_fn encode;
     gmtf_launch_fn decode;
+    gmtf_launch_fn decode_map;  /* last decode pass; NULL = k_perm_map */
+    uint32_t max_chunk;         /* 0 = no limit below 65536 */
+    uint32_t scratch_per_byte;  /* esc bytes per batch byte (records, tokens) */
 };
 
 /* mtf_chunks.cu: the steps every variant shares. */
 void gmtf_launch_chunk_table(const gmtf_batch_dev *d, cudaStream_t s);
 void gmtf_launch_inbound_queues(const gmtf_batch_dev *d, const gmtf_range *r, cudaStream_t s);
-void gmtf_launch_decode_finish(const gmtf_batch_dev *d, const gmtf_range *r, cudaStream_t s);
+void gmtf_launch_decode_finish(const gmtf_batch_dev *d, const gmtf_range *r, cudaStream_t s,
+                               gmtf_launch_fn map);
 
 /* mtf_encode.cu / mtf_decode.cu */
 extern const gmtf_variant gmtf_variants[];

@@ -92,42 +92,60 @@ template <typename U> __global__ void __launch_bounds__(1024) k_ks_sample(const 
 }
 
 /* Counts keys < lo and keys in [lo, hi]; copies the latter to mid (order
- * not kept: selection needs none). cnt[0] = below, cnt[1] = between. */
+ * not kept: selection needs none). cnt[0] = below, cnt[1] = between. Each
+ * CTA takes tiles of KS_CTA * KS_ITEMS keys; one atomic per tile reserves
+ * the tile's output range (one per warp would serialize on the counter). */
+#define KS_ITEMS 8
 template <typename U>
 __global__ void __launch_bounds__(KS_CTA) k_ks_split(const U *k, size_t n, U lo, U hi, U *mid,
                                                      unsigned long long *cnt)
 {
-    __shared__ unsigned long long below_s;
-    if (threadIdx.x == 0)
-        below_s = 0;
-    __syncthreads();
-    unsigned lane = threadIdx.x & 31;
+    __shared__ unsigned warp_cnt[KS_CTA / 32];
+    __shared__ unsigned long long tile_base;
+    unsigned lane = threadIdx.x & 31, w = threadIdx.x >> 5;
     unsigned long long below = 0;
-    size_t stride = (size_t)gridDim.x * blockDim.x;
-    size_t i0 = (size_t)blockIdx.x * blockDim.x + threadIdx.x;
-    size_t rounds = (n + stride - 1) / stride;
-    for (size_t r = 0; r < rounds; r++) {
-        size_t i = i0 + r * stride;
-        U x = i < n ? k[i] : (U)0;
-        bool in = i < n && x >= lo && x <= hi;
-        below += i < n && x < lo;
-        unsigned m = __ballot_sync(GMTF_FULL, in);
-        if (m) {
-            unsigned long long base = 0;
-            if (lane == 0)
-                base = atomicAdd(&cnt[1], (unsigned long long)__popc(m));
-            base = __shfl_sync(GMTF_FULL, base, 0);
-            if (in)
-                mid[base + __popc(m & ((1u << lane) - 1))] = x;
+    const size_t tile = (size_t)KS_CTA * KS_ITEMS;
+    for (size_t t0 = (size_t)blockIdx.x * tile; t0 < n; t0 += (size_t)gridDim.x * tile) {
+        U x[KS_ITEMS];
+        unsigned in = 0, cnt_in = 0;
+#pragma unroll
+        for (int j = 0; j < KS_ITEMS; j++) {
+            size_t i = t0 + (size_t)j * KS_CTA + threadIdx.x;
+            x[j] = i < n ? k[i] : (U)0;
+            bool inr = i < n && x[j] >= lo && x[j] <= hi;
+            below += i < n && x[j] < lo;
+            in |= (unsigned)inr << j;
+            cnt_in += inr;
         }
+        /* exclusive scan of cnt_in over the CTA */
+        unsigned incl = cnt_in;
+        for (int o = 1; o < 32; o <<= 1) {
+            unsigned v = __shfl_up_sync(GMTF_FULL, incl, o);
+            if (lane >= (unsigned)o)
+                incl += v;
+        }
+        if (lane == 31)
+            warp_cnt[w] = incl;
+        __syncthreads();
+        unsigned before = 0, total = 0;
+        for (int i = 0; i < KS_CTA / 32; i++) {
+            before += i < (int)w ? warp_cnt[i] : 0;
+            total += warp_cnt[i];
+        }
+        if (threadIdx.x == 0)
+            tile_base = total ? atomicAdd(&cnt[1], (unsigned long long)total) : 0;
+        __syncthreads();
+        unsigned long long pos = tile_base + before + incl - cnt_in;
+#pragma unroll
+        for (int j = 0; j < KS_ITEMS; j++)
+            if (in >> j & 1)
+                mid[pos++] = x[j];
+        __syncthreads(); /* warp_cnt and tile_base are reused */
     }
     for (int o = 16; o; o >>= 1)
         below += __shfl_xor_sync(GMTF_FULL, below, o);
-    if (lane == 0)
-        atomicAdd(&below_s, below);
-    __syncthreads();
-    if (threadIdx.x == 0)
-        atomicAdd(&cnt[0], below_s);
+    if (lane == 0 && below)
+        atomicAdd(&cnt[0], below);
 }
 
 template <typename U> struct ks_state {
@@ -172,7 +190,7 @@ static int ks_select(gmtf_gpu_ctx *ctx, U *a, U *b, size_t n, size_t k, uint64_t
     st.ctx = ctx;
     int sms = 132;
     gmtf_gpu_device_info(NULL, 0, &sms);
-    st.grid = sms * 8;
+    st.grid = sms * 4;
     st.cnt = (unsigned long long *)ctx->ks_misc.p;
     st.spl = (U *)((char *)ctx->ks_misc.p + 64);
     U spl[KS_SAMPLES];
@@ -238,7 +256,9 @@ static int ks_select(gmtf_gpu_ctx *ctx, U *a, U *b, size_t n, size_t k, uint64_t
     U *h = (U *)malloc(n * sizeof(U) + 1);
     if (!h)
         return -ENOMEM;
-    cudaError_t e = cudaMemcpy(h, cur, n * sizeof(U), cudaMemcpyDeviceToHost);
+    cudaError_t e = cudaMemcpyAsync(h, cur, n * sizeof(U), cudaMemcpyDeviceToHost, ctx->st[0]);
+    if (e == cudaSuccess)
+        e = cudaStreamSynchronize(ctx->st[0]);
     if (e != cudaSuccess) {
         free(h);
         return gmtf_gpu_fail(ctx, e, "cudaMemcpy");
@@ -268,7 +288,10 @@ static int ks_host(gmtf_gpu_ctx *ctx, int kind, const void *keys, size_t n, size
         (rc = gmtf_dbuf_reserve(ctx, &ctx->ks_b, n * sizeof(U))))
         return rc;
     U *a = (U *)ctx->ks_a.p, *b = (U *)ctx->ks_b.p;
-    KCK(ctx, cudaMemcpy(a, keys, n * sizeof(U), cudaMemcpyHostToDevice));
+    /* same stream as the kernels: a plain cudaMemcpy from pageable memory
+     * may return before its DMA lands, and our streams do not wait for the
+     * legacy default stream */
+    KCK(ctx, cudaMemcpyAsync(a, keys, n * sizeof(U), cudaMemcpyHostToDevice, ctx->st[0]));
     k_ks_map<U><<<1024, 256, 0, ctx->st[0]>>>(a, n, kind);
     KCK(ctx, cudaGetLastError());
     U r;

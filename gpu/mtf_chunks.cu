@@ -379,7 +379,8 @@ __global__ void __launch_bounds__(D2_WARPS * 32) k_perm_map(gmtf_batch_dev d, si
         p[i] = q[p[i]];
 }
 
-void gmtf_launch_decode_finish(const gmtf_batch_dev *d, const gmtf_range *r, cudaStream_t s)
+void gmtf_launch_decode_finish(const gmtf_batch_dev *d, const gmtf_range *r, cudaStream_t s,
+                               gmtf_launch_fn map)
 {
     size_t nc = r->c1 - r->c0, ng = r->g1 - r->g0, nb = r->b1 - r->b0;
     if (!nc)
@@ -387,5 +388,8 @@ void gmtf_launch_decode_finish(const gmtf_batch_dev *d, const gmtf_range *r, cud
     k_perm_group<0><<<grid_for(ng, D2_WARPS), D2_WARPS * 32, 0, s>>>(*d, r->g0, r->g1);
     k_perm_block<<<grid_for(nb, D2_WARPS), D2_WARPS * 32, 0, s>>>(*d, r->b0, r->b1);
     k_perm_group<2><<<grid_for(ng, D2_WARPS), D2_WARPS * 32, 0, s>>>(*d, r->g0, r->g1);
-    k_perm_map<<<grid_for(nc, D2_WARPS), D2_WARPS * 32, 0, s>>>(*d, r->c0, r->c1);
+    if (map)
+        map(d, r, s);
+    else
+        k_perm_map<<<grid_for(nc, D2_WARPS), D2_WARPS * 32, 0, s>>>(*d, r->c0, r->c1);
 }

@@ -321,6 +321,65 @@ __global__ void __launch_bounds__(CTA) k_group_encode(gmtf_batch_dev d, size_t c
     }
 }
 
+/* Last pass of the multi-pass scheme with G lanes per chunk: queue
+ * positions LO..255 in shared memory, 4 bytes a lane a step, so a record
+ * of rank < LO + 4G costs one step and 32 / G chunks share a warp. The
+ * ranks left to the last pass sit mostly just past LO, where a warp per
+ * chunk (k_warp_records) wastes most of its lanes. */
+template <int G, int LO>
+__global__ void __launch_bounds__(CTA) k_group_records(gmtf_batch_dev d, size_t c0, size_t c1)
+{
+    constexpr int NB = 32 / G, NW = 64;
+    __shared__ uint32_t qs_all[WARPS_PER_CTA][NW * NB];
+    unsigned lane = threadIdx.x & 31, w = threadIdx.x >> 5;
+    unsigned g = lane / G, k = lane % G;
+    uint32_t *qs = qs_all[w];
+    size_t c = c0 + ((size_t)blockIdx.x * WARPS_PER_CTA + w) * NB + g;
+    bool valid = c < c1;
+    if (__all_sync(GMTF_FULL, !valid))
+        return;
+    const uint32_t *qin = (const uint32_t *)(d.qin + (valid ? c : c0) * 256);
+    for (int i = LO / 4 + k; i < NW; i += G)
+        qs[i * NB + g] = qin[i];
+    uint32_t n = valid ? d.esc_cnt[c] : 0;
+    const uint32_t *rec = d.esc + (valid ? c : c0) * d.chunk;
+    uint8_t *dst = d.out + (valid ? d.ck_start[c] : 0);
+    uint32_t nmax = __reduce_max_sync(GMTF_FULL, n);
+    unsigned gshift = g * G;
+    uint32_t gmask = G == 32 ? GMTF_FULL : ((1u << G) - 1);
+    __syncwarp();
+    for (uint32_t e = 0; e < nmax; e++) {
+        bool done = e >= n;
+        uint32_t r = done ? 0 : rec[e];
+        uint32_t splat = ((r >> 8) & 0xff) * 0x01010101u;
+        uint32_t carry = r & 0xff;
+        for (int step = 0; __any_sync(GMTF_FULL, !done); step++) {
+            int i = LO / 4 + step * G + k;
+            uint32_t wv = done ? 0 : qs[i * NB + g];
+            uint32_t m = done ? 0 : gmtf_zero_bytes32(wv ^ splat);
+            uint32_t gb = (__ballot_sync(GMTF_FULL, m != 0) >> gshift) & gmask;
+            uint32_t tp = wv >> 24;
+            uint32_t t = __shfl_up_sync(GMTF_FULL, tp, 1, G);
+            uint32_t last = __shfl_sync(GMTF_FULL, tp, G - 1, G);
+            if (k == 0)
+                t = carry;
+            unsigned fk = gb ? __ffs(gb) - 1 : G;
+            if (!done) {
+                if (k < fk) {
+                    qs[i * NB + g] = gmtf_shift_in32(wv, 3, t);
+                } else if (k == fk) {
+                    unsigned b = gmtf_first_byte32(m);
+                    qs[i * NB + g] = gmtf_shift_in32(wv, b, t);
+                    dst[r >> 16] = (uint8_t)(i * 4 + b);
+                }
+            }
+            carry = last;
+            if (fk < G)
+                done = true;
+        }
+    }
+}
+
 /* ---- thread per chunk, depth-limited register queue -------------------- */
 
 /* One step on a queue of K * 8 positions in registers: finds s, removes it
@@ -456,27 +515,32 @@ static void enc_depth(const gmtf_batch_dev *d, const gmtf_range *r, cudaStream_t
 {
     k_thread_depth<K, false><<<grid_for(RANGE_N(r), CTA), CTA, 0, s>>>(*d, r->c0, r->c1);
 }
-static void enc_8_full(const gmtf_batch_dev *d, const gmtf_range *r, cudaStream_t s)
+/* Multi-pass: first pass of depth K * 8 per thread, then the records
+ * through the tail with G lanes per chunk (G = 32: k_warp_records). */
+template <int K, int G>
+static void enc_multi(const gmtf_batch_dev *d, const gmtf_range *r, cudaStream_t s)
 {
-    k_thread_depth<1, true><<<grid_for(RANGE_N(r), CTA), CTA, 0, s>>>(*d, r->c0, r->c1);
-    k_warp_records<8><<<grid_for(RANGE_N(r), WARPS_PER_CTA), CTA, 0, s>>>(*d, r->c0, r->c1);
+    k_thread_depth<K, true><<<grid_for(RANGE_N(r), CTA), CTA, 0, s>>>(*d, r->c0, r->c1);
+    if (G == 32)
+        k_warp_records<K * 8><<<grid_for(RANGE_N(r), WARPS_PER_CTA), CTA, 0, s>>>(*d, r->c0, r->c1);
+    else
+        k_group_records<G, K * 8><<<grid_for(RANGE_N(r), (32 / G) * WARPS_PER_CTA), CTA, 0, s>>>(*d, r->c0, r->c1);
 }
-static void enc_32_full(const gmtf_batch_dev *d, const gmtf_range *r, cudaStream_t s)
-{
-    k_thread_depth<4, true><<<grid_for(RANGE_N(r), CTA), CTA, 0, s>>>(*d, r->c0, r->c1);
-    k_warp_records<32><<<grid_for(RANGE_N(r), WARPS_PER_CTA), CTA, 0, s>>>(*d, r->c0, r->c1);
-}
+/* Timing probe: only the steps every encoder shares (inbound queues). */
+static void enc_none(const gmtf_batch_dev *, const gmtf_range *, cudaStream_t) {}
 static void enc_8_32_full(const gmtf_batch_dev *d, const gmtf_range *r, cudaStream_t s)
 {
     k_thread_depth<1, true><<<grid_for(RANGE_N(r), CTA), CTA, 0, s>>>(*d, r->c0, r->c1);
     k_thread_level<8, 3><<<grid_for(RANGE_N(r), CTA), CTA, 0, s>>>(*d, r->c0, r->c1);
-    k_warp_records<32><<<grid_for(RANGE_N(r), WARPS_PER_CTA), CTA, 0, s>>>(*d, r->c0, r->c1);
+    k_group_records<4, 32><<<grid_for(RANGE_N(r), 8 * WARPS_PER_CTA), CTA, 0, s>>>(*d, r->c0, r->c1);
 }
 
 /* decoders: mtf_decode.cu */
 void gmtf_dec_scalar(const gmtf_batch_dev *d, const gmtf_range *r, cudaStream_t s);
 void gmtf_dec_2symbols(const gmtf_batch_dev *d, const gmtf_range *r, cudaStream_t s);
 void gmtf_dec_2buffers(const gmtf_batch_dev *d, const gmtf_range *r, cudaStream_t s);
+void gmtf_dec_8_full(const gmtf_batch_dev *d, const gmtf_range *r, cudaStream_t s);
+void gmtf_dec_8_full_map(const gmtf_batch_dev *d, const gmtf_range *r, cudaStream_t s);
 
 #define F_EC (GMTF_GPU_ENCODE | GMTF_GPU_COMPLETE)
 #define F_ECD (GMTF_GPU_ENCODE | GMTF_GPU_COMPLETE | GMTF_GPU_DECODE)
@@ -484,18 +548,25 @@ void gmtf_dec_2buffers(const gmtf_batch_dev *d, const gmtf_range *r, cudaStream_
  * H100; warp-per-chunk ones ~16 Ki. Index 0 is the default encoder; the
  * first variant with a decoder is the default decoder. */
 const gmtf_variant gmtf_variants[] = {
-    {"8+full", F_EC, 0, 65536, enc_8_full, NULL},
-    {"scalar", F_ECD, 0, 16384, enc_scalar, gmtf_dec_scalar},
-    {"2symbols", F_ECD, 0, 16384, enc_2symbols, gmtf_dec_2symbols},
-    {"2buffers", F_ECD, 0, 16384, enc_2buffers, gmtf_dec_2buffers},
-    {"4by8", F_EC, 0, 32768, enc_group<4, uint32_t>, NULL},
-    {"8by4", F_EC, 0, 32768, enc_group<8, uint32_t>, NULL},
-    {"thread", F_EC, 0, 65536, enc_group<1, uint8_t>, NULL},
-    {"thread_by4", F_EC, 0, 65536, enc_group<1, uint32_t>, NULL},
-    {"thread_by8", F_EC, 0, 65536, enc_group<1, uint64_t>, NULL},
-    {"depth8", GMTF_GPU_ENCODE, 8, 65536, enc_depth<1>, NULL},
-    {"depth32", GMTF_GPU_ENCODE, 32, 65536, enc_depth<4>, NULL},
-    {"32+full", F_EC, 0, 65536, enc_32_full, NULL},
-    {"8+32+full", F_EC, 0, 65536, enc_8_32_full, NULL},
+    /* name, flags, depth, want_chunks, encode, decode, decode_map, max_chunk, scratch */
+    {"8+full", F_ECD, 0, 65536, enc_multi<1, 4>, gmtf_dec_8_full, gmtf_dec_8_full_map, 32768, 8},
+    {"scalar", F_ECD, 0, 16384, enc_scalar, gmtf_dec_scalar, NULL, 0, 0},
+    {"2symbols", F_ECD, 0, 16384, enc_2symbols, gmtf_dec_2symbols, NULL, 0, 0},
+    {"2buffers", F_ECD, 0, 16384, enc_2buffers, gmtf_dec_2buffers, NULL, 0, 0},
+    {"4by8", F_EC, 0, 32768, enc_group<4, uint32_t>, NULL, NULL, 0, 0},
+    {"8by4", F_EC, 0, 32768, enc_group<8, uint32_t>, NULL, NULL, 0, 0},
+    {"thread", F_EC, 0, 65536, enc_group<1, uint8_t>, NULL, NULL, 0, 0},
+    {"thread_by4", F_EC, 0, 65536, enc_group<1, uint32_t>, NULL, NULL, 0, 0},
+    {"thread_by8", F_EC, 0, 65536, enc_group<1, uint64_t>, NULL, NULL, 0, 0},
+    {"depth8", GMTF_GPU_ENCODE, 8, 65536, enc_depth<1>, NULL, NULL, 0, 0},
+    {"depth32", GMTF_GPU_ENCODE, 32, 65536, enc_depth<4>, NULL, NULL, 0, 0},
+    {"32+full", F_EC, 0, 65536, enc_multi<4, 4>, NULL, NULL, 0, 4},
+    {"8+32+full", F_EC, 0, 65536, enc_8_32_full, NULL, NULL, 0, 4},
+    /* alternatives of the last pass and first-pass depth, for tuning */
+    {"8+full/w", F_EC, 0, 65536, enc_multi<1, 32>, NULL, NULL, 0, 4},
+    {"8+full/g8", F_EC, 0, 65536, enc_multi<1, 8>, NULL, NULL, 0, 4},
+    {"16+full", F_EC, 0, 65536, enc_multi<2, 4>, NULL, NULL, 0, 4},
+    {"16+full/g8", F_EC, 0, 65536, enc_multi<2, 8>, NULL, NULL, 0, 4},
+    {"queues", GMTF_GPU_ENCODE | GMTF_GPU_PROBE, 0, 65536, enc_none, NULL, NULL, 0, 0},
 };
 const size_t gmtf_variant_total = sizeof(gmtf_variants) / sizeof(gmtf_variants[0]);
