@@ -66,7 +66,6 @@ typedef struct {
     prob2 run[RCTX];                       /* a run follows (1) or a rank (0) */
     prob2 len_unary[LCTX][LEN_MAX_K + 1];  /* k > i */
     prob2 len_top[LEN_MAX_K + 1][4];       /* first two low bits of L: tree */
-    prob2 len_low[LEN_MAX_K + 1][LEN_MAX_K + 1]; /* further bits by position */
     prob2 bucket[RCTX][NBUCKET];           /* bucket > b */
     prob2 offset[256];                     /* offset tree of all buckets */
 } model;
@@ -206,6 +205,21 @@ static inline void enc_bit(rc_enc *e, prob2 *p, int bit)
     }
 }
 
+/* nb (1..16) equiprobable bits in one step: the range splits into 2^nb
+ * equal parts. One division in the decoder replaces nb dependent
+ * decisions; the low bits of run lengths so coded are near-random
+ * (modelled, they cost 0.97 bits each). Rank offsets stay modelled: coded
+ * direct they cost canterbury 4-8% (kennedy.xls). */
+static inline void enc_direct(rc_enc *e, uint32_t v, unsigned nb)
+{
+    e->range >>= nb;
+    e->low += (uint64_t)v * e->range;
+    while (e->range < (1u << 24)) {
+        e->range <<= 8;
+        rc_shift_low(e);
+    }
+}
+
 /* ---- range decoder ----------------------------------------------------- */
 
 typedef struct {
@@ -254,6 +268,21 @@ static inline __attribute__((always_inline)) int dec_bit(rc_dec *d, prob2 *p)
     return (int)(mask & 1);
 }
 
+static inline __attribute__((always_inline)) uint32_t dec_direct(rc_dec *d, unsigned nb)
+{
+    d->range >>= nb;
+    uint32_t v = d->code / d->range;
+    /* v >= 2^nb only from damaged input; clamp so code stays consistent */
+    uint32_t top = (1u << nb) - 1;
+    v = v < top ? v : top;
+    d->code -= v * d->range;
+    while (d->range < (1u << 24)) {
+        d->range <<= 8;
+        d->code = (d->code << 8) | rc_get(d);
+    }
+    return v;
+}
+
 /* ---- events: encoder --------------------------------------------------- */
 
 static void enc_run_len(rc_enc *e, model *m, const history *h, uint32_t len)
@@ -266,8 +295,8 @@ static void enc_run_len(rc_enc *e, model *m, const history *h, uint32_t len)
         enc_bit(e, &u[k], 0);
     if (k == 0)
         return;
-    /* First two bits below the leading one by a small tree, the rest by
-     * position: the top bits carry most of the skew. */
+    /* First two bits below the leading one by a small tree (they carry
+     * most of the skew), the rest direct. */
     int j = (int)k - 1;
     unsigned node = 1;
     for (; j >= 0 && node < 4; j--) {
@@ -275,8 +304,8 @@ static void enc_run_len(rc_enc *e, model *m, const history *h, uint32_t len)
         enc_bit(e, &m->len_top[k][node], bit);
         node = node * 2 + (unsigned)bit;
     }
-    for (; j >= 0; j--)
-        enc_bit(e, &m->len_low[k][j], (len >> j) & 1);
+    if (j >= 0)
+        enc_direct(e, len & ((2u << j) - 1), (unsigned)j + 1);
 }
 
 static void enc_rank(rc_enc *e, model *m, const history *h, unsigned r)
@@ -298,7 +327,6 @@ static void enc_rank(rc_enc *e, model *m, const history *h, unsigned r)
         int bit = (off >> j) & 1;
         enc_bit(e, &m->offset[(1u << nbits) + node - 1], bit);
         node = node * 2 + (unsigned)bit;
-        (void)0;
     }
 }
 
@@ -417,8 +445,8 @@ static inline __attribute__((always_inline)) int lane_event(lane *l, int to_syms
             node = node * 2 + (unsigned)bit;
             runlen = runlen * 2 + (unsigned)bit;
         }
-        for (; j >= 0; j--)
-            runlen = runlen * 2 + (unsigned)dec_bit(&l->d, &m->len_low[k][j]);
+        if (j >= 0)
+            runlen = runlen << (j + 1) | dec_direct(&l->d, (unsigned)j + 1);
         if (to_syms) {
             uint16_t *syms = l->out;
             for (uint32_t r = runlen; r > 0;) {
