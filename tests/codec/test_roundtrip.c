@@ -464,6 +464,20 @@ static void test_batch(void **state)
     uint8_t none[1];
     assert_int_equal(gmtf_batch_decode(c, dst, dst_off, 3, none, off, status), 0);
     assert_int_equal(status[0] | status[1] | status[2], 0);
+    /* a block over the codec's max_block is refused, on every path */
+    const char *names[] = {"scalar", "scalar-batch"};
+    for (size_t k = 0; k < 2; k++) {
+        gmtf_codec *lim = NULL;
+        gmtf_codec_options lo = {.threads = 2, .mtf = names[k], .max_block = 1000};
+        if (gmtf_codec_create(&lim, &lo) != 0)
+            continue;
+        uint64_t off3[3] = {0, 1000, 2001}, doff3[3];
+        uint8_t *big = tu_malloc((size_t)gmtf_batch_bound(off3, 2));
+        assert_true(gmtf_batch_encode(lim, data, off3, 2, big, gmtf_batch_bound(off3, 2),
+                                      doff3) < 0);
+        free(big);
+        gmtf_codec_destroy(lim);
+    }
     /* too small an output is refused, not overrun */
     uint64_t off2[2] = {0, 100000};
     tu_guarded g = tu_guarded_alloc(1000);
