@@ -355,8 +355,10 @@ __global__ void __launch_bounds__(CTA) k_group_records(gmtf_batch_dev d, size_t 
         uint32_t carry = r & 0xff;
         for (int step = 0; __any_sync(GMTF_FULL, !done); step++) {
             int i = LO / 4 + step * G + k;
-            uint32_t wv = done ? 0 : qs[i * NB + g];
-            uint32_t m = done ? 0 : gmtf_zero_bytes32(wv ^ splat);
+            /* with LO > 0 the last step reaches past word 63 */
+            bool live = !done && i < NW;
+            uint32_t wv = live ? qs[i * NB + g] : 0;
+            uint32_t m = live ? gmtf_zero_bytes32(wv ^ splat) : 0;
             uint32_t gb = (__ballot_sync(GMTF_FULL, m != 0) >> gshift) & gmask;
             uint32_t tp = wv >> 24;
             uint32_t t = __shfl_up_sync(GMTF_FULL, tp, 1, G);
@@ -364,7 +366,7 @@ __global__ void __launch_bounds__(CTA) k_group_records(gmtf_batch_dev d, size_t 
             if (k == 0)
                 t = carry;
             unsigned fk = gb ? __ffs(gb) - 1 : G;
-            if (!done) {
+            if (live) {
                 if (k < fk) {
                     qs[i * NB + g] = gmtf_shift_in32(wv, 3, t);
                 } else if (k == fk) {
