@@ -205,12 +205,14 @@ static inline void enc_bit(rc_enc *e, prob2 *p, int bit)
     }
 }
 
-/* nb (1..16) equiprobable bits in one step: the range splits into 2^nb
+/* nb equiprobable bits in one step (two for nb > 16): the range splits into 2^nb
  * equal parts. One division in the decoder replaces nb dependent
  * decisions; the low bits of run lengths so coded are near-random
  * (modelled, they cost 0.97 bits each). Rank offsets stay modelled: coded
  * direct they cost canterbury 4-8% (kennedy.xls). */
-static inline void enc_direct(rc_enc *e, uint32_t v, unsigned nb)
+#define DIRECT_MAX 16 /* keeps range >> nb >= 2^8, never 0 */
+
+static inline void enc_direct_part(rc_enc *e, uint32_t v, unsigned nb)
 {
     e->range >>= nb;
     e->low += (uint64_t)v * e->range;
@@ -218,6 +220,17 @@ static inline void enc_direct(rc_enc *e, uint32_t v, unsigned nb)
         e->range <<= 8;
         rc_shift_low(e);
     }
+}
+
+/* nb <= 31 bits, the high part first */
+static inline void enc_direct(rc_enc *e, uint32_t v, unsigned nb)
+{
+    if (nb > DIRECT_MAX) {
+        enc_direct_part(e, v >> DIRECT_MAX, nb - DIRECT_MAX);
+        nb = DIRECT_MAX;
+        v &= (1u << DIRECT_MAX) - 1;
+    }
+    enc_direct_part(e, v, nb);
 }
 
 /* ---- range decoder ----------------------------------------------------- */
@@ -268,8 +281,9 @@ static inline __attribute__((always_inline)) int dec_bit(rc_dec *d, prob2 *p)
     return (int)(mask & 1);
 }
 
-static inline __attribute__((always_inline)) uint32_t dec_direct(rc_dec *d, unsigned nb)
+static inline __attribute__((always_inline)) uint32_t dec_direct_part(rc_dec *d, unsigned nb)
 {
+    /* range >= 2^24 between steps and nb <= DIRECT_MAX: never 0 */
     d->range >>= nb;
     uint32_t v = d->code / d->range;
     /* v >= 2^nb only from damaged input; clamp so code stays consistent */
@@ -281,6 +295,16 @@ static inline __attribute__((always_inline)) uint32_t dec_direct(rc_dec *d, unsi
         d->code = (d->code << 8) | rc_get(d);
     }
     return v;
+}
+
+static inline __attribute__((always_inline)) uint32_t dec_direct(rc_dec *d, unsigned nb)
+{
+    uint32_t hi = 0;
+    if (nb > DIRECT_MAX) {
+        hi = dec_direct_part(d, nb - DIRECT_MAX) << DIRECT_MAX;
+        nb = DIRECT_MAX;
+    }
+    return hi | dec_direct_part(d, nb);
 }
 
 /* ---- events: encoder --------------------------------------------------- */

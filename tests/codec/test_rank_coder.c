@@ -166,8 +166,9 @@ static void test_roundtrip_single(void **state)
 static void test_roundtrip_zeros(void **state)
 {
     (void)state;
-    const size_t sizes[] = {1, 2, 3, 255, 256, 65536, 65537, MIB};
-    uint8_t *z = tu_calloc(MIB);
+    /* up to GMTF_BLOCK_MAX: the longest run, the widest direct bits */
+    const size_t sizes[] = {1, 2, 3, 255, 256, 65536, 65537, MIB, GMTF_BLOCK_MAX};
+    uint8_t *z = tu_calloc(GMTF_BLOCK_MAX);
     for (size_t i = 0; i < sizeof sizes / sizeof sizes[0]; i++) {
         long len = roundtrip_all(z, sizes[i]);
         assert_true(len <= 16); /* one run: a handful of bytes */
@@ -364,6 +365,52 @@ static void test_mutations(void **state)
     free(r);
 }
 
+static void test_constant_payloads(void **state)
+{
+    (void)state;
+    /* All 0xFF makes every decision a 1: the longest run-length codes and
+     * the widest direct-bit reads (a division by zero once, found by the
+     * frame fuzzer). All 0x00 and alternating bytes probe the other ends. */
+    const uint8_t fills[] = {0xFF, 0x00, 0x55, 0xAA, 0x80, 0x7F};
+    const size_t sizes[] = {1, 2, 17, 70000, 1u << 20};
+    void *ws = tu_malloc(gmtf_rank_workspace_size(1u << 20));
+    uint16_t *syms = tu_malloc(((1u << 20) + 1) * sizeof(uint16_t));
+    uint8_t src[64];
+    for (size_t f = 0; f < sizeof fills; f++) {
+        memset(src, fills[f], sizeof src);
+        for (size_t s = 0; s < sizeof sizes / sizeof sizes[0]; s++) {
+            tu_guarded g = tu_guarded_alloc(sizes[s]);
+            for (size_t len = 0; len <= sizeof src; len += 3) {
+                int rc = gmtf_rank_decode(src, len, g.buf, sizes[s], ws);
+                assert_true(rc == 0 || rc == GMTF_E_CORRUPT || rc == GMTF_E_TRUNCATED);
+                assert_true(tu_guard_ok(&g));
+                rc = gmtf_entropy_decode(src, len, syms, sizes[s], ws);
+                assert_true(rc == 0 || rc == GMTF_E_CORRUPT || rc == GMTF_E_TRUNCATED);
+            }
+            tu_guarded_free(&g);
+        }
+    }
+    free(syms);
+    free(ws);
+}
+
+static void test_fuzzer_payload(void **state)
+{
+    (void)state;
+    /* The payload of the frame the fuzzer found (tests/codec/test_crafted.c):
+     * a run of 2^30 asked for 28 direct bits at once, and the range
+     * shifted right by 28 was 0. */
+    static const uint8_t payload[] = {0x4c, 0x7e, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff,
+                                      0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff};
+    size_t n = 70000;
+    void *ws = tu_malloc(gmtf_rank_workspace_size(n));
+    tu_guarded g = tu_guarded_alloc(n);
+    assert_int_equal(gmtf_rank_decode(payload, sizeof payload, g.buf, n, ws), GMTF_E_CORRUPT);
+    assert_true(tu_guard_ok(&g));
+    tu_guarded_free(&g);
+    free(ws);
+}
+
 static void test_random_payloads(void **state)
 {
     (void)state;
@@ -407,6 +454,8 @@ int main(void)
         cmocka_unit_test(test_enospc),
         cmocka_unit_test(test_entropy_rejects_bad_symbols),
         cmocka_unit_test(test_mutations),
+        cmocka_unit_test(test_constant_payloads),
+        cmocka_unit_test(test_fuzzer_payload),
         cmocka_unit_test(test_random_payloads),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
