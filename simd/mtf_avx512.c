@@ -256,15 +256,6 @@ T_VBMI static inline void dec_pair_vb(st512 *st, unsigned ra, unsigned rb, uint8
     out[1] = (uint8_t)dec_step_vb(st, rb);
 }
 
-T_VBMI static inline void dec_run_vb(st512 *st, const uint8_t *src, uint8_t *dst, size_t n)
-{
-    size_t i = 0;
-    for (; i + 2 <= n; i += 2)
-        dec_pair_vb(st, src[i], src[i + 1], dst + i);
-    if (i < n)
-        dst[i] = (uint8_t)dec_step_vb(st, src[i]);
-}
-
 /* ---- run-head encoder (adds VBMI2) --------------------------------------
  * A byte equal to its predecessor has rank 0 and leaves the queue alone;
  * BWT output is 60-80% such bytes. So each piece of input is done in three
@@ -387,11 +378,80 @@ T_VB2 void gmtf_simd_mtf_encode_avx512(const uint8_t *src, uint8_t *dst, size_t 
     }
 }
 
-T_VBMI void gmtf_simd_mtf_decode_avx512(const uint8_t *src, uint8_t *dst, size_t n)
+/* ---- run-head decoder (VBMI2) -------------------------------------------
+ * Rank 0 repeats the previous byte and leaves the queue alone, so as in
+ * the encoder the zero ranks are compressed out, the VPERMB chain decodes
+ * the nonzero ranks only, and a fill pass gives every lane the byte of the
+ * last head at or before it: head lanes get ordinals 1, 2, ... (VPEXPANDB),
+ * a prefix maximum carries them right, and one VPERMT2B reads the bytes
+ * from a window whose lane 0 is the byte before the chunk. */
+
+typedef struct {
+    uint8_t heads[PIECE + 64];    /* nonzero ranks */
+    uint8_t syms[1 + PIECE + 128]; /* [0]: byte before the piece; then the heads' bytes */
+    uint64_t masks[PIECE / 64];
+} dec512_work;
+
+T_VB2 static inline size_t nonzero_collect(const uint8_t *src, size_t n, dec512_work *w)
+{
+    size_t j = 0;
+    for (size_t i = 0; i < n; i += 64) {
+        uint64_t lm = len_mask(n - i);
+        __m512i v = _mm512_maskz_loadu_epi8(lm, src + i);
+        uint64_t m = _mm512_mask_test_epi8_mask(lm, v, v);
+        _mm512_storeu_si512(w->heads + j, _mm512_maskz_compress_epi8(m, v));
+        w->masks[i / 64] = m;
+        j += (size_t)__builtin_popcountll(m);
+    }
+    return j;
+}
+
+/* lanes shifted up by k, zeros in */
+T_VB2 static inline __m512i lanes_up(__m512i v, __m512i iota, unsigned k)
+{
+    return _mm512_maskz_permutexvar_epi8(~0ull << k, _mm512_sub_epi8(iota, _mm512_set1_epi8((char)k)),
+                                         v);
+}
+
+T_VB2 static inline void fill_forward(uint8_t *dst, size_t n, size_t nh, dec512_work *w)
+{
+    const __m512i iota = _mm512_load_si512(gmtf_simd_rot64[0]);
+    const __m512i iota1 = _mm512_add_epi8(iota, _mm512_set1_epi8(1));
+    size_t j = 0;
+    for (size_t i = 0; i < n; i += 64) {
+        uint64_t m = w->masks[i / 64];
+        __m512i o = _mm512_maskz_expand_epi8(m, iota1); /* head ordinals 1.. */
+        for (unsigned k = 1; k < 64; k *= 2)
+            o = _mm512_max_epu8(o, lanes_up(o, iota, k));
+        __m512i out = _mm512_permutex2var_epi8(_mm512_loadu_si512(w->syms + j), o,
+                                               _mm512_loadu_si512(w->syms + j + 64));
+        _mm512_mask_storeu_epi8(dst + i, len_mask(n - i), out);
+        j += (size_t)__builtin_popcountll(m);
+    }
+    w->syms[0] = w->syms[nh];
+}
+
+T_VB2 static inline void dec_heads(st512 *st, const uint8_t *r, uint8_t *out, size_t n)
+{
+    size_t i = 0;
+    for (; i + 2 <= n; i += 2)
+        dec_pair_vb(st, r[i], r[i + 1], out + i);
+    if (i < n)
+        out[i] = (uint8_t)dec_step_vb(st, r[i]);
+}
+
+T_VB2 void gmtf_simd_mtf_decode_avx512(const uint8_t *src, uint8_t *dst, size_t n)
 {
     st512 st;
+    dec512_work w;
     st512_init(&st);
-    dec_run_vb(&st, src, dst, n);
+    w.syms[0] = 0; /* a leading rank 0 is the queue front, 0 */
+    for (size_t off = 0; off < n; off += PIECE) {
+        size_t len = n - off < PIECE ? n - off : PIECE;
+        size_t nh = nonzero_collect(src + off, len, &w);
+        dec_heads(&st, w.heads, w.syms + 1, nh);
+        fill_forward(dst + off, len, nh, &w);
+    }
 }
 
 GMTF_SIMD_PAIR_BY_TWO_CALLS(avx512)
@@ -444,18 +504,41 @@ T_VB2 void gmtf_simd_mtf_encode2_avx512x2(const uint8_t *s0, uint8_t *d0, size_t
     }
 }
 
-T_VBMI void gmtf_simd_mtf_decode2_avx512x2(const uint8_t *s0, uint8_t *d0, size_t n0,
-                                           const uint8_t *s1, uint8_t *d1, size_t n1)
+T_VB2 void gmtf_simd_mtf_decode2_avx512x2(const uint8_t *s0, uint8_t *d0, size_t n0,
+                                          const uint8_t *s1, uint8_t *d1, size_t n1)
 {
     st512 a, b;
+    dec512_work wa, wb;
     st512_init(&a);
     st512_init(&b);
-    size_t both = (n0 < n1 ? n0 : n1) & ~(size_t)1, i;
-    for (i = 0; i < both; i += 2) {
-        dec_pair_vb(&a, s0[i], s0[i + 1], d0 + i);
-        dec_pair_vb(&b, s1[i], s1[i + 1], d1 + i);
+    wa.syms[0] = wb.syms[0] = 0;
+    size_t off = 0;
+    for (; off < n0 && off < n1; off += PIECE) {
+        size_t la = n0 - off < PIECE ? n0 - off : PIECE;
+        size_t lb = n1 - off < PIECE ? n1 - off : PIECE;
+        size_t ha = nonzero_collect(s0 + off, la, &wa);
+        size_t hb = nonzero_collect(s1 + off, lb, &wb);
+        size_t both = (ha < hb ? ha : hb) & ~(size_t)1, i;
+        for (i = 0; i < both; i += 2) {
+            dec_pair_vb(&a, wa.heads[i], wa.heads[i + 1], wa.syms + 1 + i);
+            dec_pair_vb(&b, wb.heads[i], wb.heads[i + 1], wb.syms + 1 + i);
+        }
+        dec_heads(&a, wa.heads + i, wa.syms + 1 + i, ha - i);
+        dec_heads(&b, wb.heads + i, wb.syms + 1 + i, hb - i);
+        fill_forward(d0 + off, la, ha, &wa);
+        fill_forward(d1 + off, lb, hb, &wb);
     }
-    dec_run_vb(&a, s0 + i, d0 + i, n0 - i);
-    dec_run_vb(&b, s1 + i, d1 + i, n1 - i);
+    for (size_t o = off; o < n0; o += PIECE) { /* the longer block's rest */
+        size_t len = n0 - o < PIECE ? n0 - o : PIECE;
+        size_t nh = nonzero_collect(s0 + o, len, &wa);
+        dec_heads(&a, wa.heads, wa.syms + 1, nh);
+        fill_forward(d0 + o, len, nh, &wa);
+    }
+    for (size_t o = off; o < n1; o += PIECE) {
+        size_t len = n1 - o < PIECE ? n1 - o : PIECE;
+        size_t nh = nonzero_collect(s1 + o, len, &wb);
+        dec_heads(&b, wb.heads, wb.syms + 1, nh);
+        fill_forward(d1 + o, len, nh, &wb);
+    }
 }
 #endif

@@ -23,25 +23,11 @@ typedef struct {
     uint16_t pos[GMTF_RUNS_PIECE];    /* encode: where each head sits in the piece */
 } gmtf_runs_work;
 
-/* Bytes of src[0..n) equal to their predecessor (prev before the first). */
-static inline size_t gmtf_runs_repeats(const uint8_t *src, size_t n, unsigned prev)
-{
-    if (n == 0)
-        return 0;
-    size_t z = src[0] == prev;
-    for (size_t i = 1; i < n; i++)
-        z += src[i] == src[i - 1];
-    return z;
-}
-
-/* Zero ranks in src[0..n). */
-static inline size_t gmtf_runs_zeros(const uint8_t *src, size_t n)
-{
-    size_t z = 0;
-    for (size_t i = 0; i < n; i++)
-        z += src[i] == 0;
-    return z;
-}
+/* Bytes of src[0..n) equal to their predecessor (prev before the first),
+ * and zero bytes of src[0..n). In mtf_runs.c, compiled for the baseline
+ * ISA: inlined into AVX-512 functions clang 14 crashes vectorising them. */
+size_t gmtf_runs_repeats(const uint8_t *src, size_t n, unsigned prev);
+size_t gmtf_runs_zeros(const uint8_t *src, size_t n);
 
 /* Encode pass 1: the bytes of src[0..n) that differ from their predecessor
  * (*prev before the first), with their positions. Returns their count. */
