@@ -189,6 +189,7 @@ void dirty_drop(gmtf_fs *fs, struct dblock *d)
     if (d->gnext)
         d->gnext->gprev = d->gprev;
     fs->dirty_bytes -= d->cap;
+    free(d->pages);
     free(d->buf);
     free(d);
 }
@@ -333,15 +334,11 @@ static int write_blocks(gmtf_fs *fs, struct inode *in, const uint8_t *data, size
             memcpy(d->buf + boff, data + done, len);
         else
             memset(d->buf + boff, 0, len);
-        if (d->hi == d->lo) {
-            d->lo = boff;
-            d->hi = boff + len;
-        } else {
-            if (boff < d->lo)
-                d->lo = boff;
-            if (boff + len > d->hi)
-                d->hi = boff + len;
-        }
+        if (!d->pages)
+            d->pages = calloc((fs->bs / STAGE_PAGE + 63) / 64, 8);
+        if (d->pages) /* without the bitmap fsync compresses the block instead */
+            for (uint32_t pg = boff / STAGE_PAGE; pg <= (boff + len - 1) / STAGE_PAGE; pg++)
+                d->pages[pg / 64] |= 1ull << (pg % 64);
         done += len;
     }
     return 0;

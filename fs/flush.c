@@ -101,7 +101,7 @@ static int write_groups(gmtf_fs *fs, struct group *g, size_t n, const uint8_t *s
     for (size_t i = 0; i < n; i++)
         off[i] = g[i].raw_off - base;
     off[n] = g[n - 1].raw_off + g[n - 1].len - base;
-    rc = codec_encode(fs, src + base, off, n, &dst, doff);
+    rc = codec_encode(fs, src, off, n, &dst, doff); /* src: first group's bytes */
     if (rc)
         goto out;
     for (size_t i = 0; i < n; i++) {
@@ -165,6 +165,7 @@ static int flush_pieces(gmtf_fs *fs, struct piece *p, size_t np)
         return -ENOMEM;
     size_t ng = 0;
     uint64_t raw = 0;
+    (void)raw;
     for (size_t i = 0; i < np; i++) {
         if (p[i].dup_of >= 0 || p[i].group == -1)
             continue;
@@ -178,20 +179,30 @@ static int flush_pieces(gmtf_fs *fs, struct piece *p, size_t np)
         g[ng - 1].len += p[i].len;
         raw += p[i].len;
     }
-    uint8_t *src = raw ? malloc(raw) : NULL;
+    /* Encode in sub-batches, copying only one sub-batch's pieces at a time:
+     * memory stays at the dirty cache plus one sub-batch in and out. */
     int rc = 0;
-    if (raw && !src)
-        rc = -ENOMEM;
-    for (size_t i = 0; !rc && i < np; i++)
-        if (p[i].dup_of < 0 && p[i].group >= 0)
-            memcpy(src + g[p[i].group].raw_off + p[i].goff, p[i].d->buf, p[i].len);
-    size_t done = 0;
+    size_t done = 0, pi = 0;
     while (!rc && done < ng) {
         size_t k = done;
         uint64_t bytes = 0;
         while (k < ng && (k == done || bytes + g[k].len <= BATCH_BYTES))
             bytes += g[k++].len;
+        uint8_t *src = malloc(bytes);
+        if (!src) {
+            rc = -ENOMEM;
+            break;
+        }
+        uint64_t base = g[done].raw_off;
+        for (; pi < np; pi++) {
+            if (p[pi].dup_of >= 0 || p[pi].group < 0)
+                continue;
+            if ((size_t)p[pi].group >= k)
+                break;
+            memcpy(src + g[p[pi].group].raw_off - base + p[pi].goff, p[pi].d->buf, p[pi].len);
+        }
         rc = write_groups(fs, g + done, k - done, src);
+        free(src);
         if (rc) { /* give back what earlier sub-batches took */
             for (size_t i = 0; i < done; i++)
                 alloc_release_now(fs, g[i].img_off, g[i].clen);
@@ -199,7 +210,6 @@ static int flush_pieces(gmtf_fs *fs, struct piece *p, size_t np)
         }
         done = k;
     }
-    free(src);
     if (!rc && ng)
         rc = img_flush(fs); /* frames durable before any record names them */
     for (size_t i = 0; !rc && i < ng; i++) {
@@ -297,6 +307,30 @@ int flush_dirty(gmtf_fs *fs, uint64_t only_ino)
 
 /* ---- fsync, syncfs, background flusher ------------------------------------------------ */
 
+/* Appends STAGE records for each run of written pages of d. */
+static int stage_block(gmtf_fs *fs, struct inode *in, struct dblock *d)
+{
+    uint32_t npages = fs->bs / STAGE_PAGE, pg = 0;
+    int rc = 0;
+    while (!rc && pg < npages) {
+        if (!(d->pages[pg / 64] >> (pg % 64) & 1)) {
+            pg++;
+            continue;
+        }
+        uint32_t start = pg;
+        while (pg < npages && (d->pages[pg / 64] >> (pg % 64) & 1))
+            pg++;
+        uint32_t off = start * STAGE_PAGE, end = pg * STAGE_PAGE;
+        if (end > d->cap)
+            end = d->cap; /* past cap the block reads as zeros: nothing to stage */
+        if (end > off)
+            rc = jr_stage(fs, in->ino, d->blk, off, d->buf + off, end - off);
+    }
+    if (!rc)
+        memset(d->pages, 0, (npages + 63) / 64 * 8);
+    return rc;
+}
+
 int gmtf_fs_fsync(gmtf_fs *fs, uint64_t ino, int datasync)
 {
     (void)datasync; /* attributes ride in the same journal chunk: no cheaper path */
@@ -308,17 +342,21 @@ int gmtf_fs_fsync(gmtf_fs *fs, uint64_t ino, int datasync)
     if (!in) {
         rc = -ENOENT;
     } else if (S_ISREG(in->mode) && in->dirty) {
+        /* Count the written pages; a block written without a bitmap (out of
+         * memory) counts as whole. */
         uint64_t staged = 0;
+        uint32_t words = (fs->bs / STAGE_PAGE + 63) / 64;
         for (struct dblock *d = in->dirty; d; d = d->inext)
-            staged += d->hi - d->lo;
+            if (!d->pages)
+                staged += fs->bs + 1;
+            else
+                for (uint32_t w = 0; w < words; w++)
+                    staged += (uint64_t)__builtin_popcountll(d->pages[w]) * STAGE_PAGE;
         if (staged <= STAGE_MAX &&
-            fs->jpos + fs->jbuf.len + staged + 4096 + JR_HDR_SIZE <= fs->sb.jrnl_len) {
+            fs->jpos + fs->jbuf.len + staged * 2 + 4096 + JR_HDR_SIZE <= fs->sb.jrnl_len) {
             inode_emit_dirty(fs); /* the size first: staged bytes may extend it */
             for (struct dblock *d = in->dirty; d && !rc; d = d->inext)
-                if (d->hi > d->lo) {
-                    rc = jr_stage(fs, ino, d->blk, d->lo, d->buf + d->lo, d->hi - d->lo);
-                    d->lo = d->hi = 0;
-                }
+                rc = stage_block(fs, in, d);
         } else {
             rc = flush_dirty(fs, ino);
         }

@@ -25,6 +25,7 @@
 #define JOURNAL_MIN (64u << 10)          /* journal left by unmount/mkfs */
 #define JOURNAL_FLOOR (16u << 10)        /* smallest journal (tests force checkpoints) */
 #define STAGE_MAX (256u << 10)           /* fsync stages at most this much uncompressed */
+#define STAGE_PAGE 4096u                 /* granularity of staged ranges */
 
 /* Record types: the journal and the snapshot are both sequences of these. */
 enum {
@@ -133,7 +134,7 @@ struct dblock {
     uint64_t ino;
     uint32_t blk;
     uint32_t cap;    /* bytes allocated in buf (<= block size); beyond reads as 0 */
-    uint32_t lo, hi; /* written since the last fsync staged or flushed it */
+    uint64_t *pages; /* 4 KiB pages written since the last stage or flush (bitmap) */
     uint8_t *buf;
     struct dblock *hnext, *inext, *gprev, *gnext;
 };

@@ -216,6 +216,7 @@ static void meta_free_all(gmtf_fs *fs)
     while (fs->dlist) {
         struct dblock *d = fs->dlist;
         fs->dlist = d->gnext;
+        free(d->pages);
         free(d->buf);
         free(d);
     }
