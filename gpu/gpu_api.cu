@@ -261,7 +261,7 @@ static uint32_t chunk_for(const gmtf_gpu_ctx *ctx, uint64_t n, uint32_t want_chu
 {
     uint32_t c = ctx->chunk_override;
     if (!c) {
-        c = 4096;
+        c = 8192;
         while (c > 256 && n / c < want_chunks)
             c >>= 1;
     }

@@ -324,6 +324,49 @@ __global__ void __launch_bounds__(CTA) k_group_unrecords(gmtf_batch_dev d, size_
     }
 }
 
+/* Second pass, one warp per chunk: positions 8..255 in registers (lane l
+ * holds 8l..8l+7, lane 0 idle), one record per step with no search: the
+ * rank names the lane and byte. Lane 1 inserts at position 8 and alone
+ * writes and reads the resolved escapes, so program order suffices. */
+__global__ void __launch_bounds__(CTA) k_warp_unrecords(gmtf_batch_dev d, size_t c0, size_t c1)
+{
+    unsigned lane = threadIdx.x & 31, w = threadIdx.x >> 5;
+    size_t c = c0 + (size_t)blockIdx.x * WARPS_PER_CTA + w;
+    if (c >= c1)
+        return;
+    uint64_t q = identity_slice(lane);
+    uint32_t n = d.esc_cnt[c];
+    const uint32_t *rec = dec_records(d, c);
+    uint8_t *res = dec_resolved(d, c);
+    for (uint32_t base = 0; base < n; base += 32) {
+        uint32_t mine = base + lane < n ? rec[base + lane] : 0;
+        uint32_t m = min(32u, n - base);
+        for (uint32_t j = 0; j < m; j++) {
+            uint32_t x = __shfl_sync(GMTF_FULL, mine, j);
+            uint32_t r = x >> 16, pt = x & 0xffff;
+            unsigned L = r >> 3, b = r & 7;
+            uint32_t s = __shfl_sync(GMTF_FULL, (uint32_t)(q >> (8 * b)) & 0xff, L);
+            uint64_t top = __shfl_up_sync(GMTF_FULL, (uint32_t)(q >> 56), 1);
+            if (lane == 1) {
+                res[base + j] = (uint8_t)s;
+                top = pt < 8 ? pt : res[pt - 8];
+            }
+            if (lane >= 1 && lane <= L)
+                q = gmtf_shift_in64(q, lane < L ? 7 : b, top);
+        }
+    }
+    *(uint64_t *)(d.qin + c * 256 + lane * 8) = q;
+    if (lane == 1) {
+        const uint16_t *ht = (const uint16_t *)(d.keys + c * 256);
+        uint64_t h = 0;
+        for (int j = 0; j < 8; j++) {
+            uint32_t t = ht[j];
+            h |= (uint64_t)(t < 8 ? t : res[t - 8]) << (8 * j);
+        }
+        *(uint64_t *)(d.qin + c * 256) = h;
+    }
+}
+
 /* Last pass: token -> inbound position -> symbol, one warp per chunk. */
 __global__ void __launch_bounds__(CTA) k_token_map(gmtf_batch_dev d, size_t c0, size_t c1)
 {
@@ -364,6 +407,13 @@ __global__ void __launch_bounds__(CTA) k_token_map(gmtf_batch_dev d, size_t c0, 
 }
 
 void gmtf_dec_8_full(const gmtf_batch_dev *d, const gmtf_range *r, cudaStream_t s)
+{
+    size_t nc = r->c1 - r->c0;
+    k_thread_undepth8<<<grid_for(nc, CTA), CTA, 0, s>>>(*d, r->c0, r->c1);
+    k_warp_unrecords<<<grid_for(nc, WARPS_PER_CTA), CTA, 0, s>>>(*d, r->c0, r->c1);
+}
+
+void gmtf_dec_8_full_g4(const gmtf_batch_dev *d, const gmtf_range *r, cudaStream_t s)
 {
     size_t nc = r->c1 - r->c0;
     k_thread_undepth8<<<grid_for(nc, CTA), CTA, 0, s>>>(*d, r->c0, r->c1);

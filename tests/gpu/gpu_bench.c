@@ -120,6 +120,7 @@ static void add_row(const char *what, const char *variant, double bytes, double 
 }
 
 static int reps = 7;
+static const uint8_t *sweep_ref;
 static gmtf_gpu_ctx *ctx;
 static const char *only;
 
@@ -150,6 +151,8 @@ static int check(const uint8_t *out, const uint8_t *ref, size_t n, unsigned dept
 static void bench_kernels(const char *what, const uint8_t *data, const uint8_t *ref, const uint64_t *off,
                           size_t count, int decode)
 {
+    if (!ref)
+        ref = sweep_ref; /* sweeps reuse the reference of the main batch */
     size_t n = off[count] - off[0];
     uint8_t *out = malloc(n);
     const uint8_t *in = decode ? ref : data;
@@ -254,7 +257,7 @@ static void write_json(const char *path, const char *device)
 
 int main(int argc, char **argv)
 {
-    const char *input = NULL, *json = NULL;
+    const char *input = NULL, *json = NULL, *sweep = NULL;
     unsigned mib = 256, ks_log2 = 28;
     int do_ks = 1;
     for (int i = 1; i < argc; i++) {
@@ -268,6 +271,8 @@ int main(int argc, char **argv)
             only = argv[++i];
         else if (!strcmp(argv[i], "--ks-log2") && i + 1 < argc)
             ks_log2 = (unsigned)atoi(argv[++i]);
+        else if (!strcmp(argv[i], "--sweep") && i + 1 < argc)
+            sweep = argv[++i]; /* chunk sizes for a tuning sweep, e.g. 512,2048,8192 */
         else if (!strcmp(argv[i], "--no-kselect"))
             do_ks = 0;
         else if (!strcmp(argv[i], "--json") && i + 1 < argc)
@@ -332,6 +337,29 @@ int main(int argc, char **argv)
     snprintf(what, sizeof what, "cpu-%uMiB-bwt", mib);
     bench_cpu(what, data, ref, off, count);
     run_parallel(1, rnd, rref, off, count);
+    sweep_ref = ref;
+    if (sweep) {
+        /* chunk-size sweep of the tuning variants, before the main table */
+        const char *saved = only;
+        only = "8+full,16+full,8+full/g4,4by8,queues,scalar";
+        for (const char *p = sweep; p && *p;) {
+            unsigned c = (unsigned)strtoul(p, NULL, 10);
+            if (gmtf_gpu_set_chunk(ctx, c) == 0) {
+                snprintf(what, sizeof what, "sweep-enc-%uMiB@%u", mib, c);
+                bench_kernels(what, data, NULL, off, count, 0);
+                snprintf(what, sizeof what, "sweep-dec-%uMiB@%u", mib, c);
+                bench_kernels(what, data, NULL, off, count, 1);
+                snprintf(what, sizeof what, "sweep-enc-16MiB@%u", c);
+                bench_kernels(what, data, NULL, off, count < 16 ? count : 16, 0);
+                snprintf(what, sizeof what, "sweep-dec-16MiB@%u", c);
+                bench_kernels(what, data, NULL, off, count < 16 ? count : 16, 1);
+            }
+            p = strchr(p, ',');
+            p = p ? p + 1 : NULL;
+        }
+        gmtf_gpu_set_chunk(ctx, 0);
+        only = saved;
+    }
 
     snprintf(what, sizeof what, "enc-%uMiB-bwt", mib);
     bench_kernels(what, data, ref, off, count, 0);
