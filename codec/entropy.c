@@ -1,18 +1,19 @@
 /* Entropy coding of zero-run coded MTF ranks: an adaptive binary range
- * coder under a structured model (docs/entropy.md).
+ * coder under a structured model (docs/entropy.md has the measurements and
+ * the payload layout).
  *
  * The coded events, in order:
  *   - after a nonzero rank (and at the start): one decision, "a zero run
  *     follows" or "a rank follows";
- *   - a zero run of length L >= 1: k = floor(log2 L) in unary, then the k
- *     low bits of L, most significant first;
+ *   - a zero run of length L >= 1: k = floor(log2 L) in unary, the two
+ *     bits below L's leading one by a small tree, the rest direct;
  *   - a rank r in 1..255 (after a run no decision is needed: runs are
  *     maximal): bucket of r in unary (1, 2, 3-4, 5-8, ..., 129-255), then
  *     the offset inside the bucket, most significant bit first.
  * Each decision has its own adaptive probability, chosen by the previous
- * two events. The decoder is written once (decode_events) and instantiated
- * twice: into ranks (the fused path gmtf_rank_decode uses) and into
- * zero-run symbols (the stage function). */
+ * rank and a running mean of recent ranks. One decoder (lane_event)
+ * serves both the fused path gmtf_rank_decode (ranks out, zero runs
+ * written in place) and the stage function (zero-run symbols out). */
 #include <errno.h>
 #include <string.h>
 
