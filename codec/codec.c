@@ -371,8 +371,10 @@ static void staged_decode_ranks(void *ctx, size_t i, unsigned worker)
     uint8_t *ranks = s->c->stage_a + s->stage[i];
     long r = -ENOMEM;
     if (w)
+        /* A BWT block beyond max_block would overrun the worker's tables. */
         r = gmtf_frame_decode_begin(s->src + s->off[i], s->off[i + 1] - s->off[i],
-                                    s->dst + s->slot[i], cap, ranks, cap, w->rank_ws, &b->fi,
+                                    s->dst + s->slot[i], cap, ranks,
+                                    cap < w->max_block ? cap : w->max_block, w->rank_ws, &b->fi,
                                     b->idx);
     if (r == 1 && b->fi.orig_len == cap) {
         b->bwt = 1;
