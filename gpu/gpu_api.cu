@@ -75,20 +75,13 @@ extern "C" unsigned gmtf_gpu_variant_depth(size_t i)
     return i < gmtf_variant_total ? gmtf_variants[i].depth : 0;
 }
 
-/* The default (variant < 0) by batch size, from the H100 measurements in
- * docs/gpu.md: below GMTF_SMALL_BATCH the multi-pass encoder's per-chunk
- * costs (many small chunks) outweigh its speed. */
-#define GMTF_SMALL_BATCH (48ull << 20)
-static const char *const default_encode_small = "4by8";
-
+/* The default (variant < 0): the first entry of the table that has the
+ * operation ("16+full" encodes, "8+full" decodes; docs/gpu.md). */
 static int resolve_variant(int v, int decode, uint64_t n)
 {
+    (void)n; /* one default fits 16 MiB to 256 MiB batches (docs/gpu.md) */
     unsigned need = decode ? GMTF_GPU_DECODE : GMTF_GPU_ENCODE;
     if (v < 0) {
-        if (!decode && n < GMTF_SMALL_BATCH)
-            for (size_t i = 0; i < gmtf_variant_total; i++)
-                if (strcmp(gmtf_variants[i].name, default_encode_small) == 0)
-                    return (int)i;
         for (size_t i = 0; i < gmtf_variant_total; i++)
             if (gmtf_variants[i].flags & need)
                 return (int)i;
@@ -261,8 +254,10 @@ static uint32_t chunk_for(const gmtf_gpu_ctx *ctx, uint64_t n, uint32_t want_chu
 {
     uint32_t c = ctx->chunk_override;
     if (!c) {
+        /* H100 sweep (docs/gpu.md): enough chunks to fill the GPU, but not
+         * below 512 bytes, where the per-chunk queue work dominates */
         c = 8192;
-        while (c > 256 && n / c < want_chunks)
+        while (c > 512 && n / c < want_chunks)
             c >>= 1;
     }
     if (max_chunk && c > max_chunk)
@@ -396,7 +391,7 @@ static gmtf_range whole_range(const gmtf_gpu_ctx *ctx)
 }
 
 static int prepare(gmtf_gpu_ctx *ctx, int variant, int decode, const uint64_t *off, size_t count,
-                   const gmtf_variant **vout)
+                   int sliced, const gmtf_variant **vout)
 {
     if (!ctx || !ctx->ok)
         return -ENODEV;
@@ -406,7 +401,11 @@ static int prepare(gmtf_gpu_ctx *ctx, int variant, int decode, const uint64_t *o
     if (v < 0)
         return -EINVAL;
     const gmtf_variant *var = &gmtf_variants[v];
-    int rc = set_geometry(ctx, off, count, var->want_chunks, var->max_chunk);
+    /* sliced: the batch runs in slices of about n / 8 on 3 streams while
+     * transfers overlap, so only part of it is in the kernels at once:
+     * ask for twice the chunks (smaller ones) to keep the GPU filled */
+    int rc = set_geometry(ctx, off, count, sliced ? var->want_chunks * 2 : var->want_chunks,
+                          var->max_chunk);
     if (!rc)
         rc = reserve_records(ctx, var->scratch_per_byte);
     *vout = var;
@@ -529,7 +528,7 @@ static int run_host(gmtf_gpu_ctx *ctx, int variant, int decode, const uint8_t *s
                     size_t count, uint8_t *dst)
 {
     const gmtf_variant *var;
-    int rc = prepare(ctx, variant, decode, off, count, &var);
+    int rc = prepare(ctx, variant, decode, off, count, 1, &var);
     if (rc || !ctx->n)
         return rc;
     uint64_t n = ctx->n, base = off[0];

@@ -3,20 +3,20 @@
  * splitters from the candidates, sort them, choose the two around the
  * expected position of the k-th so that it lies between them with high
  * probability, then one pass counts the keys below and compacts the keys
- * between them. Repeat on the survivors; a small remainder is finished on
- * the host. Keys are first mapped to unsigned integers of the same order. */
+ * between them. Repeat on the survivors; a small remainder is finished
+ * by a radix sort on the device. Keys are first mapped to unsigned integers of the same order. */
 #include <errno.h>
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
 
-#include <algorithm>
 #include <cub/device/device_radix_sort.cuh>
 
 #include "gpu_internal.cuh"
 
-#define KS_SAMPLES 2048
-#define KS_HOST_MAX 65536
+#define KS_SAMPLES 4096
+/* survivors at most this many are radix-sorted on the device and picked */
+#define KS_SORT_MAX (2u << 20)
 #define KS_CTA 256
 
 __host__ __device__ __forceinline__ uint64_t ks_mix(uint64_t x)
@@ -183,7 +183,10 @@ static int ks_split(ks_state<U> *st, const U *cur, size_t n, U lo, U hi, U *nxt,
 template <typename U>
 static int ks_select(gmtf_gpu_ctx *ctx, U *a, U *b, size_t n, size_t k, uint64_t seed, U *out)
 {
-    int rc = gmtf_dbuf_reserve(ctx, &ctx->ks_misc, KS_SAMPLES * sizeof(U) + 64);
+    size_t sort_bytes = 0;
+    cub::DeviceRadixSort::SortKeys(NULL, sort_bytes, (const U *)NULL, (U *)NULL, (int)KS_SORT_MAX);
+    size_t spl_at = 256, tmp_at = spl_at + ((KS_SAMPLES * sizeof(U) + 255) & ~(size_t)255);
+    int rc = gmtf_dbuf_reserve(ctx, &ctx->ks_misc, tmp_at + sort_bytes);
     if (rc)
         return rc;
     ks_state<U> st;
@@ -192,11 +195,12 @@ static int ks_select(gmtf_gpu_ctx *ctx, U *a, U *b, size_t n, size_t k, uint64_t
     gmtf_gpu_device_info(NULL, 0, &sms);
     st.grid = sms * 4;
     st.cnt = (unsigned long long *)ctx->ks_misc.p;
-    st.spl = (U *)((char *)ctx->ks_misc.p + 64);
-    U spl[KS_SAMPLES];
+    st.spl = (U *)((char *)ctx->ks_misc.p + spl_at);
+    void *sort_tmp = (char *)ctx->ks_misc.p + tmp_at;
+    U spl[KS_SAMPLES]; /* host copy of the sorted samples */
     U *cur = a, *nxt = b;
     const U umax = (U)~(U)0;
-    for (int round = 0; n > KS_HOST_MAX; round++) {
+    for (int round = 0; n > KS_SORT_MAX; round++) {
         k_ks_sample<U><<<1, 1024, 0, ctx->st[0]>>>(cur, n, ks_mix(seed + round), st.spl);
         KCK(ctx, cudaGetLastError());
         KCK(ctx, cudaMemcpyAsync(spl, st.spl, sizeof spl, cudaMemcpyDeviceToHost, ctx->st[0]));
@@ -253,19 +257,11 @@ static int ks_select(gmtf_gpu_ctx *ctx, U *a, U *b, size_t n, size_t k, uint64_t
         cur = nxt;
         nxt = t;
     }
-    U *h = (U *)malloc(n * sizeof(U) + 1);
-    if (!h)
-        return -ENOMEM;
-    cudaError_t e = cudaMemcpyAsync(h, cur, n * sizeof(U), cudaMemcpyDeviceToHost, ctx->st[0]);
-    if (e == cudaSuccess)
-        e = cudaStreamSynchronize(ctx->st[0]);
-    if (e != cudaSuccess) {
-        free(h);
-        return gmtf_gpu_fail(ctx, e, "cudaMemcpy");
-    }
-    std::nth_element(h, h + k, h + n);
-    *out = h[k];
-    free(h);
+    /* the survivors: radix sort on the device, then pick */
+    KCK(ctx, cub::DeviceRadixSort::SortKeys(sort_tmp, sort_bytes, (const U *)cur, nxt, (int)n, 0,
+                                            (int)(sizeof(U) * 8), ctx->st[0]));
+    KCK(ctx, cudaMemcpyAsync(out, nxt + k, sizeof(U), cudaMemcpyDeviceToHost, ctx->st[0]));
+    KCK(ctx, cudaStreamSynchronize(ctx->st[0]));
     return 0;
 }
 

@@ -551,8 +551,11 @@ void gmtf_dec_8_full_map(const gmtf_batch_dev *d, const gmtf_range *r, cudaStrea
  * H100; warp-per-chunk ones ~16 Ki. Index 0 is the default encoder; the
  * first variant with a decoder is the default decoder. */
 const gmtf_variant gmtf_variants[] = {
-    /* name, flags, depth, want_chunks, encode, decode, decode_map, max_chunk, scratch */
-    {"8+full", F_ECD, 0, 32768, enc_multi<1, 32>, gmtf_dec_8_full, gmtf_dec_8_full_map, 32768, 8},
+    /* name, flags, depth, want_chunks, encode, decode, decode_map, max_chunk, scratch.
+     * Index 0 is the default encoder, the first with a decoder the default
+     * decoder (docs/gpu.md has the measurements behind the order). */
+    {"16+full", F_EC, 0, 65536, enc_multi<2, 32>, NULL, NULL, 0, 4},
+    {"8+full", F_ECD, 0, 65536, enc_multi<1, 32>, gmtf_dec_8_full, gmtf_dec_8_full_map, 32768, 8},
     {"scalar", F_ECD, 0, 16384, enc_scalar, gmtf_dec_scalar, NULL, 0, 0},
     {"2symbols", F_ECD, 0, 16384, enc_2symbols, gmtf_dec_2symbols, NULL, 0, 0},
     {"2buffers", F_ECD, 0, 16384, enc_2buffers, gmtf_dec_2buffers, NULL, 0, 0},
@@ -563,12 +566,11 @@ const gmtf_variant gmtf_variants[] = {
     {"thread_by8", F_EC, 0, 65536, enc_group<1, uint64_t>, NULL, NULL, 0, 0},
     {"depth8", GMTF_GPU_ENCODE, 8, 65536, enc_depth<1>, NULL, NULL, 0, 0},
     {"depth32", GMTF_GPU_ENCODE, 32, 65536, enc_depth<4>, NULL, NULL, 0, 0},
-    {"32+full", F_EC, 0, 32768, enc_multi<4, 32>, NULL, NULL, 0, 4},
-    {"8+32+full", F_EC, 0, 32768, enc_8_32_full, NULL, NULL, 0, 4},
-    /* alternatives of the last pass and first-pass depth, for tuning:
-     * /g4 = the last pass with 4 lanes per chunk instead of a warp */
-    {"8+full/g4", F_ECD, 0, 32768, enc_multi<1, 4>, gmtf_dec_8_full_g4, gmtf_dec_8_full_map, 32768, 8},
-    {"16+full", F_EC, 0, 32768, enc_multi<2, 32>, NULL, NULL, 0, 4},
-    {"queues", GMTF_GPU_ENCODE | GMTF_GPU_PROBE, 0, 32768, enc_none, NULL, NULL, 0, 0},
+    {"32+full", F_EC, 0, 65536, enc_multi<4, 32>, NULL, NULL, 0, 4},
+    {"8+32+full", F_EC, 0, 65536, enc_8_32_full, NULL, NULL, 0, 4},
+    /* the last pass with 4 lanes per chunk instead of a warp (slower:
+     * chunks sharing a warp wait for the deepest rank among them) */
+    {"8+full/g4", F_ECD, 0, 65536, enc_multi<1, 4>, gmtf_dec_8_full_g4, gmtf_dec_8_full_map, 32768, 8},
+    {"queues", GMTF_GPU_ENCODE | GMTF_GPU_PROBE, 0, 65536, enc_none, NULL, NULL, 0, 0},
 };
 const size_t gmtf_variant_total = sizeof(gmtf_variants) / sizeof(gmtf_variants[0]);
