@@ -128,10 +128,12 @@ static int write_out(int fd, const uint8_t *buf, size_t n, gmtfc_totals *t, gmtf
 
 size_t gmtfc_batch_blocks(uint32_t block_size, unsigned threads)
 {
-    size_t n = 2 * (size_t)(threads ? threads : 1);
-    size_t by_bytes = GMTFC_BATCH_MIN_BYTES / (block_size ? block_size : 1);
-    if (by_bytes > n)
-        n = by_bytes;
+    const size_t bs = block_size ? block_size : 1, t = threads ? threads : 1;
+    size_t n = GMTFC_BATCH_PER_THREAD * t;
+    if (n * bs > GMTFC_BATCH_MAX_BYTES) /* big blocks: fewer per thread */
+        n = GMTFC_BATCH_MAX_BYTES / bs > 2 * t ? GMTFC_BATCH_MAX_BYTES / bs : 2 * t;
+    if (GMTFC_BATCH_MIN_BYTES / bs > n)
+        n = GMTFC_BATCH_MIN_BYTES / bs;
     return n > GMTFC_BATCH_MAX_BLOCKS ? GMTFC_BATCH_MAX_BLOCKS : n;
 }
 
