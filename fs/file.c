@@ -50,6 +50,7 @@ int file_set_ext(gmtf_fs *fs, struct inode *in, uint32_t blk, uint32_t frame, ui
         struct fref *e = &in->u.ext.v[i];
         uint64_t s = share_of(fs, e->frame, e->len);
         in->stored -= s < in->stored ? s : in->stored;
+        fs->frames[e->frame].live -= e->len;
         uint32_t old = e->frame;
         if (!frame) {
             memmove(e, e + 1, (in->u.ext.n - i - 1) * sizeof *e);
@@ -74,15 +75,19 @@ int file_set_ext(gmtf_fs *fs, struct inode *in, uint32_t blk, uint32_t frame, ui
         *e = (struct fref){blk, frame, off, len};
         in->u.ext.n++;
     }
-    if (frame)
+    if (frame) {
         in->stored += share_of(fs, frame, len);
+        fs->frames[frame].live += len;
+    }
     return 0;
 }
 
 void file_free_exts(gmtf_fs *fs, struct inode *in)
 {
-    for (uint32_t i = 0; i < in->u.ext.n; i++)
+    for (uint32_t i = 0; i < in->u.ext.n; i++) {
+        fs->frames[in->u.ext.v[i].frame].live -= in->u.ext.v[i].len;
         frame_unref(fs, in->u.ext.v[i].frame);
+    }
     free(in->u.ext.v);
     in->u.ext.v = NULL;
     in->u.ext.n = in->u.ext.cap = 0;

@@ -64,6 +64,7 @@ static int dedup_lookup(gmtf_fs *fs, const uint8_t *data, uint32_t len, uint64_t
         return 0;
     struct dedup_ent *e = &fs->dedup[hash & (fs->dedup_cap - 1)];
     if (e->hash != hash || e->len != len || !frame_valid(fs, e->frame) ||
+        fs->frames[e->frame].live * 2 < fs->frames[e->frame].dlen || /* being compacted */
         (uint64_t)e->off + len > fs->frames[e->frame].dlen)
         return 0;
     uint8_t *tmp = malloc(len);
@@ -402,7 +403,9 @@ static void *flusher_main(void *arg)
             break;
         pthread_mutex_unlock(&fs->fl_mtx);
         FS_WRLOCK(fs);
-        int rc = flush_dirty(fs, 0);
+        int rc = fs_compact(fs, 0);
+        if (!rc)
+            rc = flush_dirty(fs, 0);
         if (!rc)
             rc = jr_commit(fs);
         if (!rc && fs->jpos > fs->sb.jrnl_len / 2)
@@ -437,4 +440,45 @@ void flusher_stop(gmtf_fs *fs)
     pthread_mutex_unlock(&fs->fl_mtx);
     pthread_join(fs->flusher, NULL);
     fs->flusher_on = 0;
+}
+
+/* ---- compaction of shared frames ------------------------------------------------------ */
+
+static int frame_sparse(const struct frame *f)
+{
+    return f->clen && f->refs && f->live * 2 < f->dlen;
+}
+
+int fs_compact(gmtf_fs *fs, int force)
+{
+    if (fs->ro)
+        return 0;
+    uint64_t waste = 0;
+    for (uint32_t id = 1; id < fs->nframes; id++) {
+        struct frame *f = &fs->frames[id];
+        if (frame_sparse(f))
+            waste += (uint64_t)f->clen * (f->dlen - f->live) / f->dlen;
+    }
+    if (!waste || (!force && waste < (1u << 20)) || waste * 16 < fs->used)
+        return 0;
+    /* Pull the live blocks of sparse frames into the write-back cache; the
+     * flush packs them anew and the old frames lose their last reference. */
+    int rc = 0;
+    for (uint64_t ino = 1; !rc && ino < fs->itab_cap; ino++) {
+        struct inode *in = fs->itab[ino];
+        if (!in || !S_ISREG(in->mode))
+            continue;
+        for (uint32_t i = 0; !rc && i < in->u.ext.n; i++) {
+            struct fref *e = &in->u.ext.v[i];
+            if (!frame_sparse(&fs->frames[e->frame]) || dirty_find(fs, ino, e->blk))
+                continue;
+            struct dblock *d;
+            rc = dirty_get(fs, in, e->blk, e->len, &d);
+            if (!rc && fs->dirty_bytes > fs->dirty_limit / 2)
+                rc = flush_dirty(fs, 0);
+        }
+    }
+    if (!rc)
+        rc = flush_dirty(fs, 0);
+    return rc;
 }

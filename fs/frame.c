@@ -61,7 +61,7 @@ int frame_set(gmtf_fs *fs, uint32_t id, uint64_t off, uint32_t clen, uint32_t dl
         return rc;
     if (fs->frames[id].clen)
         return -EUCLEAN;
-    fs->frames[id] = (struct frame){off, clen, dlen, crc, 0};
+    fs->frames[id] = (struct frame){off, clen, dlen, crc, 0, 0};
     fs->live_frames++;
     fs->stored_bytes += clen;
     return 0;

@@ -95,6 +95,7 @@ struct fref { /* file block blk -> frame[off, off+len); frame 0 = hole */
 struct frame { /* refs == 0 and clen == 0: unused id */
     uint64_t off;
     uint32_t clen, dlen, crc, refs;
+    uint64_t live; /* bytes of it that blocks map (over dlen when deduplicated) */
 };
 
 struct dent {
@@ -327,6 +328,9 @@ int file_truncate_locked(gmtf_fs *fs, struct inode *in, uint64_t size);
 
 /* ---- flush.c ---- */
 int flush_dirty(gmtf_fs *fs, uint64_t only_ino); /* 0 = all */
+/* Rewrites blocks of shared frames whose live part fell under half, when
+ * such waste is worth it (over 1/16 of the space in use). */
+int fs_compact(gmtf_fs *fs, int force);
 int flusher_start(gmtf_fs *fs);
 void flusher_stop(gmtf_fs *fs);
 

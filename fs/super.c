@@ -604,7 +604,9 @@ int gmtf_fs_unmount(gmtf_fs *fs)
             }
         }
         fs->opt.no_flush = 0;
-        rc = fs_checkpoint(fs, JOURNAL_MIN); /* small journal: a compact image at rest */
+        rc = fs_compact(fs, 1);
+        if (!rc)
+            rc = fs_checkpoint(fs, JOURNAL_MIN); /* small journal: a compact image at rest */
         /* The first checkpoint had to place its snapshot past the mount's big
          * journal; a second one lands in the space before it, and the end of
          * the image goes back to the host. */

@@ -421,6 +421,43 @@ static void test_dedup_and_packing(void **state)
     rec_image_free(r);
 }
 
+static void test_compaction(void **state)
+{
+    (void)state;
+    rec_img *r = mkfs_rec(BS, 0);
+    gmtf_fs *fs = mount_rec(r, 0);
+    uint8_t *p = malloc(40 * 10000);
+    srand(11);
+    for (size_t i = 0; i < 40 * 10000; i++)
+        p[i] = (uint8_t)rand();
+    for (int i = 0; i < 40; i++) {
+        char nm[16];
+        snprintf(nm, sizeof nm, "c%02d.bin", i);
+        mkfile(fs, ROOT, nm, p + i * 10000, 10000);
+    }
+    assert_int_equal(gmtf_fs_syncfs(fs), 0);
+    gmtf_fs_info before, after;
+    gmtf_fs_get_info(fs, &before);
+    for (int i = 0; i < 40; i++)
+        if (i % 8) {
+            char nm[16];
+            snprintf(nm, sizeof nm, "c%02d.bin", i);
+            assert_int_equal(gmtf_fs_unlink(fs, ROOT, nm), 0);
+        }
+    assert_int_equal(gmtf_fs_unmount(fs), 0); /* compacts */
+    fs = mount_rec(r, 0);
+    gmtf_fs_get_info(fs, &after);
+    assert_true(after.stored_bytes * 3 < before.stored_bytes);
+    for (int i = 0; i < 40; i += 8) {
+        char nm[16];
+        snprintf(nm, sizeof nm, "c%02d.bin", i);
+        check_file(fs, ino_of(fs, ROOT, nm), p + i * 10000, 10000);
+    }
+    assert_int_equal(gmtf_fs_unmount(fs), 0);
+    free(p);
+    rec_image_free(r);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -432,6 +469,7 @@ int main(void)
         cmocka_unit_test(test_unlinked_open),
         cmocka_unit_test(test_space_reuse),
         cmocka_unit_test(test_dedup_and_packing),
+        cmocka_unit_test(test_compaction),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
