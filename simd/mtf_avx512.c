@@ -8,7 +8,8 @@
  *   symbols per step when both are in the first 64 positions; decode moves
  *   a byte to the front with one VPERMB, composing two steps into one.
  * "avx512x2": the "avx512" steps with two blocks interleaved, so the two
- *   dependency chains overlap (encode2/decode2; one block = "avx512"). */
+ *   dependency chains overlap (encode2/decode2); one block is encoded as
+ *   two halves the same way, and decoded as "avx512" does. */
 #include "mtf_internal.h"
 #include "mtf_runs.h"
 
@@ -456,24 +457,18 @@ T_VB2 void gmtf_simd_mtf_decode_avx512(const uint8_t *src, uint8_t *dst, size_t 
 
 GMTF_SIMD_PAIR_BY_TWO_CALLS(avx512)
 
-T_VBMI void gmtf_simd_mtf_encode_avx512x2(const uint8_t *src, uint8_t *dst, size_t n)
-{
-    gmtf_simd_mtf_encode_avx512(src, dst, n);
-}
-
 T_VBMI void gmtf_simd_mtf_decode_avx512x2(const uint8_t *src, uint8_t *dst, size_t n)
 {
     gmtf_simd_mtf_decode_avx512(src, dst, n);
 }
 
-/* Two blocks piece by piece, their head chains interleaved. */
-T_VB2 void gmtf_simd_mtf_encode2_avx512x2(const uint8_t *s0, uint8_t *d0, size_t n0,
-                                          const uint8_t *s1, uint8_t *d1, size_t n1)
+/* Two blocks (or block halves) piece by piece from states a and b, their
+ * head chains interleaved. */
+T_VB2 static void enc_two(enc512 *pa, const uint8_t *s0, uint8_t *d0, size_t n0, enc512 *pb,
+                          const uint8_t *s1, uint8_t *d1, size_t n1)
 {
-    enc512 a, b;
+    enc512 a = *pa, b = *pb; /* locals, so the queues stay in registers */
     enc512_work wa, wb;
-    enc512_init(&a);
-    enc512_init(&b);
     size_t off = 0;
     for (; off < n0 && off < n1; off += PIECE) {
         size_t la = n0 - off < PIECE ? n0 - off : PIECE;
@@ -502,6 +497,73 @@ T_VB2 void gmtf_simd_mtf_encode2_avx512x2(const uint8_t *s0, uint8_t *d0, size_t
         enc_heads(&b.st, wb.heads, wb.ranks, nh);
         ranks_expand(&wb, d1 + o, len);
     }
+}
+
+T_VB2 void gmtf_simd_mtf_encode2_avx512x2(const uint8_t *s0, uint8_t *d0, size_t n0,
+                                          const uint8_t *s1, uint8_t *d1, size_t n1)
+{
+    enc512 a, b;
+    enc512_init(&a);
+    enc512_init(&b);
+    enc_two(&a, s0, d0, n0, &b, s1, d1, n1);
+}
+
+/* The queue after encoding src[0..n) from the identity: its bytes in order
+ * of last occurrence, most recent first, then the bytes it lacks in
+ * increasing order (they keep their initial order). A backward scan; a
+ * 64-byte chunk whose bytes are all seen already is skipped after one
+ * table lookup (VPERMI2B into the 256-byte seen table). */
+T_VB2 static void queue_after(const uint8_t *src, size_t n, uint8_t q[256])
+{
+    uint8_t seen[256] __attribute__((aligned(64))) = {0};
+    __m512i t0 = _mm512_setzero_si512(), t1 = t0, t2 = t0, t3 = t0;
+    size_t k = 0, i = n;
+    while (i > 0 && k < 256) {
+        size_t len = i < 64 ? i : 64;
+        i -= len;
+        __m512i v = _mm512_maskz_loadu_epi8(len_mask(len), src + i);
+        __m512i lo = _mm512_permutex2var_epi8(t0, v, t1), hi = _mm512_permutex2var_epi8(t2, v, t3);
+        __m512i look = _mm512_mask_blend_epi8(_mm512_movepi8_mask(v), lo, hi);
+        if (!(_mm512_cmpeq_epi8_mask(look, _mm512_setzero_si512()) & len_mask(len)))
+            continue;
+        for (size_t j = len; j-- > 0;) { /* a new byte in this chunk: walk it */
+            uint8_t c = src[i + j];
+            if (!seen[c]) {
+                seen[c] = 1;
+                q[k++] = c;
+            }
+        }
+        t0 = _mm512_load_si512(seen);
+        t1 = _mm512_load_si512(seen + 64);
+        t2 = _mm512_load_si512(seen + 128);
+        t3 = _mm512_load_si512(seen + 192);
+    }
+    for (unsigned c = 0; c < 256; c++)
+        if (!seen[c])
+            q[k++] = (uint8_t)c;
+}
+
+/* One block as two chains: the second half starts from the queue the
+ * first half leaves (the parallel-MTF idea), so the halves interleave like
+ * two blocks. Small blocks are not worth the scan. */
+T_VB2 void gmtf_simd_mtf_encode_avx512x2(const uint8_t *src, uint8_t *dst, size_t n)
+{
+    if (n < 4 * PIECE) {
+        gmtf_simd_mtf_encode_avx512(src, dst, n);
+        return;
+    }
+    size_t mid = n / 2;
+    uint8_t q[256] __attribute__((aligned(64)));
+    queue_after(src, mid, q);
+    enc512 a, b;
+    enc512_init(&a);
+    enc512_init(&b);
+    b.st.q.h0 = _mm512_load_si512(q);
+    b.st.q.h1 = _mm512_load_si512(q + 64);
+    b.st.q.h2 = _mm512_load_si512(q + 128);
+    b.st.q.h3 = _mm512_load_si512(q + 192);
+    b.prev = _mm512_set1_epi8((char)src[mid - 1]); /* = the queue front */
+    enc_two(&a, src, dst, mid, &b, src + mid, dst + mid, n - mid);
 }
 
 T_VB2 void gmtf_simd_mtf_decode2_avx512x2(const uint8_t *s0, uint8_t *d0, size_t n0,
