@@ -176,22 +176,22 @@ void inode_maybe_delete(gmtf_fs *fs, struct inode *in)
 
 uint64_t name_sortkey(const char *name, size_t n)
 {
-    /* Extension (up to 4 bytes after the last dot) in the high half, the
-     * name's first 4 bytes in the low half: similar files pack together. */
+    /* Extension (up to 4 bytes after the last dot) in the high half; ties
+     * keep creation order (directory order for mkfs), which measured 1.8%
+     * smaller on Linux sources than also sorting by name, and keeps a
+     * directory's files in few frames for readers walking the tree. */
     size_t dot = n;
     for (size_t i = n; i-- > 1;)
         if (name[i] == '.') {
             dot = i;
             break;
         }
-    uint64_t ext = 0, pre = 0;
-    for (size_t i = 0; i < 4; i++) {
+    uint64_t ext = 0;
+    for (size_t i = 0; i < 4; i++)
         ext = ext << 8 | (dot + 1 + i < n ? (uint8_t)name[dot + 1 + i] : 0);
-        pre = pre << 8 | (i < n ? (uint8_t)name[i] : 0);
-    }
     if (dot == n)
         ext = 0;
-    return ext << 32 | pre;
+    return ext << 32;
 }
 
 /* ---- directory entries -------------------------------------------------- */

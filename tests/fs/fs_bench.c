@@ -9,6 +9,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <sys/resource.h>
 #include <time.h>
 
 #include "gmtf_fs.h"
@@ -33,6 +34,13 @@ static double now_s(void)
     struct timespec t;
     clock_gettime(CLOCK_MONOTONIC, &t);
     return (double)t.tv_sec + t.tv_nsec / 1e9;
+}
+
+static double cpu_s(void)
+{
+    struct rusage ru;
+    getrusage(RUSAGE_SELF, &ru);
+    return ru.ru_utime.tv_sec + ru.ru_stime.tv_sec + (ru.ru_utime.tv_usec + ru.ru_stime.tv_usec) / 1e6;
 }
 
 static long rss_kb(const char *key)
@@ -184,7 +192,7 @@ int main(int argc, char **argv)
         long n = argc > 3 ? atol(argv[3]) : 200;
         srand(1);
         uint8_t b[4096];
-        double t3 = now_s();
+        double t3 = now_s(), c3 = cpu_s();
         long done = 0;
         for (long i = 0; i < n && w.nregs; i++) {
             size_t k = (size_t)rand() % w.nregs;
@@ -192,9 +200,10 @@ int main(int argc, char **argv)
             if (gmtf_fs_read(fs, w.regs[k], b, sizeof b, off) >= 0)
                 done++;
         }
-        double t4 = now_s();
-        printf("random: %ld cold 4 KiB reads, %.2f ms each (block size %u)\n", done,
-               done ? (t4 - t3) * 1e3 / done : 0.0, info.block_size);
+        double t4 = now_s(), c4 = cpu_s();
+        printf("random: %ld cold 4 KiB reads, %.2f ms each, %.2f ms CPU each (block size %u)\n",
+               done, done ? (t4 - t3) * 1e3 / done : 0.0, done ? (c4 - c3) * 1e3 / done : 0.0,
+               info.block_size);
     }
     gmtf_fs_unmount(fs);
     free(w.buf);

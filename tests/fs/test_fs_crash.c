@@ -91,6 +91,7 @@ static void run_workload(rec_img *r, workload *w)
             w->unlinked[1] = 1;
             assert_int_equal(gmtf_fs_rename(fs, ROOT, "f02.txt", ROOT, "f04.txt", 0), 0);
             w->unlinked[2] = 1; /* now under f04's name */
+            free(w->data[4]);
             w->data[4] = w->data[2];
             w->len[4] = w->len[2];
             w->data[2] = NULL;
