@@ -46,10 +46,13 @@ int gmtf_gpu_device_info(char *name, size_t len, int *sm_count);
 
 /* ---- variants --------------------------------------------------------- */
 
-/* Kernel variants, by index 0..count-1. Names as in docs/gpu.md:
- * "scalar", "2symbols", "2buffers", "4by8", "8by4", "thread",
- * "thread_by4", "thread_by8", "thread_by16", "depth8", "depth32",
- * "8+full", "32+full", "8+32+full". Index 0 is the default ("best"). */
+/* Kernel variants, by index 0..count-1 (docs/gpu.md describes each):
+ * complete encoders "16+full" (index 0, the default), "8+full",
+ * "32+full", "8+32+full", "8+full/g4", "scalar", "2symbols", "2buffers",
+ * "4by8", "8by4", "thread", "thread_by4", "thread_by8", "thread_by16";
+ * depth-limited "depth8", "depth32"; decoders "8+full" (the default),
+ * "8+full/g4", "scalar", "2symbols", "2buffers"; and "queues", a timing
+ * probe (GMTF_GPU_PROBE). */
 size_t gmtf_gpu_variant_count(void);
 const char *gmtf_gpu_variant_name(size_t i);          /* NULL when out of range */
 int gmtf_gpu_variant_find(const char *name);          /* index, or -EINVAL */

@@ -226,6 +226,9 @@ __global__ void __launch_bounds__(CTA) k_warp_records(gmtf_batch_dev d, size_t c
 
 template <typename WT> struct word_ops;
 template <> struct word_ops<uint8_t> {
+    static __device__ __forceinline__ uint8_t none() { return 0; }
+    static __device__ __forceinline__ uint8_t eor(uint8_t a, uint8_t b) { return (uint8_t)(a ^ b); }
+    static __device__ __forceinline__ bool any(uint64_t m) { return m != 0; }
     static __device__ __forceinline__ uint32_t splat(uint32_t s) { return s; }
     static __device__ __forceinline__ uint32_t zero(uint8_t x) { return x == 0; }
     static __device__ __forceinline__ unsigned first(uint32_t) { return 0; }
@@ -233,6 +236,9 @@ template <> struct word_ops<uint8_t> {
     static __device__ __forceinline__ uint32_t top(uint8_t w) { return w; }
 };
 template <> struct word_ops<uint32_t> {
+    static __device__ __forceinline__ uint32_t none() { return 0; }
+    static __device__ __forceinline__ uint32_t eor(uint32_t a, uint32_t b) { return (uint32_t)(a ^ b); }
+    static __device__ __forceinline__ bool any(uint64_t m) { return m != 0; }
     static __device__ __forceinline__ uint32_t splat(uint32_t s) { return s * 0x01010101u; }
     static __device__ __forceinline__ uint32_t zero(uint32_t x) { return gmtf_zero_bytes32(x); }
     static __device__ __forceinline__ unsigned first(uint32_t m) { return gmtf_first_byte32(m); }
@@ -240,11 +246,43 @@ template <> struct word_ops<uint32_t> {
     static __device__ __forceinline__ uint32_t top(uint32_t w) { return w >> 24; }
 };
 template <> struct word_ops<uint64_t> {
+    static __device__ __forceinline__ uint64_t none() { return 0; }
+    static __device__ __forceinline__ uint64_t eor(uint64_t a, uint64_t b) { return (uint64_t)(a ^ b); }
+    static __device__ __forceinline__ bool any(uint64_t m) { return m != 0; }
     static __device__ __forceinline__ uint64_t splat(uint32_t s) { return GMTF_ONES64 * s; }
     static __device__ __forceinline__ uint64_t zero(uint64_t x) { return gmtf_zero_bytes64(x); }
     static __device__ __forceinline__ unsigned first(uint64_t m) { return gmtf_first_byte64(m); }
     static __device__ __forceinline__ uint64_t shift_in(uint64_t q, unsigned b, uint64_t c) { return gmtf_shift_in64(q, b, c); }
     static __device__ __forceinline__ uint32_t top(uint64_t w) { return (uint32_t)(w >> 56); }
+};
+
+/* 16 queue positions as one word (thread_by16). Only the lowest flagged
+ * byte of a zero_bytes result is exact, so the high half counts only when
+ * the low half has no flag. */
+struct q128 {
+    uint64_t lo, hi; /* trivial: it lives in __shared__ arrays */
+};
+__device__ __forceinline__ q128 mk128(uint64_t l, uint64_t h)
+{
+    q128 r;
+    r.lo = l;
+    r.hi = h;
+    return r;
+}
+template <> struct word_ops<q128> {
+    static __device__ __forceinline__ q128 none() { return mk128(0, 0); }
+    static __device__ __forceinline__ q128 eor(q128 a, q128 b) { return mk128(a.lo ^ b.lo, a.hi ^ b.hi); }
+    static __device__ __forceinline__ bool any(q128 m) { return (m.lo | m.hi) != 0; }
+    static __device__ __forceinline__ q128 splat(uint32_t s) { return mk128(GMTF_ONES64 * s, GMTF_ONES64 * s); }
+    static __device__ __forceinline__ q128 zero(q128 x) { return mk128(gmtf_zero_bytes64(x.lo), gmtf_zero_bytes64(x.hi)); }
+    static __device__ __forceinline__ unsigned first(q128 m) { return m.lo ? gmtf_first_byte64(m.lo) : 8 + gmtf_first_byte64(m.hi); }
+    static __device__ __forceinline__ q128 shift_in(q128 q, unsigned b, uint32_t c)
+    {
+        if (b < 8)
+            return mk128(gmtf_shift_in64(q.lo, b, c), q.hi);
+        return mk128((q.lo << 8) | c, gmtf_shift_in64(q.hi, b - 8, q.lo >> 56));
+    }
+    static __device__ __forceinline__ uint32_t top(q128 w) { return (uint32_t)(w.hi >> 56); }
 };
 
 /* G lanes share one chunk; each step the group compares G words of WT
@@ -283,9 +321,9 @@ __global__ void __launch_bounds__(CTA) k_group_encode(gmtf_batch_dev d, size_t c
         uint32_t carry = s;
         for (int step = 0; __any_sync(GMTF_FULL, !done); step++) {
             int i = step * G + k;
-            WT wv = done ? (WT)0 : qs[i * NB + g];
-            WT m = done ? (WT)0 : ops::zero((WT)(wv ^ splat));
-            uint32_t gb = (__ballot_sync(GMTF_FULL, m != 0) >> gshift) & gmask;
+            WT wv = done ? ops::none() : qs[i * NB + g];
+            WT m = done ? ops::none() : ops::zero(ops::eor(wv, splat));
+            uint32_t gb = (__ballot_sync(GMTF_FULL, ops::any(m)) >> gshift) & gmask;
             uint32_t tp = ops::top(wv);
             uint32_t t = G > 1 ? __shfl_up_sync(GMTF_FULL, tp, 1, G) : tp;
             uint32_t last = G > 1 ? __shfl_sync(GMTF_FULL, tp, G - 1, G) : tp;
@@ -564,6 +602,7 @@ const gmtf_variant gmtf_variants[] = {
     {"thread", F_EC, 0, 65536, enc_group<1, uint8_t>, NULL, NULL, 0, 0},
     {"thread_by4", F_EC, 0, 65536, enc_group<1, uint32_t>, NULL, NULL, 0, 0},
     {"thread_by8", F_EC, 0, 65536, enc_group<1, uint64_t>, NULL, NULL, 0, 0},
+    {"thread_by16", F_EC, 0, 65536, enc_group<1, q128>, NULL, NULL, 0, 0},
     {"depth8", GMTF_GPU_ENCODE, 8, 65536, enc_depth<1>, NULL, NULL, 0, 0},
     {"depth32", GMTF_GPU_ENCODE, 32, 65536, enc_depth<4>, NULL, NULL, 0, 0},
     {"32+full", F_EC, 0, 65536, enc_multi<4, 32>, NULL, NULL, 0, 4},
