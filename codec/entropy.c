@@ -360,19 +360,17 @@ static void enc_rank(rc_enc *e, model *m, const history *h, unsigned r)
 #define WS_ALIGN 64
 #define MODEL_BYTES ((sizeof(model) + WS_ALIGN - 1) & ~(size_t)(WS_ALIGN - 1))
 
+/* The model only, whatever the block size: both fused paths read and
+ * write the caller's buffers directly. */
 size_t gmtf_rank_workspace_size(size_t max_block)
 {
-    return MODEL_BYTES + (max_block + 1) * sizeof(uint16_t);
+    (void)max_block;
+    return MODEL_BYTES;
 }
 
 static model *ws_model(void *ws)
 {
     return (model *)ws;
-}
-
-static uint16_t *ws_syms(void *ws)
-{
-    return (uint16_t *)((uint8_t *)ws + MODEL_BYTES);
 }
 
 /* ---- public: encode ---------------------------------------------------- */
@@ -420,10 +418,41 @@ long gmtf_entropy_encode(const uint16_t *syms, size_t count, uint8_t *dst, size_
     return (long)(e.out - dst);
 }
 
+/* The fused encoder: events straight from the ranks, no symbol buffer. */
 long gmtf_rank_encode(const uint8_t *ranks, size_t n, uint8_t *dst, size_t cap, void *ws)
 {
-    uint16_t *syms = ws_syms(ws);
-    return gmtf_entropy_encode(syms, gmtf_zrle_encode(ranks, n, syms), dst, cap, ws);
+    model *m = ws_model(ws);
+    model_init(m);
+    rc_enc e;
+    rc_enc_init(&e, dst, cap);
+    history h = {1, 0, 0};
+    size_t i = 0;
+    while (i < n) {
+        if (e.overflow)
+            return -ENOSPC;
+        unsigned r = ranks[i];
+        if (r != 0) {
+            if (h.r1 != 0)
+                enc_bit(&e, &m->run[ctx_event(&h)], 0);
+            enc_rank(&e, m, &h, r);
+            hist_rank(&h, r);
+            i++;
+            continue;
+        }
+        size_t start = i;
+        while (i < n && ranks[i] == 0)
+            i++;
+        uint64_t len = i - start;
+        if (len >> (LEN_MAX_K + 1))
+            return -EINVAL; /* far beyond GMTF_BLOCK_MAX */
+        enc_bit(&e, &m->run[ctx_event(&h)], 1);
+        enc_run_len(&e, m, &h, (uint32_t)len);
+        hist_run(&h, 31 - (unsigned)__builtin_clz((uint32_t)len));
+    }
+    rc_enc_finish(&e);
+    if (e.overflow)
+        return -ENOSPC;
+    return (long)(e.out - dst);
 }
 
 /* ---- decode ------------------------------------------------------------ */
