@@ -20,11 +20,11 @@
 
 static pthread_mutex_t gpu_lock = PTHREAD_MUTEX_INITIALIZER;
 static gmtf_gpu_ctx *gpu_ctx;
-static int gpu_broken;
+static int gpu_broken; /* read without the lock: use atomics */
 
 static int gpu_available(void)
 {
-    return gmtf_gpu_available() && !gpu_broken;
+    return gmtf_gpu_available() && !__atomic_load_n(&gpu_broken, __ATOMIC_RELAXED);
 }
 
 /* Runs one batch on variant v (-1 = default); decode selects the inverse.
@@ -47,7 +47,7 @@ static int gpu_batch(int v, int decode, const uint8_t *src, const uint64_t *off,
         /* the device is gone or faulted: stop offering it */
         gmtf_gpu_ctx_destroy(gpu_ctx);
         gpu_ctx = NULL;
-        gpu_broken = 1;
+        __atomic_store_n(&gpu_broken, 1, __ATOMIC_RELAXED);
     }
     pthread_mutex_unlock(&gpu_lock);
     return rc;
