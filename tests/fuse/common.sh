@@ -6,6 +6,7 @@
 #   GMTF_MEMFS    1 when GMTF_DAEMON is gmtf-memfs: no real image, nothing
 #                 persists, mkfs/fsck cases skip
 #   GMTF_BUILD_ROOT, GMTF_CORPUS  as for every suite
+#   GMTF_KEEP_FAILED  a directory: the image of a failing case is copied there
 #
 # Exit codes: 0 pass, 1 fail, 77 skip (no /dev/fuse, mounting not
 # permitted, or a tool this case needs is missing). Every mount made here
@@ -23,6 +24,10 @@ say() { printf '%s: %s\n' "$T_NAME" "$*" >&2; }
 skip() { say "SKIP: $*"; exit 77; }
 fail() {
     say "FAIL: $*"
+    if [ -n "${GMTF_KEEP_FAILED:-}" ] && [ -f "${IMG:-}" ]; then
+        mkdir -p "$GMTF_KEEP_FAILED" && cp --sparse=always "$IMG" "$GMTF_KEEP_FAILED/$T_NAME.gmtf" &&
+            say "image kept as $GMTF_KEEP_FAILED/$T_NAME.gmtf"
+    fi
     if [ -n "${T_DIR:-}" ] && [ -s "$T_DIR/daemon.log" ]; then
         say "daemon log (last 20 lines):"
         tail -n 20 "$T_DIR/daemon.log" >&2
@@ -135,6 +140,23 @@ fsck_clean() {
         cat "$T_DIR/fsck.log" >&2
         fail "fsck.gmtf -n exited $st"
     fi
+}
+
+# same_tree A B: diff -r without following links; fifos and device nodes
+# of the same type in both count as equal (their metadata is compared by
+# tree_meta). Prints the first differences.
+same_tree() {
+    diff -r --no-dereference "$1" "$2" >"$T_DIR/diff.out" 2>&1
+    grep -vE '^File .* is a (fifo|character special file|block special file|socket) while file .* is a \1$' \
+        "$T_DIR/diff.out" >"$T_DIR/diff.real"
+    [ -s "$T_DIR/diff.real" ] && { head -n 20 "$T_DIR/diff.real" >&2; return 1; }
+    return 0
+}
+
+# tree_xattrs DIR: every xattr (ACLs included) of every entry, by path.
+tree_xattrs() {
+    (cd "$1" && find . -print0 | LC_ALL=C sort -z |
+        xargs -0 getfattr -h -d -m - --absolute-names 2>/dev/null | grep -v '^$')
 }
 
 # tree_meta DIR: one sorted line per entry: type, mode, owner, size and

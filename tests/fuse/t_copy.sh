@@ -14,10 +14,7 @@ make_image
 gmtf_mount
 
 check_copy() { # SRC DST
-    diff -r --no-dereference "$1" "$2" >"$T_DIR/diff.out" 2>&1 || {
-        head -n 20 "$T_DIR/diff.out" >&2
-        fail "diff -r $1 $2"
-    }
+    same_tree "$1" "$2" || fail "diff -r $1 $2"
     tree_meta "$1" >"$T_DIR/meta.src"
     tree_meta "$2" >"$T_DIR/meta.dst"
     diff "$T_DIR/meta.src" "$T_DIR/meta.dst" >"$T_DIR/meta.diff" || {

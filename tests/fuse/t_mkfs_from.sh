@@ -38,11 +38,10 @@ meta() { # DIR -> metadata lines, hard-link groups by first path, xattrs
     (cd "$1" && find . -type b -o -type c | sort | xargs -r stat -c '%n %t:%T')
     (cd "$1" && find . -links +1 -type f -printf '%i %p\n' | sort -k2 |
         awk '{ if (!($1 in g)) g[$1] = $2; print $2, "->", g[$1] }')
-    (cd "$1" && getfattr -R -h -d -m - --absolute-names . 2>/dev/null | grep -v '^$')
+    tree_xattrs "$1"
 }
 compare_with_ref() { # what
-    diff -r --no-dereference "$REF" "$MNT" >"$T_DIR/diff.out" 2>&1 || {
-        head -n 20 "$T_DIR/diff.out" >&2; fail "$1: contents differ from the archive"; }
+    same_tree "$REF" "$MNT" || fail "$1: contents differ from the archive"
     meta "$REF" >"$T_DIR/meta.ref"
     meta "$MNT" >"$T_DIR/meta.mnt"
     diff "$T_DIR/meta.ref" "$T_DIR/meta.mnt" >"$T_DIR/meta.diff" || {

@@ -36,7 +36,7 @@ setfacl -m u:65534:r dir/f && setfacl -d -m g:65534:rx dir/sub
 cd /
 snapshot() {
     tree_meta "$MNT" >"$1.meta"
-    (cd "$MNT" && getfattr -R -h -d -m - --absolute-names . 2>/dev/null) >"$1.xattr"
+    tree_xattrs "$MNT" >"$1.xattr"
     (cd "$MNT" && find . -type f -exec sha256sum {} + | sort -k2) >"$1.sha"
 }
 snapshot "$T_DIR/before"

@@ -128,11 +128,30 @@ rm u
 [ "$(cat <&9)" = still-here ] || fail "read of an unlinked open file"
 exec 9<&-
 
-# ---- big file at a >4 GiB offset
-printf 'tail' | dd of=big bs=1 seek=$((5 << 30)) 2>/dev/null || fail "write at 5 GiB"
-[ "$(stat -c %s big)" = $(((5 << 30) + 4)) ] || fail "size of a >4 GiB file"
-[ "$(dd if=big bs=1 skip=$((5 << 30)) count=4 2>/dev/null)" = tail ] || fail "read at 5 GiB"
-rm big
+# ---- big file at a >4 GiB offset (the memfs double is not sparse)
+if [ "$GMTF_MEMFS" != 1 ]; then
+    printf 'tail' | dd of=big bs=1 seek=$((5 << 30)) 2>/dev/null || fail "write at 5 GiB"
+    [ "$(stat -c %s big)" = $(((5 << 30) + 4)) ] || fail "size of a >4 GiB file"
+    [ "$(dd if=big bs=1 skip=$((5 << 30)) count=4 2>/dev/null)" = tail ] || fail "read at 5 GiB"
+    rm big
+fi
+
+# ---- shared writable mmap through the page cache
+python3 - <<'EOF' || fail "shared writable mmap"
+import mmap, os
+n = 3 * 4096 + 100
+fd = os.open("mm", os.O_RDWR | os.O_CREAT, 0o644)
+os.ftruncate(fd, n)
+m = mmap.mmap(fd, n, mmap.MAP_SHARED, mmap.PROT_READ | mmap.PROT_WRITE)
+m[0:5] = b"hello"; m[8192:8197] = b"world"; m[n - 3:n] = b"end"
+m.flush()
+os.fsync(fd)
+m2 = mmap.mmap(fd, n, mmap.MAP_SHARED, mmap.PROT_READ)
+assert m2[8192:8197] == b"world"  # one page cache: the second map sees it
+m.close(); m2.close(); os.close(fd)
+d = open("mm", "rb").read()
+assert len(d) == n and d[0:5] == b"hello" and d[8192:8197] == b"world" and d[-3:] == b"end", d[:8]
+EOF
 
 # ---- xattrs
 echo x >xf
