@@ -11,7 +11,7 @@ static void queue_init(uint8_t q[256])
 
 void gmtf_simd_mtf_encode_bsc(const uint8_t *src, uint8_t *dst, size_t n)
 {
-    uint8_t q[256];
+    uint8_t q[256] __attribute__((aligned(64)));
     queue_init(q);
     for (size_t i = 0; i < n; i++) {
         uint8_t s = src[i], prev = q[0];
@@ -35,7 +35,7 @@ void gmtf_simd_mtf_encode_bsc(const uint8_t *src, uint8_t *dst, size_t n)
 
 void gmtf_simd_mtf_decode_bsc(const uint8_t *src, uint8_t *dst, size_t n)
 {
-    uint8_t q[256];
+    uint8_t q[256] __attribute__((aligned(64)));
     queue_init(q);
     gmtf_simd_queue_decode(q, src, dst, n);
 }

@@ -92,7 +92,7 @@ void gmtf_simd_mtf_encode_shelwien2(const uint8_t *src, uint8_t *dst, size_t n)
  * piece has enough zeros (a zero repeats the byte before it). */
 static void decode_runs(const uint8_t *src, uint8_t *dst, size_t n)
 {
-    uint8_t q[256];
+    uint8_t q[256] __attribute__((aligned(64)));
     gmtf_runs_work w;
     for (int i = 0; i < 256; i++)
         q[i] = (uint8_t)i;

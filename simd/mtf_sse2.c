@@ -66,7 +66,7 @@ T_SSE2 static inline unsigned tail_find16(const uint8_t *tail, __m128i bs)
 /* The whole queue in memory between pieces; while a piece runs, positions
  * 0..15 live in a register and q[16..255] is the tail. */
 typedef struct {
-    uint8_t q[256] __attribute__((aligned(16)));
+    uint8_t q[256] __attribute__((aligned(64)));
 } q16;
 
 T_SSE2 static void q16_init(q16 *q)
