@@ -57,6 +57,8 @@ void gmtf_workspace_free(gmtf_workspace *w)
     memset(w, 0, sizeof *w);
 }
 
+static void stage_free(gmtf_codec *c);
+
 int gmtf_codec_create(gmtf_codec **out, const gmtf_codec_options *opt)
 {
     gmtf_codec_options o = {0};
@@ -103,8 +105,7 @@ void gmtf_codec_destroy(gmtf_codec *c)
     for (unsigned i = 0; i < c->threads; i++)
         gmtf_workspace_free(&c->ws[i]);
     free(c->ws);
-    free(c->stage_a);
-    free(c->stage_b);
+    stage_free(c);
     free(c);
 }
 
@@ -182,19 +183,40 @@ static void batch_encode_one(void *ctx, size_t i, unsigned worker)
         b->len[i] = (uint64_t)r;
 }
 
-/* Grows the two staging buffers to n bytes each. */
+static void stage_free(gmtf_codec *c)
+{
+    void (*release)(void *) = c->stage_pinned ? c->batch_mtf->host_free : free;
+    release(c->stage_a);
+    release(c->stage_b);
+    c->stage_a = c->stage_b = NULL;
+    c->stage_cap = 0;
+}
+
+/* Grows the two staging buffers to n bytes each, from the batch backend's
+ * host allocator when it has one (pinned memory doubles GPU transfers). */
 static int stage_reserve(gmtf_codec *c, uint64_t n)
 {
     if (n <= c->stage_cap)
         return 0;
-    uint8_t *a = realloc(c->stage_a, n), *b;
-    if (!a)
+    stage_free(c);
+    const gmtf_mtf_backend *b = c->batch_mtf;
+    c->stage_pinned = b && b->host_alloc && b->host_free;
+    if (c->stage_pinned) {
+        c->stage_a = b->host_alloc(n);
+        c->stage_b = b->host_alloc(n);
+        if (!c->stage_a || !c->stage_b) {
+            stage_free(c);
+            c->stage_pinned = 0;
+        }
+    }
+    if (!c->stage_pinned) {
+        c->stage_a = malloc(n);
+        c->stage_b = malloc(n);
+    }
+    if (!c->stage_a || !c->stage_b) {
+        stage_free(c);
         return -ENOMEM;
-    c->stage_a = a;
-    b = realloc(c->stage_b, n);
-    if (!b)
-        return -ENOMEM;
-    c->stage_b = b;
+    }
     c->stage_cap = n;
     return 0;
 }

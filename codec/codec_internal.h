@@ -69,6 +69,7 @@ struct gmtf_codec {
     /* Staging buffers for batch MTF backends (grown, never shrunk). */
     uint8_t *stage_a, *stage_b;
     uint64_t stage_cap;
+    int stage_pinned;            /* staging came from batch_mtf->host_alloc */
 };
 
 /* Lazily allocates workspace i. Returns NULL on -ENOMEM. */

@@ -24,6 +24,10 @@ typedef struct gmtf_mtf_backend {
     int (*batch_encode)(const uint8_t *src, const uint64_t *off, size_t count, uint8_t *dst);
     int (*batch_decode)(const uint8_t *src, const uint64_t *off, size_t count, uint8_t *dst);
     uint64_t min_batch_bytes;   /* auto uses the batch hooks from this size on */
+    /* Optional: host memory the batch hooks move fastest (pinned for the
+     * GPU); the codec's batch staging buffers come from it. NULL = malloc. */
+    void *(*host_alloc)(size_t size);
+    void (*host_free)(void *p);
 } gmtf_mtf_backend;
 
 /* The scalar reference. */

@@ -81,7 +81,7 @@ static int slot_variant[GPU_SLOTS];
 GPU_SLOT(0) GPU_SLOT(1) GPU_SLOT(2) GPU_SLOT(3) GPU_SLOT(4) GPU_SLOT(5) GPU_SLOT(6) GPU_SLOT(7)
 GPU_SLOT(8) GPU_SLOT(9) GPU_SLOT(10) GPU_SLOT(11) GPU_SLOT(12) GPU_SLOT(13) GPU_SLOT(14) GPU_SLOT(15)
 
-#define OPS(i) {NULL, gpu_available, enc_##i, dec_##i, benc_##i, bdec_##i, 0}
+#define OPS(i) {NULL, gpu_available, enc_##i, dec_##i, benc_##i, bdec_##i, 0, NULL, NULL}
 static gmtf_mtf_backend gpu_backends[GPU_SLOTS] = {
     OPS(0), OPS(1), OPS(2), OPS(3), OPS(4), OPS(5), OPS(6), OPS(7),
     OPS(8), OPS(9), OPS(10), OPS(11), OPS(12), OPS(13), OPS(14), OPS(15),
@@ -109,6 +109,8 @@ const gmtf_mtf_backend *const *gmtf_mtf_gpu_list(size_t *count)
     for (size_t i = 0; i < n; i++) {
         gpu_backends[i].name = gpu_names[i];
         gpu_backends[i].min_batch_bytes = GPU_MIN_BATCH;
+        gpu_backends[i].host_alloc = gmtf_gpu_host_alloc;
+        gpu_backends[i].host_free = gmtf_gpu_host_free;
         gpu_list[i] = &gpu_backends[i];
     }
     *count = n;
