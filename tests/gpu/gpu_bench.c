@@ -49,9 +49,16 @@ typedef struct job {
     uint8_t *dst;
     const uint64_t *off;
     size_t count, next;
-    int kind; /* 0 bwt, 1 mtf encode */
+    int kind; /* 0 bwt, 1 mtf (encode or decode: mtf below) */
     pthread_mutex_t lock;
+    void (*mtf)(const uint8_t *src, uint8_t *dst, size_t n);
 } job;
+
+/* The codec's backend table, when this program is linked with the whole
+ * codec (the meson build): the CPU comparison then uses the best SIMD
+ * backend too. Weak, so the plain gpu-run build (scalar only) links. */
+__attribute__((weak)) const gmtf_mtf_backend *gmtf_mtf_backend_find(const char *name);
+static void (*cpu_mtf)(const uint8_t *, uint8_t *, size_t) = gmtf_mtf_encode_scalar;
 
 static void *worker(void *arg)
 {
@@ -69,7 +76,7 @@ static void *worker(void *arg)
         if (j->kind == 0)
             divbwt(j->src + j->off[i], j->dst + j->off[i], sa, (saidx_t)n);
         else
-            gmtf_mtf_encode_scalar(j->src + j->off[i], j->dst + j->off[i], n);
+            j->mtf(j->src + j->off[i], j->dst + j->off[i], n);
     }
     free(sa);
     return NULL;
@@ -83,7 +90,7 @@ static int ncpu(void)
 
 static void run_parallel(int kind, const uint8_t *src, uint8_t *dst, const uint64_t *off, size_t count)
 {
-    job j = {src, dst, off, count, 0, kind, PTHREAD_MUTEX_INITIALIZER};
+    job j = {src, dst, off, count, 0, kind, PTHREAD_MUTEX_INITIALIZER, cpu_mtf};
     pthread_t t[256];
     int n = ncpu();
     for (int i = 0; i < n; i++)
@@ -238,6 +245,25 @@ static void bench_cpu(const char *what, const uint8_t *data, uint8_t *ref, const
     char v[32];
     snprintf(v, sizeof v, "scalar x%d", ncpu());
     add_row(what, v, (double)(off[count] - off[0]), median(t, 5), -1);
+    /* The best CPU backend on all cores, encode and decode, checked. */
+    const gmtf_mtf_backend *b = gmtf_mtf_backend_find ? gmtf_mtf_backend_find("simd") : NULL;
+    if (!b)
+        return;
+    uint8_t *out = malloc(off[count]), *back = malloc(off[count]);
+    for (int dir = 0; dir < 2 && out && back; dir++) {
+        cpu_mtf = dir ? b->decode : b->encode;
+        for (int r = 0; r < 5; r++) {
+            double t0 = now_ms();
+            run_parallel(1, dir ? ref : data, dir ? back : out, off, count);
+            t[r] = now_ms() - t0;
+        }
+        int exact = dir ? !memcmp(back, data, off[count]) : !memcmp(out, ref, off[count]);
+        snprintf(v, sizeof v, "%s %s x%d", b->name, dir ? "dec" : "enc", ncpu());
+        add_row(what, v, (double)(off[count] - off[0]), median(t, 5), exact);
+    }
+    cpu_mtf = gmtf_mtf_encode_scalar;
+    free(out);
+    free(back);
 }
 
 static void write_json(const char *path, const char *device)
