@@ -116,6 +116,53 @@ int codec_encode(gmtf_fs *fs, const uint8_t *src, const uint64_t *off, size_t n,
     return 0;
 }
 
+/* Decodes on the big codec when the batch has several frames and it is
+ * free, else on a single-threaded codec of the pool. */
+static int decoder_run(gmtf_fs *fs, size_t n, const uint8_t *src, const uint64_t *foff,
+                       uint8_t *dst, const uint64_t *doff, int *status)
+{
+    if (n > 1 && pthread_mutex_trylock(&fs->codec_lock) == 0) {
+        int rc = gmtf_batch_decode(fs->codec, src, foff, n, dst, doff, status);
+        pthread_mutex_unlock(&fs->codec_lock);
+        return rc;
+    }
+    pthread_mutex_lock(&fs->dpool_mtx);
+    int slot = -1;
+    while (slot < 0) {
+        for (unsigned i = 0; i < fs->ndpool; i++)
+            if (!(fs->dpool_busy >> i & 1)) {
+                slot = (int)i;
+                break;
+            }
+        if (slot < 0 && fs->ndpool < sizeof fs->dpool / sizeof *fs->dpool &&
+            fs->ndpool < fs->pool_max) {
+            gmtf_codec_options co = {.threads = 1, .mtf = fs->opt.mtf,
+                                     .max_block = GMTF_FS_BLOCK_MAX};
+            if (gmtf_codec_create(&fs->dpool[fs->ndpool], &co) == 0)
+                slot = (int)fs->ndpool++;
+            else if (fs->ndpool == 0)
+                break;
+        }
+        if (slot < 0)
+            pthread_cond_wait(&fs->dpool_cond, &fs->dpool_mtx);
+    }
+    if (slot < 0) { /* no pool codec at all: share the big one */
+        pthread_mutex_unlock(&fs->dpool_mtx);
+        pthread_mutex_lock(&fs->codec_lock);
+        int rc = gmtf_batch_decode(fs->codec, src, foff, n, dst, doff, status);
+        pthread_mutex_unlock(&fs->codec_lock);
+        return rc;
+    }
+    fs->dpool_busy |= 1u << slot;
+    pthread_mutex_unlock(&fs->dpool_mtx);
+    int rc = gmtf_batch_decode(fs->dpool[slot], src, foff, n, dst, doff, status);
+    pthread_mutex_lock(&fs->dpool_mtx);
+    fs->dpool_busy &= ~(1u << slot);
+    pthread_cond_signal(&fs->dpool_cond);
+    pthread_mutex_unlock(&fs->dpool_mtx);
+    return rc;
+}
+
 /* ---- decoded-frame cache ---------------------------------------------------------- */
 
 static size_t chash_slot(gmtf_fs *fs, uint32_t id)
@@ -246,12 +293,13 @@ static int frames_decode(gmtf_fs *fs, const uint32_t *ids, size_t n, uint8_t **o
         foff[i + 1] = foff[i] + fs->frames[ids[i]].clen;
         doff[i + 1] = doff[i] + fs->frames[ids[i]].dlen;
     }
-    src = malloc(foff[n]);
-    dst = malloc(doff[n]);
+    src = malloc(foff[n] ? foff[n] : 1);
+    dst = malloc(doff[n] ? doff[n] : 1);
     if (!src || !dst) {
         rc = -ENOMEM;
         goto out;
     }
+    memset(src, 0, foff[n]); /* every byte is then read from the image or zeroed */
     for (size_t i = 0; i < n; i++) {
         struct frame *f = &fs->frames[ids[i]];
         status[i] = img_read(fs, src + foff[i], f->clen, f->off);
@@ -265,9 +313,7 @@ static int frames_decode(gmtf_fs *fs, const uint32_t *ids, size_t n, uint8_t **o
         rc = -ENOMEM;
         goto out;
     }
-    pthread_mutex_lock(&fs->codec_lock);
-    gmtf_batch_decode(fs->codec, src, foff, n, dst, doff, st2);
-    pthread_mutex_unlock(&fs->codec_lock);
+    decoder_run(fs, n, src, foff, dst, doff, st2);
     for (size_t i = 0; i < n; i++) {
         if (!status[i])
             status[i] = st2[i];
@@ -356,9 +402,7 @@ int codec_decode_one(gmtf_fs *fs, const uint8_t *src, size_t len, uint8_t *dst, 
 {
     uint64_t foff[2] = {0, len}, doff[2] = {0, dlen};
     int st = 0;
-    pthread_mutex_lock(&fs->codec_lock);
-    int rc = gmtf_batch_decode(fs->codec, src, foff, 1, dst, doff, &st);
-    pthread_mutex_unlock(&fs->codec_lock);
+    int rc = decoder_run(fs, 1, src, foff, dst, doff, &st);
     return rc ? rc : st;
 }
 

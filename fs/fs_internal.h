@@ -163,8 +163,14 @@ struct gmtf_fs {
     uint32_t bs;
     pthread_rwlock_t lock; /* readers: lookups and reads; writers: every change */
 
-    gmtf_codec *codec;
+    gmtf_codec *codec; /* multi-threaded: flush batches, big read batches */
     pthread_mutex_t codec_lock;
+    /* Single-threaded codecs, one per concurrent decoder: readers decode
+     * in parallel (a gmtf_codec serves one call at a time). */
+    gmtf_codec *dpool[16];
+    unsigned ndpool, dpool_busy, pool_max;
+    pthread_mutex_t dpool_mtx;
+    pthread_cond_t dpool_cond;
 
     /* inodes, by number */
     struct inode **itab;

@@ -301,6 +301,8 @@ int fs_new(gmtf_image *img, const gmtf_fs_options *opt, uint32_t bs, gmtf_fs **o
     fs->next_gen = 1;
     pthread_rwlock_init(&fs->lock, NULL);
     pthread_mutex_init(&fs->codec_lock, NULL);
+    pthread_mutex_init(&fs->dpool_mtx, NULL);
+    pthread_cond_init(&fs->dpool_cond, NULL);
     pthread_mutex_init(&fs->cache_lock, NULL);
     pthread_mutex_init(&fs->fl_mtx, NULL);
     pthread_cond_init(&fs->fl_cond, NULL);
@@ -310,6 +312,7 @@ int fs_new(gmtf_image *img, const gmtf_fs_options *opt, uint32_t bs, gmtf_fs **o
         .mtf = fs->opt.mtf,
         .max_block = GMTF_FS_BLOCK_MAX,
     };
+    fs->pool_max = co.threads < 16 ? co.threads : 16;
     int rc = gmtf_codec_create(&fs->codec, &co);
     if (rc) {
         fs_log(fs, "codec: %s", gmtf_strerror(rc));
@@ -324,6 +327,10 @@ void fs_destroy(gmtf_fs *fs, int close_img)
 {
     meta_free_all(fs);
     gmtf_codec_destroy(fs->codec);
+    for (unsigned i = 0; i < fs->ndpool; i++)
+        gmtf_codec_destroy(fs->dpool[i]);
+    pthread_mutex_destroy(&fs->dpool_mtx);
+    pthread_cond_destroy(&fs->dpool_cond);
     pthread_rwlock_destroy(&fs->lock);
     pthread_mutex_destroy(&fs->codec_lock);
     pthread_mutex_destroy(&fs->cache_lock);

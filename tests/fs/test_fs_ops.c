@@ -10,6 +10,7 @@
 #include <string.h>
 #include <sys/stat.h>
 #include <sys/sysmacros.h>
+#include <pthread.h>
 #include <unistd.h>
 
 #include <cmocka.h>
@@ -458,6 +459,83 @@ static void test_compaction(void **state)
     rec_image_free(r);
 }
 
+struct thr {
+    gmtf_fs *fs;
+    uint64_t ino;
+    const uint8_t *want;
+    size_t n;
+    int id, bad;
+};
+
+static void *reader_main(void *arg)
+{
+    struct thr *t = arg;
+    uint8_t *b = malloc(t->n);
+    for (int r = 0; r < 20; r++) {
+        size_t off = (size_t)(r * 7777 + t->id * 131) % t->n;
+        long got = gmtf_fs_read(t->fs, t->ino, b, t->n - off, off);
+        if (got != (long)(t->n - off) || memcmp(b, t->want + off, t->n - off))
+            t->bad++;
+    }
+    free(b);
+    return NULL;
+}
+
+static void *writer_main(void *arg)
+{
+    struct thr *t = arg;
+    char nm[16];
+    snprintf(nm, sizeof nm, "w%d", t->id);
+    gmtf_entry e;
+    if (gmtf_fs_create(t->fs, ROOT, nm, 0644, 0, 0, 0, &e)) {
+        t->bad++;
+        return NULL;
+    }
+    for (int r = 0; r < 30; r++) {
+        if (gmtf_fs_write(t->fs, e.attr.st_ino, t->want + r * 1000, 5000, (uint64_t)r * 1000) != 5000)
+            t->bad++;
+        if (r % 5 == 0 && gmtf_fs_fsync(t->fs, e.attr.st_ino, 0))
+            t->bad++;
+    }
+    gmtf_fs_release(t->fs, e.attr.st_ino);
+    return NULL;
+}
+
+static void test_threads(void **state)
+{
+    (void)state;
+    rec_img *r = mkfs_rec(BS, 0);
+    gmtf_fs_options o = {.threads = 2, .flush_interval_ms = 10, .cache_bytes = 2 * BS,
+                         .journal_bytes = 64u << 10};
+    gmtf_fs *fs;
+    assert_int_equal(gmtf_fs_mount(rec_image_attach(r), &o, &fs), 0);
+    size_t n = 6 * BS + 99;
+    uint8_t *p = malloc(n);
+    fill_pattern(p, n, 77);
+    uint64_t ino = mkfile(fs, ROOT, "shared", p, n);
+    assert_int_equal(gmtf_fs_syncfs(fs), 0);
+    struct thr t[6];
+    pthread_t th[6];
+    for (int i = 0; i < 6; i++) {
+        t[i] = (struct thr){fs, ino, p, n, i, 0};
+        pthread_create(&th[i], NULL, i < 4 ? reader_main : writer_main, &t[i]);
+    }
+    for (int i = 0; i < 6; i++) {
+        pthread_join(th[i], NULL);
+        assert_int_equal(t[i].bad, 0);
+    }
+    assert_int_equal(gmtf_fs_unmount(fs), 0);
+    fs = mount_rec(r, 1);
+    for (int i = 4; i < 6; i++) {
+        char nm[16];
+        snprintf(nm, sizeof nm, "w%d", i);
+        check_file(fs, ino_of(fs, ROOT, nm), p, 29 * 1000 + 5000);
+    }
+    assert_int_equal(gmtf_fs_unmount(fs), 0);
+    free(p);
+    rec_image_free(r);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -470,6 +548,7 @@ int main(void)
         cmocka_unit_test(test_space_reuse),
         cmocka_unit_test(test_dedup_and_packing),
         cmocka_unit_test(test_compaction),
+        cmocka_unit_test(test_threads),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
