@@ -1,0 +1,230 @@
+/* mkfs.gmtf and fsck.gmtf end to end: fill images from a directory, a tar
+ * file and a tar stream on stdin; compare every kept property through the
+ * library; check the image lock and fsck exit codes.
+ * argv[1] = mkfs.gmtf, argv[2] = fsck.gmtf (meson passes them). */
+#include <errno.h>
+#include <fcntl.h>
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/sysmacros.h>
+#include <sys/wait.h>
+#include <sys/xattr.h>
+#include <unistd.h>
+
+#include <cmocka.h>
+
+#include "gmtf_fs.h"
+
+static const char *mkfs_bin, *fsck_bin;
+static char tmp[256], src[300];
+
+static int run(const char *fmt, ...)
+{
+    char cmd[2048];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(cmd, sizeof cmd, fmt, ap);
+    va_end(ap);
+    int st = system(cmd);
+    return WIFEXITED(st) ? WEXITSTATUS(st) : -1;
+}
+
+static void put(const char *rel, const char *data, size_t n, mode_t mode)
+{
+    char p[512];
+    snprintf(p, sizeof p, "%s/%s", src, rel);
+    int fd = open(p, O_WRONLY | O_CREAT | O_TRUNC, mode);
+    assert_true(fd >= 0);
+    assert_int_equal(write(fd, data, n), (ssize_t)n);
+    close(fd);
+    chmod(p, mode);
+}
+
+static int setup(void **state)
+{
+    (void)state;
+    snprintf(tmp, sizeof tmp, "/tmp/gmtf-mkfs-XXXXXX");
+    assert_non_null(mkdtemp(tmp));
+    snprintf(src, sizeof src, "%s/src", tmp);
+    mkdir(src, 0755);
+    char p[512];
+    snprintf(p, sizeof p, "%s/a", src);
+    mkdir(p, 0750);
+    put("a/x.c", "int main(void) { return 0; }\n", 29, 0640);
+    snprintf(p, sizeof p, "%s/a/x.c", src);
+    if (chown(p, 1234, 5678)) /* not root: keep our own ids */
+        (void)0;
+    setxattr(p, "user.test", "value", 5, 0);
+    struct timespec ts[2] = {{1000000000, 123456789}, {1500000000, 987654321}};
+    utimensat(AT_FDCWD, p, ts, AT_SYMLINK_NOFOLLOW);
+    char hp[512];
+    snprintf(hp, sizeof hp, "%s/a/hard", src);
+    assert_int_equal(link(p, hp), 0);
+    snprintf(p, sizeof p, "%s/ln", src);
+    assert_int_equal(symlink("a/x.c", p), 0);
+    snprintf(p, sizeof p, "%s/fifo", src);
+    assert_int_equal(mkfifo(p, 0600), 0);
+    put("empty", "", 0, 0644);
+    /* sparse: 10 bytes at 3 GiB */
+    snprintf(p, sizeof p, "%s/sparse", src);
+    int fd = open(p, O_WRONLY | O_CREAT, 0644);
+    assert_int_equal(pwrite(fd, "0123456789", 10, 3ll << 30), 10);
+    close(fd);
+    char big[300000];
+    for (size_t i = 0; i < sizeof big; i++)
+        big[i] = "gmtf compresses "[i % 16] ^ (char)(i / 7919);
+    put("big.bin", big, sizeof big, 0600);
+    return 0;
+}
+
+static int teardown(void **state)
+{
+    (void)state;
+    run("rm -rf '%s'", tmp);
+    return 0;
+}
+
+static uint64_t lookup_path(gmtf_fs *fs, const char *path, struct stat *st)
+{
+    char buf[256];
+    snprintf(buf, sizeof buf, "%s", path);
+    uint64_t ino = GMTF_ROOT_INO;
+    for (char *tok = strtok(buf, "/"); tok; tok = strtok(NULL, "/")) {
+        gmtf_entry e;
+        if (gmtf_fs_lookup(fs, ino, tok, &e))
+            return 0;
+        ino = e.attr.st_ino;
+    }
+    assert_int_equal(gmtf_fs_getattr(fs, ino, st), 0);
+    return ino;
+}
+
+static void compare_file(gmtf_fs *fs, const char *rel)
+{
+    char p[512];
+    snprintf(p, sizeof p, "%s/%s", src, rel);
+    struct stat hs, gs;
+    assert_int_equal(lstat(p, &hs), 0);
+    uint64_t ino = lookup_path(fs, rel, &gs);
+    assert_int_not_equal(ino, 0);
+    assert_int_equal(gs.st_mode, hs.st_mode);
+    assert_int_equal(gs.st_uid, hs.st_uid);
+    assert_int_equal(gs.st_gid, hs.st_gid);
+    assert_int_equal(gs.st_mtim.tv_sec, hs.st_mtim.tv_sec);
+    if (S_ISREG(hs.st_mode))
+        assert_int_equal(gs.st_size, hs.st_size);
+    if (S_ISREG(hs.st_mode) && hs.st_size < (1 << 20)) {
+        char *a = malloc((size_t)hs.st_size + 1), *b = malloc((size_t)hs.st_size + 1);
+        int fd = open(p, O_RDONLY);
+        assert_int_equal(read(fd, a, (size_t)hs.st_size), hs.st_size);
+        close(fd);
+        assert_int_equal(gmtf_fs_read(fs, ino, b, (size_t)hs.st_size, 0), hs.st_size);
+        assert_memory_equal(a, b, (size_t)hs.st_size);
+        free(a);
+        free(b);
+    }
+}
+
+static void verify_image(const char *img, int from_dir)
+{
+    gmtf_image *im;
+    assert_int_equal(gmtf_image_open_file(img, GMTF_IMAGE_RDONLY, &im), 0);
+    gmtf_fs_options o = {.read_only = 1, .threads = 1};
+    gmtf_fs *fs;
+    assert_int_equal(gmtf_fs_mount(im, &o, &fs), 0);
+    compare_file(fs, "a");
+    compare_file(fs, "a/x.c");
+    compare_file(fs, "ln");
+    compare_file(fs, "fifo");
+    compare_file(fs, "empty");
+    compare_file(fs, "big.bin");
+    compare_file(fs, "sparse");
+    struct stat st, st2;
+    uint64_t x = lookup_path(fs, "a/x.c", &st), h = lookup_path(fs, "a/hard", &st2);
+    assert_int_equal(x, h); /* a hard link, not a copy */
+    assert_int_equal(st.st_nlink, 2);
+    assert_int_equal(st.st_mtim.tv_nsec, 987654321);
+    char v[16];
+    assert_int_equal(gmtf_fs_getxattr(fs, x, "user.test", v, sizeof v), 5);
+    assert_memory_equal(v, "value", 5);
+    char t[16];
+    uint64_t l = lookup_path(fs, "ln", &st);
+    assert_int_equal(gmtf_fs_readlink(fs, l, t, sizeof t), 5);
+    assert_memory_equal(t, "a/x.c", 5);
+    uint64_t s = lookup_path(fs, "sparse", &st);
+    assert_true(st.st_blocks < 64); /* the hole is not stored */
+    assert_int_equal(gmtf_fs_lseek(fs, s, 0, SEEK_DATA), (int64_t)((3ll << 30) / (2u << 20) * (2u << 20)));
+    uint8_t b[10];
+    assert_int_equal(gmtf_fs_read(fs, s, b, 10, 3ll << 30), 10);
+    assert_memory_equal(b, "0123456789", 10);
+    (void)from_dir;
+    gmtf_fs_unmount(fs);
+    assert_int_equal(run("'%s' -q '%s'", fsck_bin, img), 0);
+}
+
+static void test_from_dir(void **state)
+{
+    (void)state;
+    char img[300];
+    snprintf(img, sizeof img, "%s/dir.img", tmp);
+    assert_int_equal(run("'%s' -q -L test --from '%s' '%s'", mkfs_bin, src, img), 0);
+    verify_image(img, 1);
+}
+
+static void test_from_tar_and_stdin(void **state)
+{
+    (void)state;
+    char img[300], tar[300];
+    snprintf(tar, sizeof tar, "%s/src.tar", tmp);
+    assert_int_equal(run("tar --xattrs --sparse -C '%s' -cf '%s' .", src, tar), 0);
+    snprintf(img, sizeof img, "%s/tar.img", tmp);
+    assert_int_equal(run("'%s' -q --from '%s' '%s'", mkfs_bin, tar, img), 0);
+    verify_image(img, 0);
+    snprintf(img, sizeof img, "%s/stdin.img", tmp);
+    assert_int_equal(run("xz -0 -T1 < '%s' | '%s' -q -b 64K --from - '%s'", tar, mkfs_bin, img), 0);
+    verify_image(img, 0);
+}
+
+static void test_lock_and_exit_codes(void **state)
+{
+    (void)state;
+    char img[300], junk[300];
+    snprintf(img, sizeof img, "%s/lock.img", tmp);
+    assert_int_equal(run("'%s' -q '%s'", mkfs_bin, img), 0);
+    gmtf_image *im;
+    assert_int_equal(gmtf_image_open_file(img, 0, &im), 0); /* as a mount holds it */
+    assert_int_not_equal(run("'%s' -q '%s' 2>/dev/null", mkfs_bin, img), 0);
+    assert_int_equal(run("'%s' -y '%s' 2>/dev/null >/dev/null", fsck_bin, img), 8);
+    assert_int_equal(run("'%s' -n '%s' 2>/dev/null >/dev/null", fsck_bin, img), 8);
+    gmtf_image *im2;
+    assert_int_equal(gmtf_image_open_file(img, 0, &im2), -EBUSY);
+    gmtf_image_close(im);
+    assert_int_equal(run("'%s' -n -q '%s'", fsck_bin, img), 0);
+    snprintf(junk, sizeof junk, "%s/junk", tmp);
+    put("../junk", "not an image at all, not at all", 31, 0644);
+    assert_int_equal(run("'%s' '%s' 2>/dev/null", fsck_bin, junk), 8);
+    assert_int_equal(run("'%s' --bogus 2>/dev/null", fsck_bin), 16);
+    assert_int_not_equal(run("'%s' -b 3000 x 2>/dev/null", mkfs_bin), 0);
+    assert_int_equal(run("'%s' --version >/dev/null", mkfs_bin), 0);
+}
+
+int main(int argc, char **argv)
+{
+    if (argc < 3) {
+        fprintf(stderr, "usage: %s MKFS FSCK\n", argv[0]);
+        return 1;
+    }
+    mkfs_bin = argv[1];
+    fsck_bin = argv[2];
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_from_dir),
+        cmocka_unit_test(test_from_tar_and_stdin),
+        cmocka_unit_test(test_lock_and_exit_codes),
+    };
+    return cmocka_run_group_tests(tests, setup, teardown);
+}
