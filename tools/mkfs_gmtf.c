@@ -373,8 +373,10 @@ static uint64_t walk_parent(mkfs_ctx *c, char *path, char **leaf)
         if (*p && strcmp(p, ".")) {
             gmtf_entry e;
             int rc = gmtf_fs_lookup(c->fs, dir, p, &e);
-            if (rc == -ENOENT)
+            if (rc == -ENOENT) {
                 rc = gmtf_fs_mkdir(c->fs, dir, p, 0755, 0, 0, &e);
+                c->dirs += rc == 0; /* the archive names only its files */
+            }
             if (rc || !S_ISDIR(e.attr.st_mode)) {
                 *slash = '/';
                 return 0;

@@ -228,9 +228,12 @@ static void test_crash_states(void **state)
             rec_img *d = rec_image_new(img, len);
             gmtf_fs_options o = {.read_only = 1, .threads = 1, .log = quiet};
             gmtf_fs *fs;
+            d->recording = 1;
             assert_int_equal(gmtf_fs_mount(rec_image_attach(d), &o, &fs), 0);
             verify_state(w, r, fs, k, w->db);
             gmtf_fs_unmount(fs);
+            assert_int_equal(d->n, 0); /* a read-only mount never writes, even to replay */
+            d->recording = 0;
             if (k % 5 == 0) { /* a writable mount replays and checkpoints: still clean */
                 o.read_only = 0;
                 assert_int_equal(gmtf_fs_mount(rec_image_attach(d), &o, &fs), 0);
