@@ -29,6 +29,7 @@ typedef struct gmtf_mount {
     unsigned max_write;    /* bytes per WRITE/READ request */
     int debug;
     int daemonized;        /* stderr is gone: log to syslog */
+    int init_done;         /* op_init ran (atomic) */
     /* With the writeback cache the kernel owns mtime, ctime and the
      * setuid bits of written files and sends them by SETATTR, possibly
      * before the WRITE it covers reaches us; a WRITE keeps them as they

@@ -105,6 +105,7 @@ static void op_init(void *userdata, struct fuse_conn_info *conn)
     if (m->max_write)
         conn->max_write = m->max_write;
     conn->time_gran = 1;
+    __atomic_store_n(&m->init_done, 1, __ATOMIC_RELEASE);
 }
 
 static void op_destroy(void *userdata)

@@ -18,6 +18,7 @@
 #include <string.h>
 #include <sys/wait.h>
 #include <syslog.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "gmtf_config.h"
@@ -37,6 +38,7 @@ typedef struct cli {
     char *subtype;
     unsigned threads;
     unsigned readahead_blocks;
+    unsigned readahead_kb;
     double entry_timeout;
     double attr_timeout;
     int noacl;
@@ -55,6 +57,7 @@ static const struct fuse_opt cli_opts[] = {
     CLI_OPT("max_write=%s", max_write, 0),
     CLI_OPT("threads=%u", threads, 0),
     CLI_OPT("readahead_blocks=%u", readahead_blocks, 0),
+    CLI_OPT("readahead_kb=%u", readahead_kb, 0),
     CLI_OPT("entry_timeout=%lf", entry_timeout, 0),
     CLI_OPT("attr_timeout=%lf", attr_timeout, 0),
     CLI_OPT("fsname=%s", fsname, 0),
@@ -100,6 +103,8 @@ static void usage(FILE *f)
         "    mtf=NAME               codec MTF backend (default: auto)\n"
         "    threads=N              codec threads (default: online CPUs)\n"
         "    readahead_blocks=N     blocks decoded ahead of sequential reads\n"
+        "    readahead_kb=N         kernel readahead of the mount (default 1024; 0 =\n"
+        "                           the kernel's 128; needs root)\n"
         "    max_write=SIZE         bytes per FUSE read/write request (default 1M)\n"
         "    entry_timeout=SECS     name cache timeout (default 1)\n"
         "    attr_timeout=SECS      attribute cache timeout (default 1)\n"
@@ -320,6 +325,90 @@ static int add_mount_options(struct fuse_args *args, const cli *c, const char *i
     return rc;
 }
 
+/* Undoes the octal escapes of /proc/self/mountinfo (\040 for space). */
+static void unescape_mountinfo(char *s)
+{
+    char *w = s;
+    for (char *r = s; *r; r++) {
+        if (r[0] == '\\' && r[1] >= '0' && r[1] <= '3' && r[2] >= '0' && r[2] <= '7' &&
+            r[3] >= '0' && r[3] <= '7') {
+            *w++ = (char)((r[1] - '0') * 64 + (r[2] - '0') * 8 + (r[3] - '0'));
+            r += 3;
+        } else {
+            *w++ = *r;
+        }
+    }
+    *w = '\0';
+}
+
+/* The kernel reads ahead 128 KiB on a FUSE mount; a block is 1 MiB, so a
+ * sequential reader would ask for each block eight times over. The mount's
+ * readahead is raised through its bdi in sysfs, once the kernel has taken
+ * the INIT reply (which caps it at max_readahead): a thread waits for
+ * op_init, then writes and checks. The device number comes from mountinfo
+ * (a stat of the mount point would call back into this process). Best
+ * effort: root only. */
+typedef struct readahead_job {
+    gmtf_mount *m;
+    char path[128];
+    unsigned kb;
+} readahead_job;
+
+static void *readahead_thread(void *arg)
+{
+    readahead_job *job = arg;
+    for (int tries = 0; tries < 50; tries++) {
+        struct timespec ts = { 0, 100 * 1000 * 1000 };
+        nanosleep(&ts, NULL);
+        if (!__atomic_load_n(&job->m->init_done, __ATOMIC_ACQUIRE))
+            continue;
+        FILE *f = fopen(job->path, "r+");
+        if (!f)
+            break;
+        unsigned now = 0;
+        int ok = fscanf(f, "%u", &now) == 1 && now == job->kb;
+        if (!ok) {
+            rewind(f);
+            fprintf(f, "%u\n", job->kb);
+        }
+        fclose(f);
+        if (ok)
+            break;
+    }
+    free(job);
+    return NULL;
+}
+
+static void set_readahead(gmtf_mount *m, const char *want, unsigned kb)
+{
+    if (!kb || !want[0])
+        return;
+    FILE *f = fopen("/proc/self/mountinfo", "r");
+    if (!f)
+        return;
+    char line[4096], dev[64] = "";
+    while (fgets(line, sizeof line, f)) {
+        char mm[64], root[PATH_MAX], mp[PATH_MAX];
+        if (sscanf(line, "%*s %*s %63s %4095s %4095s", mm, root, mp) != 3)
+            continue;
+        unescape_mountinfo(mp);
+        if (strcmp(mp, want) == 0 && strstr(line, " - fuse"))
+            snprintf(dev, sizeof dev, "%s", mm); /* the last one is on top */
+    }
+    fclose(f);
+    readahead_job *job = dev[0] ? calloc(1, sizeof *job) : NULL;
+    if (!job)
+        return;
+    job->m = m;
+    job->kb = kb;
+    snprintf(job->path, sizeof job->path, "/sys/class/bdi/%s/read_ahead_kb", dev);
+    pthread_t t;
+    if (pthread_create(&t, NULL, readahead_thread, job) != 0)
+        free(job);
+    else
+        pthread_detach(t);
+}
+
 static void print_version(void)
 {
     printf("gmtf %s (libfuse %s)\n", GMTF_VERSION, fuse_pkgversion());
@@ -329,6 +418,9 @@ static int serve(struct fuse_args *args, const cli *c, gmtf_mount *m,
                  const struct fuse_cmdline_opts *fo)
 {
     int ready_fd = -1;
+    char mnt_path[PATH_MAX] = "";
+    if (!realpath(fo->mountpoint, mnt_path))
+        mnt_path[0] = '\0'; /* fuse_session_mount will say what is wrong */
     if (!fo->foreground && daemon_fork(&ready_fd))
         return 1;
     if (open_filesystem(c, m))
@@ -348,6 +440,7 @@ static int serve(struct fuse_args *args, const cli *c, gmtf_mount *m,
         fail("%s: cannot mount on %s", m->image, fo->mountpoint);
         goto out_signals;
     }
+    set_readahead(m, mnt_path, c->readahead_kb);
     if (!fo->foreground)
         daemon_ready(m, ready_fd);
     int rc;
@@ -389,7 +482,7 @@ out_session:
 int main(int argc, char **argv)
 {
     struct fuse_args args = FUSE_ARGS_INIT(argc, argv);
-    cli c = { .entry_timeout = 1.0, .attr_timeout = 1.0 };
+    cli c = { .entry_timeout = 1.0, .attr_timeout = 1.0, .readahead_kb = 1024 };
     for (int i = 1; i < argc; i++) {
         if (strcmp(argv[i], "--help") == 0 || strcmp(argv[i], "-h") == 0) {
             usage(stdout);
