@@ -314,6 +314,7 @@ static int frames_decode(gmtf_fs *fs, const uint32_t *ids, size_t n, uint8_t **o
         goto out;
     }
     decoder_run(fs, n, src, foff, dst, doff, st2);
+    __atomic_add_fetch(&fs->frames_decoded, n, __ATOMIC_RELAXED);
     for (size_t i = 0; i < n; i++) {
         if (!status[i])
             status[i] = st2[i];

@@ -217,6 +217,7 @@ struct gmtf_fs {
     size_t chash_cap;
     struct cblock *lru_head, *lru_tail;
     uint64_t cache_bytes, cache_limit;
+    uint64_t frames_decoded;
 
     /* dedup of flushed pieces */
     struct dedup_ent *dedup;

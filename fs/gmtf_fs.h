@@ -245,6 +245,8 @@ typedef struct gmtf_fs_info {
     uint64_t frames;
     uint64_t dirty_bytes;   /* in the write-back cache now */
     uint64_t replayed_records; /* journal records replayed at mount */
+    uint64_t frames_decoded;   /* since mount (read cache misses, prefetch, checks) */
+    uint64_t cache_bytes;      /* decoded frames cached now */
 } gmtf_fs_info;
 int gmtf_fs_get_info(gmtf_fs *fs, gmtf_fs_info *info);
 

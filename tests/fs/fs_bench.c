@@ -183,10 +183,11 @@ int main(int argc, char **argv)
     printf("mount %.2f s (RSS %ld -> %ld KiB: metadata of %llu files)\n", t1 - t0, rss0,
            rss_mount, (unsigned long long)w.files);
     if (!rnd) {
-        printf("walk: %llu files, %llu dirs, %llu bytes in %.2f s = %.1f MB/s; peak RSS %ld KiB "
-               "(cache limit %llu KiB)\n",
+        printf("walk: %llu files, %llu dirs, %llu bytes in %.2f s = %.1f MB/s, %.1f s CPU; "
+               "%llu of %llu frames decoded; peak RSS %ld KiB (cache limit %llu KiB)\n",
                (unsigned long long)w.files, (unsigned long long)w.dirs,
-               (unsigned long long)w.bytes, t2 - t1, w.bytes / (t2 - t1) / 1e6,
+               (unsigned long long)w.bytes, t2 - t1, w.bytes / (t2 - t1) / 1e6, cpu_s(),
+               (unsigned long long)info.frames_decoded, (unsigned long long)info.frames,
                rss_kb("VmHWM:"), (unsigned long long)(o.cache_bytes >> 10));
     } else {
         long n = argc > 3 ? atol(argv[3]) : 200;
