@@ -47,17 +47,29 @@ static long roundtrip_all(const uint8_t *ranks, size_t n)
     assert_memory_equal(back.buf, ranks, n);
     assert_true(tu_guard_ok(&back));
 
-    /* fused entry points: the same bytes as the two stages */
+    /* the stage encoder always writes method 0 (adaptive) */
+    assert_int_equal(enc[0], 0);
+    /* fused entry points: method 0 gives the same bytes as the two stages;
+     * method 1 (semi-static rANS) only for blocks of 64 KiB or more */
     uint8_t *enc2 = tu_malloc(cap);
     memcpy(enc2, enc, (size_t)elen);
     long len = gmtf_rank_encode(ranks, n, enc, cap, ws);
-    assert_int_equal(len, elen);
-    assert_memory_equal(enc, enc2, (size_t)len);
+    assert_true(len > 0);
+    assert_true(enc[0] == 0 || enc[0] == 1);
+    if (enc[0] == 0) {
+        assert_int_equal(len, elen);
+        assert_memory_equal(enc, enc2, (size_t)len);
+    } else {
+        assert_true(n >= (64u << 10));
+    }
     free(enc2);
     memset(back.buf, 0xAA, n);
     assert_int_equal(gmtf_rank_decode(enc, (size_t)len, back.buf, n, ws), 0);
     assert_memory_equal(back.buf, ranks, n);
     assert_true(tu_guard_ok(&back));
+    /* the stage decoder reads either method: the same symbols */
+    assert_int_equal(gmtf_entropy_decode(enc, (size_t)len, syms2, count, ws), 0);
+    assert_memory_equal(syms, syms2, count * sizeof(uint16_t));
 
     tu_guarded_free(&back);
     free(syms2);
@@ -311,6 +323,7 @@ static void mutate_sample(const uint8_t *ranks, size_t n, long iterations, uint6
     uint8_t *enc = tu_malloc(cap), *bad = tu_malloc(cap + 64);
     long len = gmtf_rank_encode(ranks, n, enc, cap, ws);
     assert_true(len > 0);
+    int method = enc[0];
     tu_guarded g = tu_guarded_alloc(n);
     uint64_t st = seed;
     long silent = 0;
@@ -335,8 +348,8 @@ static void mutate_sample(const uint8_t *ranks, size_t n, long iterations, uint6
         }
         silent += hostile_decode(bad, blen, ranks, n, &g, ws);
     }
-    printf("rank_coder: %ld mutations, %ld decoded to other ranks without an error\n",
-           iterations, silent);
+    printf("rank_coder: method %d, %ld mutations, %ld decoded to other ranks without an error\n",
+           method, iterations, silent);
     /* the end-of-stream checks reject nearly all damage by themselves */
     assert_true(silent * 20 <= iterations);
     tu_guarded_free(&g);
@@ -369,6 +382,50 @@ static void test_mutations(void **state)
     free(r);
 }
 
+/* Blocks of 64 KiB and more with stable statistics take method 1; small
+ * blocks method 0; both survive mutation. */
+static void test_method_choice(void **state)
+{
+    (void)state;
+    size_t n = 300000;
+    uint8_t *r = tu_malloc(n);
+    fill_skewed_ranks(r, n, 7);
+    void *ws = tu_malloc(gmtf_rank_workspace_size(n));
+    uint8_t *enc = tu_malloc(2 * n);
+    long len = gmtf_rank_encode(r, n, enc, 2 * n, ws);
+    assert_true(len > 0);
+    assert_int_equal(enc[0], 1);
+    mutate_sample(r, n, tu_env_long("GMTF_MUTATIONS", 6000) / 2, 13);
+    len = gmtf_rank_encode(r, 1000, enc, 2 * n, ws);
+    assert_true(len > 0);
+    assert_int_equal(enc[0], 0);
+    /* skewed ranks with runs of every bit count k up to 19 (two raw pieces
+     * above k = 18) mixed in: still method 1 */
+    size_t big = 1u << 21;
+    uint8_t *z = tu_malloc(big);
+    fill_skewed_ranks(z, big, 8);
+    size_t pos = 0;
+    for (unsigned k = 0; k < 20; k++) {
+        pos += 20000;
+        size_t run = ((size_t)1 << k) + (size_t)k * 977 % ((size_t)1 << k);
+        memset(z + pos, 0, run);
+        pos += run;
+        z[pos] = (uint8_t)(1 + k);
+    }
+    assert_true(pos < big);
+    len = roundtrip_all(z, big);
+    uint8_t *enc2 = tu_malloc(2 * big);
+    void *ws2 = tu_malloc(gmtf_rank_workspace_size(big));
+    assert_int_equal(gmtf_rank_encode(z, big, enc2, 2 * big, ws2), len);
+    assert_int_equal(enc2[0], 1);
+    free(ws2);
+    free(enc2);
+    free(z);
+    free(enc);
+    free(ws);
+    free(r);
+}
+
 static void test_constant_payloads(void **state)
 {
     (void)state;
@@ -382,13 +439,18 @@ static void test_constant_payloads(void **state)
     uint8_t src[64];
     for (size_t f = 0; f < sizeof fills; f++) {
         memset(src, fills[f], sizeof src);
-        for (size_t s = 0; s < sizeof sizes / sizeof sizes[0]; s++) {
-            tu_guarded g = tu_guarded_alloc(sizes[s]);
+        for (size_t s = 0; s < 3 * (sizeof sizes / sizeof sizes[0]); s++) {
+            /* as it is, then behind method byte 0, then 1 */
+            if (s % 3)
+                src[0] = (uint8_t)(s % 3 - 1);
+            else
+                src[0] = fills[f];
+            tu_guarded g = tu_guarded_alloc(sizes[s / 3]);
             for (size_t len = 0; len <= sizeof src; len += 3) {
-                int rc = gmtf_rank_decode(src, len, g.buf, sizes[s], ws);
+                int rc = gmtf_rank_decode(src, len, g.buf, sizes[s / 3], ws);
                 assert_true(rc == 0 || rc == GMTF_E_CORRUPT || rc == GMTF_E_TRUNCATED);
                 assert_true(tu_guard_ok(&g));
-                rc = gmtf_entropy_decode(src, len, syms, sizes[s], ws);
+                rc = gmtf_entropy_decode(src, len, syms, sizes[s / 3], ws);
                 assert_true(rc == 0 || rc == GMTF_E_CORRUPT || rc == GMTF_E_TRUNCATED);
             }
             tu_guarded_free(&g);
@@ -403,8 +465,8 @@ static void test_fuzzer_payload(void **state)
     (void)state;
     /* The payload of the frame the fuzzer found (tests/codec/test_crafted.c):
      * a run of 2^30 asked for 28 direct bits at once, and the range
-     * shifted right by 28 was 0. */
-    static const uint8_t payload[] = {0x4c, 0x7e, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff,
+     * shifted right by 28 was 0. Behind method byte 0 (method 0) now. */
+    static const uint8_t payload[] = {0x00, 0x4c, 0x7e, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff,
                                       0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff};
     size_t n = 70000;
     void *ws = tu_malloc(gmtf_rank_workspace_size(n));
@@ -431,6 +493,8 @@ static void test_random_payloads(void **state)
             size_t len = it < 64 ? (size_t)it : tu_rand_below(&st, 1u << 16);
             for (size_t i = 0; i < len; i++)
                 src[i] = (uint8_t)tu_rand(&st);
+            if (len > 0 && it % 3 != 0)
+                src[0] = (uint8_t)(it % 3 - 1); /* reach both decoders */
             int rc = gmtf_rank_decode(src, len, g.buf, sizes[s], ws);
             assert_true(rc == 0 || rc == GMTF_E_CORRUPT || rc == GMTF_E_TRUNCATED);
             assert_true(tu_guard_ok(&g));
@@ -458,6 +522,7 @@ int main(void)
         cmocka_unit_test(test_enospc),
         cmocka_unit_test(test_entropy_rejects_bad_symbols),
         cmocka_unit_test(test_mutations),
+        cmocka_unit_test(test_method_choice),
         cmocka_unit_test(test_constant_payloads),
         cmocka_unit_test(test_fuzzer_payload),
         cmocka_unit_test(test_random_payloads),
