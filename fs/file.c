@@ -370,8 +370,10 @@ long gmtf_fs_write(gmtf_fs *fs, uint64_t ino, const void *buf, size_t n, uint64_
     else if (off > max_file_size(fs) || n > max_file_size(fs) - off)
         rc = -EFBIG;
     if (!rc && n && fs->dirty_bytes + n > fs->dirty_limit) {
-        /* Make room first, so a failure leaves the file unchanged. */
-        rc = flush_dirty(fs, 0);
+        /* Make room first, so a failure leaves the file unchanged. A quarter
+         * of the cache at a time keeps the stall short; mkfs flushes all at
+         * once, for the widest packing window. */
+        rc = flush_some(fs, 0, fs->opt.no_flush ? 0 : fs->dirty_limit / 4);
         if (!rc)
             rc = jr_commit(fs);
         if (rc && fs->dirty_bytes + n <= fs->dirty_limit)

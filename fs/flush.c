@@ -240,20 +240,30 @@ static int flush_pieces(gmtf_fs *fs, struct piece *p, size_t np)
 
 int flush_dirty(gmtf_fs *fs, uint64_t only_ino)
 {
+    return flush_some(fs, only_ino, 0);
+}
+
+int flush_some(gmtf_fs *fs, uint64_t only_ino, uint64_t max_bytes)
+{
     if (fs->ro)
         return 0;
     size_t n = 0, cap = 0;
-    for (struct dblock *d = fs->dlist; d; d = d->gnext)
+    struct dblock *tail = NULL;
+    for (struct dblock *d = fs->dlist; d; d = d->gnext) {
         cap++;
+        tail = d;
+    }
     if (!cap)
         return 0;
     struct piece *p = malloc(cap * sizeof *p);
     if (!p)
         return -ENOMEM;
     int rc = 0;
-    struct dblock *d = fs->dlist;
-    while (d) {
-        struct dblock *next = d->gnext;
+    uint64_t taken = 0;
+    /* Oldest first (the list grows at its head). */
+    struct dblock *d = tail;
+    while (d && !(max_bytes && taken >= max_bytes)) {
+        struct dblock *next = d->gprev;
         struct inode *in = inode_get(fs, d->ino);
         if (only_ino && d->ino != only_ino) {
             d = next;
@@ -290,6 +300,7 @@ int flush_dirty(gmtf_fs *fs, uint64_t only_ino)
         }
         p[n++] = (struct piece){.d = d, .in = in, .len = len, .key = in->sortkey,
                                 .group = 0, .dup_of = -1};
+        taken += len;
         d = next;
     }
     if (!rc && n) {

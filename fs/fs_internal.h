@@ -335,6 +335,7 @@ int file_truncate_locked(gmtf_fs *fs, struct inode *in, uint64_t size);
 
 /* ---- flush.c ---- */
 int flush_dirty(gmtf_fs *fs, uint64_t only_ino); /* 0 = all */
+int flush_some(gmtf_fs *fs, uint64_t only_ino, uint64_t max_bytes); /* oldest first */
 /* Rewrites blocks of shared frames whose live part fell under half, when
  * such waste is worth it (over 1/16 of the space in use). */
 int fs_compact(gmtf_fs *fs, int force);
