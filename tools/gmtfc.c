@@ -475,13 +475,17 @@ static int process_file(app *a, const char *name)
         warn_file(name, "is a symbolic link -- ignored (use -f to follow)");
         return -1;
     }
-    int in_fd = open(name, O_RDONLY | O_NOCTTY);
+    /* When writing a file, only regular inputs are accepted: O_NONBLOCK
+     * keeps a FIFO from blocking the open before it is refused. With -c or
+     * -t a FIFO is fine, and must be opened blocking to wait for a writer. */
+    int in_fd = open(name, O_RDONLY | O_NOCTTY | (to_file ? O_NONBLOCK : 0));
     if (in_fd < 0) {
         warn_file(name, "%s", strerror(errno));
         return -1;
     }
     if (fstat(in_fd, &st) < 0 || check_input(a, name, &st, removes) < 0)
         goto done;
+    fcntl(in_fd, F_SETFL, fcntl(in_fd, F_GETFL) & ~O_NONBLOCK);
     if (!to_file) {
         rc = run_codec(a, name, in_fd, STDOUT_FILENO, (uint64_t)st.st_size);
         goto done;

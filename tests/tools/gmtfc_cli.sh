@@ -136,6 +136,14 @@ case_stdio() {
     cat data | "$GMTFC" -b 4k | "$GMTFC" -d | cmp -s - data || fail "pipes both ways"
     "$GMTFC" -t < a.gmz || fail "-t from stdin"
     [ -e data ] || fail "stdin mode touched the file"
+    # A FIFO is refused as a file to replace (without hanging in open), and
+    # read like a pipe with -c.
+    mkfifo fifo
+    timeout 20 "$GMTFC" fifo 2>err
+    [ $? -eq 1 ] && grep -q 'fifo: is not a regular file' err || fail "FIFO input: $(<err)"
+    cat a.gmz > fifo &
+    timeout 20 "$GMTFC" -dc fifo | cmp -s - data || fail "-dc from a FIFO"
+    wait
 }
 
 case_keep_force_stdout() {
