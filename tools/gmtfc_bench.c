@@ -324,7 +324,7 @@ static void print_row(const bench_opts *o, const bench_file *f, const row *r)
             printf(",\"ratio\":%.4f", r->ratio);
         printf("}\n");
     } else {
-        printf("  %-8s %-16s %-7s %7u ", r->stage, r->variant, r->direction, r->threads);
+        printf("  %-8s %-22s %-7s %7u ", r->stage, r->variant, r->direction, r->threads);
         if (r->mbps >= 0)
             printf("%10.2f", r->mbps);
         else
@@ -610,7 +610,7 @@ static int bench_one_file(const bench_opts *o, const char *name)
     if (!o->json) {
         printf("%s: %zu bytes, block %u, %zu blocks, median of %u runs (MB/s of input)\n",
                name, f.size, f.bs, f.count, o->runs);
-        printf("  %-8s %-16s %-7s %7s %10s %8s\n", "stage", "variant", "dir", "threads", "MB/s",
+        printf("  %-8s %-22s %-7s %7s %10s %8s\n", "stage", "variant", "dir", "threads", "MB/s",
                "ratio");
     }
     int bad = 0;
