@@ -626,17 +626,23 @@ static int adaptive_decode_ranks(const uint8_t *src, size_t len, uint8_t *ranks,
 #define TAB_SIZE (1u << TAB_BITS)
 #define RANS_L (1u << 16) /* states live in [2^16, 2^32); 16-bit words */
 #define RAW_MAX 16        /* raw bits per rANS step */
-#define CNT_CTX 46        /* count models: class symbols, offsets by log2, top bits */
+#define CNT_KIND 46       /* count models: class symbols, offsets by log2, top bits */
+#define CNT_REF 13        /* times the neighbour count's bit length / 2 */
+#define CNT_CTX (CNT_KIND * CNT_REF)
 #define CNT_TREE 32       /* bit length of a count: 5-level tree, 0..25 used */
 #define HYB_MIN_N (64u << 10) /* smaller blocks: method 0 only */
-#ifndef HYB_SLACK
-#define HYB_SLACK 16 /* method 1 kept unless method 0 is 16/1024 smaller */
-#endif
+/* Method 1 is kept unless method 0 is smaller by more than slack/1024 of
+ * its size: large blocks, where decoding speed counts and method 1's
+ * tables are cheap, accept more (about 1.4% is typical there). */
+#define HYB_BIG_N (512u << 10)
+#define HYB_SLACK_BIG 48
+#define HYB_SLACK_SMALL 8
 
 /* Counts are sent as bit length e (a tree per count context) and up to two
  * bits below the leading one; the value is the middle of that interval. */
 typedef struct {
     prob2 len[CNT_CTX][CNT_TREE];
+    uint8_t lens[NTAB][TAB_ALPHA]; /* bit lengths sent so far */
 } count_model;
 
 typedef struct {
@@ -659,20 +665,37 @@ static inline unsigned hyb_alphabet(unsigned t)
     return t == T_TOP ? 2 : 4;
 }
 
-static inline unsigned count_ctx(unsigned t, unsigned s)
+/* Count context: the symbol (class symbols), its log2 (offsets) or the
+ * symbol (top bits), times the bit length of a neighbour count: the same
+ * class one context before (the previous avg step, else the previous
+ * r1 row), or the previous symbol of the same table. */
+static inline unsigned count_ctx(unsigned t, unsigned s, const uint8_t (*lens)[TAB_ALPHA])
 {
-    if (t < T_OFF)
-        return s;
-    if (t < T_TOP)
-        return HYB_NSYM + 31 - (unsigned)__builtin_clz(s + 1);
-    return HYB_NSYM + 8 + s;
+    unsigned kind, ref;
+    if (t < T_OFF) {
+        kind = s;
+        ref = t == 0 ? 0 : t % 8 ? lens[t - 1][s] : lens[t - 8][s];
+    } else {
+        kind = t < T_TOP ? HYB_NSYM + 31 - (unsigned)__builtin_clz(s + 1) : HYB_NSYM + 8 + s;
+        ref = s ? lens[t][s - 1] : 0;
+    }
+    ref >>= 1;
+    return kind * CNT_REF + (ref < CNT_REF - 1 ? ref : CNT_REF - 1);
+}
+
+/* Bits sent below a count's leading one: the cost of a count's relative
+ * error d is about count * d^2 / 1.4 bits, so a bit more is worth it about
+ * every factor 4 of count (0 bits below 16, 1 from 32, 2 from 128, ...). */
+static inline unsigned mant_bits(unsigned e)
+{
+    return e < 6 ? 0 : (e - 4) / 2;
 }
 
 static inline uint32_t count_value(unsigned e, unsigned m)
 {
     if (e == 0)
         return 0;
-    unsigned mb = e - 1 < 2 ? e - 1 : 2;
+    unsigned mb = mant_bits(e);
     uint32_t top = (1u << mb) | m;
     unsigned sh = e - 1 - mb;
     return sh ? (top << sh) | (1u << (sh - 1)) : top;
@@ -776,8 +799,9 @@ static uint8_t *ws_count_stream(void *ws, size_t n)
 static void cmodel_init(count_model *cm)
 {
     prob2 *p = &cm->len[0][0];
-    for (size_t i = 0; i < sizeof(count_model) / sizeof(prob2); i++)
+    for (size_t i = 0; i < (size_t)CNT_CTX * CNT_TREE; i++)
         p[i] = (prob2){PROB_INIT, PROB_INIT, 0};
+    memset(cm->lens, 0, sizeof cm->lens);
 }
 
 /* ---- method 1: encoder ------------------------------------------------- */
@@ -831,22 +855,23 @@ static size_t hyb_records(const uint8_t *ranks, size_t n, uint16_t *rec, uint32_
 /* The quantised counts into the count stream, and the encoder's tables. */
 static void hyb_send_tables(rc_enc *e, count_model *cm, uint32_t (*cnt)[TAB_ALPHA], hyb_tables *t)
 {
+    uint8_t(*lens)[TAB_ALPHA] = cm->lens;
     for (unsigned tb = 0; tb < NTAB; tb++) {
         unsigned a = hyb_alphabet(tb);
         uint32_t w[TAB_ALPHA];
         for (unsigned s = 0; s < a; s++) {
             uint32_t v = cnt[tb][s];
             unsigned len = v ? 32 - (unsigned)__builtin_clz(v) : 0;
-            prob2 *tree = cm->len[count_ctx(tb, s)];
+            prob2 *tree = cm->len[count_ctx(tb, s, (const uint8_t(*)[TAB_ALPHA])lens)];
+            lens[tb][s] = (uint8_t)len;
             unsigned node = 1;
             for (int j = 4; j >= 0; j--) {
                 int bit = (len >> j) & 1;
                 enc_bit(e, &tree[node], bit);
                 node = node * 2 + (unsigned)bit;
             }
-            unsigned m = 0;
-            if (len >= 2) {
-                unsigned mb = len - 1 < 2 ? len - 1 : 2;
+            unsigned m = 0, mb = mant_bits(len);
+            if (mb) {
                 m = (v >> (len - 1 - mb)) & ((1u << mb) - 1);
                 enc_direct(e, m, mb);
             }
@@ -987,16 +1012,17 @@ static int hyb_read_tables(rc_dec *d, count_model *cm, hyb_tables *t)
         unsigned a = hyb_alphabet(tb);
         uint32_t w[TAB_ALPHA];
         for (unsigned s = 0; s < a; s++) {
-            prob2 *tree = cm->len[count_ctx(tb, s)];
+            prob2 *tree = cm->len[count_ctx(tb, s, (const uint8_t(*)[TAB_ALPHA])cm->lens)];
             unsigned node = 1;
             for (int j = 0; j < 5; j++)
                 node = node * 2 + (unsigned)dec_bit(d, &tree[node]);
             unsigned len = node - CNT_TREE;
             if (len > 25)
                 return GMTF_E_CORRUPT;
+            cm->lens[tb][s] = (uint8_t)len;
             unsigned m = 0;
-            if (len >= 2)
-                m = dec_direct(d, len - 1 < 2 ? len - 1 : 2);
+            if (mant_bits(len))
+                m = dec_direct(d, mant_bits(len));
             w[s] = count_value(len, m);
         }
         hyb_normalise(w, a, t->fc[tb]);
@@ -1176,7 +1202,8 @@ long gmtf_rank_encode(const uint8_t *ranks, size_t n, uint8_t *dst, size_t cap, 
 #ifdef GMTF_ENTROPY_TRACE
     fprintf(stderr, "TRACE n %zu hyb %ld ad %ld\n", n, hyb, ad);
 #endif
-    if (hyb >= 0 && (ad < 0 || (uint64_t)hyb <= (uint64_t)ad + (uint64_t)ad * HYB_SLACK / 1024)) {
+    uint64_t slack = n >= HYB_BIG_N ? HYB_SLACK_BIG : HYB_SLACK_SMALL;
+    if (hyb >= 0 && (ad < 0 || (uint64_t)hyb <= (uint64_t)ad + (uint64_t)ad * slack / 1024)) {
         if ((size_t)hyb > cap)
             return -ENOSPC;
         hybrid_emit(&res, dst);
