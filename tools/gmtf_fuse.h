@@ -37,6 +37,9 @@ typedef struct gmtf_mount {
     pthread_mutex_t inode_locks[GMTF_INODE_LOCKS];
 } gmtf_mount;
 
+/* One line naming the image: on stderr, or in syslog once daemonized. */
+void gmtf_mount_log(void *mount, const char *msg);
+
 /* The operation table handed to fuse_session_new. */
 extern const struct fuse_lowlevel_ops gmtf_fuse_ops;
 

@@ -115,9 +115,11 @@ static void op_destroy(void *userdata)
      * unmounts the library, which writes the final checkpoint. */
     if (!m->read_only) {
         int rc = gmtf_fs_syncfs(m->fs);
-        if (rc < 0)
-            fprintf(stderr, "gmtf: %s: sync at unmount failed: %s\n", m->image,
-                    strerror(-rc));
+        if (rc < 0) {
+            char msg[160];
+            snprintf(msg, sizeof msg, "sync at unmount failed: %s", strerror(-rc));
+            gmtf_mount_log(m, msg);
+        }
     }
 }
 
@@ -694,6 +696,7 @@ typedef struct plus_ent {
     uint64_t ino, next_off;
     mode_t type;
     size_t name_at;
+    int counted; /* a lookup was counted for it and sent */
 } plus_ent;
 
 typedef struct plus_fill {
@@ -789,15 +792,19 @@ static void readdir_plus(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off)
             break;
         }
         pos += need;
+        p.ents[i].counted = looked_up;
+        p.ents[i].ino = fe.ino;
+    }
+    if (rc < 0) {
+        reply_rc(req, rc);
+    } else if (fuse_reply_buf(req, buf, pos) != 0) {
+        /* The kernel never saw these entries (interrupted): uncount. */
+        for (size_t i = 0; i < p.n; i++)
+            if (p.ents[i].counted)
+                gmtf_fs_forget(m->fs, p.ents[i].ino, 1);
     }
     free(p.ents);
     free(p.names);
-    if (rc < 0)
-        reply_rc(req, rc);
-    else
-        fuse_reply_buf(req, buf, pos);
-    /* A reply the kernel rejects (interrupted) leaves counted lookups
-     * behind; the kernel forgets them at unmount, which frees them. */
 }
 
 static void op_readdir(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off,

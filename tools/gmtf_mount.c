@@ -21,6 +21,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "gmtf_codec.h"
 #include "gmtf_config.h"
 #include "gmtf_fuse.h"
 
@@ -162,7 +163,7 @@ static int parse_interval_ms(const char *s, unsigned *out)
     return 0;
 }
 
-static void log_to(void *arg, const char *msg)
+void gmtf_mount_log(void *arg, const char *msg)
 {
     const gmtf_mount *m = arg;
     if (m->daemonized)
@@ -192,7 +193,7 @@ static int build_fs_options(const cli *c, gmtf_mount *m, gmtf_fs_options *o)
     o->track_lookups = 1;
     o->readahead_blocks = c->readahead_blocks;
     o->flush_interval_ms = 5000;
-    o->log = log_to;
+    o->log = gmtf_mount_log;
     o->log_arg = m;
     if (c->cache_size && parse_size(c->cache_size, &o->cache_bytes) < 0)
         return fail("bad cache_size '%s' (bytes, or a number with K, M or G)", c->cache_size);
@@ -264,10 +265,24 @@ static void daemon_ready(gmtf_mount *m, int ready_fd)
     close(ready_fd);
 }
 
+/* A bad mtf= would otherwise surface as a failed mount of the image. */
+static int check_mtf_name(const char *name)
+{
+    if (!name)
+        return 0;
+    gmtf_codec_options co = { .mtf = name, .threads = 1, .max_block = 1u << 16 };
+    gmtf_codec *codec;
+    int rc = gmtf_codec_create(&codec, &co);
+    if (rc < 0)
+        return fail("mtf=%s: %s (try auto, scalar or simd)", name, gmtf_strerror(rc));
+    gmtf_codec_destroy(codec);
+    return 0;
+}
+
 static int open_filesystem(const cli *c, gmtf_mount *m)
 {
     gmtf_fs_options fo;
-    if (build_fs_options(c, m, &fo))
+    if (build_fs_options(c, m, &fo) || check_mtf_name(c->mtf))
         return 1;
     gmtf_image *img;
     int rc = gmtf_image_open_file(m->image, c->ro ? GMTF_IMAGE_RDONLY : 0, &img);
@@ -463,7 +478,7 @@ static int serve(struct fuse_args *args, const cli *c, gmtf_mount *m,
     }
     status = rc < 0 ? 1 : 0;
     if (rc < 0)
-        log_to(m, "FUSE session ended with an error");
+        gmtf_mount_log(m, "FUSE session ended with an error");
     fuse_session_unmount(se);
 out_signals:
     fuse_remove_signal_handlers(se);
@@ -473,7 +488,7 @@ out_session:
     if (urc < 0) {
         char msg[256];
         snprintf(msg, sizeof msg, "unmount: %s (run fsck.gmtf)", strerror(-urc));
-        log_to(m, msg);
+        gmtf_mount_log(m, msg);
         status = 1;
     }
     return status;

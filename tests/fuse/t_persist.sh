@@ -15,6 +15,8 @@ need setfattr getfattr setfacl getfacl sha256sum
 make_image
 "$GMTF_DAEMON" "$IMG" "$MNT" -o cache_size=lots 2>"$T_DIR/err" && fail "bad cache_size accepted"
 grep -q cache_size "$T_DIR/err" || fail "bad cache_size message: $(cat "$T_DIR/err")"
+"$GMTF_DAEMON" "$IMG" "$MNT" -o mtf=no-such-backend 2>"$T_DIR/err" && fail "bad mtf= accepted"
+grep -q 'mtf=no-such-backend' "$T_DIR/err" || fail "bad mtf= message: $(cat "$T_DIR/err")"
 "$GMTF_DAEMON" "$T_DIR/missing" "$MNT" 2>"$T_DIR/err" && fail "missing image accepted"
 grep -q missing "$T_DIR/err" || fail "missing image message does not name it"
 head -c 1M /dev/zero >"$T_DIR/notgmtf"
