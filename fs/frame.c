@@ -319,7 +319,10 @@ static int frames_decode(gmtf_fs *fs, const uint32_t *ids, size_t n, uint8_t **o
         if (!status[i])
             status[i] = st2[i];
         out[i] = NULL;
-        if (!status[i]) {
+        if (!status[i] && n == 1) { /* one frame: hand over the buffer, no copy */
+            out[0] = dst;
+            dst = NULL;
+        } else if (!status[i]) {
             out[i] = malloc(fs->frames[ids[i]].dlen);
             if (out[i])
                 memcpy(out[i], dst + doff[i], fs->frames[ids[i]].dlen);
