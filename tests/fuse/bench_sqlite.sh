@@ -38,7 +38,7 @@ tx_per_s() {
     printf '%s\n' "${rates[@]}" | sort -g | sed -n "$(((RUNS + 1) / 2))p"
 }
 
-host_fs=$(stat -f -c %T "$HOST")
+host_fs=$(findmnt -no FSTYPE -T "$HOST" 2>/dev/null || stat -f -c %T "$HOST")
 declare -A R
 for mode in DELETE WAL; do
     R[gmtf_$mode]=$(tx_per_s "$MNT" $mode)
