@@ -149,6 +149,13 @@ out:
 static int snapshot_load(gmtf_fs *fs)
 {
     const sb_info *sb = &fs->sb;
+    uint64_t size = 0;
+    if (!fs->img->ops->size(fs->img->ctx, &size) && sb->snap_off + sb->snap_len > size) {
+        fs_log(fs, "snapshot at %llu (%llu bytes) lies past the end of the image (%llu bytes)",
+               (unsigned long long)sb->snap_off, (unsigned long long)sb->snap_len,
+               (unsigned long long)size);
+        return -EUCLEAN;
+    }
     uint8_t *img = malloc(sb->snap_len), *raw = NULL;
     if (!img)
         return -ENOMEM;
