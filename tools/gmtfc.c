@@ -306,8 +306,11 @@ static void report_verbose(app *a, const char *name, const gmtfc_totals *t)
 
 /* ---- one input ----------------------------------------------------------- */
 
-/* Runs the selected direction from in_fd to out_fd (-1 when testing). */
-static int run_codec(app *a, const char *name, int in_fd, int out_fd, uint64_t size)
+/* Runs the selected direction from in_fd to out_fd (-1 when testing).
+ * Errors are reported against the input's name, write errors against
+ * out_name. */
+static int run_codec(app *a, const char *name, int in_fd, int out_fd, const char *out_name,
+                     uint64_t size)
 {
     gmtfc_totals t;
     gmtfc_error err;
@@ -321,7 +324,7 @@ static int run_codec(app *a, const char *name, int in_fd, int out_fd, uint64_t s
                               &err);
     progress_end(a);
     if (rc < 0) {
-        warn_file(name, "%s", err.msg);
+        warn_file(err.kind == GMTFC_ERR_WRITE ? out_name : name, "%s", err.msg);
         return -1;
     }
     report_verbose(a, name, &t);
@@ -341,7 +344,7 @@ static int process_stdio(app *a)
                 prog_name);
         return -1;
     }
-    return run_codec(a, "(stdin)", STDIN_FILENO, STDOUT_FILENO, 0);
+    return run_codec(a, "(stdin)", STDIN_FILENO, STDOUT_FILENO, "(stdout)", 0);
 }
 
 static int has_suffix(const char *name)
@@ -433,7 +436,7 @@ static int write_output(app *a, const char *name, int in_fd, const struct stat *
         return -1;
     }
     arm_cleanup(tmp);
-    int rc = run_codec(a, name, in_fd, fd, (uint64_t)st->st_size);
+    int rc = run_codec(a, name, in_fd, fd, out_path, (uint64_t)st->st_size);
     if (rc == 0) {
         copy_metadata(fd, st);
         /* The input is removed next: its replacement must be on disk. */
@@ -487,7 +490,7 @@ static int process_file(app *a, const char *name)
         goto done;
     fcntl(in_fd, F_SETFL, fcntl(in_fd, F_GETFL) & ~O_NONBLOCK);
     if (!to_file) {
-        rc = run_codec(a, name, in_fd, STDOUT_FILENO, (uint64_t)st.st_size);
+        rc = run_codec(a, name, in_fd, STDOUT_FILENO, "(stdout)", (uint64_t)st.st_size);
         goto done;
     }
     if ((out = output_name(a, name)) == NULL)

@@ -173,6 +173,11 @@ case_keep_force_stdout() {
     make_data 7000 d2
     "$GMTFC" -c data d2 > both.gmz || fail "-c with two files"
     "$GMTFC" -dc both.gmz | cmp -s - <(cat data d2) || fail "-c a b did not concatenate"
+    # A write error names the output and fails.
+    if [ -w /dev/full ]; then
+        "$GMTFC" -c data > /dev/full 2>err && fail "writing to /dev/full succeeded"
+        grep -q '(stdout): write error' err || fail "write error message: $(<err)"
+    fi
     # No stray temporary files.
     ! ls -A | grep -q '^\.gmtfc-' || fail "temporary file left behind"
 }
