@@ -1,8 +1,9 @@
-/* Entropy coding of zero-run coded MTF ranks: an adaptive binary range
- * coder under a structured model (docs/entropy.md has the measurements and
- * the payload layout).
+/* Entropy coding of zero-run coded MTF ranks (docs/entropy.md has the
+ * measurements and the payload layout). A payload starts with a method
+ * byte:
  *
- * The coded events, in order:
+ * Method 0, an adaptive binary range coder under a structured model. The
+ * coded events, in order:
  *   - after a nonzero rank (and at the start): one decision, "a zero run
  *     follows" or "a rank follows";
  *   - a zero run of length L >= 1: k = floor(log2 L) in unary, the two
@@ -11,14 +12,17 @@
  *     maximal): bucket of r in unary (1, 2, 3-4, 5-8, ..., 129-255), then
  *     the offset inside the bucket, most significant bit first.
  * Each decision has its own adaptive probability, chosen by the previous
- * rank and a running mean of recent ranks. One decoder (lane_event)
- * serves both the fused path gmtf_rank_decode (ranks out, zero runs
- * written in place) and the stage function (zero-run symbols out). */
+ * rank and a running mean of recent ranks. Best ratio, about 100 MB/s.
+ *
+ * Method 1, semi-static rANS over the same events and contexts: per-block
+ * counts sent up front, one table lookup per coded symbol, about twice as
+ * fast to decode. Used for blocks of 64 KiB and more unless method 0 is
+ * clearly smaller (gmtf_rank_encode tries both).
+ *
+ * The fused decoders write ranks (zero runs in place); the stage decoder
+ * writes zero-run symbols from the same code. */
 #include <errno.h>
 #include <string.h>
-#ifdef GMTF_ENTROPY_TRACE
-#include <stdio.h>
-#endif
 
 #include "gmtf_codec.h"
 #include "rank_coder.h"
@@ -985,9 +989,6 @@ static long hybrid_encode(const uint8_t *ranks, size_t n, void *ws, hyb_result *
         return -ENOSPC;
     res->b = b;
     res->len_b = (size_t)(e.out - b);
-#ifdef GMTF_ENTROPY_TRACE
-    fprintf(stderr, "TABLES %zu\n", res->len_b);
-#endif
     uint8_t *end = ws_rans_end(ws, n);
     res->a = hyb_rans_encode(ranks, n, rec, ne, nsym, t, end);
     res->len_a = (size_t)(end - res->a);
@@ -1199,9 +1200,6 @@ long gmtf_rank_encode(const uint8_t *ranks, size_t n, uint8_t *dst, size_t cap, 
         return ad;
     if (ad >= 0)
         ad++;
-#ifdef GMTF_ENTROPY_TRACE
-    fprintf(stderr, "TRACE n %zu hyb %ld ad %ld\n", n, hyb, ad);
-#endif
     uint64_t slack = n >= HYB_BIG_N ? HYB_SLACK_BIG : HYB_SLACK_SMALL;
     if (hyb >= 0 && (ad < 0 || (uint64_t)hyb <= (uint64_t)ad + (uint64_t)ad * slack / 1024)) {
         if ((size_t)hyb > cap)

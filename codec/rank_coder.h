@@ -8,13 +8,18 @@
 #include <stddef.h>
 #include <stdint.h>
 
-/* Scratch memory the caller owns, enough for blocks up to max_block bytes.
+/* Scratch memory the caller owns, enough for blocks up to max_block bytes:
+ * about 0.7 MiB plus 7.25 * max_block (the encoder keeps both methods'
+ * output and the event list of a block; the decoder uses the first 0.7 MiB).
  * Hot paths never allocate: frame.c allocates one per worker. */
 size_t gmtf_rank_workspace_size(size_t max_block);
 
 /* Encodes n MTF ranks (1 <= n <= max_block given to the workspace size)
- * into dst (cap bytes). Returns the byte count, or -ENOSPC when the result
- * would not fit in cap (the caller then stores the block raw). */
+ * into dst (cap bytes): method 1 (semi-static rANS, fast to decode) for
+ * n >= 64 KiB unless method 0 (adaptive) is clearly smaller. The bytes do
+ * not depend on cap. Returns the byte count, or -ENOSPC when the result
+ * would not fit in cap or, for n >= 64 KiB, exceeds 1.25 n + 64 bytes (the
+ * caller then stores the block raw). */
 long gmtf_rank_encode(const uint8_t *ranks, size_t n, uint8_t *dst, size_t cap, void *ws);
 
 /* Decodes exactly n ranks from src[0..len). src is untrusted: any bytes
@@ -37,11 +42,14 @@ size_t gmtf_zrle_encode(const uint8_t *ranks, size_t n, uint16_t *syms);
 int gmtf_zrle_decode(const uint16_t *syms, size_t count, uint8_t *ranks, size_t n);
 
 /* Entropy coding of zero-run symbols as gmtf_zrle_encode makes them (runs
- * maximal, at most 31 digits). Returns bytes written, -ENOSPC, or -EINVAL
- * when syms break those rules. ws as for gmtf_rank_encode. */
+ * maximal, at most 31 digits), always method 0: the same bytes as
+ * gmtf_rank_encode when that chooses method 0. Returns bytes written,
+ * -ENOSPC, or -EINVAL when syms break those rules. ws as for
+ * gmtf_rank_encode. */
 long gmtf_entropy_encode(const uint16_t *syms, size_t count, uint8_t *dst, size_t cap, void *ws);
-/* Decodes exactly count symbols (count is known from the frame).
- * Returns 0 or a negative GMTF_E_* code; untrusted src as above. */
+/* Decodes exactly count symbols (count is known from the frame) from a
+ * payload of either method. Returns 0 or a negative GMTF_E_* code;
+ * untrusted src as above. */
 int gmtf_entropy_decode(const uint8_t *src, size_t len, uint16_t *syms, size_t count, void *ws);
 
 #endif
