@@ -149,6 +149,7 @@ int dirty_get(gmtf_fs *fs, struct inode *in, uint32_t blk, uint32_t need, struct
         return -ENOMEM;
     d->ino = in->ino;
     d->blk = blk;
+    d->ver = ++fs->dver;
     struct fref *e = file_find_ext(in, blk);
     uint32_t base = e ? e->len : 0;
     int rc = dirty_grow(fs, d, need > base ? need : base);
@@ -218,6 +219,7 @@ int dirty_stage_apply(gmtf_fs *fs, struct inode *in, uint32_t blk, uint32_t off,
     if (rc)
         return rc;
     memcpy(d->buf + off, data, len);
+    d->ver = ++fs->dver;
     return 0;
 }
 
@@ -237,6 +239,8 @@ int file_set_size(gmtf_fs *fs, struct inode *in, uint64_t size)
             struct dblock *d = dirty_find(fs, in->ino, blk);
             if (d && d->cap > part)
                 memset(d->buf + part, 0, d->cap - part);
+            if (d)
+                d->ver = ++fs->dver;
         }
     }
     in->size = size;
@@ -339,6 +343,7 @@ static int write_blocks(gmtf_fs *fs, struct inode *in, const uint8_t *data, size
             memcpy(d->buf + boff, data + done, len);
         else
             memset(d->buf + boff, 0, len);
+        d->ver = ++fs->dver;
         if (!d->pages)
             d->pages = calloc((fs->bs / STAGE_PAGE + 63) / 64, 8);
         if (d->pages) /* without the bitmap fsync compresses the block instead */
@@ -373,11 +378,16 @@ long gmtf_fs_write(gmtf_fs *fs, uint64_t ino, const void *buf, size_t n, uint64_
         /* Make room first, so a failure leaves the file unchanged. A quarter
          * of the cache at a time keeps the stall short; mkfs flushes all at
          * once, for the widest packing window. */
-        rc = flush_some(fs, 0, fs->opt.no_flush ? 0 : fs->dirty_limit / 4);
+        rc = fs->opt.no_flush ? flush_some(fs, 0, 0, 0)
+                              : flush_some(fs, 0, fs->dirty_limit / 4, 1);
         if (!rc)
             rc = jr_commit(fs);
         if (rc && fs->dirty_bytes + n <= fs->dirty_limit)
             rc = 0; /* the cache still has room: report at fsync */
+        /* The lock was dropped while encoding: look the inode up again. */
+        in = inode_get(fs, ino);
+        if (!rc && (!in || !S_ISREG(in->mode)))
+            rc = -ENOENT;
     }
     if (!rc && n) {
         rc = write_blocks(fs, in, buf, n, off);

@@ -22,6 +22,10 @@ struct piece {
     int32_t dup_of;  /* piece whose frame it shares, -1: none */
     uint32_t goff;   /* offset inside the frame */
     uint32_t dframe; /* frame of an earlier flush holding the same bytes */
+    uint64_t ino, gen, ver; /* to recheck after an unlocked encode */
+    uint32_t blk;
+    uint64_t doff_img;  /* dframe's offset then, to recheck it */
+    int valid;
 };
 
 struct group {
@@ -29,6 +33,7 @@ struct group {
     uint32_t len;
     uint32_t id, clen, crc;
     uint64_t img_off;
+    int used; /* some valid piece maps it */
 };
 
 static int piece_cmp(const void *a, const void *b)
@@ -90,8 +95,9 @@ static void dedup_insert(gmtf_fs *fs, uint64_t hash, uint32_t frame, uint32_t of
     fs->dedup[hash & (fs->dedup_cap - 1)] = (struct dedup_ent){hash, frame, off, len};
 }
 
-/* Encodes groups [g0, g1) and writes their frames. */
-static int write_groups(gmtf_fs *fs, struct group *g, size_t n, const uint8_t *src)
+/* Encodes groups g[0..n) whose bytes lie back to back in src. */
+static int encode_groups(gmtf_fs *fs, struct group *g, size_t n, const uint8_t *src,
+                         uint8_t **dstp, uint64_t **doffp)
 {
     uint64_t *off = malloc((n + 1) * sizeof *off), *doff = malloc((n + 1) * sizeof *doff);
     uint8_t *dst = NULL;
@@ -102,7 +108,7 @@ static int write_groups(gmtf_fs *fs, struct group *g, size_t n, const uint8_t *s
     for (size_t i = 0; i < n; i++)
         off[i] = g[i].raw_off - base;
     off[n] = g[n - 1].raw_off + g[n - 1].len - base;
-    rc = codec_encode(fs, src, off, n, &dst, doff); /* src: first group's bytes */
+    rc = codec_encode(fs, src, off, n, &dst, doff);
     if (rc)
         goto out;
     for (size_t i = 0; i < n; i++) {
@@ -115,6 +121,23 @@ static int write_groups(gmtf_fs *fs, struct group *g, size_t n, const uint8_t *s
         }
         g[i].crc = fi.data_crc;
     }
+out:
+    free(off);
+    if (rc) {
+        free(doff);
+        free(dst);
+        return rc;
+    }
+    *dstp = dst;
+    *doffp = doff;
+    return 0;
+}
+
+/* Allocates space for the encoded groups and writes them. */
+static int store_groups(gmtf_fs *fs, struct group *g, size_t n, const uint8_t *dst,
+                        const uint64_t *doff)
+{
+    int rc;
     /* One contiguous extent when possible: one write, frames read in order. */
     uint64_t at;
     if (alloc_space(fs, doff[n], &at) == 0) {
@@ -123,30 +146,45 @@ static int write_groups(gmtf_fs *fs, struct group *g, size_t n, const uint8_t *s
             alloc_release_now(fs, at, doff[n]);
         for (size_t i = 0; i < n && !rc; i++)
             g[i].img_off = at + doff[i];
-    } else {
-        size_t i;
-        for (i = 0; i < n; i++) {
-            rc = alloc_space(fs, g[i].clen, &g[i].img_off);
-            if (!rc) {
-                rc = img_write(fs, dst + doff[i], g[i].clen, g[i].img_off);
-                if (rc)
-                    alloc_release_now(fs, g[i].img_off, g[i].clen);
-            }
-            if (rc)
-                break;
-        }
-        for (size_t k = 0; rc && k < i; k++)
-            alloc_release_now(fs, g[k].img_off, g[k].clen);
+        return rc;
     }
-out:
-    free(off);
-    free(doff);
-    free(dst);
+    size_t i;
+    rc = 0;
+    for (i = 0; i < n; i++) {
+        rc = alloc_space(fs, g[i].clen, &g[i].img_off);
+        if (!rc) {
+            rc = img_write(fs, dst + doff[i], g[i].clen, g[i].img_off);
+            if (rc)
+                alloc_release_now(fs, g[i].img_off, g[i].clen);
+        }
+        if (rc)
+            break;
+    }
+    for (size_t k = 0; rc && k < i; k++)
+        alloc_release_now(fs, g[k].img_off, g[k].clen);
     return rc;
 }
 
-static int flush_pieces(gmtf_fs *fs, struct piece *p, size_t np)
+/* Is piece p still what was copied? (After an unlocked encode: the block
+ * may have been written, truncated, dropped, or its inode deleted.) */
+static int piece_still_valid(gmtf_fs *fs, const struct piece *p)
 {
+    struct inode *in = inode_get(fs, p->ino);
+    struct dblock *d = dirty_find(fs, p->ino, p->blk);
+    if (!in || in->gen != p->gen || !S_ISREG(in->mode) || d != p->d || d->ver != p->ver)
+        return 0;
+    uint64_t start = (uint64_t)p->blk * fs->bs;
+    return start < in->size && p->len <= in->size - start;
+}
+
+static int flush_pieces(gmtf_fs *fs, struct piece *p, size_t np, int unlocked)
+{
+    for (size_t i = 0; i < np; i++) {
+        p[i].ino = p[i].in->ino;
+        p[i].gen = p[i].in->gen;
+        p[i].blk = p[i].d->blk;
+        p[i].ver = p[i].d->ver;
+    }
     /* Dedup first: inside this flush, then against earlier frames. */
     for (size_t i = 0; i < np; i++) {
         p[i].hash = fs_hash64(p[i].d->buf, p[i].len, 0);
@@ -157,8 +195,10 @@ static int flush_pieces(gmtf_fs *fs, struct piece *p, size_t np)
                 break;
             }
         if (p[i].dup_of < 0 &&
-            dedup_lookup(fs, p[i].d->buf, p[i].len, p[i].hash, &p[i].dframe, &p[i].goff))
+            dedup_lookup(fs, p[i].d->buf, p[i].len, p[i].hash, &p[i].dframe, &p[i].goff)) {
             p[i].group = -1;
+            p[i].doff_img = fs->frames[p[i].dframe].off;
+        }
     }
     /* Group: whole blocks alone, small pieces packed in sort order. */
     struct group *g = malloc((np + 1) * sizeof *g);
@@ -185,6 +225,8 @@ static int flush_pieces(gmtf_fs *fs, struct piece *p, size_t np)
     int rc = 0;
     size_t done = 0, pi = 0;
     while (!rc && done < ng) {
+        if (unlocked && done) /* dblocks may be gone now: one round only */
+            break;
         size_t k = done;
         uint64_t bytes = 0;
         while (k < ng && (k == done || bytes + g[k].len <= BATCH_BYTES))
@@ -202,8 +244,27 @@ static int flush_pieces(gmtf_fs *fs, struct piece *p, size_t np)
                 break;
             memcpy(src + g[p[pi].group].raw_off - base + p[pi].goff, p[pi].d->buf, p[pi].len);
         }
-        rc = write_groups(fs, g + done, k - done, src);
+        if (unlocked) {
+            /* Everything this round needs is copied: let readers and other
+             * writers in while the codec works. One round = one sub-batch. */
+            for (size_t i = 0; i < np; i++)
+                p[i].d->inflight = 1;
+            FS_UNLOCK(fs);
+        }
+        uint8_t *dst = NULL;
+        uint64_t *doff = NULL;
+        rc = encode_groups(fs, g + done, k - done, src, &dst, &doff);
+        if (unlocked) {
+            FS_WRLOCK(fs);
+            for (size_t i = 0; i < np; i++)
+                if (dirty_find(fs, p[i].ino, p[i].blk) == p[i].d)
+                    p[i].d->inflight = 0;
+        }
         free(src);
+        if (!rc)
+            rc = store_groups(fs, g + done, k - done, dst, doff);
+        free(dst);
+        free(doff);
         if (rc) { /* give back what earlier sub-batches took */
             for (size_t i = 0; i < done; i++)
                 alloc_release_now(fs, g[i].img_off, g[i].clen);
@@ -211,14 +272,46 @@ static int flush_pieces(gmtf_fs *fs, struct piece *p, size_t np)
         }
         done = k;
     }
+    /* Which pieces still hold (always all, unless the lock was dropped). */
+    size_t stored = rc ? 0 : done;
+    for (size_t i = 0; i < np; i++) {
+        int32_t gi = p[i].dup_of >= 0 ? p[p[i].dup_of].group : p[i].group;
+        p[i].valid = !rc && (gi < 0 || (size_t)gi < stored) &&
+                     (!unlocked || piece_still_valid(fs, &p[i]));
+        if (p[i].valid && p[i].group == -1) { /* the earlier frame must be unchanged */
+            struct frame *f = &fs->frames[p[i].dframe];
+            p[i].valid = frame_valid(fs, p[i].dframe) && f->off == p[i].doff_img;
+        }
+        if (p[i].valid && p[i].dup_of >= 0) {
+            struct piece *q = &p[p[i].dup_of];
+            if (q->group == -1)
+                p[i].valid = frame_valid(fs, q->dframe) && fs->frames[q->dframe].off == q->doff_img;
+        }
+    }
+    for (size_t i = 0; i < ng; i++)
+        g[i].used = 0;
+    for (size_t i = 0; i < np; i++) {
+        if (!p[i].valid)
+            continue;
+        int32_t gi = p[i].dup_of >= 0 ? p[p[i].dup_of].group : p[i].group;
+        if (gi >= 0)
+            g[gi].used = 1;
+    }
+    for (size_t i = 0; !rc && i < stored; i++)
+        if (!g[i].used) /* written but nobody maps it now: plain free space */
+            alloc_release_now(fs, g[i].img_off, g[i].clen);
     if (!rc && ng)
         rc = img_flush(fs); /* frames durable before any record names them */
-    for (size_t i = 0; !rc && i < ng; i++) {
+    for (size_t i = 0; !rc && i < stored; i++) {
+        if (!g[i].used)
+            continue;
         rc = frame_new_id(fs, &g[i].id);
         if (!rc)
             rc = jr_frame(fs, g[i].id, g[i].img_off, g[i].clen, g[i].len, g[i].crc);
     }
     for (size_t i = 0; !rc && i < np; i++) {
+        if (!p[i].valid)
+            continue; /* changed meanwhile: stays dirty for the next flush */
         uint32_t frame, off = p[i].goff;
         if (p[i].dup_of >= 0) {
             struct piece *q = &p[p[i].dup_of];
@@ -230,7 +323,7 @@ static int flush_pieces(gmtf_fs *fs, struct piece *p, size_t np)
         } else {
             frame = p[i].dframe;
         }
-        rc = jr_ext(fs, p[i].in->ino, p[i].d->blk, frame, off, p[i].len);
+        rc = jr_ext(fs, p[i].ino, p[i].blk, frame, off, p[i].len);
         if (!rc)
             dirty_drop(fs, p[i].d);
     }
@@ -240,11 +333,13 @@ static int flush_pieces(gmtf_fs *fs, struct piece *p, size_t np)
 
 int flush_dirty(gmtf_fs *fs, uint64_t only_ino)
 {
-    return flush_some(fs, only_ino, 0);
+    return flush_some(fs, only_ino, 0, 0);
 }
 
-int flush_some(gmtf_fs *fs, uint64_t only_ino, uint64_t max_bytes)
+int flush_some(gmtf_fs *fs, uint64_t only_ino, uint64_t max_bytes, int unlocked)
 {
+    if (unlocked && (!max_bytes || max_bytes > BATCH_BYTES - fs->bs))
+        max_bytes = BATCH_BYTES - fs->bs; /* one sub-batch: see flush_pieces */
     if (fs->ro)
         return 0;
     size_t n = 0, cap = 0;
@@ -265,7 +360,7 @@ int flush_some(gmtf_fs *fs, uint64_t only_ino, uint64_t max_bytes)
     while (d && !(max_bytes && taken >= max_bytes)) {
         struct dblock *next = d->gprev;
         struct inode *in = inode_get(fs, d->ino);
-        if (only_ino && d->ino != only_ino) {
+        if ((only_ino && d->ino != only_ino) || (unlocked && d->inflight)) {
             d = next;
             continue;
         }
@@ -309,7 +404,7 @@ int flush_some(gmtf_fs *fs, uint64_t only_ino, uint64_t max_bytes)
             if (p[i].len == fs->bs)
                 p[i].key = 0;
         qsort(p, n, sizeof *p, piece_cmp);
-        rc = flush_pieces(fs, p, n);
+        rc = flush_pieces(fs, p, n, unlocked);
     }
     free(p);
     if (rc)
@@ -415,8 +510,9 @@ static void *flusher_main(void *arg)
         pthread_mutex_unlock(&fs->fl_mtx);
         FS_WRLOCK(fs);
         int rc = fs_compact(fs, 0);
-        if (!rc)
-            rc = flush_dirty(fs, 0);
+        /* Rounds of one sub-batch, encoded without the lock held. */
+        for (int round = 0; !rc && fs->dlist && round < 64; round++)
+            rc = flush_some(fs, 0, 0, 1);
         if (!rc)
             rc = jr_commit(fs);
         if (!rc && fs->jpos > fs->sb.jrnl_len / 2)

@@ -136,6 +136,8 @@ struct dblock {
     uint32_t blk;
     uint32_t cap;    /* bytes allocated in buf (<= block size); beyond reads as 0 */
     uint64_t *pages; /* 4 KiB pages written since the last stage or flush (bitmap) */
+    uint64_t ver;    /* fs->dver at the last change: an unlocked flush rechecks it */
+    int inflight;    /* being encoded by an unlocked flush */
     uint8_t *buf;
     struct dblock *hnext, *inext, *gprev, *gnext;
 };
@@ -210,6 +212,7 @@ struct gmtf_fs {
     size_t dhash_cap;
     struct dblock *dlist; /* all dirty blocks */
     uint64_t dirty_bytes, dirty_limit;
+    uint64_t dver; /* change counter of dirty blocks */
 
     /* decoded-block cache */
     pthread_mutex_t cache_lock;
@@ -335,7 +338,11 @@ int file_truncate_locked(gmtf_fs *fs, struct inode *in, uint64_t size);
 
 /* ---- flush.c ---- */
 int flush_dirty(gmtf_fs *fs, uint64_t only_ino); /* 0 = all */
-int flush_some(gmtf_fs *fs, uint64_t only_ino, uint64_t max_bytes); /* oldest first */
+/* Flushes the oldest dirty blocks, up to max_bytes (0 = all). unlocked:
+ * drops fs->lock while encoding (one sub-batch), then keeps only pieces
+ * that did not change meanwhile; the caller must not rely on pointers it
+ * held across the call. */
+int flush_some(gmtf_fs *fs, uint64_t only_ino, uint64_t max_bytes, int unlocked);
 /* Rewrites blocks of shared frames whose live part fell under half, when
  * such waste is worth it (over 1/16 of the space in use). */
 int fs_compact(gmtf_fs *fs, int force);

@@ -492,6 +492,10 @@ static void *writer_main(void *arg)
         return NULL;
     }
     for (int r = 0; r < 30; r++) {
+        /* a large write now and then pushes the cache over its limit */
+        if (r % 10 == 9 &&
+            gmtf_fs_write(t->fs, e.attr.st_ino, t->want, 2 * BS, 100000) != 2 * BS)
+            t->bad++;
         if (gmtf_fs_write(t->fs, e.attr.st_ino, t->want + r * 1000, 5000, (uint64_t)r * 1000) != 5000)
             t->bad++;
         if (r % 5 == 0 && gmtf_fs_fsync(t->fs, e.attr.st_ino, 0))
@@ -505,8 +509,9 @@ static void test_threads(void **state)
 {
     (void)state;
     rec_img *r = mkfs_rec(BS, 0);
+    /* a tiny dirty cache: writers flush (unlocking to encode) all the time */
     gmtf_fs_options o = {.threads = 2, .flush_interval_ms = 10, .cache_bytes = 2 * BS,
-                         .journal_bytes = 64u << 10};
+                         .journal_bytes = 64u << 10, .dirty_bytes = 3 * BS};
     gmtf_fs *fs;
     assert_int_equal(gmtf_fs_mount(rec_image_attach(r), &o, &fs), 0);
     size_t n = 6 * BS + 99;
@@ -529,7 +534,12 @@ static void test_threads(void **state)
     for (int i = 4; i < 6; i++) {
         char nm[16];
         snprintf(nm, sizeof nm, "w%d", i);
-        check_file(fs, ino_of(fs, ROOT, nm), p, 29 * 1000 + 5000);
+        uint64_t wi = ino_of(fs, ROOT, nm);
+        uint8_t *got = malloc(100000 + 2 * BS);
+        assert_int_equal(gmtf_fs_read(fs, wi, got, 100000 + 2 * BS, 0), 100000 + 2 * BS);
+        assert_memory_equal(got, p, 29 * 1000 + 5000);
+        assert_memory_equal(got + 100000, p, 2 * BS);
+        free(got);
     }
     assert_int_equal(gmtf_fs_unmount(fs), 0);
     free(p);
