@@ -1,5 +1,6 @@
 /* fs_bench: library-level benchmarks of an image (no FUSE).
- *   fs_bench walk IMAGE          read every file in full, like tar cf - .; time, MB/s, RSS
+ *   fs_bench walk IMAGE [MiB]    read every file in full, like tar cf - .; time, MB/s, RSS
+ *                                (MiB: decoded-block cache, default 64)
  *   fs_bench random IMAGE [N]    N cold 4 KiB reads at random files and offsets
  *   fs_bench fsync IMAGE [N]     N transactions: two 4 KiB page writes + fsync, as a
  *                                database does (writes to IMAGE: use a scratch image)
@@ -166,7 +167,8 @@ int main(int argc, char **argv)
     }
     int rnd = !strcmp(argv[1], "random");
     long rss0 = rss_kb("VmRSS:");
-    gmtf_fs_options o = {.read_only = 1, .cache_bytes = rnd ? (1u << 20) : (64u << 20)};
+    uint64_t cache_mib = !rnd && argc > 3 ? (uint64_t)atol(argv[3]) : 64;
+    gmtf_fs_options o = {.read_only = 1, .cache_bytes = rnd ? (1u << 20) : cache_mib << 20};
     gmtf_fs *fs;
     double t0 = now_s();
     if (gmtf_fs_mount(img, &o, &fs)) {
