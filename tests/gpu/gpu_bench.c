@@ -54,10 +54,12 @@ typedef struct job {
     void (*mtf)(const uint8_t *src, uint8_t *dst, size_t n);
 } job;
 
-/* The codec's backend table, when this program is linked with the whole
- * codec (the meson build): the CPU comparison then uses the best SIMD
- * backend too. Weak, so the plain gpu-run build (scalar only) links. */
-__attribute__((weak)) const gmtf_mtf_backend *gmtf_mtf_backend_find(const char *name);
+/* The meson build links the whole codec (GMTF_BENCH_WITH_CODEC): the CPU
+ * comparison then uses the best SIMD backend too. The plain gpu-run build
+ * has only the scalar reference. */
+#ifndef GMTF_BENCH_WITH_CODEC
+#define gmtf_mtf_backend_find(name) ((const gmtf_mtf_backend *)NULL)
+#endif
 static void (*cpu_mtf)(const uint8_t *, uint8_t *, size_t) = gmtf_mtf_encode_scalar;
 
 static void *worker(void *arg)
@@ -246,7 +248,7 @@ static void bench_cpu(const char *what, const uint8_t *data, uint8_t *ref, const
     snprintf(v, sizeof v, "scalar x%d", ncpu());
     add_row(what, v, (double)(off[count] - off[0]), median(t, 5), -1);
     /* The best CPU backend on all cores, encode and decode, checked. */
-    const gmtf_mtf_backend *b = gmtf_mtf_backend_find ? gmtf_mtf_backend_find("simd") : NULL;
+    const gmtf_mtf_backend *b = gmtf_mtf_backend_find("simd");
     if (!b)
         return;
     uint8_t *out = malloc(off[count]), *back = malloc(off[count]);
