@@ -28,6 +28,11 @@ typedef struct gmtf_mtf_backend {
      * GPU); the codec's batch staging buffers come from it. NULL = malloc. */
     void *(*host_alloc)(size_t size);
     void (*host_free)(void *p);
+    /* Optional, for benchmarks: runs the batch transform on data already on
+     * the device (upload and download outside the timing) and reports the
+     * device time in *ms; the output lands in dst for checking. */
+    int (*batch_kernel)(const uint8_t *src, const uint64_t *off, size_t count, uint8_t *dst,
+                        int decode, double *ms);
 } gmtf_mtf_backend;
 
 /* The scalar reference. */
