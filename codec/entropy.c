@@ -1098,10 +1098,13 @@ static inline __attribute__((always_inline)) int hyb_decode(const uint8_t *src, 
     r.in = a + 8;
     r.end = src + len;
     r.over = 0;
-    history h = {1, 0, 0};
+    /* The history of ctx_event kept as q(r1) and avg: one table load less
+     * on the chain from one event's symbol to the next one's context. */
+    unsigned q1 = rank_q[1], avg = 0;
     size_t pos = 0;
     while (pos < total) {
-        unsigned s = rans_get(&r, t, ctx_event(&h));
+        unsigned aq = avg >> 4;
+        unsigned s = rans_get(&r, t, q1 * 8 + (aq < 7 ? aq : 7));
         if (s < HYB_RUN0) {
             unsigned rk = s + 1;
             if (s >= 2)
@@ -1111,7 +1114,8 @@ static inline __attribute__((always_inline)) int hyb_decode(const uint8_t *src, 
             else
                 ((uint8_t *)out)[pos] = (uint8_t)rk;
             pos++;
-            hist_rank(&h, rk);
+            q1 = rank_q[rk];
+            avg += (q1 << 4 >> AVG_RATE) - (avg >> AVG_RATE);
             continue;
         }
         unsigned k = s - HYB_RUN0;
@@ -1154,7 +1158,8 @@ static inline __attribute__((always_inline)) int hyb_decode(const uint8_t *src, 
             }
             pos += runlen;
         }
-        hist_run(&h, k);
+        q1 = 0;
+        avg -= avg >> AVG_RATE;
     }
     /* A valid stream ends with both states back at their start and every
      * byte read. */
