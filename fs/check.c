@@ -302,6 +302,8 @@ int gmtf_fs_check(gmtf_image *img, const gmtf_fs_check_options *opt,
     free(b);
     fs->ro = 1; /* load without writing, even to repair */
     rc = fs_load(fs);
+    if (!rc && fs->bs > SNAP_CHUNK && fs->bs != GMTF_FS_BLOCK_DEFAULT)
+        rc = codec_resize(fs);
     fs->ro = !o.repair;
     if (rc) {
         if (rc == -EUCLEAN && fs->itab_cap) {

@@ -137,7 +137,7 @@ static int decoder_run(gmtf_fs *fs, size_t n, const uint8_t *src, const uint64_t
         if (slot < 0 && fs->ndpool < sizeof fs->dpool / sizeof *fs->dpool &&
             fs->ndpool < fs->pool_max) {
             gmtf_codec_options co = {.threads = 1, .mtf = fs->opt.mtf,
-                                     .max_block = GMTF_FS_BLOCK_MAX};
+                                     .max_block = fs->bs > SNAP_CHUNK ? fs->bs : SNAP_CHUNK};
             if (gmtf_codec_create(&fs->dpool[fs->ndpool], &co) == 0)
                 slot = (int)fs->ndpool++;
             else if (fs->ndpool == 0)

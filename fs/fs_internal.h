@@ -300,6 +300,7 @@ int fs_checkpoint(gmtf_fs *fs, uint64_t journal_bytes);
 int fs_load(gmtf_fs *fs); /* superblock, snapshot, journal */
 int fs_new(gmtf_image *img, const gmtf_fs_options *opt, uint32_t bs, gmtf_fs **out);
 void fs_destroy(gmtf_fs *fs, int close_img);
+int codec_resize(gmtf_fs *fs);
 
 /* ---- frame.c: frame table and frame decode ---- */
 int frame_new_id(gmtf_fs *fs, uint32_t *id);

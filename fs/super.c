@@ -175,11 +175,7 @@ static int snapshot_load(gmtf_fs *fs)
         free(img);
         return -EUCLEAN;
     }
-    raw = malloc(GMTF_FS_BLOCK_MAX);
-    if (!raw) {
-        free(img);
-        return -ENOMEM;
-    }
+    size_t raw_cap = 0; /* grown to the largest chunk seen */
     uint64_t pos = SNAP_HDR_SIZE, got = 0;
     uint32_t crc = 0;
     fs->replaying = 1;
@@ -188,6 +184,15 @@ static int snapshot_load(gmtf_fs *fs)
         rc = gmtf_frame_info_get(img + pos, sb->snap_len - pos, &fi);
         if (!rc && (fi.orig_len > GMTF_FS_BLOCK_MAX || fi.frame_len > sb->snap_len - pos))
             rc = GMTF_E_CORRUPT;
+        if (!rc && fi.orig_len > raw_cap) {
+            uint8_t *r2 = realloc(raw, fi.orig_len);
+            if (!r2) {
+                rc = -ENOMEM;
+                break;
+            }
+            raw = r2;
+            raw_cap = fi.orig_len;
+        }
         if (!rc)
             rc = codec_decode_one(fs, img + pos, fi.frame_len, raw, fi.orig_len);
         if (rc) {
@@ -283,6 +288,22 @@ static void meta_free_all(gmtf_fs *fs)
     fs->replayed = 0;
 }
 
+/* Makes the batch codec again for this image's block size. */
+int codec_resize(gmtf_fs *fs)
+{
+    gmtf_codec *c;
+    gmtf_codec_options co = {.threads = gmtf_codec_threads(fs->codec), .mtf = fs->opt.mtf,
+                             .max_block = fs->bs};
+    int rc = gmtf_codec_create(&c, &co);
+    if (rc)
+        return rc == -ENOMEM ? rc : -EINVAL;
+    pthread_mutex_lock(&fs->codec_lock);
+    gmtf_codec_destroy(fs->codec);
+    fs->codec = c;
+    pthread_mutex_unlock(&fs->codec_lock);
+    return 0;
+}
+
 int fs_new(gmtf_image *img, const gmtf_fs_options *opt, uint32_t bs, gmtf_fs **out)
 {
     gmtf_fs *fs = calloc(1, sizeof *fs);
@@ -314,10 +335,12 @@ int fs_new(gmtf_image *img, const gmtf_fs_options *opt, uint32_t bs, gmtf_fs **o
     pthread_mutex_init(&fs->fl_mtx, NULL);
     pthread_cond_init(&fs->fl_cond, NULL);
     long ncpu = sysconf(_SC_NPROCESSORS_ONLN);
+    /* Workspaces follow max_block: size it to this image's blocks (the
+     * codec is made again once the superblock tells the block size). */
     gmtf_codec_options co = {
         .threads = fs->opt.threads ? fs->opt.threads : (unsigned)(ncpu > 0 ? ncpu : 1),
         .mtf = fs->opt.mtf,
-        .max_block = GMTF_FS_BLOCK_MAX,
+        .max_block = bs > SNAP_CHUNK ? bs : SNAP_CHUNK,
     };
     fs->pool_max = co.threads < 16 ? co.threads : 16;
     int rc = gmtf_codec_create(&fs->codec, &co);
@@ -582,6 +605,8 @@ int gmtf_fs_mount(gmtf_image *img, const gmtf_fs_options *opt, gmtf_fs **out)
         return rc;
     }
     rc = fs_load(fs);
+    if (!rc && fs->bs > SNAP_CHUNK && fs->bs != GMTF_FS_BLOCK_DEFAULT)
+        rc = codec_resize(fs);
     if (!rc && !fs->ro) {
         uint64_t size;
         if (!img->ops->size(img->ctx, &size) && size < fs->end)

@@ -159,7 +159,7 @@ static void test_damaged_images(void **state)
     uint8_t *img = malloc(len);
     srand(3);
     int mounted = 0, failed = 0;
-    for (int iter = 0; iter < 300; iter++) {
+    for (int iter = 0; iter < 150; iter++) {
         memcpy(img, img0, len);
         int flips = 1 + rand() % 8;
         for (int k = 0; k < flips; k++) {
