@@ -152,6 +152,7 @@ int alloc_rebuild(gmtf_fs *fs)
     qsort(v, n, sizeof *v, ext_cmp);
     fs->free.n = 0;
     fs->pending.n = 0;
+    fs->held.n = 0;
     uint64_t pos = DATA_START, used = 0;
     int rc = 0;
     for (size_t i = 0; i < n; i++) {

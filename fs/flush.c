@@ -419,6 +419,12 @@ static int stage_block(gmtf_fs *fs, struct inode *in, struct dblock *d)
 {
     uint32_t npages = fs->bs / STAGE_PAGE, pg = 0;
     int rc = 0;
+    /* Replay applies the staged bytes over the block's frame as mapped now:
+     * that frame must survive until the journal is dropped by a checkpoint,
+     * even if a later EXT of this journal unmaps it. */
+    struct fref *e = file_find_ext(in, d->blk);
+    if (e && e->frame)
+        fs->frames[e->frame].pinned = 1;
     while (!rc && pg < npages) {
         if (!(d->pages[pg / 64] >> (pg % 64) & 1)) {
             pg++;

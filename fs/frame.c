@@ -61,7 +61,7 @@ int frame_set(gmtf_fs *fs, uint32_t id, uint64_t off, uint32_t clen, uint32_t dl
         return rc;
     if (fs->frames[id].clen)
         return -EUCLEAN;
-    fs->frames[id] = (struct frame){off, clen, dlen, crc, 0, 0};
+    fs->frames[id] = (struct frame){off, clen, dlen, crc, 0, 0, 0};
     fs->live_frames++;
     fs->stored_bytes += clen;
     return 0;
@@ -77,7 +77,16 @@ void frame_unref(gmtf_fs *fs, uint32_t id)
     struct frame *f = &fs->frames[id];
     if (f->refs && --f->refs)
         return;
-    alloc_release(fs, f->off, f->clen);
+    if (f->pinned && !fs->replaying) {
+        /* Replay of an earlier STAGE record of this journal decodes this
+         * frame as the block's base: keep it until a checkpoint drops the
+         * journal. */
+        if (ev_add(&fs->held, f->off, f->clen))
+            fs_log(fs, "out of memory: %llu bytes at %llu leak until remount",
+                   (unsigned long long)f->clen, (unsigned long long)f->off);
+    } else {
+        alloc_release(fs, f->off, f->clen);
+    }
     cache_drop(fs, id);
     fs->live_frames--;
     fs->stored_bytes -= f->clen;

@@ -96,6 +96,7 @@ struct frame { /* refs == 0 and clen == 0: unused id */
     uint64_t off;
     uint32_t clen, dlen, crc, refs;
     uint64_t live; /* bytes of it that blocks map (over dlen when deduplicated) */
+    uint32_t pinned; /* a STAGE record of the current journal reads it at replay */
 };
 
 struct dent {
@@ -196,6 +197,7 @@ struct gmtf_fs {
 
     /* space */
     extvec free, pending;
+    extvec held; /* freed pinned frames: free only once a checkpoint is durable */
     uint64_t end;  /* end of the allocated area (image length in use) */
     uint64_t used; /* allocated bytes past DATA_START */
 

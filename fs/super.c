@@ -276,6 +276,7 @@ static void meta_free_all(gmtf_fs *fs)
     fs->live_frames = fs->stored_bytes = 0;
     ev_free(&fs->free);
     ev_free(&fs->pending);
+    ev_free(&fs->held);
     wb_free(&fs->jbuf);
     pthread_mutex_lock(&fs->cache_lock);
     cache_free_all(fs);
@@ -430,6 +431,12 @@ int fs_checkpoint(gmtf_fs *fs, uint64_t journal_bytes)
     if (fs->sb.jrnl_len)
         alloc_release_now(fs, fs->sb.jrnl_off, fs->sb.jrnl_len);
     alloc_commit_pending(fs);
+    /* The old journal is gone: no STAGE record needs an old frame now. */
+    for (size_t i = 0; i < fs->held.n; i++)
+        alloc_release_now(fs, fs->held.v[i].off, fs->held.v[i].len);
+    fs->held.n = 0;
+    for (uint32_t id = 1; id < fs->nframes; id++)
+        fs->frames[id].pinned = 0;
     fs->sb = nsb;
     fs->jbuf.len = 0;
     fs->jpos = 0;
