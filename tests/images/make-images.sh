@@ -1,0 +1,131 @@
+#!/bin/bash
+# Makes the compatibility images of the CURRENT format version (FMT_VERSION
+# in fs/fs_internal.h) and their MANIFEST lines. See README.md here for the
+# rule: images of a released version are never regenerated or deleted.
+#
+#   tests/images/make-images.sh BUILDDIR [--force]
+#
+# BUILDDIR is a built tree (ninja -C BUILDDIR): it needs tools/mkfs.gmtf and
+# tests/fs/gen_images. Run as root so that device nodes and foreign owners
+# are part of the images (as another user they are left out). --force
+# replaces existing images of the current version (only while that version
+# is still in development).
+set -euo pipefail
+export LC_ALL=C
+
+build=${1:?usage: make-images.sh BUILDDIR [--force]}
+force=${2:-}
+here=$(cd "$(dirname "$0")" && pwd)
+root=$(cd "$here/../.." && pwd)
+gen=$build/tests/fs/gen_images
+mkfs=$build/tools/mkfs.gmtf
+for t in "$gen" "$mkfs"; do
+    [ -x "$t" ] || { echo "make-images: $t missing: build $build first" >&2; exit 1; }
+done
+version=$(sed -n 's/^#define FMT_VERSION \([0-9]*\)u.*/\1/p' "$root/fs/fs_internal.h")
+[ -n "$version" ] || { echo "make-images: FMT_VERSION not found" >&2; exit 1; }
+v=v$version
+names=("$v-tree.img" "$v-ops.img" "$v-crash.img")
+for n in "${names[@]}"; do
+    if [ -e "$here/$n" ] && [ "$force" != --force ]; then
+        echo "make-images: $here/$n exists; images of a released format version are" \
+             "never regenerated (--force only while $v is in development)" >&2
+        exit 1
+    fi
+done
+
+tmp=$(mktemp -d /tmp/gmtf-images-XXXXXX)
+trap 'rm -rf "$tmp"' EXIT
+
+"$gen" tree "$tmp/tree"
+"$mkfs" -q -b 64K -L "gmtf-$v-tree" --from "$tmp/tree" "$tmp/$v-tree.img"
+"$gen" ops "$tmp/$v-ops.img" "$tmp/$v-crash.img" "$tmp/mirror"
+
+hex() { od -An -v -tx1 | tr -d ' \n'; }
+
+# One "entry" line per path of the host tree dir, as image img must show it.
+manifest_tree() {
+    local img=$1 dir=$2
+    declare -A group=()
+    local next=1
+    while IFS= read -r -d '' p; do
+        local rel=${p#"$dir"}
+        [ -n "$rel" ] || rel=/
+        case $rel in *[[:space:]]*) echo "make-images: no spaces in names: $rel" >&2; exit 1;; esac
+        local f
+        IFS='|' read -r ftype perm uid gid size nlink ino maj min mtime \
+            <<<"$(stat -c '%F|%a|%u|%g|%s|%h|%i|%t|%T|%.9Y' "$p")"
+        local line="entry $img $rel"
+        case $ftype in
+            directory) line+=" dir";;
+            "regular file"|"regular empty file") line+=" file";;
+            "symbolic link") line+=" symlink";;
+            fifo) line+=" fifo";;
+            socket) line+=" socket";;
+            "character special file") line+=" chr";;
+            "block special file") line+=" blk";;
+            *) echo "make-images: $p: unexpected type $ftype" >&2; exit 1;;
+        esac
+        line+=" mode=$(printf %04o "0$perm") uid=$uid gid=$gid mtime=$mtime"
+        case $ftype in
+            regular*)
+                line+=" size=$size sha256=$(sha256sum <"$p" | cut -d' ' -f1) nlink=$nlink"
+                if [ "$nlink" -gt 1 ]; then
+                    if [ -z "${group[$ino]:-}" ]; then group[$ino]=$next; next=$((next + 1)); fi
+                    line+=" inode=${group[$ino]}"
+                fi;;
+            "symbolic link") line+=" target=$(readlink -n "$p" | hex)";;
+            *special*) line+=" rdev=$((16#$maj)):$((16#$min))";;
+        esac
+        # Extended attributes, sorted by name, values in hex.
+        while IFS= read -r x; do
+            case $x in ''|'#'*) continue;; esac
+            local k=${x%%=*} val=
+            [ "$k" != "$x" ] && val=${x#*=}
+            val=${val#0x}
+            [ "$val" = '""' ] && val=
+            line+=" xattr.$k=$val"
+        done < <(getfattr -h -d -m - -e hex --absolute-names "$p" 2>/dev/null | sort)
+        echo "$line"
+    done < <(find "$dir" -print0 | sort -z)
+}
+
+manifest_image() {
+    local img=$1 dir=$2 journal=$3 how=$4
+    echo "image $img version=$version bytes=$(stat -c %s "$tmp/$img")" \
+         "sha256=$(sha256sum <"$tmp/$img" | cut -d' ' -f1) journal=$journal" \
+         "made=$(date -u +%Y-%m-%d) how=$how"
+    manifest_tree "$img" "$dir"
+}
+
+new=$tmp/MANIFEST.new
+if [ -f "$here/MANIFEST" ]; then
+    # Keep every other image's lines (older versions stay as they were).
+    grep -v -E "^(image|entry) ($(IFS='|'; echo "${names[*]}" | sed 's/\./\\./g')) " \
+        "$here/MANIFEST" >"$new" || true
+else
+    cat >"$new" <<'EOF'
+# gmtf compatibility images: what each image in this folder must show.
+# Made by make-images.sh; checked by tests/fs/test_fs_images.c. Never edit
+# or delete the lines of a released format version. Line formats:
+#   image NAME version=V bytes=N sha256=HEX journal=0|1 made=DATE how=WORDS
+#     journal=1: the image holds journal records that a mount replays
+#   entry NAME PATH TYPE mode=OCTAL uid=N gid=N mtime=SEC.NSEC [fields]
+#     TYPE dir|file|symlink|fifo|socket|chr|blk; file: size=N sha256=HEX
+#     nlink=N [inode=K: paths with one K are hard links of one inode];
+#     symlink: target=HEX; chr, blk: rdev=MAJOR:MINOR;
+#     xattr.NAME=HEX for every extended attribute (no others may exist)
+EOF
+fi
+{
+    manifest_image "$v-tree.img" "$tmp/tree" 0 "mkfs.gmtf_-b_64K_--from_generated_tree"
+    manifest_image "$v-ops.img" "$tmp/mirror" 0 "library_workload,_clean_unmount"
+    manifest_image "$v-crash.img" "$tmp/mirror" 1 "library_workload,_crash_after_fsync"
+} >>"$new"
+
+for n in "${names[@]}"; do
+    cp "$tmp/$n" "$here/$n"
+done
+mv "$new" "$here/MANIFEST"
+ls -l "${names[@]/#/$here/}"
+echo "make-images: wrote ${names[*]} and MANIFEST in $here"
