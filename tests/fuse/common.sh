@@ -27,6 +27,9 @@ fail() {
     if [ -n "${GMTF_KEEP_FAILED:-}" ] && [ -f "${IMG:-}" ]; then
         mkdir -p "$GMTF_KEEP_FAILED" && cp --sparse=always "$IMG" "$GMTF_KEEP_FAILED/$T_NAME.gmtf" &&
             say "image kept as $GMTF_KEEP_FAILED/$T_NAME.gmtf"
+        for f in ${KEEP_ALSO:-}; do # evidence a case saved on the way
+            [ -e "$f" ] && cp -a --sparse=always "$f" "$GMTF_KEEP_FAILED/" && say "kept $f"
+        done
     fi
     if [ -n "${T_DIR:-}" ] && [ -s "$T_DIR/daemon.log" ]; then
         say "daemon log (last 20 lines):"
