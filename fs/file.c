@@ -361,6 +361,14 @@ static uint64_t max_file_size(gmtf_fs *fs)
 
 long gmtf_fs_write(gmtf_fs *fs, uint64_t ino, const void *buf, size_t n, uint64_t off)
 {
+    return gmtf_fs_write_flags(fs, ino, buf, n, off, 0);
+}
+
+long gmtf_fs_write_flags(gmtf_fs *fs, uint64_t ino, const void *buf, size_t n, uint64_t off,
+                         unsigned flags)
+{
+    if (flags & ~(unsigned)GMTF_WRITE_KEEP_ATTRS)
+        return -EINVAL;
     if (fs->ro)
         return -EROFS;
     FS_WRLOCK(fs);
@@ -394,11 +402,13 @@ long gmtf_fs_write(gmtf_fs *fs, uint64_t ino, const void *buf, size_t n, uint64_
         if (!rc) {
             if (off + n > in->size)
                 in->size = off + n;
-            now_ts(&in->mt_s, &in->mt_ns);
-            in->ct_s = in->mt_s;
-            in->ct_ns = in->mt_ns;
+            if (!(flags & GMTF_WRITE_KEEP_ATTRS)) {
+                now_ts(&in->mt_s, &in->mt_ns);
+                in->ct_s = in->mt_s;
+                in->ct_ns = in->mt_ns;
+            }
             /* Writing clears set-user-ID and set-group-ID, as on ext4. */
-            if (in->mode & (S_ISUID | S_ISGID)) {
+            if (!(flags & GMTF_WRITE_KEEP_ATTRS) && (in->mode & (S_ISUID | S_ISGID))) {
                 in->mode &= ~(uint32_t)S_ISUID;
                 if (in->mode & S_IXGRP)
                     in->mode &= ~(uint32_t)S_ISGID;

@@ -41,7 +41,10 @@ extern "C" {
  * writes all n bytes or fails; flush makes every completed pwrite durable
  * (fdatasync); size gives the current length; truncate sets it (growable
  * images give space back to the host); host_free (may be NULL) reports
- * bytes free on the host filesystem; close frees ctx. */
+ * bytes free on the host filesystem; close frees ctx; punch (may be NULL)
+ * gives [off, off+len) inside the image back to the host without changing
+ * the length: the range reads as zeros afterwards (-EOPNOTSUPP when the
+ * host cannot). The library punches only space no metadata refers to. */
 typedef struct gmtf_image_ops {
     int (*pread)(void *ctx, void *buf, size_t n, uint64_t off);
     int (*pwrite)(void *ctx, const void *buf, size_t n, uint64_t off);
@@ -50,6 +53,7 @@ typedef struct gmtf_image_ops {
     int (*truncate)(void *ctx, uint64_t size);
     int (*host_free)(void *ctx, uint64_t *bytes);
     void (*close)(void *ctx);
+    int (*punch)(void *ctx, uint64_t off, uint64_t len);
 } gmtf_image_ops;
 
 typedef struct gmtf_image {
@@ -197,6 +201,14 @@ long gmtf_fs_read(gmtf_fs *fs, uint64_t ino, void *buf, size_t n, uint64_t off);
 /* Writes n bytes at off into the write-back cache (extending the file).
  * Returns n, or -ENOSPC when the data cannot be stored. */
 long gmtf_fs_write(gmtf_fs *fs, uint64_t ino, const void *buf, size_t n, uint64_t off);
+/* Leave mtime, ctime and the set-ID bits alone: for a caller whose writes
+ * are deferred copies of writes already accounted for elsewhere (the FUSE
+ * writeback cache: the kernel owns those attributes and sends them by
+ * setattr). The size still grows with the data. */
+#define GMTF_WRITE_KEEP_ATTRS 0x01
+/* gmtf_fs_write with GMTF_WRITE_* flags. */
+long gmtf_fs_write_flags(gmtf_fs *fs, uint64_t ino, const void *buf, size_t n, uint64_t off,
+                         unsigned flags);
 /* Makes ino's data and metadata durable. Small changes are staged in the
  * journal uncompressed and compressed later in the background. */
 int gmtf_fs_fsync(gmtf_fs *fs, uint64_t ino, int datasync);

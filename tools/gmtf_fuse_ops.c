@@ -193,11 +193,6 @@ static int acl_follow_chmod(gmtf_mount *m, fuse_ino_t ino, mode_t mode)
     return rc;
 }
 
-static pthread_mutex_t *inode_lock(gmtf_mount *m, fuse_ino_t ino)
-{
-    return &m->inode_locks[ino % GMTF_INODE_LOCKS];
-}
-
 static void op_setattr(fuse_req_t req, fuse_ino_t ino, struct stat *attr, int to_set,
                        struct fuse_file_info *fi)
 {
@@ -220,11 +215,7 @@ static void op_setattr(fuse_req_t req, fuse_ino_t ino, struct stat *attr, int to
         if (to_set & map[i].fuse)
             set |= map[i].gmtf;
     struct stat out;
-    if (m->writeback)
-        pthread_mutex_lock(inode_lock(m, ino));
     int rc = gmtf_fs_setattr(m->fs, ino, attr, set, &out);
-    if (m->writeback)
-        pthread_mutex_unlock(inode_lock(m, ino));
     if (rc == 0 && (set & GMTF_SET_MODE) && m->acl)
         rc = acl_follow_chmod(m, ino, attr->st_mode & 07777);
     if (rc < 0)
@@ -529,28 +520,11 @@ static void op_read(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off,
  * as a write(2) on ext4 would. Under the writeback cache a WRITE is the
  * kernel flushing pages later: the kernel already decided those
  * attributes (and sends them by SETATTR, maybe ahead of this WRITE), so
- * they are put back as they were. */
-static long write_keeping_times(gmtf_mount *m, fuse_ino_t ino, const void *data, size_t n,
-                                uint64_t off)
+ * the library is told to leave them alone. */
+static long write_data(gmtf_mount *m, fuse_ino_t ino, const void *data, size_t n, uint64_t off)
 {
-    if (!m->writeback)
-        return gmtf_fs_write(m->fs, ino, data, n, off);
-    pthread_mutex_t *lk = inode_lock(m, ino);
-    pthread_mutex_lock(lk);
-    struct stat before;
-    long w = gmtf_fs_getattr(m->fs, ino, &before);
-    if (w == 0)
-        w = gmtf_fs_write(m->fs, ino, data, n, off);
-    if (w >= 0) {
-        struct stat keep = before;
-        keep.st_mode &= 07777;
-        int rc = gmtf_fs_setattr(m->fs, ino, &keep,
-                                 GMTF_SET_MODE | GMTF_SET_MTIME | GMTF_SET_CTIME, NULL);
-        if (rc < 0)
-            w = rc;
-    }
-    pthread_mutex_unlock(lk);
-    return w;
+    return gmtf_fs_write_flags(m->fs, ino, data, n, off,
+                               m->writeback ? GMTF_WRITE_KEEP_ATTRS : 0);
 }
 
 static void op_write_buf(fuse_req_t req, fuse_ino_t ino, struct fuse_bufvec *in, off_t off,
@@ -583,7 +557,7 @@ static void op_write_buf(fuse_req_t req, fuse_ino_t ino, struct fuse_bufvec *in,
         data = tmp;
         n = (size_t)got;
     }
-    long w = write_keeping_times(mount_of(req), ino, data, n, (uint64_t)off);
+    long w = write_data(mount_of(req), ino, data, n, (uint64_t)off);
     if (w < 0)
         reply_rc(req, w);
     else

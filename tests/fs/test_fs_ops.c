@@ -319,6 +319,44 @@ static void test_attrs_xattrs(void **state)
     rec_image_free(r);
 }
 
+/* A plain write stamps mtime/ctime and drops setuid/setgid; with
+ * GMTF_WRITE_KEEP_ATTRS (the FUSE writeback cache's deferred writes) only
+ * the size moves. Both survive a remount. */
+static void test_write_keep_attrs(void **state)
+{
+    (void)state;
+    rec_img *r = mkfs_rec(BS, 0);
+    gmtf_fs *fs = mount_rec(r, 0);
+    uint64_t f = mkfile(fs, ROOT, "f", "abc", 3), g = mkfile(fs, ROOT, "g", "abc", 3);
+    struct stat st = {.st_mode = 06755};
+    st.st_mtim.tv_sec = 1000;
+    st.st_mtim.tv_nsec = 5;
+    st.st_ctim = st.st_mtim;
+    unsigned set = GMTF_SET_MODE | GMTF_SET_MTIME | GMTF_SET_CTIME;
+    assert_int_equal(gmtf_fs_setattr(fs, f, &st, set, NULL), 0);
+    assert_int_equal(gmtf_fs_setattr(fs, g, &st, set, NULL), 0);
+    assert_int_equal(gmtf_fs_write_flags(fs, f, "xyzw", 4, 2, GMTF_WRITE_KEEP_ATTRS), 4);
+    assert_int_equal(gmtf_fs_write_flags(fs, g, "xyzw", 4, 2, 0), 4);
+    assert_int_equal(gmtf_fs_write_flags(fs, g, "x", 1, 0, 0x80), -EINVAL);
+    assert_int_equal(gmtf_fs_unmount(fs), 0);
+
+    fs = mount_rec(r, 1);
+    assert_int_equal(gmtf_fs_getattr(fs, f, &st), 0);
+    assert_int_equal(st.st_size, 6);
+    assert_int_equal(st.st_mode, S_IFREG | 06755);
+    assert_int_equal(st.st_mtim.tv_sec, 1000);
+    assert_int_equal(st.st_mtim.tv_nsec, 5);
+    assert_int_equal(st.st_ctim.tv_sec, 1000);
+    check_file(fs, f, (const uint8_t *)"abxyzw", 6);
+    assert_int_equal(gmtf_fs_getattr(fs, g, &st), 0);
+    assert_int_equal(st.st_size, 6);
+    assert_int_equal(st.st_mode, S_IFREG | 0755);
+    assert_true(st.st_mtim.tv_sec > 1000);
+    assert_true(st.st_ctim.tv_sec > 1000);
+    assert_int_equal(gmtf_fs_unmount(fs), 0);
+    rec_image_free(r);
+}
+
 static void test_unlinked_open(void **state)
 {
     (void)state;
@@ -554,6 +592,7 @@ int main(void)
         cmocka_unit_test(test_holes_truncate_seek),
         cmocka_unit_test(test_namespace),
         cmocka_unit_test(test_attrs_xattrs),
+        cmocka_unit_test(test_write_keep_attrs),
         cmocka_unit_test(test_unlinked_open),
         cmocka_unit_test(test_space_reuse),
         cmocka_unit_test(test_dedup_and_packing),

@@ -59,6 +59,9 @@ cleanup() {
     local rc=$?
     trap - EXIT
     cd /
+    # a case's own background workers first (BG_PIDS): they must not go on
+    # writing into the mount point once it is unmounted
+    for p in ${BG_PIDS:-}; do kill -9 "$p" 2>/dev/null; done
     for m in $MOUNTS; do
         if is_mounted "$m"; then
             umount "$m" 2>/dev/null || fusermount3 -uz "$m" 2>/dev/null || umount -l "$m" 2>/dev/null

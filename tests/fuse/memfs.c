@@ -643,6 +643,14 @@ long gmtf_fs_read(gmtf_fs *fs, uint64_t ino, void *buf, size_t n, uint64_t off)
 
 long gmtf_fs_write(gmtf_fs *fs, uint64_t ino, const void *buf, size_t n, uint64_t off)
 {
+    return gmtf_fs_write_flags(fs, ino, buf, n, off, 0);
+}
+
+long gmtf_fs_write_flags(gmtf_fs *fs, uint64_t ino, const void *buf, size_t n, uint64_t off,
+                         unsigned flags)
+{
+    if (flags & ~(unsigned)GMTF_WRITE_KEEP_ATTRS)
+        return -EINVAL;
     pthread_mutex_lock(&fs->lock);
     mino *m = get(fs, ino);
     long rc = m ? 0 : -ENOENT;
@@ -650,8 +658,10 @@ long gmtf_fs_write(gmtf_fs *fs, uint64_t ino, const void *buf, size_t n, uint64_
         rc = resize(m, off + n);
     if (rc == 0) {
         memcpy(m->data + off, buf, n);
-        now(&m->st.st_mtim);
-        m->st.st_ctim = m->st.st_mtim;
+        if (!(flags & GMTF_WRITE_KEEP_ATTRS)) {
+            now(&m->st.st_mtim);
+            m->st.st_ctim = m->st.st_mtim;
+        }
         rc = (long)n;
     }
     pthread_mutex_unlock(&fs->lock);
