@@ -2,7 +2,8 @@
  * complement of everything the metadata references (frames, snapshot,
  * journal). Space freed while mounted waits on a pending list until the
  * record that freed it is durable, so a crash never finds live data
- * overwritten. */
+ * overwritten. Free space goes back to the host at checkpoints: the tail
+ * by truncation, large free extents inside by punching holes. */
 #include "fs_internal.h"
 
 void ev_free(extvec *e)
@@ -61,6 +62,63 @@ int ev_add(extvec *e, uint64_t off, uint64_t len)
     return 0;
 }
 
+/* Removes [off, off+len) from e (parts of extents may stay). */
+static int ev_remove(extvec *e, uint64_t off, uint64_t len)
+{
+    uint64_t end = off + len;
+    size_t i = ev_lower(e, off);
+    if (i > 0 && e->v[i - 1].off + e->v[i - 1].len > off)
+        i--; /* the extent before reaches into the range */
+    while (i < e->n && e->v[i].off < end) {
+        struct ext *x = &e->v[i];
+        uint64_t xend = x->off + x->len;
+        if (x->off < off && xend > end) { /* the range splits x in two */
+            if (e->n == e->cap) {
+                size_t cap = e->cap * 2;
+                struct ext *v = realloc(e->v, cap * sizeof *v);
+                if (!v)
+                    return -ENOMEM;
+                e->v = v;
+                e->cap = cap;
+                x = &e->v[i];
+            }
+            memmove(x + 2, x + 1, (e->n - i - 1) * sizeof *x);
+            e->n++;
+            x[1] = (struct ext){end, xend - end};
+            x->len = off - x->off;
+            return 0;
+        }
+        if (x->off < off) { /* keep the head */
+            x->len = off - x->off;
+            i++;
+        } else if (xend > end) { /* keep the tail */
+            x->len = xend - end;
+            x->off = end;
+            return 0;
+        } else { /* inside: drop */
+            memmove(x, x + 1, (e->n - i - 1) * sizeof *x);
+            e->n--;
+        }
+    }
+    return 0;
+}
+
+/* Space handed out again is no longer a hole on the host once written;
+ * whole host pages, so that holes stay page-aligned. */
+static void unpunch(gmtf_fs *fs, uint64_t off, uint64_t len)
+{
+    if (!fs->punched.n)
+        return;
+    uint64_t a = off / PUNCH_ALIGN * PUNCH_ALIGN, end = off + len;
+    if (end < UINT64_MAX - PUNCH_ALIGN)
+        end = (end + PUNCH_ALIGN - 1) / PUNCH_ALIGN * PUNCH_ALIGN;
+    if (ev_remove(&fs->punched, a, end - a)) {
+        /* Out of memory: forget every hole, so none is taken for free space
+         * it no longer is (they are punched again, harmlessly). */
+        fs->punched.n = 0;
+    }
+}
+
 static uint64_t capacity_of(gmtf_fs *fs)
 {
     return fs->sb.capacity ? fs->sb.capacity : UINT64_MAX / 2;
@@ -86,6 +144,7 @@ int alloc_space(gmtf_fs *fs, uint64_t len, uint64_t *off)
             fs->free.n--;
         }
         fs->used += len;
+        unpunch(fs, *off, len);
         return 0;
     }
     uint64_t start = fs->end;
@@ -99,6 +158,7 @@ int alloc_space(gmtf_fs *fs, uint64_t len, uint64_t *off)
     *off = start;
     fs->end = start + len;
     fs->used += len;
+    unpunch(fs, start, len);
     return 0;
 }
 
@@ -153,6 +213,7 @@ int alloc_rebuild(gmtf_fs *fs)
     fs->free.n = 0;
     fs->pending.n = 0;
     fs->held.n = 0;
+    fs->punched.n = 0; /* unknown after mount: punched again (once) */
     uint64_t pos = DATA_START, used = 0;
     int rc = 0;
     for (size_t i = 0; i < n; i++) {
@@ -173,6 +234,52 @@ int alloc_rebuild(gmtf_fs *fs)
     return rc;
 }
 
+/* Punches the page-aligned part of every free extent of PUNCH_MIN or more
+ * that is not punched yet. Free space is what the allocator may overwrite
+ * at any time, so reading it as zeros instead harms no durable state. */
+static void punch_free(gmtf_fs *fs)
+{
+    if (fs->punch_off || fs->img->is_blockdev || !fs->img->ops->punch)
+        return;
+    for (size_t i = 0; i < fs->free.n; i++) {
+        const struct ext *x = &fs->free.v[i];
+        if (x->len < PUNCH_MIN)
+            continue;
+        uint64_t a = (x->off + PUNCH_ALIGN - 1) / PUNCH_ALIGN * PUNCH_ALIGN;
+        uint64_t b = (x->off + x->len) / PUNCH_ALIGN * PUNCH_ALIGN;
+        /* Only the gaps between holes already made. */
+        size_t j = ev_lower(&fs->punched, a);
+        if (j > 0 && fs->punched.v[j - 1].off + fs->punched.v[j - 1].len > a)
+            j--;
+        uint64_t pos = a;
+        int rc = 0;
+        for (; pos < b && !rc; j++) {
+            uint64_t hs = j < fs->punched.n ? fs->punched.v[j].off : b;
+            uint64_t he = j < fs->punched.n ? hs + fs->punched.v[j].len : b;
+            if (hs > b)
+                hs = he = b;
+            if (hs > pos)
+                rc = img_punch(fs, pos, hs - pos);
+            if (he > pos)
+                pos = he;
+        }
+        if (rc == -EOPNOTSUPP) {
+            fs->punch_off = 1; /* the host file system cannot: not an error */
+            return;
+        }
+        if (rc) {
+            fs_log(fs, "punching free space at %llu (%llu bytes) out of the image: %s",
+                   (unsigned long long)a, (unsigned long long)(b - a), strerror(-rc));
+            fs->punch_off = 1;
+            return;
+        }
+        if (ev_remove(&fs->punched, a, b - a) || ev_add(&fs->punched, a, b - a)) {
+            fs->punched.n = 0; /* out of memory: all punched again next time */
+            return;
+        }
+    }
+}
+
 int alloc_trim_end(gmtf_fs *fs)
 {
     if (fs->ro)
@@ -184,6 +291,8 @@ int alloc_trim_end(gmtf_fs *fs)
         fs->end = x->off;
         fs->free.n--;
     }
+    if (fs->end < UINT64_MAX)
+        unpunch(fs, fs->end, UINT64_MAX - fs->end); /* gone with the truncation */
     if (fs->img->is_blockdev)
         return 0;
     uint64_t size;
@@ -191,8 +300,10 @@ int alloc_trim_end(gmtf_fs *fs)
     if (rc)
         return rc;
     if (size > fs->end)
-        return fs->img->ops->truncate(fs->img->ctx, fs->end);
-    return 0;
+        rc = fs->img->ops->truncate(fs->img->ctx, fs->end);
+    if (!rc)
+        punch_free(fs);
+    return rc;
 }
 
 uint64_t alloc_free_bytes(gmtf_fs *fs)
@@ -200,5 +311,13 @@ uint64_t alloc_free_bytes(gmtf_fs *fs)
     uint64_t f = 0;
     for (size_t i = 0; i < fs->free.n; i++)
         f += fs->free.v[i].len;
+    return f;
+}
+
+uint64_t alloc_punched_bytes(gmtf_fs *fs)
+{
+    uint64_t f = 0;
+    for (size_t i = 0; i < fs->punched.n; i++)
+        f += fs->punched.v[i].len;
     return f;
 }

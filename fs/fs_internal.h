@@ -26,6 +26,8 @@
 #define JOURNAL_FLOOR (16u << 10)        /* smallest journal (tests force checkpoints) */
 #define STAGE_MAX (256u << 10)           /* fsync stages at most this much uncompressed */
 #define STAGE_PAGE 4096u                 /* granularity of staged ranges */
+#define PUNCH_MIN (1u << 20)             /* free extents this large are punched */
+#define PUNCH_ALIGN 4096u                /* punched ranges: whole host pages */
 
 /* Record types: the journal and the snapshot are both sequences of these. */
 enum {
@@ -198,6 +200,8 @@ struct gmtf_fs {
     /* space */
     extvec free, pending;
     extvec held; /* freed pinned frames: free only once a checkpoint is durable */
+    extvec punched; /* free ranges already punched out of the host file */
+    int punch_off;  /* the host cannot punch: stop trying */
     uint64_t end;  /* end of the allocated area (image length in use) */
     uint64_t used; /* allocated bytes past DATA_START */
 
@@ -244,6 +248,9 @@ void now_ts(int64_t *s, uint32_t *ns);
 int img_read(gmtf_fs *fs, void *buf, size_t n, uint64_t off);
 int img_write(gmtf_fs *fs, const void *buf, size_t n, uint64_t off);
 int img_flush(gmtf_fs *fs);
+/* image_io.c: deallocate [off, off+len) of a file image on the host (reads
+ * as zeros after). -EOPNOTSUPP: a device, or the host cannot. */
+int img_punch(gmtf_fs *fs, uint64_t off, uint64_t len);
 
 /* ---- alloc.c ---- */
 void ev_free(extvec *e);
@@ -253,8 +260,12 @@ void alloc_release(gmtf_fs *fs, uint64_t off, uint64_t len); /* after next commi
 void alloc_release_now(gmtf_fs *fs, uint64_t off, uint64_t len);
 void alloc_commit_pending(gmtf_fs *fs);
 int alloc_rebuild(gmtf_fs *fs); /* free map = complement of everything referenced */
-int alloc_trim_end(gmtf_fs *fs); /* give free space at the end back to the host */
+/* Gives free space back to the host: truncates the free tail, punches
+ * free extents of PUNCH_MIN or more inside the image (once each). Call
+ * only when everything on the free list is free in the durable state. */
+int alloc_trim_end(gmtf_fs *fs);
 uint64_t alloc_free_bytes(gmtf_fs *fs);
+uint64_t alloc_punched_bytes(gmtf_fs *fs); /* free bytes the host has back (holes) */
 
 /* ---- inode.c ---- */
 struct inode *inode_get(gmtf_fs *fs, uint64_t ino);

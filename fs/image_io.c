@@ -1,7 +1,8 @@
 /* The image I/O layer: every byte of an image is read and written through a
  * gmtf_image_ops table. Two implementations: a file or block device (with
  * an OFD lock), and memory (tests). Tests wrap either to record writes and
- * inject faults. */
+ * inject faults. Free space in the middle of a file image is given back to
+ * the host by punching holes (alloc.c decides what is free). */
 #include <fcntl.h>
 #include <linux/fs.h>
 #include <stdio.h>
@@ -100,6 +101,19 @@ static int file_host_free(void *ctx, uint64_t *bytes)
     return 0;
 }
 
+static int file_punch(void *ctx, uint64_t off, uint64_t len)
+{
+    file_img *f = ctx;
+    struct stat st;
+    if (fstat(f->fd, &st))
+        return -errno;
+    if (!S_ISREG(st.st_mode))
+        return -EOPNOTSUPP; /* a device keeps its blocks */
+    if (fallocate(f->fd, FALLOC_FL_PUNCH_HOLE | FALLOC_FL_KEEP_SIZE, (off_t)off, (off_t)len))
+        return errno == ENOSYS ? -EOPNOTSUPP : -errno;
+    return 0;
+}
+
 static void file_close(void *ctx)
 {
     file_img *f = ctx;
@@ -109,6 +123,7 @@ static void file_close(void *ctx)
 
 static const gmtf_image_ops file_ops = {
     file_pread, file_pwrite, file_flush, file_size, file_truncate, file_host_free, file_close,
+    file_punch,
 };
 
 int gmtf_image_open_file(const char *path, int flags, gmtf_image **out)
@@ -213,6 +228,15 @@ static int mem_truncate(void *ctx, uint64_t size)
     return mem_resize(ctx, size);
 }
 
+/* Zeros, as a punched host file reads; the length stays. */
+static int mem_punch(void *ctx, uint64_t off, uint64_t len)
+{
+    mem_img *m = ctx;
+    if (off < m->len)
+        memset(m->p + off, 0, len < m->len - off ? len : m->len - off);
+    return 0;
+}
+
 static void mem_close(void *ctx)
 {
     mem_img *m = ctx;
@@ -221,7 +245,7 @@ static void mem_close(void *ctx)
 }
 
 static const gmtf_image_ops mem_ops = {
-    mem_pread, mem_pwrite, mem_flush, mem_size, mem_truncate, NULL, mem_close,
+    mem_pread, mem_pwrite, mem_flush, mem_size, mem_truncate, NULL, mem_close, mem_punch,
 };
 
 int gmtf_image_open_mem(const void *data, size_t len, gmtf_image **out)
@@ -250,6 +274,15 @@ const uint8_t *gmtf_image_mem_data(gmtf_image *img, size_t *len)
     mem_img *m = img->ctx;
     *len = m->len;
     return m->p;
+}
+
+int img_punch(gmtf_fs *fs, uint64_t off, uint64_t len)
+{
+    if (fs->ro)
+        return -EROFS;
+    if (fs->img->is_blockdev || !fs->img->ops->punch)
+        return -EOPNOTSUPP;
+    return fs->img->ops->punch(fs->img->ctx, off, len);
 }
 
 void gmtf_image_close(gmtf_image *img)

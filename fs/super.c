@@ -277,6 +277,7 @@ static void meta_free_all(gmtf_fs *fs)
     ev_free(&fs->free);
     ev_free(&fs->pending);
     ev_free(&fs->held);
+    ev_free(&fs->punched);
     wb_free(&fs->jbuf);
     pthread_mutex_lock(&fs->cache_lock);
     cache_free_all(fs);
@@ -714,7 +715,7 @@ int gmtf_fs_statfs(gmtf_fs *fs, struct statvfs *st)
         uint64_t host = 0;
         if (!fs->img->ops->host_free || fs->img->ops->host_free(fs->img->ctx, &host))
             host = 0;
-        avail = host + alloc_free_bytes(fs);
+        avail = host + alloc_free_bytes(fs) - alloc_punched_bytes(fs); /* holes: in host */
     }
     uint64_t files = 0;
     for (uint64_t i = 1; i < fs->itab_cap; i++)

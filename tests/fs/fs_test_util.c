@@ -10,7 +10,7 @@ static int r_pread(void *ctx, void *buf, size_t n, uint64_t off)
     return r->inner->ops->pread(r->inner->ctx, buf, n, off);
 }
 
-static void r_log(rec_img *r, uint64_t off, const void *buf, size_t n)
+static void r_log(rec_img *r, uint64_t off, const void *buf, size_t n, int punch)
 {
     if (!r->recording)
         return;
@@ -23,7 +23,7 @@ static void r_log(rec_img *r, uint64_t off, const void *buf, size_t n)
         d = malloc(n ? n : 1);
         memcpy(d, buf, n);
     }
-    r->log[r->n++] = (rec_write){off, n, d};
+    r->log[r->n++] = (rec_write){off, n, d, punch};
 }
 
 static int r_pwrite(void *ctx, const void *buf, size_t n, uint64_t off)
@@ -32,7 +32,7 @@ static int r_pwrite(void *ctx, const void *buf, size_t n, uint64_t off)
     if (r->fail_after == 0) {
         if (r->short_write && n > 1) {
             r->inner->ops->pwrite(r->inner->ctx, buf, n / 2, off);
-            r_log(r, off, buf, n / 2);
+            r_log(r, off, buf, n / 2, 0);
         }
         return r->fail_err;
     }
@@ -40,14 +40,14 @@ static int r_pwrite(void *ctx, const void *buf, size_t n, uint64_t off)
         r->fail_after--;
     int rc = r->inner->ops->pwrite(r->inner->ctx, buf, n, off);
     if (!rc)
-        r_log(r, off, buf, n);
+        r_log(r, off, buf, n, 0);
     return rc;
 }
 
 static int r_flush(void *ctx)
 {
     rec_img *r = ctx;
-    r_log(r, 0, NULL, 0);
+    r_log(r, 0, NULL, 0, 0);
     return 0;
 }
 
@@ -62,9 +62,25 @@ static int r_truncate(void *ctx, uint64_t size)
     rec_img *r = ctx;
     /* Logged as a zero-length write at the new size (replayed as a resize). */
     if (r->recording) {
-        r_log(r, size, "", 0);
+        r_log(r, size, "", 0, 0);
     }
     return r->inner->ops->truncate(r->inner->ctx, size);
+}
+
+static int r_punch(void *ctx, uint64_t off, uint64_t len)
+{
+    rec_img *r = ctx;
+    /* Logged as a write of zeros: what the range reads as afterwards, so
+     * rebuilt crash states see punched space exactly as a host would. */
+    if (r->recording) {
+        uint8_t *z = calloc(1, len ? len : 1);
+        if (!z)
+            return -ENOMEM;
+        r_log(r, off, z, len, 1);
+        free(z);
+        r->punches++;
+    }
+    return r->inner->ops->punch(r->inner->ctx, off, len);
 }
 
 static void r_close(void *ctx)
@@ -73,7 +89,7 @@ static void r_close(void *ctx)
 }
 
 static const gmtf_image_ops rec_ops = {r_pread, r_pwrite, r_flush, r_size, r_truncate, NULL,
-                                       r_close};
+                                       r_close, r_punch};
 
 rec_img *rec_image_new(const uint8_t *data, size_t len)
 {

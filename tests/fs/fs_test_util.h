@@ -12,9 +12,10 @@ typedef struct rec_write {
     uint64_t off;
     size_t len;
     uint8_t *data; /* NULL: a flush marker */
+    int punch;     /* a punch: data holds len zeros */
 } rec_write;
 
-/* A memory image that records every pwrite and flush, and can fail. */
+/* A memory image that records every pwrite, punch and flush, and can fail. */
 typedef struct rec_img {
     gmtf_image *inner; /* memory image holding the current bytes */
     rec_write *log;
@@ -23,6 +24,7 @@ typedef struct rec_img {
     long fail_after;   /* pwrites allowed before failing; < 0 = never */
     int fail_err;      /* error injected (-ENOSPC, -EIO) */
     int short_write;   /* inject: write only half of the failing pwrite first */
+    size_t punches;    /* punch calls recorded (each logged as a write of zeros) */
 } rec_img;
 
 /* A disk that outlives mounts: attach gives a new gmtf_image on it each time. */
