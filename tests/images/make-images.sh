@@ -41,54 +41,7 @@ trap 'rm -rf "$tmp"' EXIT
 "$mkfs" -q -b 64K -L "gmtf-$v-tree" --from "$tmp/tree" "$tmp/$v-tree.img"
 "$gen" ops "$tmp/$v-ops.img" "$tmp/$v-crash.img" "$tmp/mirror"
 
-hex() { od -An -v -tx1 | tr -d ' \n'; }
-
-# One "entry" line per path of the host tree dir, as image img must show it.
-manifest_tree() {
-    local img=$1 dir=$2
-    declare -A group=()
-    local next=1
-    while IFS= read -r -d '' p; do
-        local rel=${p#"$dir"}
-        [ -n "$rel" ] || rel=/
-        case $rel in *[[:space:]]*) echo "make-images: no spaces in names: $rel" >&2; exit 1;; esac
-        local f
-        IFS='|' read -r ftype perm uid gid size nlink ino maj min mtime \
-            <<<"$(stat -c '%F|%a|%u|%g|%s|%h|%i|%t|%T|%.9Y' "$p")"
-        local line="entry $img $rel"
-        case $ftype in
-            directory) line+=" dir";;
-            "regular file"|"regular empty file") line+=" file";;
-            "symbolic link") line+=" symlink";;
-            fifo) line+=" fifo";;
-            socket) line+=" socket";;
-            "character special file") line+=" chr";;
-            "block special file") line+=" blk";;
-            *) echo "make-images: $p: unexpected type $ftype" >&2; exit 1;;
-        esac
-        line+=" mode=$(printf %04o "0$perm") uid=$uid gid=$gid mtime=$mtime"
-        case $ftype in
-            regular*)
-                line+=" size=$size sha256=$(sha256sum <"$p" | cut -d' ' -f1) nlink=$nlink"
-                if [ "$nlink" -gt 1 ]; then
-                    if [ -z "${group[$ino]:-}" ]; then group[$ino]=$next; next=$((next + 1)); fi
-                    line+=" inode=${group[$ino]}"
-                fi;;
-            "symbolic link") line+=" target=$(readlink -n "$p" | hex)";;
-            *special*) line+=" rdev=$((16#$maj)):$((16#$min))";;
-        esac
-        # Extended attributes, sorted by name, values in hex.
-        while IFS= read -r x; do
-            case $x in ''|'#'*) continue;; esac
-            local k=${x%%=*} val=
-            [ "$k" != "$x" ] && val=${x#*=}
-            val=${val#0x}
-            [ "$val" = '""' ] && val=
-            line+=" xattr.$k=$val"
-        done < <(getfattr -h -d -m - -e hex --absolute-names "$p" 2>/dev/null | sort)
-        echo "$line"
-    done < <(find "$dir" -print0 | sort -z)
-}
+. "$here/manifest-lib.sh"
 
 manifest_image() {
     local img=$1 dir=$2 journal=$3 how=$4
