@@ -319,7 +319,7 @@ int gmtf_fs_check(gmtf_image *img, const gmtf_fs_check_options *opt,
         char msg[100];
         snprintf(msg, sizeof msg, "journal replayed: %llu records",
                  (unsigned long long)fs->replayed);
-        (void)msg;
+        note(&c, msg); /* normal after a crash: not a problem */
     }
     if (fs->corrupt_records)
         problem(&c, 0, "%d metadata records could not be applied", fs->corrupt_records);

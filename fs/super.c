@@ -521,6 +521,7 @@ int fs_load(gmtf_fs *fs)
         fs->sb = sb[i];
         fs->bs = sb[i].block_size;
         rc = snapshot_load(fs);
+        fs->replayed = 0; /* count the journal's records, not the snapshot's */
         if (rc == 0)
             rc = jr_replay(fs);
         if (rc == 0 && !inode_get(fs, GMTF_ROOT_INO)) {
