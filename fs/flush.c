@@ -24,7 +24,7 @@ struct piece {
     uint32_t dframe; /* frame of an earlier flush holding the same bytes */
     uint64_t ino, gen, ver; /* to recheck after an unlocked encode */
     uint32_t blk;
-    uint64_t doff_img;  /* dframe's offset then, to recheck it */
+    struct frame dsnap; /* dframe as it was then, to recheck it */
     int valid;
 };
 
@@ -165,6 +165,18 @@ static int store_groups(gmtf_fs *fs, struct group *g, size_t n, const uint8_t *d
     return rc;
 }
 
+/* Is frame id still the frame snapshotted before the lock was dropped? Its
+ * id may have been freed and handed to a new frame meanwhile, even one at
+ * the same offset (first fit reuses freed space): compare all it is. */
+static int frame_unchanged(gmtf_fs *fs, uint32_t id, const struct frame *then)
+{
+    if (!frame_valid(fs, id))
+        return 0;
+    const struct frame *f = &fs->frames[id];
+    return f->off == then->off && f->clen == then->clen && f->dlen == then->dlen &&
+           f->crc == then->crc;
+}
+
 /* Is piece p still what was copied? (After an unlocked encode: the block
  * may have been written, truncated, dropped, or its inode deleted.) */
 static int piece_still_valid(gmtf_fs *fs, const struct piece *p)
@@ -197,7 +209,7 @@ static int flush_pieces(gmtf_fs *fs, struct piece *p, size_t np, int unlocked)
         if (p[i].dup_of < 0 &&
             dedup_lookup(fs, p[i].d->buf, p[i].len, p[i].hash, &p[i].dframe, &p[i].goff)) {
             p[i].group = -1;
-            p[i].doff_img = fs->frames[p[i].dframe].off;
+            p[i].dsnap = fs->frames[p[i].dframe];
         }
     }
     /* Group: whole blocks alone, small pieces packed in sort order. */
@@ -279,13 +291,12 @@ static int flush_pieces(gmtf_fs *fs, struct piece *p, size_t np, int unlocked)
         p[i].valid = !rc && (gi < 0 || (size_t)gi < stored) &&
                      (!unlocked || piece_still_valid(fs, &p[i]));
         if (p[i].valid && p[i].group == -1) { /* the earlier frame must be unchanged */
-            struct frame *f = &fs->frames[p[i].dframe];
-            p[i].valid = frame_valid(fs, p[i].dframe) && f->off == p[i].doff_img;
+            p[i].valid = frame_unchanged(fs, p[i].dframe, &p[i].dsnap);
         }
         if (p[i].valid && p[i].dup_of >= 0) {
             struct piece *q = &p[p[i].dup_of];
             if (q->group == -1)
-                p[i].valid = frame_valid(fs, q->dframe) && fs->frames[q->dframe].off == q->doff_img;
+                p[i].valid = frame_unchanged(fs, q->dframe, &q->dsnap);
         }
     }
     for (size_t i = 0; i < ng; i++)
