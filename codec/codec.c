@@ -33,6 +33,14 @@ const char *gmtf_strerror(int err)
     }
 }
 
+/* The rank decoder uses only the coder's fixed tables, the start of any
+ * workspace (rank_coder.h): the size for a zero-length block. The encoder
+ * adds 7.25 x max_block behind them, which a decoder never touches. */
+static size_t rank_ws_size(size_t max_block, int enc)
+{
+    return gmtf_rank_workspace_size(enc ? max_block : 0);
+}
+
 int gmtf_workspace_init(gmtf_workspace *w, size_t max_block)
 {
     memset(w, 0, sizeof *w);
@@ -40,12 +48,38 @@ int gmtf_workspace_init(gmtf_workspace *w, size_t max_block)
     w->buf_a = malloc(max_block ? max_block : 1);
     w->buf_b = malloc(max_block ? max_block : 1);
     w->bwt_ws = malloc(gmtf_bwt_workspace_size(max_block));
-    w->rank_ws = malloc(gmtf_rank_workspace_size(max_block));
+    w->rank_ws = malloc(rank_ws_size(max_block, 0));
     if (!w->buf_a || !w->buf_b || !w->bwt_ws || !w->rank_ws) {
         gmtf_workspace_free(w);
         return -ENOMEM;
     }
     return 0;
+}
+
+int gmtf_workspace_encoder(gmtf_workspace *w)
+{
+    if (w->rank_enc)
+        return 0;
+    void *ws = malloc(rank_ws_size(w->max_block, 1)); /* scratch: nothing to keep */
+    if (!ws)
+        return -ENOMEM;
+    free(w->rank_ws);
+    w->rank_ws = ws;
+    w->rank_enc = 1;
+    return 0;
+}
+
+/* Back to the decoder's size; on -ENOMEM the big one stays (still valid). */
+static void workspace_trim(gmtf_workspace *w)
+{
+    if (!w->rank_enc)
+        return;
+    void *ws = malloc(rank_ws_size(w->max_block, 0));
+    if (!ws)
+        return;
+    free(w->rank_ws);
+    w->rank_ws = ws;
+    w->rank_enc = 0;
 }
 
 void gmtf_workspace_free(gmtf_workspace *w)
@@ -119,6 +153,12 @@ unsigned gmtf_codec_threads(const gmtf_codec *c)
     return c->threads;
 }
 
+void gmtf_codec_trim(gmtf_codec *c)
+{
+    for (unsigned i = 0; i < c->threads; i++)
+        workspace_trim(&c->ws[i]);
+}
+
 gmtf_workspace *gmtf_codec_workspace(gmtf_codec *c, unsigned i)
 {
     gmtf_workspace *w = &c->ws[i];
@@ -127,12 +167,38 @@ gmtf_workspace *gmtf_codec_workspace(gmtf_codec *c, unsigned i)
     return w;
 }
 
+gmtf_workspace *gmtf_codec_workspace_enc(gmtf_codec *c, unsigned i)
+{
+    gmtf_workspace *w = gmtf_codec_workspace(c, i);
+    if (w && gmtf_workspace_encoder(w) < 0)
+        return NULL;
+    return w;
+}
+
 long gmtf_frame_encode(gmtf_codec *c, const void *src, size_t n, void *dst, size_t cap)
 {
-    gmtf_workspace *w = gmtf_codec_workspace(c, 0);
+    gmtf_workspace *w = gmtf_codec_workspace_enc(c, 0);
     if (!w)
         return -ENOMEM;
     return gmtf_frame_encode_ws(c->mtf, w, src, n, dst, cap);
+}
+
+/* As gmtf_frame_decode_ws, with the inverse MTF written into dst and the
+ * inverse BWT run there in place (it reads all of its input before it
+ * writes): a decoder then touches buf_a, bwt_ws and the rank tables only,
+ * not buf_b, which is a block less resident per decoding worker. */
+static long workspace_decode(const gmtf_mtf_backend *mtf, gmtf_workspace *w, const uint8_t *src,
+                             size_t len, uint8_t *dst, size_t cap)
+{
+    gmtf_frame_info fi;
+    uint32_t idx[GMTF_BWT_MAX_INDEXES];
+    long r = gmtf_frame_decode_begin(src, len, dst, cap, w->buf_a, w->max_block, w->rank_ws,
+                                     &fi, idx);
+    if (r < 0)
+        return r;
+    if (r == 1)
+        mtf->decode(w->buf_a, dst, fi.orig_len);
+    return gmtf_frame_decode_end(dst, dst, &fi, idx, w->bwt_ws);
 }
 
 long gmtf_frame_decode(gmtf_codec *c, const void *src, size_t len, void *dst, size_t cap)
@@ -140,7 +206,7 @@ long gmtf_frame_decode(gmtf_codec *c, const void *src, size_t len, void *dst, si
     gmtf_workspace *w = gmtf_codec_workspace(c, 0);
     if (!w)
         return -ENOMEM;
-    return gmtf_frame_decode_ws(c->mtf, w, src, len, dst, cap);
+    return workspace_decode(c->mtf, w, src, len, dst, cap);
 }
 
 /* ---- batch encode ------------------------------------------------------ */
@@ -169,7 +235,7 @@ static void batch_set_err(int *err, int rc)
 static void batch_encode_one(void *ctx, size_t i, unsigned worker)
 {
     struct batch_enc *b = ctx;
-    gmtf_workspace *w = gmtf_codec_workspace(b->c, worker);
+    gmtf_workspace *w = gmtf_codec_workspace_enc(b->c, worker);
     if (!w) {
         batch_set_err(&b->err, -ENOMEM);
         return;
@@ -274,7 +340,11 @@ static void staged_encode_entropy(void *ctx, size_t i, unsigned worker)
     struct stage_block *b = &s->sb[i];
     if (!b->bwt)
         return;
-    gmtf_workspace *w = gmtf_codec_workspace(s->c, worker);
+    gmtf_workspace *w = gmtf_codec_workspace_enc(s->c, worker);
+    if (!w) {
+        batch_set_err(&s->err, -ENOMEM);
+        return;
+    }
     size_t n = s->off[i + 1] - s->off[i];
     uint8_t *ranks = s->c->stage_b + s->stage[i];
     if (s->mtf_failed)
@@ -374,8 +444,8 @@ static void batch_decode_one(void *ctx, size_t i, unsigned worker)
         rc = -ENOMEM;
     } else {
         size_t cap = b->doff[i + 1] - b->doff[i];
-        long r = gmtf_frame_decode_ws(b->c->mtf, w, b->src + b->foff[i],
-                                      b->foff[i + 1] - b->foff[i], b->dst + b->doff[i], cap);
+        long r = workspace_decode(b->c->mtf, w, b->src + b->foff[i],
+                                  b->foff[i + 1] - b->foff[i], b->dst + b->doff[i], cap);
         rc = r < 0 ? (int)r : (r == (long)cap ? 0 : GMTF_E_CORRUPT);
     }
     if (b->status)

@@ -47,16 +47,23 @@ static inline void store_le64(void *p, uint64_t v)
     memcpy(p, &v, 8);
 }
 
-/* Scratch memory of one worker, sized for blocks up to max_block. */
+/* Scratch memory of one worker, sized for blocks up to max_block. The rank
+ * coder's encoder scratch (7.25 x max_block) is there only once the worker
+ * has encoded: a decoder needs just the coder's fixed tables. */
 typedef struct gmtf_workspace {
     size_t max_block;
     uint8_t *buf_a;   /* max_block bytes: BWT output / decoded ranks */
     uint8_t *buf_b;   /* max_block bytes: MTF ranks / inverse MTF output */
     void *bwt_ws;     /* gmtf_bwt_workspace_size(max_block) */
-    void *rank_ws;    /* gmtf_rank_workspace_size(max_block) */
+    void *rank_ws;    /* gmtf_rank_workspace_size(max_block) once rank_enc, else of 0 */
+    int rank_enc;     /* rank_ws can encode (gmtf_workspace_encoder) */
 } gmtf_workspace;
 
+/* Allocates a workspace that decodes; 0 or -ENOMEM. */
 int gmtf_workspace_init(gmtf_workspace *w, size_t max_block);
+/* Adds the encoder scratch (no-op when there); 0 or -ENOMEM. Call before
+ * gmtf_frame_encode_ws or gmtf_frame_encode_ranks with w->rank_ws. */
+int gmtf_workspace_encoder(gmtf_workspace *w);
 void gmtf_workspace_free(gmtf_workspace *w);
 
 struct gmtf_codec {
@@ -72,8 +79,10 @@ struct gmtf_codec {
     int stage_pinned;            /* staging came from batch_mtf->host_alloc */
 };
 
-/* Lazily allocates workspace i. Returns NULL on -ENOMEM. */
+/* Lazily allocates workspace i, for decoding (gmtf_codec_workspace) or
+ * for encoding too (gmtf_codec_workspace_enc). Returns NULL on -ENOMEM. */
 gmtf_workspace *gmtf_codec_workspace(gmtf_codec *c, unsigned i);
+gmtf_workspace *gmtf_codec_workspace_enc(gmtf_codec *c, unsigned i);
 
 /* Frame layer (frame.c). */
 #define GMTF_FRAME_MAGIC 0x46544D47u /* "GMTF" */

@@ -49,6 +49,12 @@ void gmtf_codec_destroy(gmtf_codec *c);
 /* Name of the MTF backend this codec uses (resolved, never "auto"). */
 const char *gmtf_codec_mtf_name(const gmtf_codec *c);
 unsigned gmtf_codec_threads(const gmtf_codec *c);
+/* Frees the encoder-only scratch of every worker (about 7.25 x max_block
+ * each; a worker that only decodes never has it), keeping what decoding
+ * needs; the next encode allocates it again. For a long-lived codec that
+ * encodes now and then and decodes in between (a mounted filesystem). Not
+ * concurrent with other calls on c. */
+void gmtf_codec_trim(gmtf_codec *c);
 
 /* ---- single frames ---------------------------------------------------- */
 

@@ -115,6 +115,10 @@ int codec_encode(gmtf_fs *fs, const uint8_t *src, const uint64_t *off, size_t n,
         return -ENOMEM;
     pthread_mutex_lock(&fs->codec_lock);
     int rc = gmtf_batch_encode(fs->codec, src, off, n, out, cap, doff);
+    /* The encoder's scratch (7.25 blocks per codec thread) would otherwise
+     * stay resident between flushes; making it again costs far less than
+     * a batch's encoding. */
+    gmtf_codec_trim(fs->codec);
     pthread_mutex_unlock(&fs->codec_lock);
     if (rc) {
         free(out);
@@ -125,42 +129,55 @@ int codec_encode(gmtf_fs *fs, const uint8_t *src, const uint64_t *off, size_t n,
     return 0;
 }
 
+/* A single-threaded codec of the pool that is free, or a new one; -1 when
+ * the pool is full and busy. Caller holds dpool_mtx. The pool has one
+ * codec less than the big one has threads: when all are busy, a single
+ * frame takes the big codec if it is free, so as many frames as there are
+ * threads still decode at once; each decoder keeps a few blocks of
+ * workspace resident, and batches have the big codec's too. */
+static int dpool_take(gmtf_fs *fs)
+{
+    for (unsigned i = 0; i < fs->ndpool; i++)
+        if (!(fs->dpool_busy >> i & 1))
+            return (int)i;
+    unsigned cap = fs->pool_max > 1 ? fs->pool_max - 1 : 1;
+    if (fs->ndpool < sizeof fs->dpool / sizeof *fs->dpool && fs->ndpool < cap) {
+        gmtf_codec_options co = {.threads = 1, .mtf = fs->opt.mtf,
+                                 .max_block = fs->bs > SNAP_CHUNK ? fs->bs : SNAP_CHUNK};
+        if (gmtf_codec_create(&fs->dpool[fs->ndpool], &co) == 0)
+            return (int)fs->ndpool++;
+    }
+    return -1;
+}
+
+static int decode_on_big(gmtf_fs *fs, size_t n, const uint8_t *src, const uint64_t *foff,
+                         uint8_t *dst, const uint64_t *doff, int *status)
+{
+    int rc = gmtf_batch_decode(fs->codec, src, foff, n, dst, doff, status);
+    pthread_mutex_unlock(&fs->codec_lock);
+    return rc;
+}
+
 /* Decodes on the big codec when the batch has several frames and it is
  * free, else on a single-threaded codec of the pool. */
 static int decoder_run(gmtf_fs *fs, size_t n, const uint8_t *src, const uint64_t *foff,
                        uint8_t *dst, const uint64_t *doff, int *status)
 {
-    if (n > 1 && pthread_mutex_trylock(&fs->codec_lock) == 0) {
-        int rc = gmtf_batch_decode(fs->codec, src, foff, n, dst, doff, status);
-        pthread_mutex_unlock(&fs->codec_lock);
-        return rc;
-    }
+    if (n > 1 && pthread_mutex_trylock(&fs->codec_lock) == 0)
+        return decode_on_big(fs, n, src, foff, dst, doff, status);
     pthread_mutex_lock(&fs->dpool_mtx);
-    int slot = -1;
-    while (slot < 0) {
-        for (unsigned i = 0; i < fs->ndpool; i++)
-            if (!(fs->dpool_busy >> i & 1)) {
-                slot = (int)i;
-                break;
-            }
-        if (slot < 0 && fs->ndpool < sizeof fs->dpool / sizeof *fs->dpool &&
-            fs->ndpool < fs->pool_max) {
-            gmtf_codec_options co = {.threads = 1, .mtf = fs->opt.mtf,
-                                     .max_block = fs->bs > SNAP_CHUNK ? fs->bs : SNAP_CHUNK};
-            if (gmtf_codec_create(&fs->dpool[fs->ndpool], &co) == 0)
-                slot = (int)fs->ndpool++;
-            else if (fs->ndpool == 0)
-                break;
+    int slot;
+    while ((slot = dpool_take(fs)) < 0) {
+        if (pthread_mutex_trylock(&fs->codec_lock) == 0) {
+            pthread_mutex_unlock(&fs->dpool_mtx);
+            return decode_on_big(fs, n, src, foff, dst, doff, status);
         }
-        if (slot < 0)
-            pthread_cond_wait(&fs->dpool_cond, &fs->dpool_mtx);
-    }
-    if (slot < 0) { /* no pool codec at all: share the big one */
-        pthread_mutex_unlock(&fs->dpool_mtx);
-        pthread_mutex_lock(&fs->codec_lock);
-        int rc = gmtf_batch_decode(fs->codec, src, foff, n, dst, doff, status);
-        pthread_mutex_unlock(&fs->codec_lock);
-        return rc;
+        if (fs->ndpool == 0) { /* no pool codec at all: wait for the big one */
+            pthread_mutex_unlock(&fs->dpool_mtx);
+            pthread_mutex_lock(&fs->codec_lock);
+            return decode_on_big(fs, n, src, foff, dst, doff, status);
+        }
+        pthread_cond_wait(&fs->dpool_cond, &fs->dpool_mtx);
     }
     fs->dpool_busy |= 1u << slot;
     pthread_mutex_unlock(&fs->dpool_mtx);
@@ -173,6 +190,19 @@ static int decoder_run(gmtf_fs *fs, size_t n, const uint8_t *src, const uint64_t
 }
 
 /* ---- decoded-frame cache ---------------------------------------------------------- */
+
+/* A frame being decoded sits in the hash as a pending entry (buf NULL, off
+ * the LRU list): another reader of it waits instead of decoding it again
+ * (the kernel sends several read-ahead requests of one file at once, each
+ * on its own thread), which saves the CPU time and the buffers. Its decoder
+ * holds `done` until the frame is in the cache; refs counts the decoder and
+ * the waiters (under cache_lock). A pending entry dropped from the cache
+ * gets frame 0, so that its bytes stay out. */
+struct pending {
+    struct cblock c; /* first: the hash holds &c */
+    pthread_mutex_t done;
+    unsigned refs;
+};
 
 static size_t chash_slot(gmtf_fs *fs, uint32_t id)
 {
@@ -213,16 +243,40 @@ static void lru_push(gmtf_fs *fs, struct cblock *c)
         fs->lru_tail = c;
 }
 
-static void cache_remove(gmtf_fs *fs, struct cblock *c)
+/* Bytes the buffer of a decoded frame of len bytes takes: a frame of more
+ * than half a block (nearly all) gets a whole block, so that any of them
+ * can take over another's buffer (cache_recycle). The cache counts these. */
+static size_t buf_cap(const gmtf_fs *fs, uint32_t len)
+{
+    return len > fs->bs / 2 ? fs->bs : len;
+}
+
+static void cache_unhash(gmtf_fs *fs, struct cblock *c)
 {
     struct cblock **pp = &fs->chash[chash_slot(fs, c->frame)];
     while (*pp != c)
         pp = &(*pp)->hnext;
     *pp = c->hnext;
+}
+
+static void cache_remove(gmtf_fs *fs, struct cblock *c)
+{
+    cache_unhash(fs, c);
     lru_unlink(fs, c);
-    fs->cache_bytes -= c->len;
+    fs->cache_bytes -= buf_cap(fs, c->len);
     free(c->buf);
     free(c);
+}
+
+/* Caller holds cache_lock. */
+static void cache_drop_locked(gmtf_fs *fs, struct cblock *c)
+{
+    if (c->buf) {
+        cache_remove(fs, c);
+    } else { /* pending: its decoder frees it */
+        cache_unhash(fs, c);
+        c->frame = 0;
+    }
 }
 
 void cache_drop(gmtf_fs *fs, uint32_t id)
@@ -230,12 +284,18 @@ void cache_drop(gmtf_fs *fs, uint32_t id)
     pthread_mutex_lock(&fs->cache_lock);
     struct cblock *c = cache_find(fs, id);
     if (c)
-        cache_remove(fs, c);
+        cache_drop_locked(fs, c);
     pthread_mutex_unlock(&fs->cache_lock);
 }
 
 void cache_free_all(gmtf_fs *fs)
 {
+    for (size_t i = 0; i < fs->chash_cap; i++)
+        for (struct cblock *c = fs->chash[i], *next; c; c = next) {
+            next = c->hnext;
+            if (!c->buf)
+                cache_drop_locked(fs, c);
+        }
     while (fs->lru_head)
         cache_remove(fs, fs->lru_head);
     free(fs->chash);
@@ -243,16 +303,23 @@ void cache_free_all(gmtf_fs *fs)
     fs->chash_cap = 0;
 }
 
+static int chash_init(gmtf_fs *fs)
+{
+    if (fs->chash_cap)
+        return 0;
+    fs->chash = calloc(4096, sizeof *fs->chash);
+    if (!fs->chash)
+        return -ENOMEM;
+    fs->chash_cap = 4096;
+    return 0;
+}
+
 /* Takes ownership of buf. Caller holds cache_lock. */
 static void cache_insert(gmtf_fs *fs, uint32_t id, uint8_t *buf, uint32_t len)
 {
-    if (!fs->chash_cap) {
-        fs->chash = calloc(4096, sizeof *fs->chash);
-        if (!fs->chash) {
-            free(buf);
-            return;
-        }
-        fs->chash_cap = 4096;
+    if (chash_init(fs)) {
+        free(buf);
+        return;
     }
     if (cache_find(fs, id)) { /* another reader was faster */
         free(buf);
@@ -270,9 +337,66 @@ static void cache_insert(gmtf_fs *fs, uint32_t id, uint8_t *buf, uint32_t len)
     c->hnext = fs->chash[s];
     fs->chash[s] = c;
     lru_push(fs, c);
-    fs->cache_bytes += len;
+    fs->cache_bytes += buf_cap(fs, len);
     while (fs->cache_bytes > fs->cache_limit && fs->lru_tail && fs->lru_tail != c)
         cache_remove(fs, fs->lru_tail);
+}
+
+/* Marks frame id (not in the cache) as being decoded by the caller; NULL
+ * when out of memory (the caller then decodes unannounced). Caller holds
+ * cache_lock. */
+static struct pending *pending_begin(gmtf_fs *fs, uint32_t id)
+{
+    struct pending *p = chash_init(fs) ? NULL : calloc(1, sizeof *p);
+    if (!p)
+        return NULL;
+    pthread_mutex_init(&p->done, NULL);
+    pthread_mutex_lock(&p->done);
+    p->refs = 1;
+    p->c.frame = id;
+    size_t s = chash_slot(fs, id);
+    p->c.hnext = fs->chash[s];
+    fs->chash[s] = &p->c;
+    return p;
+}
+
+static void pending_put(struct pending *p)
+{
+    if (--p->refs)
+        return;
+    pthread_mutex_destroy(&p->done);
+    free(p);
+}
+
+/* Ends the decoding of frame id: its bytes (buf, owned, NULL on failure)
+ * go to the cache, and the waiters on p (may be NULL) wake up. Caller
+ * holds cache_lock. */
+static void pending_end(gmtf_fs *fs, struct pending *p, uint32_t id, uint8_t *buf, uint32_t len)
+{
+    int dropped = p && p->c.frame == 0;
+    if (p && !dropped)
+        cache_unhash(fs, &p->c);
+    if (buf && !dropped)
+        cache_insert(fs, id, buf, len);
+    else
+        free(buf);
+    if (p) {
+        pthread_mutex_unlock(&p->done);
+        pending_put(p);
+    }
+}
+
+/* Waits until the pending entry c is decoded. Caller holds cache_lock,
+ * which is dropped meanwhile. */
+static void pending_wait(gmtf_fs *fs, struct cblock *c)
+{
+    struct pending *p = (struct pending *)c;
+    p->refs++;
+    pthread_mutex_unlock(&fs->cache_lock);
+    pthread_mutex_lock(&p->done);
+    pthread_mutex_unlock(&p->done);
+    pthread_mutex_lock(&fs->cache_lock);
+    pending_put(p);
 }
 
 static int frame_check_header(gmtf_fs *fs, uint32_t id, const uint8_t *src)
@@ -287,13 +411,36 @@ static int frame_check_header(gmtf_fs *fs, uint32_t id, const uint8_t *src)
     return 0;
 }
 
-/* Reads and decodes frames ids[0..n) in one batch into new buffers. */
-static int frames_decode(gmtf_fs *fs, const uint32_t *ids, size_t n, uint8_t **out, int *status)
+/* A buffer for a frame of len decoded bytes: that of the least recently
+ * used frame when the cache is full and both take a whole block, else
+ * NULL (the caller allocates one). Steady reading then decodes into
+ * buffers it already has: the page faults of fresh ones cost a tree walk
+ * 15% more CPU time here. Caller holds cache_lock. */
+static uint8_t *cache_recycle(gmtf_fs *fs, uint32_t len)
+{
+    struct cblock *t = fs->lru_tail;
+    if (!t || buf_cap(fs, len) != fs->bs || buf_cap(fs, t->len) != fs->bs ||
+        fs->cache_bytes + fs->bs <= fs->cache_limit)
+        return NULL;
+    uint8_t *buf = t->buf;
+    t->buf = NULL;
+    cache_remove(fs, t);
+    return buf;
+}
+
+/* Reads and decodes frames ids[0..n) in one batch. out[i] may hold a
+ * buffer of frame i's size to decode into, else NULL; on return it holds
+ * the decoded bytes, or NULL with status[i] saying why (a buffer given is
+ * freed). A batch (n > 1) decodes into scratch when given (the sum of the
+ * sizes), then is copied out. Returns 0, or -ENOMEM for the whole batch. */
+static int frames_decode(gmtf_fs *fs, const uint32_t *ids, size_t n, uint8_t **out, int *status,
+                         uint8_t *scratch)
 {
     uint64_t *foff = malloc((n + 1) * sizeof *foff), *doff = malloc((n + 1) * sizeof *doff);
-    uint8_t *src = NULL, *dst = NULL;
+    int *st2 = calloc(n, sizeof *st2);
+    uint8_t *src = NULL, *dst = NULL, *own = NULL;
     int rc = 0;
-    if (!foff || !doff) {
+    if (!foff || !doff || !st2) {
         rc = -ENOMEM;
         goto out;
     }
@@ -303,7 +450,9 @@ static int frames_decode(gmtf_fs *fs, const uint32_t *ids, size_t n, uint8_t **o
         doff[i + 1] = doff[i] + fs->frames[ids[i]].dlen;
     }
     src = malloc(foff[n] ? foff[n] : 1);
-    dst = malloc(doff[n] ? doff[n] : 1);
+    if (n == 1 && !out[0])
+        out[0] = malloc(buf_cap(fs, (uint32_t)doff[1]) ? buf_cap(fs, (uint32_t)doff[1]) : 1);
+    dst = n == 1 ? out[0] : scratch ? scratch : (own = malloc(doff[n] ? doff[n] : 1));
     if (!src || !dst) {
         rc = -ENOMEM;
         goto out;
@@ -317,34 +466,34 @@ static int frames_decode(gmtf_fs *fs, const uint32_t *ids, size_t n, uint8_t **o
         if (status[i]) /* keep the batch decodable: an empty frame stands in */
             memset(src + foff[i], 0, f->clen);
     }
-    int *st2 = calloc(n, sizeof *st2);
-    if (!st2) {
-        rc = -ENOMEM;
-        goto out;
-    }
     decoder_run(fs, n, src, foff, dst, doff, st2);
     __atomic_add_fetch(&fs->frames_decoded, n, __ATOMIC_RELAXED);
     for (size_t i = 0; i < n; i++) {
         if (!status[i])
             status[i] = st2[i];
-        out[i] = NULL;
-        if (!status[i] && n == 1) { /* one frame: hand over the buffer, no copy */
-            out[0] = dst;
-            dst = NULL;
-        } else if (!status[i]) {
-            out[i] = malloc(fs->frames[ids[i]].dlen);
-            if (out[i])
-                memcpy(out[i], dst + doff[i], fs->frames[ids[i]].dlen);
-            else
-                status[i] = -ENOMEM;
+        if (status[i] || n == 1)
+            continue;
+        if (!out[i])
+            out[i] = malloc(buf_cap(fs, (uint32_t)(doff[i + 1] - doff[i])));
+        if (out[i])
+            memcpy(out[i], dst + doff[i], doff[i + 1] - doff[i]);
+        else
+            status[i] = -ENOMEM;
+    }
+out:
+    for (size_t i = 0; i < n; i++) {
+        if (rc)
+            status[i] = rc;
+        if (status[i]) {
+            free(out[i]);
+            out[i] = NULL;
         }
     }
-    free(st2);
-out:
     free(foff);
     free(doff);
+    free(st2);
     free(src);
-    free(dst);
+    free(own);
     return rc;
 }
 
@@ -354,7 +503,9 @@ int frame_copy(gmtf_fs *fs, uint32_t id, uint64_t ino, uint32_t blk, uint32_t of
     if (!frame_valid(fs, id) || (uint64_t)off + len > fs->frames[id].dlen)
         return -EIO;
     pthread_mutex_lock(&fs->cache_lock);
-    struct cblock *c = cache_find(fs, id);
+    struct cblock *c;
+    while ((c = cache_find(fs, id)) && !c->buf)
+        pending_wait(fs, c);
     if (c) {
         lru_unlink(fs, c);
         lru_push(fs, c);
@@ -362,13 +513,17 @@ int frame_copy(gmtf_fs *fs, uint32_t id, uint64_t ino, uint32_t blk, uint32_t of
         pthread_mutex_unlock(&fs->cache_lock);
         return 0;
     }
+    struct pending *p = pending_begin(fs, id);
+    uint8_t *buf = cache_recycle(fs, fs->frames[id].dlen);
     pthread_mutex_unlock(&fs->cache_lock);
-    uint8_t *buf;
     int status;
-    int rc = frames_decode(fs, &id, 1, &buf, &status);
+    int rc = frames_decode(fs, &id, 1, &buf, &status, NULL);
     if (!rc)
         rc = status;
     if (rc) {
+        pthread_mutex_lock(&fs->cache_lock);
+        pending_end(fs, p, id, NULL, 0);
+        pthread_mutex_unlock(&fs->cache_lock);
         fs_log(fs, "inode %llu block %u: frame %u at offset %llu (%u bytes) unreadable: %s",
                (unsigned long long)ino, blk, id, (unsigned long long)fs->frames[id].off,
                fs->frames[id].clen, rc < -1000 ? gmtf_strerror(rc) : strerror(-rc));
@@ -376,7 +531,7 @@ int frame_copy(gmtf_fs *fs, uint32_t id, uint64_t ino, uint32_t blk, uint32_t of
     }
     memcpy(dst, buf + off, len);
     pthread_mutex_lock(&fs->cache_lock);
-    cache_insert(fs, id, buf, fs->frames[id].dlen);
+    pending_end(fs, p, id, buf, fs->frames[id].dlen);
     pthread_mutex_unlock(&fs->cache_lock);
     return 0;
 }
@@ -384,31 +539,47 @@ int frame_copy(gmtf_fs *fs, uint32_t id, uint64_t ino, uint32_t blk, uint32_t of
 int frames_prefetch(gmtf_fs *fs, const uint32_t *ids, size_t n)
 {
     uint32_t want[64];
+    struct pending *pend[64];
     size_t k = 0;
     pthread_mutex_lock(&fs->cache_lock);
     for (size_t i = 0; i < n && k < 64; i++) {
+        /* cached, pending (here too: a repeated id) or gone: not ours */
         if (!frame_valid(fs, ids[i]) || cache_find(fs, ids[i]))
             continue;
-        int dup = 0;
-        for (size_t j = 0; j < k; j++)
-            dup |= want[j] == ids[i];
-        if (!dup)
+        pend[k] = pending_begin(fs, ids[i]);
+        if (pend[k])
             want[k++] = ids[i];
     }
     pthread_mutex_unlock(&fs->cache_lock);
-    if (!k)
-        return 0;
-    uint8_t *bufs[64];
-    int status[64];
-    int rc = frames_decode(fs, want, k, bufs, status);
-    if (rc)
-        return rc;
-    pthread_mutex_lock(&fs->cache_lock);
-    for (size_t i = 0; i < k; i++)
-        if (!status[i])
-            cache_insert(fs, want[i], bufs[i], fs->frames[want[i]].dlen);
-    pthread_mutex_unlock(&fs->cache_lock);
-    return 0; /* errors are reported by the read that needs the frame */
+    /* As many frames at a time as the codec has threads: the decode runs
+     * as parallel as one big batch, each group is readable as soon as it
+     * is done, and the buffers in flight stay a few blocks. */
+    size_t step = fs->pool_max ? fs->pool_max : 1; /* the codec's threads, at most 16 */
+    uint8_t *scratch = k > 1 && step > 1 ? malloc(step * (size_t)fs->bs) : NULL;
+    int rc = 0;
+    for (size_t s = 0; s < k; s += step) {
+        size_t m = k - s < step ? k - s : step;
+        uint8_t *bufs[64];
+        int status[64];
+        pthread_mutex_lock(&fs->cache_lock);
+        for (size_t i = 0; i < m; i++)
+            bufs[i] = cache_recycle(fs, fs->frames[want[s + i]].dlen);
+        pthread_mutex_unlock(&fs->cache_lock);
+        if (rc) {
+            for (size_t i = 0; i < m; i++) {
+                free(bufs[i]);
+                bufs[i] = NULL;
+            }
+        } else {
+            rc = frames_decode(fs, want + s, m, bufs, status, scratch);
+        }
+        pthread_mutex_lock(&fs->cache_lock);
+        for (size_t i = 0; i < m; i++)
+            pending_end(fs, pend[s + i], want[s + i], bufs[i], fs->frames[want[s + i]].dlen);
+        pthread_mutex_unlock(&fs->cache_lock);
+    }
+    free(scratch);
+    return rc; /* errors of single frames are reported by the read that needs it */
 }
 
 int codec_decode_one(gmtf_fs *fs, const uint8_t *src, size_t len, uint8_t *dst, size_t dlen)
@@ -424,7 +595,7 @@ int frames_verify(gmtf_fs *fs, const uint32_t *ids, size_t n, int *status)
     uint8_t **bufs = calloc(n, sizeof *bufs);
     if (!bufs)
         return -ENOMEM;
-    int rc = frames_decode(fs, ids, n, bufs, status);
+    int rc = frames_decode(fs, ids, n, bufs, status, NULL);
     for (size_t i = 0; i < n; i++)
         free(bufs[i]);
     free(bufs);
