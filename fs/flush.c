@@ -61,14 +61,23 @@ static int all_zero(const uint8_t *p, size_t n)
     return memcmp(p, z, n) == 0;
 }
 
-/* An earlier frame holding exactly these bytes (verified byte by byte). */
+static int u32_cmp(const void *a, const void *b)
+{
+    uint32_t x = *(const uint32_t *)a, y = *(const uint32_t *)b;
+    return x < y ? -1 : x > y;
+}
+
+/* An earlier frame holding exactly these bytes (verified byte by byte).
+ * Not one of busy[0..nbusy) (sorted): frames that blocks of this flush map
+ * now, which its records may free before the record that would use them. */
 static int dedup_lookup(gmtf_fs *fs, const uint8_t *data, uint32_t len, uint64_t hash,
-                        uint32_t *frame, uint32_t *off)
+                        const uint32_t *busy, size_t nbusy, uint32_t *frame, uint32_t *off)
 {
     if (!fs->dedup)
         return 0;
     struct dedup_ent *e = &fs->dedup[hash & (fs->dedup_cap - 1)];
     if (e->hash != hash || e->len != len || !frame_valid(fs, e->frame) ||
+        bsearch(&e->frame, busy, nbusy, sizeof *busy, u32_cmp) ||
         fs->frames[e->frame].live * 2 < fs->frames[e->frame].dlen || /* being compacted */
         (uint64_t)e->off + len > fs->frames[e->frame].dlen)
         return 0;
@@ -197,7 +206,21 @@ static int flush_pieces(gmtf_fs *fs, struct piece *p, size_t np, int unlocked)
         p[i].blk = p[i].d->blk;
         p[i].ver = p[i].d->ver;
     }
-    /* Dedup first: inside this flush, then against earlier frames. */
+    /* Dedup first: inside this flush, then against earlier frames, but not
+     * against a frame that a block of this flush maps now: the records go
+     * out in piece order, and the one remapping that block may drop the
+     * frame's last reference before the one that would take a new one
+     * (replay would then meet a freed frame too). */
+    uint32_t *busy = malloc((np + 1) * sizeof *busy);
+    if (!busy)
+        return -ENOMEM;
+    size_t nbusy = 0;
+    for (size_t i = 0; i < np; i++) {
+        struct fref *e = file_find_ext(p[i].in, p[i].d->blk);
+        if (e && e->frame)
+            busy[nbusy++] = e->frame;
+    }
+    qsort(busy, nbusy, sizeof *busy, u32_cmp);
     for (size_t i = 0; i < np; i++) {
         p[i].hash = fs_hash64(p[i].d->buf, p[i].len, 0);
         for (size_t j = i; j-- > 0 && i - j < 4096;)
@@ -206,12 +229,13 @@ static int flush_pieces(gmtf_fs *fs, struct piece *p, size_t np, int unlocked)
                 p[i].dup_of = (int32_t)j;
                 break;
             }
-        if (p[i].dup_of < 0 &&
-            dedup_lookup(fs, p[i].d->buf, p[i].len, p[i].hash, &p[i].dframe, &p[i].goff)) {
+        if (p[i].dup_of < 0 && dedup_lookup(fs, p[i].d->buf, p[i].len, p[i].hash, busy, nbusy,
+                                            &p[i].dframe, &p[i].goff)) {
             p[i].group = -1;
             p[i].dsnap = fs->frames[p[i].dframe];
         }
     }
+    free(busy);
     /* Group: whole blocks alone, small pieces packed in sort order. */
     struct group *g = malloc((np + 1) * sizeof *g);
     if (!g)
