@@ -426,14 +426,14 @@ static void set_readahead(gmtf_mount *m, const char *want, unsigned kb)
 }
 
 /* Decoded blocks (the cache, read-ahead, codec buffers) are malloc'ed and
- * freed all the time from many FUSE threads. glibc raises its mmap
- * threshold to the largest chunk freed, after which such blocks come from
- * per-thread arenas, where freed ones stay resident: 270 MiB beyond a
- * 64 MiB cache when reading a Linux source tree (docs/format.md, "Memory
- * per file"). A fixed threshold (that also fixes the trim threshold) maps
- * every block buffer on its own, given back when freed; smaller buffers
- * (compressed frames) stay in the arenas. Until the image tells its block
- * size, 128 KiB. */
+ * freed from many FUSE threads. glibc raises its mmap threshold to the
+ * largest chunk freed, after which such blocks come from per-thread
+ * arenas, where freed ones stay resident: 260-300 MiB beyond a 64 MiB
+ * cache when reading a Linux source tree (docs/format.md, "Memory per
+ * file"). A fixed threshold (which also fixes the trim threshold) of one
+ * block, at most 1 MiB, maps every block buffer on its own and gives it
+ * back when freed; smaller buffers (compressed frames) stay in the arenas.
+ * 128 KiB until the image tells its block size. */
 static void malloc_tune(uint32_t block_size)
 {
 #ifdef M_MMAP_THRESHOLD
