@@ -428,7 +428,7 @@ static void set_readahead(gmtf_mount *m, const char *want, unsigned kb)
 /* Decoded blocks (the cache, read-ahead, codec buffers) are malloc'ed and
  * freed from many FUSE threads. glibc raises its mmap threshold to the
  * largest chunk freed, after which such blocks come from per-thread
- * arenas, where freed ones stay resident: 260-300 MiB beyond a 64 MiB
+ * arenas, where freed ones stay resident: 250-300 MiB beyond a 64 MiB
  * cache when reading a Linux source tree (docs/format.md, "Memory per
  * file"). A fixed threshold (which also fixes the trim threshold) of one
  * block, at most 1 MiB, maps every block buffer on its own and gives it

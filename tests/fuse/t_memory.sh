@@ -9,7 +9,7 @@
 # file) and the program itself: about 46 MiB measured on /usr/include
 # (8,036 files), bound 56 MiB + 600 bytes a file. Before the fixed mmap
 # threshold (tools/gmtf_mount.c) the same run took 67-68 MiB, and the
-# Linux 6.1 tree 260-300 MiB beyond a 64 MiB cache.
+# Linux 6.1 tree 250-300 MiB beyond a 64 MiB cache.
 . "$(dirname "$0")/common.sh"
 need_real
 need tar xargs find
