@@ -183,30 +183,12 @@ long gmtf_frame_encode(gmtf_codec *c, const void *src, size_t n, void *dst, size
     return gmtf_frame_encode_ws(c->mtf, w, src, n, dst, cap);
 }
 
-/* As gmtf_frame_decode_ws, with the inverse MTF written into dst and the
- * inverse BWT run there in place (it reads all of its input before it
- * writes): a decoder then touches buf_a, bwt_ws and the rank tables only,
- * not buf_b, which is a block less resident per decoding worker. */
-static long workspace_decode(const gmtf_mtf_backend *mtf, gmtf_workspace *w, const uint8_t *src,
-                             size_t len, uint8_t *dst, size_t cap)
-{
-    gmtf_frame_info fi;
-    uint32_t idx[GMTF_BWT_MAX_INDEXES];
-    long r = gmtf_frame_decode_begin(src, len, dst, cap, w->buf_a, w->max_block, w->rank_ws,
-                                     &fi, idx);
-    if (r < 0)
-        return r;
-    if (r == 1)
-        mtf->decode(w->buf_a, dst, fi.orig_len);
-    return gmtf_frame_decode_end(dst, dst, &fi, idx, w->bwt_ws);
-}
-
 long gmtf_frame_decode(gmtf_codec *c, const void *src, size_t len, void *dst, size_t cap)
 {
     gmtf_workspace *w = gmtf_codec_workspace(c, 0);
     if (!w)
         return -ENOMEM;
-    return workspace_decode(c->mtf, w, src, len, dst, cap);
+    return gmtf_frame_decode_ws(c->mtf, w, src, len, dst, cap);
 }
 
 /* ---- batch encode ------------------------------------------------------ */
@@ -444,7 +426,7 @@ static void batch_decode_one(void *ctx, size_t i, unsigned worker)
         rc = -ENOMEM;
     } else {
         size_t cap = b->doff[i + 1] - b->doff[i];
-        long r = workspace_decode(b->c->mtf, w, b->src + b->foff[i],
+        long r = gmtf_frame_decode_ws(b->c->mtf, w, b->src + b->foff[i],
                                   b->foff[i + 1] - b->foff[i], b->dst + b->doff[i], cap);
         rc = r < 0 ? (int)r : (r == (long)cap ? 0 : GMTF_E_CORRUPT);
     }

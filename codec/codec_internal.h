@@ -117,7 +117,8 @@ long gmtf_frame_encode_ranks(const uint8_t *src, const uint8_t *ranks, size_t n,
 long gmtf_frame_decode_begin(const uint8_t *src, size_t len, uint8_t *dst, size_t cap,
                              uint8_t *ranks, size_t ranks_cap, void *rank_ws,
                              gmtf_frame_info *fi, uint32_t *idx);
-/* Inverse BWT of the inverse-MTF output (BWT frames) and the data check. */
+/* Inverse BWT of the inverse-MTF output (BWT frames) and the data check.
+ * mtf_out may be dst itself: the inverse BWT reads all of it first. */
 long gmtf_frame_decode_end(const uint8_t *mtf_out, uint8_t *dst, const gmtf_frame_info *fi,
                            const uint32_t *idx, void *bwt_ws);
 

@@ -212,7 +212,11 @@ long gmtf_frame_decode_ws(const gmtf_mtf_backend *mtf, gmtf_workspace *w, const 
                                      &fi, idx);
     if (r < 0)
         return r;
+    /* The inverse MTF goes into dst and the inverse BWT runs there in place
+     * (it reads all of its input before it writes): a decoder touches
+     * buf_a, bwt_ws and the rank tables only, not buf_b, which keeps one
+     * block less resident per decoding worker. */
     if (r == 1)
-        mtf->decode(w->buf_a, w->buf_b, fi.orig_len);
-    return gmtf_frame_decode_end(w->buf_b, dst, &fi, idx, w->bwt_ws);
+        mtf->decode(w->buf_a, dst, fi.orig_len);
+    return gmtf_frame_decode_end(dst, dst, &fi, idx, w->bwt_ws);
 }
