@@ -14,9 +14,6 @@
 
 #include "gmtf_fs.h"
 
-/* Per-inode serialisation of WRITE against SETATTR, striped by number. */
-#define GMTF_INODE_LOCKS 64
-
 /* One per mounted filesystem; reached through fuse_req_userdata(req). */
 typedef struct gmtf_mount {
     gmtf_fs *fs;
@@ -30,11 +27,6 @@ typedef struct gmtf_mount {
     int debug;
     int daemonized;        /* stderr is gone: log to syslog */
     int init_done;         /* op_init ran (atomic) */
-    /* With the writeback cache the kernel owns mtime, ctime and the
-     * setuid bits of written files and sends them by SETATTR, possibly
-     * before the WRITE it covers reaches us; a WRITE keeps them as they
-     * were (see op_write_buf). */
-    pthread_mutex_t inode_locks[GMTF_INODE_LOCKS];
 } gmtf_mount;
 
 /* One line naming the image: on stderr, or in syslog once daemonized. */

@@ -552,8 +552,6 @@ int main(int argc, char **argv)
         .acl = !c.noacl,
         .writeback = !c.nowriteback && !c.ro,
     };
-    for (int i = 0; i < GMTF_INODE_LOCKS; i++)
-        pthread_mutex_init(&m.inode_locks[i], NULL);
     if (add_mount_options(&args, &c, image) != 0)
         return fail("out of memory");
     struct fuse_cmdline_opts fo;
