@@ -23,7 +23,6 @@ int gmtf_bwt_forward(const uint8_t *src, uint8_t *dst, size_t n, uint32_t *idx, 
 
 /* Inverse BWT. bwt and idx are untrusted: returns 0, or GMTF_E_CORRUPT when
  * an index is out of range; never reads or writes out of bounds. */
-int gmtf_bwt_inverse(const uint8_t *bwt, uint8_t *dst, size_t n, const uint32_t *idx,
-                     void *ws);
+int gmtf_bwt_inverse(const uint8_t *bwt, uint8_t *dst, size_t n, const uint32_t *idx, void *ws);
 
 #endif

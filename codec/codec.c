@@ -203,9 +203,9 @@ struct batch_enc {
     const uint8_t *src;
     const uint64_t *off;
     uint8_t *dst;
-    const uint64_t *slot;   /* where frame i may be written (bound-sized slots) */
-    uint64_t *len;          /* frame length of block i */
-    int err;                /* first error seen (any thread) */
+    const uint64_t *slot; /* where frame i may be written (bound-sized slots) */
+    uint64_t *len;        /* frame length of block i */
+    int err;              /* first error seen (any thread) */
 };
 
 static void batch_set_err(int *err, int rc)
@@ -280,14 +280,14 @@ struct stage_block {
 struct staged {
     gmtf_codec *c;
     const uint8_t *src;
-    const uint64_t *off;   /* blocks in src (encode) or frames (decode) */
+    const uint64_t *off; /* blocks in src (encode) or frames (decode) */
     uint8_t *dst;
     const uint64_t *slot;  /* encode: frame slots in dst; decode: blocks in dst */
     const uint64_t *stage; /* block i in the staging buffers, from 0 */
     uint64_t *len;
     int *status;
     struct stage_block *sb;
-    int mtf_failed;        /* the batch hook failed: per-block MTF instead */
+    int mtf_failed; /* the batch hook failed: per-block MTF instead */
     int err;
 };
 
@@ -340,8 +340,8 @@ static void staged_encode_entropy(void *ctx, size_t i, unsigned worker)
 }
 
 /* BWT of every block, one batch MTF call, entropy coding of every block. */
-static int batch_encode_staged(gmtf_codec *c, const uint8_t *src, const uint64_t *off,
-                               size_t count, uint8_t *dst, const uint64_t *slot, uint64_t *len)
+static int batch_encode_staged(gmtf_codec *c, const uint8_t *src, const uint64_t *off, size_t count,
+                               uint8_t *dst, const uint64_t *slot, uint64_t *len)
 {
     int rc = stage_reserve(c, off[count]);
     if (rc < 0)
@@ -349,8 +349,14 @@ static int batch_encode_staged(gmtf_codec *c, const uint8_t *src, const uint64_t
     struct stage_block *sb = calloc(count, sizeof *sb);
     if (!sb)
         return -ENOMEM;
-    struct staged s = {.c = c, .src = src, .off = off, .dst = dst, .slot = slot,
-                       .stage = off, .len = len, .sb = sb};
+    struct staged s = {.c = c,
+                       .src = src,
+                       .off = off,
+                       .dst = dst,
+                       .slot = slot,
+                       .stage = off,
+                       .len = len,
+                       .sb = sb};
     gmtf_pool_run(c->pool, staged_encode_bwt, &s, count);
     if (s.err == 0) {
         s.mtf_failed = c->batch_mtf->batch_encode(c->stage_a, off, count, c->stage_b) < 0;
@@ -427,7 +433,7 @@ static void batch_decode_one(void *ctx, size_t i, unsigned worker)
     } else {
         size_t cap = b->doff[i + 1] - b->doff[i];
         long r = gmtf_frame_decode_ws(b->c->mtf, w, b->src + b->foff[i],
-                                  b->foff[i + 1] - b->foff[i], b->dst + b->doff[i], cap);
+                                      b->foff[i + 1] - b->foff[i], b->dst + b->doff[i], cap);
         rc = r < 0 ? (int)r : (r == (long)cap ? 0 : GMTF_E_CORRUPT);
     }
     if (b->status)
@@ -446,10 +452,9 @@ static void staged_decode_ranks(void *ctx, size_t i, unsigned worker)
     long r = -ENOMEM;
     if (w)
         /* A BWT block beyond max_block would overrun the worker's tables. */
-        r = gmtf_frame_decode_begin(s->src + s->off[i], s->off[i + 1] - s->off[i],
-                                    s->dst + s->slot[i], cap, ranks,
-                                    cap < w->max_block ? cap : w->max_block, w->rank_ws, &b->fi,
-                                    b->idx);
+        r = gmtf_frame_decode_begin(
+            s->src + s->off[i], s->off[i + 1] - s->off[i], s->dst + s->slot[i], cap, ranks,
+            cap < w->max_block ? cap : w->max_block, w->rank_ws, &b->fi, b->idx);
     if (r == 1 && b->fi.orig_len == cap) {
         b->bwt = 1;
         return;
@@ -498,8 +503,15 @@ static int batch_decode_staged(gmtf_codec *c, const uint8_t *src, const uint64_t
     }
     for (size_t i = 0; i <= count; i++)
         stage[i] = doff[i] - doff[0];
-    struct staged s = {.c = c, .src = src, .off = foff, .dst = dst, .slot = doff,
-                       .stage = stage, .len = done, .status = status, .sb = sb};
+    struct staged s = {.c = c,
+                       .src = src,
+                       .off = foff,
+                       .dst = dst,
+                       .slot = doff,
+                       .stage = stage,
+                       .len = done,
+                       .status = status,
+                       .sb = sb};
     gmtf_pool_run(c->pool, staged_decode_ranks, &s, count);
     s.mtf_failed = c->batch_mtf->batch_decode(c->stage_a, stage, count, c->stage_b) < 0;
     gmtf_pool_run(c->pool, staged_decode_bwt, &s, count);

@@ -52,11 +52,11 @@ static inline void store_le64(void *p, uint64_t v)
  * has encoded: a decoder needs just the coder's fixed tables. */
 typedef struct gmtf_workspace {
     size_t max_block;
-    uint8_t *buf_a;   /* max_block bytes: BWT output / decoded ranks */
-    uint8_t *buf_b;   /* max_block bytes: MTF ranks / inverse MTF output */
-    void *bwt_ws;     /* gmtf_bwt_workspace_size(max_block) */
-    void *rank_ws;    /* gmtf_rank_workspace_size(max_block) once rank_enc, else of 0 */
-    int rank_enc;     /* rank_ws can encode (gmtf_workspace_encoder) */
+    uint8_t *buf_a; /* max_block bytes: BWT output / decoded ranks */
+    uint8_t *buf_b; /* max_block bytes: MTF ranks / inverse MTF output */
+    void *bwt_ws;   /* gmtf_bwt_workspace_size(max_block) */
+    void *rank_ws;  /* gmtf_rank_workspace_size(max_block) once rank_enc, else of 0 */
+    int rank_enc;   /* rank_ws can encode (gmtf_workspace_encoder) */
 } gmtf_workspace;
 
 /* Allocates a workspace that decodes; 0 or -ENOMEM. */
@@ -71,12 +71,12 @@ struct gmtf_codec {
     const gmtf_mtf_backend *batch_mtf; /* batch hooks (GPU), NULL when none */
     uint32_t max_block;
     unsigned threads;
-    gmtf_pool *pool;             /* NULL when threads == 1 */
-    gmtf_workspace *ws;          /* one per thread, allocated lazily */
+    gmtf_pool *pool;    /* NULL when threads == 1 */
+    gmtf_workspace *ws; /* one per thread, allocated lazily */
     /* Staging buffers for batch MTF backends (grown, never shrunk). */
     uint8_t *stage_a, *stage_b;
     uint64_t stage_cap;
-    int stage_pinned;            /* staging came from batch_mtf->host_alloc */
+    int stage_pinned; /* staging came from batch_mtf->host_alloc */
 };
 
 /* Lazily allocates workspace i, for decoding (gmtf_codec_workspace) or
@@ -87,7 +87,7 @@ gmtf_workspace *gmtf_codec_workspace_enc(gmtf_codec *c, unsigned i);
 /* Frame layer (frame.c). */
 #define GMTF_FRAME_MAGIC 0x46544D47u /* "GMTF" */
 #define GMTF_FRAME_VERSION 1
-#define GMTF_FRAME_FIXED 24          /* header bytes without BWT indexes */
+#define GMTF_FRAME_FIXED 24 /* header bytes without BWT indexes */
 
 /* Writes a frame header for the given fields into dst; returns its size. */
 size_t gmtf_frame_write_header(uint8_t *dst, uint8_t method, uint32_t orig_len,
@@ -115,8 +115,8 @@ long gmtf_frame_encode_ranks(const uint8_t *src, const uint8_t *ranks, size_t n,
  * frames have their ranks decoded into ranks[0..orig_len) (returns 1);
  * -EINVAL when a BWT frame is larger than ranks_cap. */
 long gmtf_frame_decode_begin(const uint8_t *src, size_t len, uint8_t *dst, size_t cap,
-                             uint8_t *ranks, size_t ranks_cap, void *rank_ws,
-                             gmtf_frame_info *fi, uint32_t *idx);
+                             uint8_t *ranks, size_t ranks_cap, void *rank_ws, gmtf_frame_info *fi,
+                             uint32_t *idx);
 /* Inverse BWT of the inverse-MTF output (BWT frames) and the data check.
  * mtf_out may be dst itself: the inverse BWT reads all of it first. */
 long gmtf_frame_decode_end(const uint8_t *mtf_out, uint8_t *dst, const gmtf_frame_info *fi,

@@ -26,8 +26,7 @@ static void crc_init(void)
     }
     for (unsigned i = 0; i < 256; i++)
         for (unsigned t = 1; t < 8; t++)
-            crc_table[t][i] =
-                (crc_table[t - 1][i] >> 8) ^ crc_table[0][crc_table[t - 1][i] & 0xff];
+            crc_table[t][i] = (crc_table[t - 1][i] >> 8) ^ crc_table[0][crc_table[t - 1][i] & 0xff];
 #if defined(__x86_64__)
     __builtin_cpu_init();
     crc_have_hw = __builtin_cpu_supports("sse4.2");

@@ -65,17 +65,17 @@ static inline __attribute__((always_inline)) void prob_update(prob2 *p, uint32_t
 
 /* ---- model ------------------------------------------------------------- */
 
-#define LEN_MAX_K 30   /* runs below 2^31; blocks are at most 2^24 */
-#define RCTX 64        /* contexts for the run decision and rank buckets */
-#define LCTX 32        /* contexts for the run length's bit count */
-#define NBUCKET 9      /* rank buckets 1, 2, 3-4, ..., 129-255 */
+#define LEN_MAX_K 30 /* runs below 2^31; blocks are at most 2^24 */
+#define RCTX 64      /* contexts for the run decision and rank buckets */
+#define LCTX 32      /* contexts for the run length's bit count */
+#define NBUCKET 9    /* rank buckets 1, 2, 3-4, ..., 129-255 */
 
 typedef struct {
-    prob2 run[RCTX];                       /* a run follows (1) or a rank (0) */
-    prob2 len_unary[LCTX][LEN_MAX_K + 1];  /* k > i */
-    prob2 len_top[LEN_MAX_K + 1][4];       /* first two low bits of L: tree */
-    prob2 bucket[RCTX][NBUCKET];           /* bucket > b */
-    prob2 offset[256];                     /* offset tree of all buckets */
+    prob2 run[RCTX];                      /* a run follows (1) or a rank (0) */
+    prob2 len_unary[LCTX][LEN_MAX_K + 1]; /* k > i */
+    prob2 len_top[LEN_MAX_K + 1][4];      /* first two low bits of L: tree */
+    prob2 bucket[RCTX][NBUCKET];          /* bucket > b */
+    prob2 offset[256];                    /* offset tree of all buckets */
 } model;
 
 /* Quantised rank for contexts: 0 (the event was a run), 1, 2, 3, 4-5,
@@ -384,7 +384,8 @@ static model *ws_model(void *ws)
 
 /* ---- public: encode ---------------------------------------------------- */
 
-static long adaptive_encode_syms(const uint16_t *syms, size_t count, uint8_t *dst, size_t cap, void *ws)
+static long adaptive_encode_syms(const uint16_t *syms, size_t count, uint8_t *dst, size_t cap,
+                                 void *ws)
 {
     model *m = ws_model(ws);
     model_init(m);
@@ -467,7 +468,8 @@ static long adaptive_encode(const uint8_t *ranks, size_t n, uint8_t *dst, size_t
 /* ---- decode ------------------------------------------------------------ */
 
 /* A run length of bit count k from the bits below its leading one. */
-static inline __attribute__((always_inline)) uint32_t dec_run_len_low(rc_dec *d, model *m, unsigned k)
+static inline __attribute__((always_inline)) uint32_t dec_run_len_low(rc_dec *d, model *m,
+                                                                      unsigned k)
 {
     uint32_t runlen = 1;
     unsigned node = 1;
@@ -484,7 +486,8 @@ static inline __attribute__((always_inline)) uint32_t dec_run_len_low(rc_dec *d,
 
 /* Rank of bucket b >= 2 from its offset; 256 (invalid) is possible only
  * from damaged input. */
-static inline __attribute__((always_inline)) unsigned dec_rank_offset(rc_dec *d, model *m, unsigned b)
+static inline __attribute__((always_inline)) unsigned dec_rank_offset(rc_dec *d, model *m,
+                                                                      unsigned b)
 {
     unsigned nbits = b - 1;
     unsigned node = 1;
@@ -581,7 +584,8 @@ static int lane_check(const lane *l)
     return l->d.over != 0 || l->d.in != l->d.end ? GMTF_E_CORRUPT : 0;
 }
 
-static int adaptive_decode_syms(const uint8_t *src, size_t len, uint16_t *syms, size_t count, void *ws)
+static int adaptive_decode_syms(const uint8_t *src, size_t len, uint16_t *syms, size_t count,
+                                void *ws)
 {
     lane l;
     lane_init(&l, src, len, ws_model(ws), syms, count);
@@ -624,8 +628,8 @@ static int adaptive_decode_ranks(const uint8_t *src, size_t len, uint8_t *ranks,
 #define T_OFF RCTX                  /* offset tables: T_OFF + b - 2, b = 2..8 */
 #define T_TOP (T_OFF + NBUCKET - 2) /* run top bits: T_TOP + k - 1, k = 1..24 */
 #define NTAB (T_TOP + HYB_KMAX)
-#define TAB_ALPHA 128    /* largest alphabet (offsets of bucket 8) */
-#define HYB_HDR 5        /* method byte, LE32 length of the count stream */
+#define TAB_ALPHA 128 /* largest alphabet (offsets of bucket 8) */
+#define HYB_HDR 5     /* method byte, LE32 length of the count stream */
 #define TAB_BITS 12
 #define TAB_SIZE (1u << TAB_BITS)
 #define RANS_L (1u << 16) /* states live in [2^16, 2^32); 16-bit words */
@@ -633,7 +637,7 @@ static int adaptive_decode_ranks(const uint8_t *src, size_t len, uint8_t *ranks,
 #define CNT_KIND 46       /* count models: class symbols, offsets by log2, top bits */
 #define CNT_REF 13        /* times the neighbour count's bit length / 2 */
 #define CNT_CTX (CNT_KIND * CNT_REF)
-#define CNT_TREE 32       /* bit length of a count: 5-level tree, 0..25 used */
+#define CNT_TREE 32           /* bit length of a count: 5-level tree, 0..25 used */
 #define HYB_MIN_N (64u << 10) /* smaller blocks: method 0 only */
 /* Method 1 is kept unless method 0 is smaller by more than slack/1024 of
  * its size: large blocks, where decoding speed counts and method 1's
@@ -650,8 +654,8 @@ typedef struct {
 } count_model;
 
 typedef struct {
-    uint32_t fc[NTAB][TAB_ALPHA];  /* freq << 16 | cum; freq 0: impossible */
-    uint8_t slot[NTAB][TAB_SIZE];  /* decoder: slot -> symbol */
+    uint32_t fc[NTAB][TAB_ALPHA]; /* freq << 16 | cum; freq 0: impossible */
+    uint8_t slot[NTAB][TAB_SIZE]; /* decoder: slot -> symbol */
 } hyb_tables;
 
 /* Alphabet of table t. After a run (contexts 0..7, q(r1) = 0) only ranks
@@ -973,7 +977,7 @@ typedef struct {
 static long hybrid_encode(const uint8_t *ranks, size_t n, void *ws, hyb_result *res)
 {
     uint16_t *rec = ws_records(ws);
-    uint32_t (*cnt)[TAB_ALPHA] = ws_counts(ws);
+    uint32_t(*cnt)[TAB_ALPHA] = ws_counts(ws);
     hyb_tables *t = ws_tables(ws);
     size_t nsym;
     size_t ne = hyb_records(ranks, n, rec, cnt, &nsym);
@@ -1054,7 +1058,8 @@ static inline __attribute__((always_inline)) void rans_renorm(rans_dec *r, uint3
     r->xb = x;
 }
 
-static inline __attribute__((always_inline)) unsigned rans_get(rans_dec *r, const hyb_tables *t, unsigned tb)
+static inline __attribute__((always_inline)) unsigned rans_get(rans_dec *r, const hyb_tables *t,
+                                                               unsigned tb)
 {
     uint32_t x = r->xa;
     uint32_t sl = x & (TAB_SIZE - 1);
@@ -1073,12 +1078,13 @@ static inline __attribute__((always_inline)) uint32_t rans_get_raw(rans_dec *r, 
     return v;
 }
 
-static inline __attribute__((always_inline)) int hyb_decode(const uint8_t *src, size_t len, void *out,
-                                                            size_t total, void *ws, int to_syms)
+static inline __attribute__((always_inline)) int
+hyb_decode(const uint8_t *src, size_t len, void *out, size_t total, void *ws, int to_syms)
 {
     if (len < HYB_HDR)
         return GMTF_E_CORRUPT;
-    size_t len_b = (size_t)src[1] | (size_t)src[2] << 8 | (size_t)src[3] << 16 | (size_t)src[4] << 24;
+    size_t len_b =
+        (size_t)src[1] | (size_t)src[2] << 8 | (size_t)src[3] << 16 | (size_t)src[4] << 24;
     if (len_b > len - HYB_HDR || len - HYB_HDR - len_b < 8)
         return GMTF_E_CORRUPT;
     count_model *cm = ws_cmodel(ws);

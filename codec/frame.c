@@ -75,8 +75,7 @@ int gmtf_frame_parse(const uint8_t *src, size_t len, gmtf_frame_info *info, unsi
         if (orig == 0 || k != gmtf_bwt_index_count(orig) || plen == 0 || plen >= orig)
             return GMTF_E_CORRUPT;
         break;
-    default:
-        return GMTF_E_CORRUPT;
+    default: return GMTF_E_CORRUPT;
     }
     if (plen > len - (h + 4))
         return GMTF_E_TRUNCATED;
@@ -109,8 +108,8 @@ static int is_run(const uint8_t *s, size_t n)
 
 static long frame_raw(const uint8_t *src, size_t n, uint8_t *dst, uint32_t crc)
 {
-    size_t h = gmtf_frame_write_header(dst, GMTF_METHOD_RAW, (uint32_t)n, (uint32_t)n, crc,
-                                       NULL, 0);
+    size_t h =
+        gmtf_frame_write_header(dst, GMTF_METHOD_RAW, (uint32_t)n, (uint32_t)n, crc, NULL, 0);
     memcpy(dst + h, src, n);
     return (long)(h + n);
 }
@@ -162,8 +161,8 @@ long gmtf_frame_encode_ws(const gmtf_mtf_backend *mtf, gmtf_workspace *w, const 
 }
 
 long gmtf_frame_decode_begin(const uint8_t *src, size_t len, uint8_t *dst, size_t cap,
-                             uint8_t *ranks, size_t ranks_cap, void *rank_ws,
-                             gmtf_frame_info *fi, uint32_t *idx)
+                             uint8_t *ranks, size_t ranks_cap, void *rank_ws, gmtf_frame_info *fi,
+                             uint32_t *idx)
 {
     unsigned h, k;
     int rc = gmtf_frame_parse(src, len, fi, &h, idx, &k);
@@ -175,12 +174,8 @@ long gmtf_frame_decode_begin(const uint8_t *src, size_t len, uint8_t *dst, size_
     const uint8_t *pay = src + h;
     size_t plen = fi->frame_len - h;
     switch (fi->method) {
-    case GMTF_METHOD_RAW:
-        memcpy(dst, pay, n);
-        return 0;
-    case GMTF_METHOD_RUN:
-        memset(dst, pay[0], n);
-        return 0;
+    case GMTF_METHOD_RAW: memcpy(dst, pay, n); return 0;
+    case GMTF_METHOD_RUN: memset(dst, pay[0], n); return 0;
     default:
         if (n > ranks_cap)
             return -EINVAL;
@@ -208,8 +203,8 @@ long gmtf_frame_decode_ws(const gmtf_mtf_backend *mtf, gmtf_workspace *w, const 
 {
     gmtf_frame_info fi;
     uint32_t idx[GMTF_BWT_MAX_INDEXES];
-    long r = gmtf_frame_decode_begin(src, len, dst, cap, w->buf_a, w->max_block, w->rank_ws,
-                                     &fi, idx);
+    long r =
+        gmtf_frame_decode_begin(src, len, dst, cap, w->buf_a, w->max_block, w->rank_ws, &fi, idx);
     if (r < 0)
         return r;
     /* The inverse MTF goes into dst and the inverse BWT runs there in place

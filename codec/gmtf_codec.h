@@ -19,7 +19,7 @@ extern "C" {
 #endif
 
 #define GMTF_BLOCK_MIN 1u
-#define GMTF_BLOCK_MAX (16u << 20)    /* 16 MiB: largest block a frame holds */
+#define GMTF_BLOCK_MAX (16u << 20) /* 16 MiB: largest block a frame holds */
 #define GMTF_BLOCK_DEFAULT (900u << 10)
 
 /* Error codes beyond the errno ones (all negative). */
@@ -37,9 +37,9 @@ const char *gmtf_version(void);
 typedef struct gmtf_codec gmtf_codec;
 
 typedef struct gmtf_codec_options {
-    unsigned threads;    /* worker threads for batches; 0 = 1 */
-    const char *mtf;     /* MTF backend name, NULL or "auto" = best available */
-    uint32_t max_block;  /* largest block to be encoded/decoded; 0 = GMTF_BLOCK_MAX */
+    unsigned threads;   /* worker threads for batches; 0 = 1 */
+    const char *mtf;    /* MTF backend name, NULL or "auto" = best available */
+    uint32_t max_block; /* largest block to be encoded/decoded; 0 = GMTF_BLOCK_MAX */
 } gmtf_codec_options;
 
 /* Creates a codec. Workspaces for blocks up to max_block are allocated
@@ -73,15 +73,15 @@ long gmtf_frame_encode(gmtf_codec *c, const void *src, size_t n, void *dst, size
 long gmtf_frame_decode(gmtf_codec *c, const void *src, size_t len, void *dst, size_t cap);
 
 typedef struct gmtf_frame_info {
-    uint32_t frame_len;   /* header + payload bytes */
-    uint32_t orig_len;    /* decoded bytes */
-    uint8_t method;       /* GMTF_METHOD_* */
-    uint32_t data_crc;    /* CRC-32C of the decoded bytes */
+    uint32_t frame_len; /* header + payload bytes */
+    uint32_t orig_len;  /* decoded bytes */
+    uint8_t method;     /* GMTF_METHOD_* */
+    uint32_t data_crc;  /* CRC-32C of the decoded bytes */
 } gmtf_frame_info;
 
-#define GMTF_METHOD_RAW 0   /* stored: payload is the data */
-#define GMTF_METHOD_RUN 1   /* one byte repeated orig_len times */
-#define GMTF_METHOD_BWT 2   /* BWT + MTF + zero-run + entropy */
+#define GMTF_METHOD_RAW 0 /* stored: payload is the data */
+#define GMTF_METHOD_RUN 1 /* one byte repeated orig_len times */
+#define GMTF_METHOD_BWT 2 /* BWT + MTF + zero-run + entropy */
 
 /* Parses and checks a frame header (magic, version, header checksum,
  * lengths fit in len). Reads no payload. Returns 0 or a negative code. */

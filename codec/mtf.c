@@ -21,16 +21,14 @@ static const gmtf_mtf_backend mtf_scalar = {
 
 /* The scalar loop behind batch hooks: runs the staged batch path (the one
  * the GPU takes) on any machine, so CI tests it. Never chosen by auto. */
-static int scalar_batch_encode(const uint8_t *src, const uint64_t *off, size_t count,
-                               uint8_t *dst)
+static int scalar_batch_encode(const uint8_t *src, const uint64_t *off, size_t count, uint8_t *dst)
 {
     for (size_t i = 0; i < count; i++)
         gmtf_mtf_encode_scalar(src + off[i], dst + off[i], off[i + 1] - off[i]);
     return 0;
 }
 
-static int scalar_batch_decode(const uint8_t *src, const uint64_t *off, size_t count,
-                               uint8_t *dst)
+static int scalar_batch_decode(const uint8_t *src, const uint64_t *off, size_t count, uint8_t *dst)
 {
     for (size_t i = 0; i < count; i++)
         gmtf_mtf_decode_scalar(src + off[i], dst + off[i], off[i + 1] - off[i]);

@@ -13,8 +13,8 @@
 #include <stdint.h>
 
 typedef struct gmtf_mtf_backend {
-    const char *name;           /* "scalar", "simd", "simd-avx2", "gpu-4by8", ... */
-    int (*available)(void);     /* 1 when it can run on this machine */
+    const char *name;       /* "scalar", "simd", "simd-avx2", "gpu-4by8", ... */
+    int (*available)(void); /* 1 when it can run on this machine */
     /* One block: n bytes in, n ranks out (or back). src != dst. */
     void (*encode)(const uint8_t *src, uint8_t *dst, size_t n);
     void (*decode)(const uint8_t *src, uint8_t *dst, size_t n);
@@ -23,7 +23,7 @@ typedef struct gmtf_mtf_backend {
      * failure the codec falls back to the per-block calls. */
     int (*batch_encode)(const uint8_t *src, const uint64_t *off, size_t count, uint8_t *dst);
     int (*batch_decode)(const uint8_t *src, const uint64_t *off, size_t count, uint8_t *dst);
-    uint64_t min_batch_bytes;   /* auto uses the batch hooks from this size on */
+    uint64_t min_batch_bytes; /* auto uses the batch hooks from this size on */
     /* Optional: host memory the batch hooks move fastest (pinned for the
      * GPU); the codec's batch staging buffers come from it. NULL = malloc. */
     void *(*host_alloc)(size_t size);
@@ -48,7 +48,6 @@ const gmtf_mtf_backend *gmtf_mtf_backend_find(const char *name);
 /* The backend whose batch hooks serve batch calls for a codec created with
  * that name: the named one when it has hooks; for auto, the best available
  * backend with hooks (the GPU); NULL when none. */
-const gmtf_mtf_backend *gmtf_mtf_batch_backend(const char *name,
-                                               const gmtf_mtf_backend *chosen);
+const gmtf_mtf_backend *gmtf_mtf_batch_backend(const char *name, const gmtf_mtf_backend *chosen);
 
 #endif

@@ -30,7 +30,8 @@ static int gpu_available(void)
 /* Runs one batch on variant v (-1 = default); decode selects the inverse.
  * A variant without a decoder decodes with the default one (the output is
  * the same: inverse MTF has one answer). */
-static int gpu_batch(int v, int decode, const uint8_t *src, const uint64_t *off, size_t count, uint8_t *dst)
+static int gpu_batch(int v, int decode, const uint8_t *src, const uint64_t *off, size_t count,
+                     uint8_t *dst)
 {
     if (!gpu_available())
         return -ENODEV;
@@ -87,6 +88,7 @@ static void gpu_block(int v, int decode, const uint8_t *src, uint8_t *dst, size_
 }
 
 /* One set of plain functions per slot: the ops table has no user pointer. */
+/* clang-format off */
 #define GPU_SLOT(i)                                                                                    \
     static void enc_##i(const uint8_t *s, uint8_t *d, size_t n) { gpu_block(slot_variant[i], 0, s, d, n); } \
     static void dec_##i(const uint8_t *s, uint8_t *d, size_t n) { gpu_block(slot_variant[i], 1, s, d, n); } \
@@ -112,6 +114,7 @@ static gmtf_mtf_backend gpu_backends[GPU_SLOTS] = {
     OPS(0), OPS(1), OPS(2), OPS(3), OPS(4), OPS(5), OPS(6), OPS(7),
     OPS(8), OPS(9), OPS(10), OPS(11), OPS(12), OPS(13), OPS(14), OPS(15),
 };
+/* clang-format on */
 static char gpu_names[GPU_SLOTS][40];
 static const gmtf_mtf_backend *gpu_list[GPU_SLOTS];
 

@@ -27,6 +27,7 @@ static int batch_run(const gmtf_simd_mtf_variant *v, int dec, const uint8_t *src
 /* Slot k serves variant k of simd/'s list. */
 static const gmtf_simd_mtf_variant *slot_variant[SIMD_MAX];
 
+/* clang-format off */
 #define SLOT(k)                                                                           \
     static int batch_encode_##k(const uint8_t *s, const uint64_t *o, size_t c, uint8_t *d) \
     {                                                                                     \
@@ -38,8 +39,9 @@ static const gmtf_simd_mtf_variant *slot_variant[SIMD_MAX];
     }
 SLOT(0) SLOT(1) SLOT(2) SLOT(3) SLOT(4) SLOT(5) SLOT(6) SLOT(7)
 SLOT(8) SLOT(9) SLOT(10) SLOT(11) SLOT(12) SLOT(13) SLOT(14) SLOT(15)
+    /* clang-format on */
 
-static int batch_encode_best(const uint8_t *s, const uint64_t *o, size_t c, uint8_t *d)
+    static int batch_encode_best(const uint8_t *s, const uint64_t *o, size_t c, uint8_t *d)
 {
     return batch_run(gmtf_simd_mtf_best(), 0, s, o, c, d);
 }
@@ -49,12 +51,15 @@ static int batch_decode_best(const uint8_t *s, const uint64_t *o, size_t c, uint
     return batch_run(gmtf_simd_mtf_best(), 1, s, o, c, d);
 }
 
-#define HOOKS(k) {batch_encode_##k, batch_decode_##k}
+#define HOOKS(k)                                                                                   \
+    {                                                                                              \
+        batch_encode_##k, batch_decode_##k                                                         \
+    }
 static const struct {
     int (*enc)(const uint8_t *, const uint64_t *, size_t, uint8_t *);
     int (*dec)(const uint8_t *, const uint64_t *, size_t, uint8_t *);
-} slot_hooks[SIMD_MAX] = {HOOKS(0), HOOKS(1), HOOKS(2),  HOOKS(3),  HOOKS(4),  HOOKS(5),
-                          HOOKS(6), HOOKS(7), HOOKS(8),  HOOKS(9),  HOOKS(10), HOOKS(11),
+} slot_hooks[SIMD_MAX] = {HOOKS(0),  HOOKS(1),  HOOKS(2),  HOOKS(3), HOOKS(4),  HOOKS(5),
+                          HOOKS(6),  HOOKS(7),  HOOKS(8),  HOOKS(9), HOOKS(10), HOOKS(11),
                           HOOKS(12), HOOKS(13), HOOKS(14), HOOKS(15)};
 
 static int simd_available(void)

@@ -168,8 +168,8 @@ void alloc_release_now(gmtf_fs *fs, uint64_t off, uint64_t len)
         return;
     fs->used -= len < fs->used ? len : fs->used;
     if (ev_add(&fs->free, off, len))
-        fs_log(fs, "out of memory: %llu bytes at %llu leak until remount",
-               (unsigned long long)len, (unsigned long long)off);
+        fs_log(fs, "out of memory: %llu bytes at %llu leak until remount", (unsigned long long)len,
+               (unsigned long long)off);
 }
 
 void alloc_release(gmtf_fs *fs, uint64_t off, uint64_t len)
@@ -179,8 +179,8 @@ void alloc_release(gmtf_fs *fs, uint64_t off, uint64_t len)
     if (fs->replaying) /* the free map is rebuilt after replay */
         return;
     if (ev_add(&fs->pending, off, len))
-        fs_log(fs, "out of memory: %llu bytes at %llu leak until remount",
-               (unsigned long long)len, (unsigned long long)off);
+        fs_log(fs, "out of memory: %llu bytes at %llu leak until remount", (unsigned long long)len,
+               (unsigned long long)off);
 }
 
 void alloc_commit_pending(gmtf_fs *fs)

@@ -182,8 +182,8 @@ static void check_inodes(checker *c)
             continue;
         uint32_t want = S_ISDIR(in->mode) ? 2 + subdirs[ino] : links[ino];
         if (in->nlink != want && ino < cap) {
-            problem(c, repair, "inode %llu: link count %u, should be %u",
-                    (unsigned long long)ino, in->nlink, want);
+            problem(c, repair, "inode %llu: link count %u, should be %u", (unsigned long long)ino,
+                    in->nlink, want);
             if (repair) {
                 in->nlink = want;
                 jr_inode(fs, in);
@@ -271,16 +271,19 @@ static void verify_frames(checker *c)
     free(bad);
 }
 
-int gmtf_fs_check(gmtf_image *img, const gmtf_fs_check_options *opt,
-                  gmtf_fs_check_report *rep)
+int gmtf_fs_check(gmtf_image *img, const gmtf_fs_check_options *opt, gmtf_fs_check_report *rep)
 {
     gmtf_fs_check_options o = {0};
     if (opt)
         o = *opt;
     memset(rep, 0, sizeof *rep);
     checker c = {.opt = &o, .rep = rep};
-    gmtf_fs_options fo = {.read_only = !o.repair, .mtf = o.mtf, .threads = o.threads,
-                          .log = quiet_log, .log_arg = &c, .cache_bytes = 1u << 20};
+    gmtf_fs_options fo = {.read_only = !o.repair,
+                          .mtf = o.mtf,
+                          .threads = o.threads,
+                          .log = quiet_log,
+                          .log_arg = &c,
+                          .cache_bytes = 1u << 20};
     int rc = fs_new(img, &fo, GMTF_FS_BLOCK_DEFAULT, &c.fs);
     if (rc)
         return rc;
@@ -293,8 +296,8 @@ int gmtf_fs_check(gmtf_image *img, const gmtf_fs_check_options *opt,
             int r = sb_decode(b + i * SB_SLOT_SIZE, &s);
             if (r) {
                 char msg[100];
-                snprintf(msg, sizeof msg, "superblock slot %d at offset %d %s", i,
-                         i * SB_SLOT_SIZE, r == -EINVAL ? "is empty" : "is damaged");
+                snprintf(msg, sizeof msg, "superblock slot %d at offset %d %s", i, i * SB_SLOT_SIZE,
+                         r == -EINVAL ? "is empty" : "is damaged");
                 note(&c, msg);
             }
         }

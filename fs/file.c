@@ -386,8 +386,7 @@ long gmtf_fs_write_flags(gmtf_fs *fs, uint64_t ino, const void *buf, size_t n, u
         /* Make room first, so a failure leaves the file unchanged. A quarter
          * of the cache at a time keeps the stall short; mkfs flushes all at
          * once, for the widest packing window. */
-        rc = fs->opt.no_flush ? flush_some(fs, 0, 0, 0)
-                              : flush_some(fs, 0, fs->dirty_limit / 4, 1);
+        rc = fs->opt.no_flush ? flush_some(fs, 0, 0, 0) : flush_some(fs, 0, fs->dirty_limit / 4, 1);
         if (!rc)
             rc = jr_commit(fs);
         if (rc && fs->dirty_bytes + n <= fs->dirty_limit)
@@ -451,7 +450,8 @@ int64_t gmtf_fs_lseek(gmtf_fs *fs, uint64_t ino, int64_t off, int whence)
         if (off < 0)
             rc = -EINVAL;
         else if ((uint64_t)off >= in->size || !S_ISREG(in->mode))
-            rc = (uint64_t)off >= in->size ? -ENXIO : (whence == SEEK_DATA ? off : (int64_t)in->size);
+            rc = (uint64_t)off >= in->size ? -ENXIO
+                                           : (whence == SEEK_DATA ? off : (int64_t)in->size);
         else {
             uint64_t nblk = (in->size + fs->bs - 1) / fs->bs;
             uint64_t b = (uint64_t)off / fs->bs;

@@ -18,10 +18,10 @@ struct piece {
     struct inode *in;
     uint64_t hash, key;
     uint32_t len;
-    int32_t group;   /* index of its frame in this flush, -1: deduplicated */
-    int32_t dup_of;  /* piece whose frame it shares, -1: none */
-    uint32_t goff;   /* offset inside the frame */
-    uint32_t dframe; /* frame of an earlier flush holding the same bytes */
+    int32_t group;          /* index of its frame in this flush, -1: deduplicated */
+    int32_t dup_of;         /* piece whose frame it shares, -1: none */
+    uint32_t goff;          /* offset inside the frame */
+    uint32_t dframe;        /* frame of an earlier flush holding the same bytes */
     uint64_t ino, gen, ver; /* to recheck after an unlocked encode */
     uint32_t blk;
     struct frame dsnap; /* dframe as it was then, to recheck it */
@@ -105,8 +105,8 @@ static void dedup_insert(gmtf_fs *fs, uint64_t hash, uint32_t frame, uint32_t of
 }
 
 /* Encodes groups g[0..n) whose bytes lie back to back in src. */
-static int encode_groups(gmtf_fs *fs, struct group *g, size_t n, const uint8_t *src,
-                         uint8_t **dstp, uint64_t **doffp)
+static int encode_groups(gmtf_fs *fs, struct group *g, size_t n, const uint8_t *src, uint8_t **dstp,
+                         uint64_t **doffp)
 {
     uint64_t *off = malloc((n + 1) * sizeof *off), *doff = malloc((n + 1) * sizeof *doff);
     uint8_t *dst = NULL;
@@ -312,8 +312,8 @@ static int flush_pieces(gmtf_fs *fs, struct piece *p, size_t np, int unlocked)
     size_t stored = rc ? 0 : done;
     for (size_t i = 0; i < np; i++) {
         int32_t gi = p[i].dup_of >= 0 ? p[p[i].dup_of].group : p[i].group;
-        p[i].valid = !rc && (gi < 0 || (size_t)gi < stored) &&
-                     (!unlocked || piece_still_valid(fs, &p[i]));
+        p[i].valid =
+            !rc && (gi < 0 || (size_t)gi < stored) && (!unlocked || piece_still_valid(fs, &p[i]));
         if (p[i].valid && p[i].group == -1) { /* the earlier frame must be unchanged */
             p[i].valid = frame_unchanged(fs, p[i].dframe, &p[i].dsnap);
         }
@@ -428,8 +428,8 @@ int flush_some(gmtf_fs *fs, uint64_t only_ino, uint64_t max_bytes, int unlocked)
             d = next;
             continue;
         }
-        p[n++] = (struct piece){.d = d, .in = in, .len = len, .key = in->sortkey,
-                                .group = 0, .dup_of = -1};
+        p[n++] = (struct piece){
+            .d = d, .in = in, .len = len, .key = in->sortkey, .group = 0, .dup_of = -1};
         taken += len;
         d = next;
     }

@@ -53,8 +53,7 @@ int frame_new_id(gmtf_fs *fs, uint32_t *id)
 int frame_set(gmtf_fs *fs, uint32_t id, uint64_t off, uint32_t clen, uint32_t dlen, uint32_t crc)
 {
     if (id == 0 || clen == 0 || dlen == 0 || dlen > fs->bs || clen > gmtf_frame_bound(fs->bs) ||
-        off < DATA_START || off + clen < off ||
-        (fs->sb.capacity && off + clen > fs->sb.capacity))
+        off < DATA_START || off + clen < off || (fs->sb.capacity && off + clen > fs->sb.capacity))
         return -EUCLEAN;
     int rc = frame_table_grow(fs, id);
     if (rc)
@@ -142,7 +141,8 @@ static int dpool_take(gmtf_fs *fs)
             return (int)i;
     unsigned cap = fs->pool_max > 1 ? fs->pool_max - 1 : 1;
     if (fs->ndpool < sizeof fs->dpool / sizeof *fs->dpool && fs->ndpool < cap) {
-        gmtf_codec_options co = {.threads = 1, .mtf = fs->opt.mtf,
+        gmtf_codec_options co = {.threads = 1,
+                                 .mtf = fs->opt.mtf,
                                  .max_block = fs->bs > SNAP_CHUNK ? fs->bs : SNAP_CHUNK};
         if (gmtf_codec_create(&fs->dpool[fs->ndpool], &co) == 0)
             return (int)fs->ndpool++;

@@ -17,30 +17,30 @@
 #define SB_MAGIC "GMTFSB\r\n"
 #define FMT_VERSION 1u
 #define DATA_START (2u * SB_SLOT_SIZE) /* first byte the allocator hands out */
-#define SNAP_MAGIC 0x50414e53u           /* "SNAP" */
+#define SNAP_MAGIC 0x50414e53u         /* "SNAP" */
 #define SNAP_HDR_SIZE 64u
-#define SNAP_CHUNK (1u << 20)            /* raw bytes per snapshot frame, at most */
-#define JR_MAGIC 0x4a544d47u             /* "GMTJ" */
+#define SNAP_CHUNK (1u << 20) /* raw bytes per snapshot frame, at most */
+#define JR_MAGIC 0x4a544d47u  /* "GMTJ" */
 #define JR_HDR_SIZE 32u
-#define JOURNAL_MIN (64u << 10)          /* journal left by unmount/mkfs */
-#define JOURNAL_FLOOR (16u << 10)        /* smallest journal (tests force checkpoints) */
-#define STAGE_MAX (256u << 10)           /* fsync stages at most this much uncompressed */
-#define STAGE_PAGE 4096u                 /* granularity of staged ranges */
-#define PUNCH_MIN (1u << 20)             /* free extents this large are punched */
-#define PUNCH_ALIGN 4096u                /* punched ranges: whole host pages */
+#define JOURNAL_MIN (64u << 10)   /* journal left by unmount/mkfs */
+#define JOURNAL_FLOOR (16u << 10) /* smallest journal (tests force checkpoints) */
+#define STAGE_MAX (256u << 10)    /* fsync stages at most this much uncompressed */
+#define STAGE_PAGE 4096u          /* granularity of staged ranges */
+#define PUNCH_MIN (1u << 20)      /* free extents this large are punched */
+#define PUNCH_ALIGN 4096u         /* punched ranges: whole host pages */
 
 /* Record types: the journal and the snapshot are both sequences of these. */
 enum {
-    R_INODE = 1, /* create or update an inode's attributes */
-    R_SIZE = 2,  /* set size (truncate semantics) */
-    R_IDEL = 3,  /* delete an inode */
-    R_DADD = 4,  /* add a directory entry */
-    R_DDEL = 5,  /* remove a directory entry */
-    R_LINK = 6,  /* symlink target */
-    R_XATTR = 7, /* replace an inode's xattr blob */
-    R_FRAME = 8, /* a new data frame */
-    R_EXT = 9,   /* map a file block to (part of) a frame, or to a hole */
-    R_STAGE = 10,/* bytes written to a block, staged uncompressed (fsync) */
+    R_INODE = 1,  /* create or update an inode's attributes */
+    R_SIZE = 2,   /* set size (truncate semantics) */
+    R_IDEL = 3,   /* delete an inode */
+    R_DADD = 4,   /* add a directory entry */
+    R_DDEL = 5,   /* remove a directory entry */
+    R_LINK = 6,   /* symlink target */
+    R_XATTR = 7,  /* replace an inode's xattr blob */
+    R_FRAME = 8,  /* a new data frame */
+    R_EXT = 9,    /* map a file block to (part of) a frame, or to a hole */
+    R_STAGE = 10, /* bytes written to a block, staged uncompressed (fsync) */
 };
 
 /* ---- little-endian byte buffers -------------------------------------------- */
@@ -97,7 +97,7 @@ struct fref { /* file block blk -> frame[off, off+len); frame 0 = hole */
 struct frame { /* refs == 0 and clen == 0: unused id */
     uint64_t off;
     uint32_t clen, dlen, crc, refs;
-    uint64_t live; /* bytes of it that blocks map (over dlen when deduplicated) */
+    uint64_t live;   /* bytes of it that blocks map (over dlen when deduplicated) */
     uint32_t pinned; /* a STAGE record of the current journal reads it at replay */
 };
 
@@ -123,14 +123,21 @@ struct inode {
     uint64_t nlookup; /* kernel references (track_lookups) */
     uint32_t nopen;
     uint32_t xlen;
-    uint8_t *xattr; /* blob: repeated {u8 nlen, u32 vlen, name, value} */
-    uint8_t attr_dirty;  /* attributes changed without a record yet */
-    uint32_t last_read;  /* block after the last read: sequential detection */
+    uint8_t *xattr;       /* blob: repeated {u8 nlen, u32 vlen, name, value} */
+    uint8_t attr_dirty;   /* attributes changed without a record yet */
+    uint32_t last_read;   /* block after the last read: sequential detection */
     struct dblock *dirty; /* this inode's dirty blocks */
     union {
-        struct { struct fref *v; uint32_t n, cap; } ext;                     /* regular */
-        struct { struct dent **v; uint32_t n, cap, live; uint64_t next; } dir; /* directory */
-        char *target;                                                        /* symlink */
+        struct {
+            struct fref *v;
+            uint32_t n, cap;
+        } ext; /* regular */
+        struct {
+            struct dent **v;
+            uint32_t n, cap, live;
+            uint64_t next;
+        } dir;        /* directory */
+        char *target; /* symlink */
     } u;
 };
 
@@ -151,14 +158,19 @@ struct cblock { /* decoded frame in the read cache */
     struct cblock *hnext, *prev, *next;
 };
 
-struct ext { uint64_t off, len; };
+struct ext {
+    uint64_t off, len;
+};
 
 typedef struct extvec {
     struct ext *v;
     size_t n, cap;
 } extvec;
 
-struct dedup_ent { uint64_t hash; uint32_t frame, off, len; };
+struct dedup_ent {
+    uint64_t hash;
+    uint32_t frame, off, len;
+};
 
 struct gmtf_fs {
     gmtf_image *img;
@@ -199,17 +211,17 @@ struct gmtf_fs {
 
     /* space */
     extvec free, pending;
-    extvec held; /* freed pinned frames: free only once a checkpoint is durable */
+    extvec held;    /* freed pinned frames: free only once a checkpoint is durable */
     extvec punched; /* free ranges already punched out of the host file */
     int punch_off;  /* the host cannot punch: stop trying */
-    uint64_t end;  /* end of the allocated area (image length in use) */
-    uint64_t used; /* allocated bytes past DATA_START */
+    uint64_t end;   /* end of the allocated area (image length in use) */
+    uint64_t used;  /* allocated bytes past DATA_START */
 
     /* journal */
-    wbuf jbuf;        /* records not yet written */
-    uint64_t jpos;    /* bytes of the journal region in use */
-    uint64_t jseq;    /* sequence number of the next chunk */
-    int replaying;    /* applying records from disk */
+    wbuf jbuf;     /* records not yet written */
+    uint64_t jpos; /* bytes of the journal region in use */
+    uint64_t jseq; /* sequence number of the next chunk */
+    int replaying; /* applying records from disk */
     uint64_t replayed;
     int corrupt_records; /* records that did not apply (fsck reports) */
 
@@ -287,8 +299,8 @@ uint64_t name_sortkey(const char *name, size_t n);
 int rec_apply(gmtf_fs *fs, const uint8_t *rec, size_t len);
 int rec_apply_all(gmtf_fs *fs, const uint8_t *p, size_t len); /* a sequence */
 int jr_inode(gmtf_fs *fs, const struct inode *in);
-int jr_inode_new(gmtf_fs *fs, uint64_t ino, uint64_t gen, uint32_t mode, uint32_t uid,
-                 uint32_t gid, uint64_t rdev, uint64_t parent, uint64_t sortkey);
+int jr_inode_new(gmtf_fs *fs, uint64_t ino, uint64_t gen, uint32_t mode, uint32_t uid, uint32_t gid,
+                 uint64_t rdev, uint64_t parent, uint64_t sortkey);
 int jr_size(gmtf_fs *fs, uint64_t ino, uint64_t size);
 int jr_idel(gmtf_fs *fs, uint64_t ino);
 int jr_dadd(gmtf_fs *fs, uint64_t parent, uint64_t ino, uint64_t cookie, const char *name,
@@ -296,8 +308,7 @@ int jr_dadd(gmtf_fs *fs, uint64_t parent, uint64_t ino, uint64_t cookie, const c
 int jr_ddel(gmtf_fs *fs, uint64_t parent, const char *name, size_t n);
 int jr_link(gmtf_fs *fs, uint64_t ino, const char *target, size_t n);
 int jr_xattr(gmtf_fs *fs, uint64_t ino, const uint8_t *blob, uint32_t len);
-int jr_frame(gmtf_fs *fs, uint32_t id, uint64_t off, uint32_t clen, uint32_t dlen,
-             uint32_t crc);
+int jr_frame(gmtf_fs *fs, uint32_t id, uint64_t off, uint32_t clen, uint32_t dlen, uint32_t crc);
 int jr_ext(gmtf_fs *fs, uint64_t ino, uint32_t blk, uint32_t frame, uint32_t off, uint32_t len);
 int jr_stage(gmtf_fs *fs, uint64_t ino, uint32_t blk, uint32_t off, const uint8_t *data,
              uint32_t len);
@@ -317,8 +328,7 @@ int codec_resize(gmtf_fs *fs);
 
 /* ---- frame.c: frame table and frame decode ---- */
 int frame_new_id(gmtf_fs *fs, uint32_t *id);
-int frame_set(gmtf_fs *fs, uint32_t id, uint64_t off, uint32_t clen, uint32_t dlen,
-              uint32_t crc);
+int frame_set(gmtf_fs *fs, uint32_t id, uint64_t off, uint32_t clen, uint32_t dlen, uint32_t crc);
 void frame_ref(gmtf_fs *fs, uint32_t id);
 void frame_unref(gmtf_fs *fs, uint32_t id);
 int frame_valid(gmtf_fs *fs, uint32_t id);

@@ -92,18 +92,18 @@ int gmtf_fs_mkfs(gmtf_image *img, const gmtf_mkfs_options *opt);
 typedef void (*gmtf_fs_log_fn)(void *arg, const char *msg);
 
 typedef struct gmtf_fs_options {
-    int read_only;             /* never write the image (journal replayed in memory) */
-    const char *mtf;           /* codec MTF backend, NULL = auto */
-    unsigned threads;          /* codec threads, 0 = online CPUs */
-    uint64_t cache_bytes;      /* decoded-block cache, 0 = 64 MiB */
-    uint64_t dirty_bytes;      /* write-back limit before writers flush, 0 = 128 MiB */
-    unsigned flush_interval_ms;/* background flusher period; 0 = no thread (caller syncs) */
-    uint64_t journal_bytes;    /* journal region while mounted, 0 = 8 MiB */
-    int track_lookups;         /* count lookups; inodes live until gmtf_fs_forget (FUSE) */
-    unsigned readahead_blocks; /* blocks decoded ahead of sequential reads, 0 = 4 */
-    gmtf_fs_log_fn log;        /* errors and warnings (checksum, replay); NULL = stderr */
+    int read_only;              /* never write the image (journal replayed in memory) */
+    const char *mtf;            /* codec MTF backend, NULL = auto */
+    unsigned threads;           /* codec threads, 0 = online CPUs */
+    uint64_t cache_bytes;       /* decoded-block cache, 0 = 64 MiB */
+    uint64_t dirty_bytes;       /* write-back limit before writers flush, 0 = 128 MiB */
+    unsigned flush_interval_ms; /* background flusher period; 0 = no thread (caller syncs) */
+    uint64_t journal_bytes;     /* journal region while mounted, 0 = 8 MiB */
+    int track_lookups;          /* count lookups; inodes live until gmtf_fs_forget (FUSE) */
+    unsigned readahead_blocks;  /* blocks decoded ahead of sequential reads, 0 = 4 */
+    gmtf_fs_log_fn log;         /* errors and warnings (checksum, replay); NULL = stderr */
     void *log_arg;
-    int no_flush;              /* skip device flushes until unmount (mkfs: a crash midway
+    int no_flush; /* skip device flushes until unmount (mkfs: a crash midway
                                   leaves no useful image anyway) */
 } gmtf_fs_options;
 
@@ -154,13 +154,12 @@ int gmtf_fs_setattr(gmtf_fs *fs, uint64_t ino, const struct stat *st, unsigned t
  * type). name must not exist (-EEXIST). Times are set to now. */
 int gmtf_fs_mknod(gmtf_fs *fs, uint64_t parent, const char *name, mode_t mode, dev_t rdev,
                   uid_t uid, gid_t gid, gmtf_entry *e);
-int gmtf_fs_mkdir(gmtf_fs *fs, uint64_t parent, const char *name, mode_t mode, uid_t uid,
-                  gid_t gid, gmtf_entry *e);
-int gmtf_fs_symlink(gmtf_fs *fs, uint64_t parent, const char *name, const char *target,
-                    uid_t uid, gid_t gid, gmtf_entry *e);
+int gmtf_fs_mkdir(gmtf_fs *fs, uint64_t parent, const char *name, mode_t mode, uid_t uid, gid_t gid,
+                  gmtf_entry *e);
+int gmtf_fs_symlink(gmtf_fs *fs, uint64_t parent, const char *name, const char *target, uid_t uid,
+                    gid_t gid, gmtf_entry *e);
 /* Adds a hard link newparent/newname to ino (not a directory: -EPERM). */
-int gmtf_fs_link(gmtf_fs *fs, uint64_t ino, uint64_t newparent, const char *newname,
-                 gmtf_entry *e);
+int gmtf_fs_link(gmtf_fs *fs, uint64_t ino, uint64_t newparent, const char *newname, gmtf_entry *e);
 int gmtf_fs_unlink(gmtf_fs *fs, uint64_t parent, const char *name);
 int gmtf_fs_rmdir(gmtf_fs *fs, uint64_t parent, const char *name); /* -ENOTEMPTY */
 
@@ -229,8 +228,8 @@ int64_t gmtf_fs_lseek(gmtf_fs *fs, uint64_t ino, int64_t off, int whence);
 
 #define GMTF_XATTR_CREATE 0x1  /* == XATTR_CREATE */
 #define GMTF_XATTR_REPLACE 0x2 /* == XATTR_REPLACE */
-int gmtf_fs_setxattr(gmtf_fs *fs, uint64_t ino, const char *name, const void *value,
-                     size_t size, int flags);
+int gmtf_fs_setxattr(gmtf_fs *fs, uint64_t ino, const char *name, const void *value, size_t size,
+                     int flags);
 /* size 0: returns the value length; too small: -ERANGE; missing: -ENODATA. */
 long gmtf_fs_getxattr(gmtf_fs *fs, uint64_t ino, const char *name, void *buf, size_t size);
 /* NUL-separated names, as listxattr(2). */
@@ -248,14 +247,14 @@ typedef struct gmtf_fs_info {
     char label[GMTF_FS_LABEL_MAX + 1];
     uint8_t uuid[16];
     uint64_t generation;
-    uint64_t capacity;      /* 0 = growable */
-    uint64_t image_bytes;   /* end of the last allocated byte */
-    uint64_t used_bytes;    /* allocated: frames + metadata + journal */
+    uint64_t capacity;    /* 0 = growable */
+    uint64_t image_bytes; /* end of the last allocated byte */
+    uint64_t used_bytes;  /* allocated: frames + metadata + journal */
     uint64_t files, dirs, symlinks, others;
-    uint64_t data_bytes;    /* sum of regular file sizes */
-    uint64_t stored_bytes;  /* compressed frame bytes */
+    uint64_t data_bytes;   /* sum of regular file sizes */
+    uint64_t stored_bytes; /* compressed frame bytes */
     uint64_t frames;
-    uint64_t dirty_bytes;   /* in the write-back cache now */
+    uint64_t dirty_bytes;      /* in the write-back cache now */
     uint64_t replayed_records; /* journal records replayed at mount */
     uint64_t frames_decoded;   /* since mount (read cache misses, prefetch, checks) */
     uint64_t cache_bytes;      /* decoded frames cached now */
@@ -265,8 +264,8 @@ int gmtf_fs_get_info(gmtf_fs *fs, gmtf_fs_info *info);
 /* ---- check (fsck) ------------------------------------------------------------ */
 
 typedef struct gmtf_fs_check_options {
-    int repair;        /* write a clean checkpoint after fixing what can be fixed */
-    int verify_data;   /* decode every frame (in batches) and check its checksum */
+    int repair;      /* write a clean checkpoint after fixing what can be fixed */
+    int verify_data; /* decode every frame (in batches) and check its checksum */
     const char *mtf;
     unsigned threads;
     void (*progress)(void *arg, uint64_t done, uint64_t total); /* verify_data */
@@ -276,17 +275,16 @@ typedef struct gmtf_fs_check_options {
 } gmtf_fs_check_options;
 
 typedef struct gmtf_fs_check_report {
-    unsigned errors;       /* problems found */
-    unsigned fixed;        /* of which repaired */
-    unsigned warnings;     /* harmless oddities (e.g. journal replayed) */
+    unsigned errors;   /* problems found */
+    unsigned fixed;    /* of which repaired */
+    unsigned warnings; /* harmless oddities (e.g. journal replayed) */
     gmtf_fs_info info;
 } gmtf_fs_check_report;
 
 /* Checks the image (does not take ownership of img). Returns 0 when the
  * check ran (see report), or a negative code when the image cannot be
  * read at all (-EINVAL: not gmtf; -EUCLEAN: no usable superblock/snapshot). */
-int gmtf_fs_check(gmtf_image *img, const gmtf_fs_check_options *opt,
-                  gmtf_fs_check_report *rep);
+int gmtf_fs_check(gmtf_image *img, const gmtf_fs_check_options *opt, gmtf_fs_check_report *rep);
 
 #ifdef __cplusplus
 }

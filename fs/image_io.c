@@ -122,8 +122,8 @@ static void file_close(void *ctx)
 }
 
 static const gmtf_image_ops file_ops = {
-    file_pread, file_pwrite, file_flush, file_size, file_truncate, file_host_free, file_close,
-    file_punch,
+    file_pread,    file_pwrite,    file_flush, file_size,
+    file_truncate, file_host_free, file_close, file_punch,
 };
 
 int gmtf_image_open_file(const char *path, int flags, gmtf_image **out)

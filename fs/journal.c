@@ -67,11 +67,17 @@ int jr_inode(gmtf_fs *fs, const struct inode *in)
     return rec_emit(fs, &w);
 }
 
-int jr_inode_new(gmtf_fs *fs, uint64_t ino, uint64_t gen, uint32_t mode, uint32_t uid,
-                 uint32_t gid, uint64_t rdev, uint64_t parent, uint64_t sortkey)
+int jr_inode_new(gmtf_fs *fs, uint64_t ino, uint64_t gen, uint32_t mode, uint32_t uid, uint32_t gid,
+                 uint64_t rdev, uint64_t parent, uint64_t sortkey)
 {
-    struct inode t = {.ino = ino, .gen = gen, .mode = mode, .uid = uid, .gid = gid,
-                      .rdev = rdev, .parent = parent, .sortkey = sortkey};
+    struct inode t = {.ino = ino,
+                      .gen = gen,
+                      .mode = mode,
+                      .uid = uid,
+                      .gid = gid,
+                      .rdev = rdev,
+                      .parent = parent,
+                      .sortkey = sortkey};
     t.nlink = S_ISDIR(mode) ? 2 : 1;
     now_ts(&t.at_s, &t.at_ns);
     t.mt_s = t.ct_s = t.at_s;
@@ -96,8 +102,7 @@ int jr_idel(gmtf_fs *fs, uint64_t ino)
     return rec_emit(fs, &w);
 }
 
-int jr_dadd(gmtf_fs *fs, uint64_t parent, uint64_t ino, uint64_t cookie, const char *name,
-            size_t n)
+int jr_dadd(gmtf_fs *fs, uint64_t parent, uint64_t ino, uint64_t cookie, const char *name, size_t n)
 {
     wbuf w;
     rec_start(&w, R_DADD);
@@ -181,9 +186,13 @@ int jr_stage(gmtf_fs *fs, uint64_t ino, uint32_t blk, uint32_t off, const uint8_
 static int valid_type(uint32_t mode)
 {
     switch (mode & S_IFMT) {
-    case S_IFREG: case S_IFDIR: case S_IFLNK: case S_IFIFO:
-    case S_IFSOCK: case S_IFCHR: case S_IFBLK:
-        return 1;
+    case S_IFREG:
+    case S_IFDIR:
+    case S_IFLNK:
+    case S_IFIFO:
+    case S_IFSOCK:
+    case S_IFCHR:
+    case S_IFBLK: return 1;
     }
     return 0;
 }
@@ -333,9 +342,7 @@ int rec_apply(gmtf_fs *fs, const uint8_t *rec, size_t len)
     rbuf r = {rec + REC_HDR, blen, 0, 0};
     int rc;
     switch (type) {
-    case R_INODE:
-        rc = apply_inode(fs, &r);
-        break;
+    case R_INODE: rc = apply_inode(fs, &r); break;
     case R_SIZE: {
         uint64_t ino = rb_u64(&r), size = rb_u64(&r);
         struct inode *in = inode_get(fs, ino);
@@ -357,18 +364,10 @@ int rec_apply(gmtf_fs *fs, const uint8_t *rec, size_t len)
         rc = 0;
         break;
     }
-    case R_DADD:
-        rc = apply_dadd(fs, &r);
-        break;
-    case R_DDEL:
-        rc = apply_ddel(fs, &r);
-        break;
-    case R_LINK:
-        rc = apply_link(fs, &r);
-        break;
-    case R_XATTR:
-        rc = apply_xattr(fs, &r);
-        break;
+    case R_DADD: rc = apply_dadd(fs, &r); break;
+    case R_DDEL: rc = apply_ddel(fs, &r); break;
+    case R_LINK: rc = apply_link(fs, &r); break;
+    case R_XATTR: rc = apply_xattr(fs, &r); break;
     case R_FRAME: {
         uint32_t id = rb_u32(&r);
         uint64_t off = rb_u64(&r);
@@ -378,9 +377,7 @@ int rec_apply(gmtf_fs *fs, const uint8_t *rec, size_t len)
         rc = frame_set(fs, id, off, clen, dlen, crc);
         break;
     }
-    case R_EXT:
-        rc = apply_ext(fs, &r);
-        break;
+    case R_EXT: rc = apply_ext(fs, &r); break;
     case R_STAGE: {
         uint64_t ino = rb_u64(&r);
         uint32_t blk = rb_u32(&r), off = rb_u32(&r), n = rb_u32(&r);
@@ -397,8 +394,7 @@ int rec_apply(gmtf_fs *fs, const uint8_t *rec, size_t len)
         rc = dirty_stage_apply(fs, in, blk, off, data, n);
         break;
     }
-    default:
-        return -EUCLEAN;
+    default: return -EUCLEAN;
     }
     if (rc == 0 && r.pos != r.len)
         rc = -EUCLEAN; /* trailing bytes: not a record we wrote */

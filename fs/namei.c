@@ -251,8 +251,8 @@ int gmtf_fs_create(gmtf_fs *fs, uint64_t parent, const char *name, mode_t mode, 
     return rc;
 }
 
-int gmtf_fs_mkdir(gmtf_fs *fs, uint64_t parent, const char *name, mode_t mode, uid_t uid,
-                  gid_t gid, gmtf_entry *e)
+int gmtf_fs_mkdir(gmtf_fs *fs, uint64_t parent, const char *name, mode_t mode, uid_t uid, gid_t gid,
+                  gmtf_entry *e)
 {
     FS_WRLOCK(fs);
     struct inode *in;
@@ -263,8 +263,8 @@ int gmtf_fs_mkdir(gmtf_fs *fs, uint64_t parent, const char *name, mode_t mode, u
     return rc;
 }
 
-int gmtf_fs_symlink(gmtf_fs *fs, uint64_t parent, const char *name, const char *target,
-                    uid_t uid, gid_t gid, gmtf_entry *e)
+int gmtf_fs_symlink(gmtf_fs *fs, uint64_t parent, const char *name, const char *target, uid_t uid,
+                    gid_t gid, gmtf_entry *e)
 {
     size_t tn = target ? strlen(target) : 0;
     if (tn == 0)
@@ -280,8 +280,7 @@ int gmtf_fs_symlink(gmtf_fs *fs, uint64_t parent, const char *name, const char *
     return rc;
 }
 
-int gmtf_fs_link(gmtf_fs *fs, uint64_t ino, uint64_t newparent, const char *newname,
-                 gmtf_entry *e)
+int gmtf_fs_link(gmtf_fs *fs, uint64_t ino, uint64_t newparent, const char *newname, gmtf_entry *e)
 {
     size_t n;
     int rc = name_ok(newname, &n);

@@ -65,14 +65,14 @@ int sb_decode(const uint8_t *b, sb_info *sb)
     uint32_t bs = sb->block_size;
     if (bs < GMTF_FS_BLOCK_MIN || bs > GMTF_FS_BLOCK_MAX || (bs & (bs - 1)))
         return -EUCLEAN;
-    if (sb->snap_off < DATA_START || sb->snap_len < SNAP_HDR_SIZE ||
-        sb->snap_len > (1ull << 40) || sb->snap_off + sb->snap_len < sb->snap_off)
+    if (sb->snap_off < DATA_START || sb->snap_len < SNAP_HDR_SIZE || sb->snap_len > (1ull << 40) ||
+        sb->snap_off + sb->snap_len < sb->snap_off)
         return -EUCLEAN;
     if (sb->jrnl_len > (1ull << 30) || (sb->jrnl_len && sb->jrnl_off < DATA_START) ||
         sb->jrnl_off + sb->jrnl_len < sb->jrnl_off)
         return -EUCLEAN;
-    if (sb->capacity && (sb->snap_off + sb->snap_len > sb->capacity ||
-                         sb->jrnl_off + sb->jrnl_len > sb->capacity))
+    if (sb->capacity &&
+        (sb->snap_off + sb->snap_len > sb->capacity || sb->jrnl_off + sb->jrnl_len > sb->capacity))
         return -EUCLEAN;
     return 0;
 }
@@ -161,8 +161,8 @@ static int snapshot_load(gmtf_fs *fs)
         return -ENOMEM;
     int rc = img_read(fs, img, sb->snap_len, sb->snap_off);
     if (rc) {
-        fs_log(fs, "snapshot at %llu (%llu bytes) unreadable: %s",
-               (unsigned long long)sb->snap_off, (unsigned long long)sb->snap_len, strerror(-rc));
+        fs_log(fs, "snapshot at %llu (%llu bytes) unreadable: %s", (unsigned long long)sb->snap_off,
+               (unsigned long long)sb->snap_len, strerror(-rc));
         free(img);
         return -EUCLEAN;
     }
@@ -196,8 +196,8 @@ static int snapshot_load(gmtf_fs *fs)
         if (!rc)
             rc = codec_decode_one(fs, img + pos, fi.frame_len, raw, fi.orig_len);
         if (rc) {
-            fs_log(fs, "snapshot chunk %u at %llu: %s", i,
-                   (unsigned long long)(sb->snap_off + pos), gmtf_strerror(rc));
+            fs_log(fs, "snapshot chunk %u at %llu: %s", i, (unsigned long long)(sb->snap_off + pos),
+                   gmtf_strerror(rc));
             rc = -EUCLEAN;
             break;
         }
@@ -212,8 +212,7 @@ static int snapshot_load(gmtf_fs *fs)
     }
     fs->replaying = 0;
     if (!rc && (got != raw_len || crc != get_le32(img + 40))) {
-        fs_log(fs, "snapshot at %llu: content checksum mismatch",
-               (unsigned long long)sb->snap_off);
+        fs_log(fs, "snapshot at %llu: content checksum mismatch", (unsigned long long)sb->snap_off);
         rc = -EUCLEAN;
     }
     free(raw);
@@ -294,8 +293,8 @@ static void meta_free_all(gmtf_fs *fs)
 int codec_resize(gmtf_fs *fs)
 {
     gmtf_codec *c;
-    gmtf_codec_options co = {.threads = gmtf_codec_threads(fs->codec), .mtf = fs->opt.mtf,
-                             .max_block = fs->bs};
+    gmtf_codec_options co = {
+        .threads = gmtf_codec_threads(fs->codec), .mtf = fs->opt.mtf, .max_block = fs->bs};
     int rc = gmtf_codec_create(&c, &co);
     if (rc)
         return rc == -ENOMEM ? rc : -EINVAL;

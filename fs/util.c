@@ -52,7 +52,10 @@ void wb_bytes(wbuf *w, const void *src, size_t n)
     w->len += n;
 }
 
-void wb_u8(wbuf *w, uint8_t v) { wb_bytes(w, &v, 1); }
+void wb_u8(wbuf *w, uint8_t v)
+{
+    wb_bytes(w, &v, 1);
+}
 
 void wb_u16(wbuf *w, uint16_t v)
 {

@@ -52,8 +52,8 @@ static int xname_ok(const char *name, size_t *n)
     return 0;
 }
 
-int gmtf_fs_setxattr(gmtf_fs *fs, uint64_t ino, const char *name, const void *value,
-                     size_t size, int flags)
+int gmtf_fs_setxattr(gmtf_fs *fs, uint64_t ino, const char *name, const void *value, size_t size,
+                     int flags)
 {
     size_t n;
     int rc = xname_ok(name, &n);

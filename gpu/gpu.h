@@ -54,8 +54,8 @@ int gmtf_gpu_device_info(char *name, size_t len, int *sm_count);
  * "8+full/g4", "scalar", "2symbols", "2buffers"; and "queues", a timing
  * probe (GMTF_GPU_PROBE). */
 size_t gmtf_gpu_variant_count(void);
-const char *gmtf_gpu_variant_name(size_t i);          /* NULL when out of range */
-int gmtf_gpu_variant_find(const char *name);          /* index, or -EINVAL */
+const char *gmtf_gpu_variant_name(size_t i); /* NULL when out of range */
+int gmtf_gpu_variant_find(const char *name); /* index, or -EINVAL */
 
 #define GMTF_GPU_ENCODE 1u   /* variant has an MTF encoder */
 #define GMTF_GPU_DECODE 2u   /* variant has an inverse MTF */
@@ -73,7 +73,7 @@ typedef struct gmtf_gpu_ctx gmtf_gpu_ctx;
 /* Creates a context on device 0 (no large allocation yet).
  * 0, -ENODEV or -ENOMEM. */
 int gmtf_gpu_ctx_create(gmtf_gpu_ctx **out);
-void gmtf_gpu_ctx_destroy(gmtf_gpu_ctx *ctx);     /* NULL is fine */
+void gmtf_gpu_ctx_destroy(gmtf_gpu_ctx *ctx); /* NULL is fine */
 /* 1 while the context can take work (no sticky device error). */
 int gmtf_gpu_ctx_ok(const gmtf_gpu_ctx *ctx);
 /* Text of the last CUDA error seen by this context ("" if none). */
@@ -101,8 +101,7 @@ void gmtf_gpu_host_free(void *p);
 /* ---- staged use: data stays on the device between calls --------------- */
 
 /* Uploads a batch as the context's device input (synchronous). */
-int gmtf_gpu_stage_upload(gmtf_gpu_ctx *ctx, const uint8_t *src, const uint64_t *off,
-                          size_t count);
+int gmtf_gpu_stage_upload(gmtf_gpu_ctx *ctx, const uint8_t *src, const uint64_t *off, size_t count);
 /* Runs the variant's encoder (decode = 0) or decoder (decode = 1) on the
  * staged input into the device output; *kernel_ms (may be NULL) gets the
  * device time of the whole launch sequence, measured by events. */
@@ -129,8 +128,8 @@ typedef enum gmtf_gpu_key {
  * counts, keep the bucket holding the k-th; docs/gpu.md). Floats order
  * as IEEE totalOrder (-NaN < -inf < ... < -0 < +0 < ... < +inf < +NaN).
  * keys is host memory. 0, -EINVAL (k >= n), -ENODEV, -ENOMEM, -EIO. */
-int gmtf_gpu_kselect(gmtf_gpu_ctx *ctx, gmtf_gpu_key type, const void *keys, size_t n,
-                     size_t k, void *out);
+int gmtf_gpu_kselect(gmtf_gpu_ctx *ctx, gmtf_gpu_key type, const void *keys, size_t n, size_t k,
+                     void *out);
 
 /* Benchmark: n random keys of the type generated on the device; times
  * selection of several k and radix sort (CUB) plus pick of the same k.

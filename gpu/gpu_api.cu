@@ -108,11 +108,11 @@ int gmtf_gpu_fail(gmtf_gpu_ctx *ctx, cudaError_t e, const char *what)
     return -EIO;
 }
 
-#define CK(ctx, call)                                        \
-    do {                                                     \
-        cudaError_t e_ = (call);                             \
-        if (e_ != cudaSuccess)                               \
-            return gmtf_gpu_fail((ctx), e_, #call);          \
+#define CK(ctx, call)                                                                              \
+    do {                                                                                           \
+        cudaError_t e_ = (call);                                                                   \
+        if (e_ != cudaSuccess)                                                                     \
+            return gmtf_gpu_fail((ctx), e_, #call);                                                \
     } while (0)
 
 int gmtf_dbuf_reserve(gmtf_gpu_ctx *ctx, gmtf_dbuf *b, size_t bytes)
@@ -163,7 +163,8 @@ extern "C" int gmtf_gpu_ctx_create(gmtf_gpu_ctx **out)
     bool fail = cudaSetDevice(0) != cudaSuccess;
     for (int i = 0; i < GMTF_NSTREAMS && !fail; i++)
         fail = cudaStreamCreateWithFlags(&ctx->st[i], cudaStreamNonBlocking) != cudaSuccess;
-    fail = fail || cudaEventCreate(&ctx->ev0) != cudaSuccess || cudaEventCreate(&ctx->ev1) != cudaSuccess ||
+    fail = fail || cudaEventCreate(&ctx->ev0) != cudaSuccess ||
+           cudaEventCreate(&ctx->ev1) != cudaSuccess ||
            cudaEventCreateWithFlags(&ctx->ev_tab, cudaEventDisableTiming) != cudaSuccess;
     for (int i = 0; i < 64 && !fail; i++)
         fail = cudaEventCreateWithFlags(&ctx->ev_slice[i], cudaEventDisableTiming) != cudaSuccess;
@@ -180,9 +181,10 @@ extern "C" void gmtf_gpu_ctx_destroy(gmtf_gpu_ctx *ctx)
 {
     if (!ctx)
         return;
-    gmtf_dbuf *bufs[] = {&ctx->in, &ctx->out, &ctx->off, &ctx->ckscan, &ctx->grscan, &ctx->ck_start,
-                         &ctx->ck_len, &ctx->ck_kidx, &ctx->gr_first, &ctx->gr_cnt, &ctx->keys, &ctx->gmax,
-                         &ctx->qin, &ctx->esc, &ctx->esc_cnt, &ctx->ks_a, &ctx->ks_b, &ctx->ks_misc};
+    gmtf_dbuf *bufs[] = {&ctx->in,       &ctx->out,    &ctx->off,     &ctx->ckscan,   &ctx->grscan,
+                         &ctx->ck_start, &ctx->ck_len, &ctx->ck_kidx, &ctx->gr_first, &ctx->gr_cnt,
+                         &ctx->keys,     &ctx->gmax,   &ctx->qin,     &ctx->esc,      &ctx->esc_cnt,
+                         &ctx->ks_a,     &ctx->ks_b,   &ctx->ks_misc};
     for (size_t i = 0; i < sizeof bufs / sizeof bufs[0]; i++)
         if (bufs[i]->p)
             cudaFree(bufs[i]->p);
@@ -249,8 +251,8 @@ extern "C" void gmtf_gpu_host_free(void *p)
  * aligned and aligned 16-byte windows never leave the allocation. */
 #define PAD 256
 
-static uint32_t chunk_for(const gmtf_gpu_ctx *ctx, uint64_t n, uint32_t want_chunks, uint32_t max_chunk,
-                          uint64_t max_block)
+static uint32_t chunk_for(const gmtf_gpu_ctx *ctx, uint64_t n, uint32_t want_chunks,
+                          uint32_t max_chunk, uint64_t max_block)
 {
     uint32_t c = ctx->chunk_override;
     if (!c) {
@@ -312,7 +314,8 @@ static int set_geometry(gmtf_gpu_ctx *ctx, const uint64_t *off, size_t count, ui
     if (nck >= 0xffffffffull)
         return -EINVAL;
     int rc;
-    if ((rc = gmtf_dbuf_reserve(ctx, &ctx->in, n + 2 * PAD)) || (rc = gmtf_dbuf_reserve(ctx, &ctx->out, n + 2 * PAD)) ||
+    if ((rc = gmtf_dbuf_reserve(ctx, &ctx->in, n + 2 * PAD)) ||
+        (rc = gmtf_dbuf_reserve(ctx, &ctx->out, n + 2 * PAD)) ||
         (rc = gmtf_dbuf_reserve(ctx, &ctx->off, (count + 1) * 8)) ||
         (rc = gmtf_dbuf_reserve(ctx, &ctx->ckscan, (count + 1) * 4)) ||
         (rc = gmtf_dbuf_reserve(ctx, &ctx->grscan, (count + 1) * 4)) ||
@@ -357,7 +360,8 @@ static int reserve_records(gmtf_gpu_ctx *ctx, uint32_t per_byte)
 {
     if (!per_byte || !ctx->dev.nck)
         return 0;
-    int rc = gmtf_dbuf_reserve(ctx, &ctx->esc, ctx->dev.nck * (size_t)ctx->dev.chunk * per_byte + 16);
+    int rc =
+        gmtf_dbuf_reserve(ctx, &ctx->esc, ctx->dev.nck * (size_t)ctx->dev.chunk * per_byte + 16);
     ctx->dev.esc = (uint32_t *)ctx->esc.p;
     return rc;
 }
@@ -366,8 +370,10 @@ static int upload_tables(gmtf_gpu_ctx *ctx, cudaStream_t s)
 {
     size_t count = ctx->count;
     CK(ctx, cudaMemcpyAsync(ctx->off.p, ctx->h_off, (count + 1) * 8, cudaMemcpyHostToDevice, s));
-    CK(ctx, cudaMemcpyAsync(ctx->ckscan.p, ctx->h_ckscan, (count + 1) * 4, cudaMemcpyHostToDevice, s));
-    CK(ctx, cudaMemcpyAsync(ctx->grscan.p, ctx->h_grscan, (count + 1) * 4, cudaMemcpyHostToDevice, s));
+    CK(ctx,
+       cudaMemcpyAsync(ctx->ckscan.p, ctx->h_ckscan, (count + 1) * 4, cudaMemcpyHostToDevice, s));
+    CK(ctx,
+       cudaMemcpyAsync(ctx->grscan.p, ctx->h_grscan, (count + 1) * 4, cudaMemcpyHostToDevice, s));
     gmtf_launch_chunk_table(&ctx->dev, s);
     return 0;
 }
@@ -414,7 +420,8 @@ static int prepare(gmtf_gpu_ctx *ctx, int variant, int decode, const uint64_t *o
 
 /* ---- staged use --------------------------------------------------------- */
 
-extern "C" int gmtf_gpu_stage_upload(gmtf_gpu_ctx *ctx, const uint8_t *src, const uint64_t *off, size_t count)
+extern "C" int gmtf_gpu_stage_upload(gmtf_gpu_ctx *ctx, const uint8_t *src, const uint64_t *off,
+                                     size_t count)
 {
     if (!ctx || !ctx->ok)
         return -ENODEV;
@@ -427,8 +434,8 @@ extern "C" int gmtf_gpu_stage_upload(gmtf_gpu_ctx *ctx, const uint8_t *src, cons
     /* on our stream: a pageable cudaMemcpy may return before its DMA lands,
      * and non-blocking streams do not wait for the legacy stream */
     if (ctx->n) {
-        CK(ctx, cudaMemcpyAsync((uint8_t *)ctx->in.p + PAD, src + off[0], ctx->n, cudaMemcpyHostToDevice,
-                                ctx->st[0]));
+        CK(ctx, cudaMemcpyAsync((uint8_t *)ctx->in.p + PAD, src + off[0], ctx->n,
+                                cudaMemcpyHostToDevice, ctx->st[0]));
         CK(ctx, cudaStreamSynchronize(ctx->st[0]));
     }
     ctx->staged = 1;
@@ -489,7 +496,8 @@ extern "C" int gmtf_gpu_stage_download(gmtf_gpu_ctx *ctx, uint8_t *dst)
     if (!ctx || !ctx->ok || !ctx->staged)
         return -ENODEV;
     if (ctx->n) {
-        CK(ctx, cudaMemcpyAsync(dst, (uint8_t *)ctx->out.p + PAD, ctx->n, cudaMemcpyDeviceToHost, ctx->st[0]));
+        CK(ctx, cudaMemcpyAsync(dst, (uint8_t *)ctx->out.p + PAD, ctx->n, cudaMemcpyDeviceToHost,
+                                ctx->st[0]));
         CK(ctx, cudaStreamSynchronize(ctx->st[0]));
     }
     return 0;
@@ -524,8 +532,8 @@ static size_t plan_slices(const gmtf_gpu_ctx *ctx, size_t *bounds, size_t max_sl
     return ns - 1;
 }
 
-static int run_host(gmtf_gpu_ctx *ctx, int variant, int decode, const uint8_t *src, const uint64_t *off,
-                    size_t count, uint8_t *dst)
+static int run_host(gmtf_gpu_ctx *ctx, int variant, int decode, const uint8_t *src,
+                    const uint64_t *off, size_t count, uint8_t *dst)
 {
     const gmtf_variant *var;
     int rc = prepare(ctx, variant, decode, off, count, 1, &var);
@@ -550,7 +558,8 @@ static int run_host(gmtf_gpu_ctx *ctx, int variant, int decode, const uint8_t *s
         cudaStream_t s = ctx->st[i % GMTF_NSTREAMS];
         size_t b0 = bounds[i], b1 = bounds[i + 1];
         uint64_t from = ctx->h_off[b0], to = ctx->h_off[b1];
-        gmtf_range r = {b0, b1, ctx->h_ckscan[b0], ctx->h_ckscan[b1], ctx->h_grscan[b0], ctx->h_grscan[b1]};
+        gmtf_range r = {
+            b0, b1, ctx->h_ckscan[b0], ctx->h_ckscan[b1], ctx->h_grscan[b0], ctx->h_grscan[b1]};
         if (!pin_in)
             memcpy(ctx->h_in + from, src + base + from, to - from);
         CK(ctx, cudaStreamWaitEvent(s, ctx->ev_tab, 0));

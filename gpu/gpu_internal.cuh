@@ -58,7 +58,7 @@ struct gmtf_gpu_ctx {
     size_t count;
     uint64_t n;
     int staged;
-    uint64_t *h_off;  /* relative offsets, count + 1 */
+    uint64_t *h_off; /* relative offsets, count + 1 */
     uint32_t *h_ckscan, *h_grscan;
     size_t h_cap;
     gmtf_dbuf in, out, off, ckscan, grscan, ck_start, ck_len, ck_kidx, gr_first, gr_cnt;
@@ -80,9 +80,9 @@ struct gmtf_variant {
     uint32_t want_chunks;
     gmtf_launch_fn encode;
     gmtf_launch_fn decode;
-    gmtf_launch_fn decode_map;  /* last decode pass; NULL = k_perm_map */
-    uint32_t max_chunk;         /* 0 = no limit below 65536 */
-    uint32_t scratch_per_byte;  /* esc bytes per batch byte (records, tokens) */
+    gmtf_launch_fn decode_map; /* last decode pass; NULL = k_perm_map */
+    uint32_t max_chunk;        /* 0 = no limit below 65536 */
+    uint32_t scratch_per_byte; /* esc bytes per batch byte (records, tokens) */
 };
 
 /* mtf_chunks.cu: the steps every variant shares. */

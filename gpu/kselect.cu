@@ -60,12 +60,14 @@ template <typename U> static U ks_from_ordered(U x, int kind)
 
 template <typename U> __global__ void k_ks_map(U *k, size_t n, int kind)
 {
-    for (size_t i = (size_t)blockIdx.x * blockDim.x + threadIdx.x; i < n; i += (size_t)gridDim.x * blockDim.x)
+    for (size_t i = (size_t)blockIdx.x * blockDim.x + threadIdx.x; i < n;
+         i += (size_t)gridDim.x * blockDim.x)
         k[i] = ks_to_ordered<U>(k[i], kind);
 }
 
 /* One block of 1024 threads: KS_SAMPLES random keys, bitonic-sorted. */
-template <typename U> __global__ void __launch_bounds__(1024) k_ks_sample(const U *k, size_t n, uint64_t seed, U *spl)
+template <typename U>
+__global__ void __launch_bounds__(1024) k_ks_sample(const U *k, size_t n, uint64_t seed, U *spl)
 {
     __shared__ U s[KS_SAMPLES];
     for (int i = threadIdx.x; i < KS_SAMPLES; i += 1024)
@@ -97,8 +99,8 @@ template <typename U> __global__ void __launch_bounds__(1024) k_ks_sample(const 
  * the tile's output range (one per warp would serialize on the counter). */
 #define KS_ITEMS 8
 template <typename U>
-__global__ void __launch_bounds__(KS_CTA) k_ks_split(const U *k, size_t n, U lo, U hi, U *mid,
-                                                     unsigned long long *cnt)
+__global__ void __launch_bounds__(KS_CTA)
+    k_ks_split(const U *k, size_t n, U lo, U hi, U *mid, unsigned long long *cnt)
 {
     __shared__ unsigned warp_cnt[KS_CTA / 32];
     __shared__ unsigned long long tile_base;
@@ -155,16 +157,17 @@ template <typename U> struct ks_state {
     unsigned long long *cnt;
 };
 
-#define KCK(ctx, call)                                       \
-    do {                                                     \
-        cudaError_t e_ = (call);                             \
-        if (e_ != cudaSuccess)                               \
-            return gmtf_gpu_fail((ctx), e_, #call);          \
+#define KCK(ctx, call)                                                                             \
+    do {                                                                                           \
+        cudaError_t e_ = (call);                                                                   \
+        if (e_ != cudaSuccess)                                                                     \
+            return gmtf_gpu_fail((ctx), e_, #call);                                                \
     } while (0)
 
 /* One split of cur[0..n) by [lo, hi] into nxt; *below and *mid counts. */
 template <typename U>
-static int ks_split(ks_state<U> *st, const U *cur, size_t n, U lo, U hi, U *nxt, uint64_t *below, uint64_t *mid)
+static int ks_split(ks_state<U> *st, const U *cur, size_t n, U lo, U hi, U *nxt, uint64_t *below,
+                    uint64_t *mid)
 {
     cudaStream_t s = st->ctx->st[0];
     unsigned long long h[2];
@@ -199,7 +202,7 @@ static int ks_select(gmtf_gpu_ctx *ctx, U *a, U *b, size_t n, size_t k, uint64_t
     void *sort_tmp = (char *)ctx->ks_misc.p + tmp_at;
     U spl[KS_SAMPLES]; /* host copy of the sorted samples */
     U *cur = a, *nxt = b;
-    const U umax = (U)~(U)0;
+    const U umax = (U) ~(U)0;
     for (int round = 0; n > KS_SORT_MAX; round++) {
         k_ks_sample<U><<<1, 1024, 0, ctx->st[0]>>>(cur, n, ks_mix(seed + round), st.spl);
         KCK(ctx, cudaGetLastError());
@@ -267,8 +270,9 @@ static int ks_select(gmtf_gpu_ctx *ctx, U *a, U *b, size_t n, size_t k, uint64_t
 
 static int key_kind(gmtf_gpu_key t)
 {
-    return (t == GMTF_GPU_KEY_I32 || t == GMTF_GPU_KEY_I64) ? 1
-           : (t == GMTF_GPU_KEY_F32 || t == GMTF_GPU_KEY_F64) ? 2 : 0;
+    return (t == GMTF_GPU_KEY_I32 || t == GMTF_GPU_KEY_I64)   ? 1
+           : (t == GMTF_GPU_KEY_F32 || t == GMTF_GPU_KEY_F64) ? 2
+                                                              : 0;
 }
 
 static int key_wide(gmtf_gpu_key t)
@@ -298,8 +302,8 @@ static int ks_host(gmtf_gpu_ctx *ctx, int kind, const void *keys, size_t n, size
     return 0;
 }
 
-extern "C" int gmtf_gpu_kselect(gmtf_gpu_ctx *ctx, gmtf_gpu_key type, const void *keys, size_t n, size_t k,
-                                void *out)
+extern "C" int gmtf_gpu_kselect(gmtf_gpu_ctx *ctx, gmtf_gpu_key type, const void *keys, size_t n,
+                                size_t k, void *out)
 {
     if (!ctx || !ctx->ok)
         return -ENODEV;
@@ -314,7 +318,8 @@ extern "C" int gmtf_gpu_kselect(gmtf_gpu_ctx *ctx, gmtf_gpu_key type, const void
 
 template <typename U> __global__ void k_ks_random(U *k, size_t n, uint64_t seed)
 {
-    for (size_t i = (size_t)blockIdx.x * blockDim.x + threadIdx.x; i < n; i += (size_t)gridDim.x * blockDim.x)
+    for (size_t i = (size_t)blockIdx.x * blockDim.x + threadIdx.x; i < n;
+         i += (size_t)gridDim.x * blockDim.x)
         k[i] = (U)ks_mix(seed + i);
 }
 
@@ -325,7 +330,8 @@ static int cmp_double(const void *a, const void *b)
 }
 
 template <typename U>
-static int ks_bench(gmtf_gpu_ctx *ctx, int kind, size_t n, int reps, double *sel_ms, double *sort_ms, int *agree)
+static int ks_bench(gmtf_gpu_ctx *ctx, int kind, size_t n, int reps, double *sel_ms,
+                    double *sort_ms, int *agree)
 {
     int rc;
     size_t tmp_bytes = 0;
@@ -345,7 +351,8 @@ static int ks_bench(gmtf_gpu_ctx *ctx, int kind, size_t n, int reps, double *sel
     KCK(ctx, cudaStreamSynchronize(s));
     if (reps < 1)
         reps = 1;
-    double *ts = (double *)calloc((size_t)reps, sizeof(double)), *tr = (double *)calloc((size_t)reps, sizeof(double));
+    double *ts = (double *)calloc((size_t)reps, sizeof(double)),
+           *tr = (double *)calloc((size_t)reps, sizeof(double));
     if (!ts || !tr) {
         free(ts);
         free(tr);
@@ -369,7 +376,8 @@ static int ks_bench(gmtf_gpu_ctx *ctx, int kind, size_t n, int reps, double *sel
         /* radix sort of all keys, then pick */
         cudaEventRecord(ctx->ev0, s);
         size_t tb = tmp_bytes;
-        cub::DeviceRadixSort::SortKeys(tmp, tb, (const U *)orig, b, (int)n, 0, (int)(sizeof(U) * 8), s);
+        cub::DeviceRadixSort::SortKeys(tmp, tb, (const U *)orig, b, (int)n, 0, (int)(sizeof(U) * 8),
+                                       s);
         cudaMemcpyAsync(&want, b + k, sizeof(U), cudaMemcpyDeviceToHost, s);
         cudaEventRecord(ctx->ev1, s);
         cudaEventSynchronize(ctx->ev1);
@@ -390,8 +398,8 @@ static int ks_bench(gmtf_gpu_ctx *ctx, int kind, size_t n, int reps, double *sel
     return rc;
 }
 
-extern "C" int gmtf_gpu_kselect_bench(gmtf_gpu_ctx *ctx, gmtf_gpu_key type, size_t n, int reps, double *select_ms,
-                                      double *sort_ms, int *agree)
+extern "C" int gmtf_gpu_kselect_bench(gmtf_gpu_ctx *ctx, gmtf_gpu_key type, size_t n, int reps,
+                                      double *select_ms, double *sort_ms, int *agree)
 {
     if (!ctx || !ctx->ok)
         return -ENODEV;

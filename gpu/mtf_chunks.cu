@@ -26,8 +26,7 @@ __device__ __forceinline__ size_t lbs_search(const uint32_t *scan, size_t lo, si
  * segments (blocks): it finds the segment range its items span, loads that
  * slice of the scan into shared memory and searches there, so the items of
  * one CTA share one small window as in moderngpu's load-balancing search. */
-template <bool GROUPS>
-__global__ void k_chunk_table(gmtf_batch_dev d, size_t items)
+template <bool GROUPS> __global__ void k_chunk_table(gmtf_batch_dev d, size_t items)
 {
     __shared__ uint32_t win[LBS_SPAN + 1];
     __shared__ size_t s_lo, s_hi;
@@ -72,9 +71,11 @@ __global__ void k_chunk_table(gmtf_batch_dev d, size_t items)
 void gmtf_launch_chunk_table(const gmtf_batch_dev *d, cudaStream_t s)
 {
     if (d->nck)
-        k_chunk_table<false><<<(unsigned)((d->nck + LBS_CTA - 1) / LBS_CTA), LBS_CTA, 0, s>>>(*d, d->nck);
+        k_chunk_table<false>
+            <<<(unsigned)((d->nck + LBS_CTA - 1) / LBS_CTA), LBS_CTA, 0, s>>>(*d, d->nck);
     if (d->ngr)
-        k_chunk_table<true><<<(unsigned)((d->ngr + LBS_CTA - 1) / LBS_CTA), LBS_CTA, 0, s>>>(*d, d->ngr);
+        k_chunk_table<true>
+            <<<(unsigned)((d->ngr + LBS_CTA - 1) / LBS_CTA), LBS_CTA, 0, s>>>(*d, d->ngr);
 }
 
 /* ---- encoder: inbound queues ------------------------------------------- */
@@ -199,7 +200,8 @@ __global__ void k_group_scan(gmtf_batch_dev d, size_t g0, size_t g1)
  * order reversed. Keys of seen symbols are distinct and non-zero, unseen
  * ones tie at 0 and fall back to ascending symbol order. */
 #define K3_WARPS 4
-__global__ void __launch_bounds__(K3_WARPS * 32) k_sort_queues(gmtf_batch_dev d, size_t c0, size_t c1)
+__global__ void __launch_bounds__(K3_WARPS * 32)
+    k_sort_queues(gmtf_batch_dev d, size_t c0, size_t c1)
 {
     unsigned lane = threadIdx.x & 31;
     size_t c = c0 + (size_t)blockIdx.x * K3_WARPS + (threadIdx.x >> 5);
@@ -290,7 +292,8 @@ __device__ __forceinline__ uint64_t perm_apply(const uint8_t *cur, uint64_t p)
 /* mode 0: group permutation of each group; mode 2: inbound queues inside
  * each group. */
 template <int MODE>
-__global__ void __launch_bounds__(D2_WARPS * 32) k_perm_group(gmtf_batch_dev d, size_t g0, size_t g1)
+__global__ void __launch_bounds__(D2_WARPS * 32)
+    k_perm_group(gmtf_batch_dev d, size_t g0, size_t g1)
 {
     __shared__ __align__(8) uint8_t cur_s[D2_WARPS][256];
     unsigned lane = threadIdx.x & 31, w = threadIdx.x >> 5;
@@ -323,7 +326,8 @@ __global__ void __launch_bounds__(D2_WARPS * 32) k_perm_group(gmtf_batch_dev d, 
         *(uint64_t *)(gp + lane * 8) = mine;
 }
 
-__global__ void __launch_bounds__(D2_WARPS * 32) k_perm_block(gmtf_batch_dev d, size_t b0, size_t b1)
+__global__ void __launch_bounds__(D2_WARPS * 32)
+    k_perm_block(gmtf_batch_dev d, size_t b0, size_t b1)
 {
     __shared__ __align__(8) uint8_t cur_s[D2_WARPS][256];
     unsigned lane = threadIdx.x & 31, w = threadIdx.x >> 5;

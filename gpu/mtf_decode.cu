@@ -34,7 +34,8 @@ __device__ __forceinline__ uint32_t warp_unmtf_step(uint64_t &q, unsigned lane, 
     return s;
 }
 
-__device__ __forceinline__ uint32_t load_word(const uint8_t *p, uint32_t i, uint32_t len, bool aligned)
+__device__ __forceinline__ uint32_t load_word(const uint8_t *p, uint32_t i, uint32_t len,
+                                              bool aligned)
 {
     if (aligned && i + 4 <= len)
         return *(const uint32_t *)(p + i);
@@ -44,7 +45,8 @@ __device__ __forceinline__ uint32_t load_word(const uint8_t *p, uint32_t i, uint
     return w;
 }
 
-__device__ __forceinline__ void store_word(uint8_t *p, uint32_t i, uint32_t len, bool aligned, uint32_t w)
+__device__ __forceinline__ void store_word(uint8_t *p, uint32_t i, uint32_t len, bool aligned,
+                                           uint32_t w)
 {
     if (aligned && i + 4 <= len) {
         *(uint32_t *)(p + i) = w;
@@ -54,7 +56,7 @@ __device__ __forceinline__ void store_word(uint8_t *p, uint32_t i, uint32_t len,
         p[i + k] = (uint8_t)(w >> (8 * k));
 }
 
-#define RANK(word, j) ((__shfl_sync(GMTF_FULL, (word), (j) >> 2) >> (8 * ((j) & 3))) & 0xff)
+#define RANK(word, j) ((__shfl_sync(GMTF_FULL, (word), (j) >> 2) >> (8 * ((j)&3))) & 0xff)
 
 /* scalar (SYM = 1) and 2symbols (SYM = 2: both entries looked up in the
  * same queue, the second corrected for the first's move). Each lane keeps
@@ -80,8 +82,10 @@ __global__ void __launch_bounds__(CTA) k_warp_decode(gmtf_batch_dev d, size_t c0
                 /* after r1 moves to the front, position r2 holds what
                  * was at r2 - 1 when r2 <= r1 (and the moved entry at 0) */
                 uint32_t r2o = r2 == 0 ? r1 : (r2 <= r1 ? r2 - 1 : r2);
-                uint32_t s1 = __shfl_sync(GMTF_FULL, (uint32_t)(q >> (8 * (r1 & 7))) & 0xff, r1 >> 3);
-                uint32_t s2 = __shfl_sync(GMTF_FULL, (uint32_t)(q >> (8 * (r2o & 7))) & 0xff, r2o >> 3);
+                uint32_t s1 =
+                    __shfl_sync(GMTF_FULL, (uint32_t)(q >> (8 * (r1 & 7))) & 0xff, r1 >> 3);
+                uint32_t s2 =
+                    __shfl_sync(GMTF_FULL, (uint32_t)(q >> (8 * (r2o & 7))) & 0xff, r2o >> 3);
                 uint64_t top = __shfl_up_sync(GMTF_FULL, (uint32_t)(q >> 56), 1);
                 if (lane == 0)
                     top = s1;
@@ -201,7 +205,8 @@ __device__ __forceinline__ uint64_t shift_in16(uint64_t q, unsigned b, uint64_t 
 }
 
 /* One rank on the 8-token front; returns the token now at position 0. */
-__device__ __forceinline__ uint32_t head_step(uint64_t &h0, uint64_t &h1, uint32_t r, uint32_t &ne, uint32_t *rec)
+__device__ __forceinline__ uint32_t head_step(uint64_t &h0, uint64_t &h1, uint32_t r, uint32_t &ne,
+                                              uint32_t *rec)
 {
     uint32_t t;
     if (r < 8) {

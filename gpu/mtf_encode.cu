@@ -28,8 +28,8 @@ static unsigned grid_for(size_t threads, unsigned cta)
  * before it back and puts ins at position 8 * LO_LANE. Returns the lane
  * holding s; *rank gets its position on that lane only. */
 template <unsigned LO_LANE>
-__device__ __forceinline__ unsigned warp_mtf_step(uint64_t &q, unsigned lane, uint32_t s, uint32_t ins,
-                                                  unsigned *rank)
+__device__ __forceinline__ unsigned warp_mtf_step(uint64_t &q, unsigned lane, uint32_t s,
+                                                  uint32_t ins, unsigned *rank)
 {
     uint64_t m = gmtf_zero_bytes64(q ^ (GMTF_ONES64 * s));
     if (LO_LANE && lane < LO_LANE)
@@ -46,7 +46,8 @@ __device__ __forceinline__ unsigned warp_mtf_step(uint64_t &q, unsigned lane, ui
 }
 
 /* Loads 4 bytes of a chunk for lane-wise staging (bytes past len read 0). */
-__device__ __forceinline__ uint32_t load_word(const uint8_t *p, uint32_t i, uint32_t len, bool aligned)
+__device__ __forceinline__ uint32_t load_word(const uint8_t *p, uint32_t i, uint32_t len,
+                                              bool aligned)
 {
     if (aligned && i + 4 <= len)
         return *(const uint32_t *)(p + i);
@@ -56,7 +57,8 @@ __device__ __forceinline__ uint32_t load_word(const uint8_t *p, uint32_t i, uint
     return w;
 }
 
-__device__ __forceinline__ void store_word(uint8_t *p, uint32_t i, uint32_t len, bool aligned, uint32_t w)
+__device__ __forceinline__ void store_word(uint8_t *p, uint32_t i, uint32_t len, bool aligned,
+                                           uint32_t w)
 {
     if (aligned && i + 4 <= len) {
         *(uint32_t *)(p + i) = w;
@@ -97,7 +99,8 @@ __global__ void __launch_bounds__(CTA) k_warp_encode(gmtf_batch_dev d, size_t c0
             uint32_t j = 0;
             for (; j + 1 < n; j += 2) {
                 uint32_t s1 = (__shfl_sync(GMTF_FULL, word, j >> 2) >> (8 * (j & 3))) & 0xff;
-                uint32_t s2 = (__shfl_sync(GMTF_FULL, word, (j + 1) >> 2) >> (8 * ((j + 1) & 3))) & 0xff;
+                uint32_t s2 =
+                    (__shfl_sync(GMTF_FULL, word, (j + 1) >> 2) >> (8 * ((j + 1) & 3))) & 0xff;
                 /* search both in the same queue, then correct the second */
                 uint64_t m1 = gmtf_zero_bytes64(q ^ (GMTF_ONES64 * s1));
                 uint64_t m2 = gmtf_zero_bytes64(q ^ (GMTF_ONES64 * s2));
@@ -226,34 +229,106 @@ __global__ void __launch_bounds__(CTA) k_warp_records(gmtf_batch_dev d, size_t c
 
 template <typename WT> struct word_ops;
 template <> struct word_ops<uint8_t> {
-    static __device__ __forceinline__ uint8_t none() { return 0; }
-    static __device__ __forceinline__ uint8_t eor(uint8_t a, uint8_t b) { return (uint8_t)(a ^ b); }
-    static __device__ __forceinline__ bool any(uint64_t m) { return m != 0; }
-    static __device__ __forceinline__ uint32_t splat(uint32_t s) { return s; }
-    static __device__ __forceinline__ uint32_t zero(uint8_t x) { return x == 0; }
-    static __device__ __forceinline__ unsigned first(uint32_t) { return 0; }
-    static __device__ __forceinline__ uint8_t shift_in(uint8_t, unsigned, uint32_t c) { return (uint8_t)c; }
-    static __device__ __forceinline__ uint32_t top(uint8_t w) { return w; }
+    static __device__ __forceinline__ uint8_t none()
+    {
+        return 0;
+    }
+    static __device__ __forceinline__ uint8_t eor(uint8_t a, uint8_t b)
+    {
+        return (uint8_t)(a ^ b);
+    }
+    static __device__ __forceinline__ bool any(uint64_t m)
+    {
+        return m != 0;
+    }
+    static __device__ __forceinline__ uint32_t splat(uint32_t s)
+    {
+        return s;
+    }
+    static __device__ __forceinline__ uint32_t zero(uint8_t x)
+    {
+        return x == 0;
+    }
+    static __device__ __forceinline__ unsigned first(uint32_t)
+    {
+        return 0;
+    }
+    static __device__ __forceinline__ uint8_t shift_in(uint8_t, unsigned, uint32_t c)
+    {
+        return (uint8_t)c;
+    }
+    static __device__ __forceinline__ uint32_t top(uint8_t w)
+    {
+        return w;
+    }
 };
 template <> struct word_ops<uint32_t> {
-    static __device__ __forceinline__ uint32_t none() { return 0; }
-    static __device__ __forceinline__ uint32_t eor(uint32_t a, uint32_t b) { return (uint32_t)(a ^ b); }
-    static __device__ __forceinline__ bool any(uint64_t m) { return m != 0; }
-    static __device__ __forceinline__ uint32_t splat(uint32_t s) { return s * 0x01010101u; }
-    static __device__ __forceinline__ uint32_t zero(uint32_t x) { return gmtf_zero_bytes32(x); }
-    static __device__ __forceinline__ unsigned first(uint32_t m) { return gmtf_first_byte32(m); }
-    static __device__ __forceinline__ uint32_t shift_in(uint32_t q, unsigned b, uint32_t c) { return gmtf_shift_in32(q, b, c); }
-    static __device__ __forceinline__ uint32_t top(uint32_t w) { return w >> 24; }
+    static __device__ __forceinline__ uint32_t none()
+    {
+        return 0;
+    }
+    static __device__ __forceinline__ uint32_t eor(uint32_t a, uint32_t b)
+    {
+        return (uint32_t)(a ^ b);
+    }
+    static __device__ __forceinline__ bool any(uint64_t m)
+    {
+        return m != 0;
+    }
+    static __device__ __forceinline__ uint32_t splat(uint32_t s)
+    {
+        return s * 0x01010101u;
+    }
+    static __device__ __forceinline__ uint32_t zero(uint32_t x)
+    {
+        return gmtf_zero_bytes32(x);
+    }
+    static __device__ __forceinline__ unsigned first(uint32_t m)
+    {
+        return gmtf_first_byte32(m);
+    }
+    static __device__ __forceinline__ uint32_t shift_in(uint32_t q, unsigned b, uint32_t c)
+    {
+        return gmtf_shift_in32(q, b, c);
+    }
+    static __device__ __forceinline__ uint32_t top(uint32_t w)
+    {
+        return w >> 24;
+    }
 };
 template <> struct word_ops<uint64_t> {
-    static __device__ __forceinline__ uint64_t none() { return 0; }
-    static __device__ __forceinline__ uint64_t eor(uint64_t a, uint64_t b) { return (uint64_t)(a ^ b); }
-    static __device__ __forceinline__ bool any(uint64_t m) { return m != 0; }
-    static __device__ __forceinline__ uint64_t splat(uint32_t s) { return GMTF_ONES64 * s; }
-    static __device__ __forceinline__ uint64_t zero(uint64_t x) { return gmtf_zero_bytes64(x); }
-    static __device__ __forceinline__ unsigned first(uint64_t m) { return gmtf_first_byte64(m); }
-    static __device__ __forceinline__ uint64_t shift_in(uint64_t q, unsigned b, uint64_t c) { return gmtf_shift_in64(q, b, c); }
-    static __device__ __forceinline__ uint32_t top(uint64_t w) { return (uint32_t)(w >> 56); }
+    static __device__ __forceinline__ uint64_t none()
+    {
+        return 0;
+    }
+    static __device__ __forceinline__ uint64_t eor(uint64_t a, uint64_t b)
+    {
+        return (uint64_t)(a ^ b);
+    }
+    static __device__ __forceinline__ bool any(uint64_t m)
+    {
+        return m != 0;
+    }
+    static __device__ __forceinline__ uint64_t splat(uint32_t s)
+    {
+        return GMTF_ONES64 * s;
+    }
+    static __device__ __forceinline__ uint64_t zero(uint64_t x)
+    {
+        return gmtf_zero_bytes64(x);
+    }
+    static __device__ __forceinline__ unsigned first(uint64_t m)
+    {
+        return gmtf_first_byte64(m);
+    }
+    static __device__ __forceinline__ uint64_t shift_in(uint64_t q, unsigned b, uint64_t c)
+    {
+        return gmtf_shift_in64(q, b, c);
+    }
+    static __device__ __forceinline__ uint32_t top(uint64_t w)
+    {
+        return (uint32_t)(w >> 56);
+    }
 };
 
 /* 16 queue positions as one word (thread_by16). Only the lowest flagged
@@ -270,19 +345,40 @@ __device__ __forceinline__ q128 mk128(uint64_t l, uint64_t h)
     return r;
 }
 template <> struct word_ops<q128> {
-    static __device__ __forceinline__ q128 none() { return mk128(0, 0); }
-    static __device__ __forceinline__ q128 eor(q128 a, q128 b) { return mk128(a.lo ^ b.lo, a.hi ^ b.hi); }
-    static __device__ __forceinline__ bool any(q128 m) { return (m.lo | m.hi) != 0; }
-    static __device__ __forceinline__ q128 splat(uint32_t s) { return mk128(GMTF_ONES64 * s, GMTF_ONES64 * s); }
-    static __device__ __forceinline__ q128 zero(q128 x) { return mk128(gmtf_zero_bytes64(x.lo), gmtf_zero_bytes64(x.hi)); }
-    static __device__ __forceinline__ unsigned first(q128 m) { return m.lo ? gmtf_first_byte64(m.lo) : 8 + gmtf_first_byte64(m.hi); }
+    static __device__ __forceinline__ q128 none()
+    {
+        return mk128(0, 0);
+    }
+    static __device__ __forceinline__ q128 eor(q128 a, q128 b)
+    {
+        return mk128(a.lo ^ b.lo, a.hi ^ b.hi);
+    }
+    static __device__ __forceinline__ bool any(q128 m)
+    {
+        return (m.lo | m.hi) != 0;
+    }
+    static __device__ __forceinline__ q128 splat(uint32_t s)
+    {
+        return mk128(GMTF_ONES64 * s, GMTF_ONES64 * s);
+    }
+    static __device__ __forceinline__ q128 zero(q128 x)
+    {
+        return mk128(gmtf_zero_bytes64(x.lo), gmtf_zero_bytes64(x.hi));
+    }
+    static __device__ __forceinline__ unsigned first(q128 m)
+    {
+        return m.lo ? gmtf_first_byte64(m.lo) : 8 + gmtf_first_byte64(m.hi);
+    }
     static __device__ __forceinline__ q128 shift_in(q128 q, unsigned b, uint32_t c)
     {
         if (b < 8)
             return mk128(gmtf_shift_in64(q.lo, b, c), q.hi);
         return mk128((q.lo << 8) | c, gmtf_shift_in64(q.hi, b - 8, q.lo >> 56));
     }
-    static __device__ __forceinline__ uint32_t top(q128 w) { return (uint32_t)(w.hi >> 56); }
+    static __device__ __forceinline__ uint32_t top(q128 w)
+    {
+        return (uint32_t)(w.hi >> 56);
+    }
 };
 
 /* G lanes share one chunk; each step the group compares G words of WT
@@ -426,7 +522,8 @@ __global__ void __launch_bounds__(CTA) k_group_records(gmtf_batch_dev d, size_t 
  * (or the last entry when absent), inserts c in front. Returns the rank or
  * K * 8 when absent; *out gets the entry pushed out then. */
 template <int K>
-__device__ __forceinline__ unsigned reg_mtf_step(uint64_t (&q)[K], uint32_t s, uint32_t c, uint32_t *out)
+__device__ __forceinline__ unsigned reg_mtf_step(uint64_t (&q)[K], uint32_t s, uint32_t c,
+                                                 uint32_t *out)
 {
     uint64_t splat = GMTF_ONES64 * s;
     unsigned r = K * 8;
@@ -548,10 +645,10 @@ static void enc_2buffers(const gmtf_batch_dev *d, const gmtf_range *r, cudaStrea
 template <int G, typename WT>
 static void enc_group(const gmtf_batch_dev *d, const gmtf_range *r, cudaStream_t s)
 {
-    k_group_encode<G, WT><<<grid_for(RANGE_N(r), (32 / G) * WARPS_PER_CTA), CTA, 0, s>>>(*d, r->c0, r->c1);
+    k_group_encode<G, WT>
+        <<<grid_for(RANGE_N(r), (32 / G) * WARPS_PER_CTA), CTA, 0, s>>>(*d, r->c0, r->c1);
 }
-template <int K>
-static void enc_depth(const gmtf_batch_dev *d, const gmtf_range *r, cudaStream_t s)
+template <int K> static void enc_depth(const gmtf_batch_dev *d, const gmtf_range *r, cudaStream_t s)
 {
     k_thread_depth<K, false><<<grid_for(RANGE_N(r), CTA), CTA, 0, s>>>(*d, r->c0, r->c1);
 }
@@ -564,10 +661,13 @@ static void enc_multi(const gmtf_batch_dev *d, const gmtf_range *r, cudaStream_t
     if (G == 32)
         k_warp_records<K * 8><<<grid_for(RANGE_N(r), WARPS_PER_CTA), CTA, 0, s>>>(*d, r->c0, r->c1);
     else
-        k_group_records<G, K * 8><<<grid_for(RANGE_N(r), (32 / G) * WARPS_PER_CTA), CTA, 0, s>>>(*d, r->c0, r->c1);
+        k_group_records<G, K * 8>
+            <<<grid_for(RANGE_N(r), (32 / G) * WARPS_PER_CTA), CTA, 0, s>>>(*d, r->c0, r->c1);
 }
 /* Timing probe: only the steps every encoder shares (inbound queues). */
-static void enc_none(const gmtf_batch_dev *, const gmtf_range *, cudaStream_t) {}
+static void enc_none(const gmtf_batch_dev *, const gmtf_range *, cudaStream_t)
+{
+}
 static void enc_8_32_full(const gmtf_batch_dev *d, const gmtf_range *r, cudaStream_t s)
 {
     k_thread_depth<1, true><<<grid_for(RANGE_N(r), CTA), CTA, 0, s>>>(*d, r->c0, r->c1);
@@ -609,7 +709,8 @@ const gmtf_variant gmtf_variants[] = {
     {"8+32+full", F_EC, 0, 65536, enc_8_32_full, NULL, NULL, 0, 4},
     /* the last pass with 4 lanes per chunk instead of a warp (slower:
      * chunks sharing a warp wait for the deepest rank among them) */
-    {"8+full/g4", F_ECD, 0, 65536, enc_multi<1, 4>, gmtf_dec_8_full_g4, gmtf_dec_8_full_map, 32768, 8},
+    {"8+full/g4", F_ECD, 0, 65536, enc_multi<1, 4>, gmtf_dec_8_full_g4, gmtf_dec_8_full_map, 32768,
+     8},
     {"queues", GMTF_GPU_ENCODE | GMTF_GPU_PROBE, 0, 65536, enc_none, NULL, NULL, 0, 0},
 };
 const size_t gmtf_variant_total = sizeof(gmtf_variants) / sizeof(gmtf_variants[0]);

@@ -28,8 +28,8 @@ typedef void (*gmtf_simd_mtf2_fn)(const uint8_t *src0, uint8_t *dst0, size_t n0,
                                   const uint8_t *src1, uint8_t *dst1, size_t n1);
 
 typedef struct gmtf_simd_mtf_variant {
-    const char *name;     /* "bsc", "shelwien", "sse2", "avx2", "avx512", ... */
-    const char *isa;      /* instruction sets it needs, for humans */
+    const char *name;       /* "bsc", "shelwien", "sse2", "avx2", "avx512", ... */
+    const char *isa;        /* instruction sets it needs, for humans */
     int (*supported)(void); /* 1 when this CPU (and OS) can run it */
     gmtf_simd_mtf_fn encode;
     gmtf_simd_mtf_fn decode;
@@ -55,10 +55,10 @@ const gmtf_simd_mtf_variant *gmtf_simd_mtf_best(void);
 /* Dispatched entry points: gmtf_simd_mtf_best()'s functions. */
 void gmtf_simd_mtf_encode(const uint8_t *src, uint8_t *dst, size_t n);
 void gmtf_simd_mtf_decode(const uint8_t *src, uint8_t *dst, size_t n);
-void gmtf_simd_mtf_encode2(const uint8_t *src0, uint8_t *dst0, size_t n0,
-                           const uint8_t *src1, uint8_t *dst1, size_t n1);
-void gmtf_simd_mtf_decode2(const uint8_t *src0, uint8_t *dst0, size_t n0,
-                           const uint8_t *src1, uint8_t *dst1, size_t n1);
+void gmtf_simd_mtf_encode2(const uint8_t *src0, uint8_t *dst0, size_t n0, const uint8_t *src1,
+                           uint8_t *dst1, size_t n1);
+void gmtf_simd_mtf_decode2(const uint8_t *src0, uint8_t *dst0, size_t n0, const uint8_t *src1,
+                           uint8_t *dst1, size_t n1);
 
 #ifdef __cplusplus
 }

@@ -78,8 +78,8 @@ T_AVX2 static inline unsigned tail_find32(const uint8_t *tail, __m256i bs)
 }
 
 typedef struct {
-    __m256i h;                                         /* positions 0..31 */
-    uint8_t tail[224] __attribute__((aligned(32)));    /* positions 32..255 */
+    __m256i h;                                      /* positions 0..31 */
+    uint8_t tail[224] __attribute__((aligned(32))); /* positions 32..255 */
 } q32;
 
 T_AVX2 static void q32_init(q32 *q)
@@ -124,8 +124,8 @@ T_AVX2 static inline void dec_core32(q32 *q, const uint8_t *src, uint8_t *dst, s
             h = _mm256_shuffle_epi8(h, _mm256_loadu_si256((const __m256i *)gmtf_simd_rot64[r]));
             dst[i] = (uint8_t)_mm_cvtsi128_si32(_mm256_castsi256_si128(h));
         } else if (r < 32) {
-            __m128i x = _mm_shuffle_epi8(_mm256_extracti128_si256(h, 1),
-                                         _mm_set1_epi8((char)(r - 16)));
+            __m128i x =
+                _mm_shuffle_epi8(_mm256_extracti128_si256(h, 1), _mm_set1_epi8((char)(r - 16)));
             x = _mm_and_si128(x, lane0);
             h = _mm256_blendv_epi8(h, push32(h, _mm256_zextsi128_si256(x)), le32(r));
             dst[i] = (uint8_t)_mm_cvtsi128_si32(x);

@@ -48,8 +48,7 @@ T_BW static inline __m512i push_bw(__m512i cur, __m512i prev)
 
 /* Shifts positions 0..r back by one across the four registers and puts the
  * broadcast byte bs first; m1..m3 select the positions < r + 1 of h1..h3. */
-T_BW static inline void q512_push_bw(q512 *q, __m512i bs, uint64_t m1, uint64_t m2,
-                                     uint64_t m3)
+T_BW static inline void q512_push_bw(q512 *q, __m512i bs, uint64_t m1, uint64_t m2, uint64_t m3)
 {
     __m512i h0 = q->h0, h1 = q->h1, h2 = q->h2;
     q->h3 = _mm512_mask_mov_epi8(q->h3, m3, push_bw(q->h3, h2));
@@ -78,8 +77,9 @@ T_BW static inline unsigned enc_step_bw(q512 *q, unsigned s)
     uint64_t m2 = a1 ? 0 : _blsmsk_u64(a2);
     uint64_t m3 = (a1 | a2) ? 0 : _blsmsk_u64(a3);
     q512_push_bw(q, bs, m1, m2, m3);
-    return a1 ? 64 + (unsigned)__builtin_ctzll(a1)
-              : a2 ? 128 + (unsigned)__builtin_ctzll(a2) : 192 + (unsigned)__builtin_ctzll(a3);
+    return a1   ? 64 + (unsigned)__builtin_ctzll(a1)
+           : a2 ? 128 + (unsigned)__builtin_ctzll(a2)
+                : 192 + (unsigned)__builtin_ctzll(a3);
 }
 
 /* byte l of v broadcast to every 16-bit lane's low byte (VPERMW + VPSRLVW) */
@@ -162,15 +162,14 @@ GMTF_SIMD_PAIR_BY_TWO_CALLS(avx512bw)
 
 /* index vectors for VPERMT2B: lane 0 takes the second operand's lane 63
  * (push) or lanes 0, 1 (push2); the rest take cur[i - 1] or cur[i - 2] */
-#define IDX_ROW(f)                                                                      \
-    f(0), f(1), f(2), f(3), f(4), f(5), f(6), f(7), f(8), f(9), f(10), f(11), f(12), f(13), \
-        f(14), f(15), f(16), f(17), f(18), f(19), f(20), f(21), f(22), f(23), f(24),      \
-        f(25), f(26), f(27), f(28), f(29), f(30), f(31), f(32), f(33), f(34), f(35),      \
-        f(36), f(37), f(38), f(39), f(40), f(41), f(42), f(43), f(44), f(45), f(46),      \
-        f(47), f(48), f(49), f(50), f(51), f(52), f(53), f(54), f(55), f(56), f(57),      \
-        f(58), f(59), f(60), f(61), f(62), f(63)
-#define PUSH1(i) ((i) == 0 ? 127 : (i) - 1)
-#define PUSH2(i) ((i) < 2 ? 64 + (i) : (i) - 2)
+#define IDX_ROW(f)                                                                                 \
+    f(0), f(1), f(2), f(3), f(4), f(5), f(6), f(7), f(8), f(9), f(10), f(11), f(12), f(13), f(14), \
+        f(15), f(16), f(17), f(18), f(19), f(20), f(21), f(22), f(23), f(24), f(25), f(26), f(27), \
+        f(28), f(29), f(30), f(31), f(32), f(33), f(34), f(35), f(36), f(37), f(38), f(39), f(40), \
+        f(41), f(42), f(43), f(44), f(45), f(46), f(47), f(48), f(49), f(50), f(51), f(52), f(53), \
+        f(54), f(55), f(56), f(57), f(58), f(59), f(60), f(61), f(62), f(63)
+#define PUSH1(i) ((i) == 0 ? 127 : (i)-1)
+#define PUSH2(i) ((i) < 2 ? 64 + (i) : (i)-2)
 static const uint8_t idx_push1[64] __attribute__((aligned(64))) = {IDX_ROW(PUSH1)};
 static const uint8_t idx_push2[64] __attribute__((aligned(64))) = {IDX_ROW(PUSH2)};
 
@@ -212,8 +211,9 @@ T_VBMI static inline unsigned enc_step_vb(st512 *st, unsigned s)
     q->h2 = _mm512_mask_mov_epi8(h2, m2, push_vb(h2, h1, st->ip1));
     q->h1 = _mm512_mask_mov_epi8(h1, m1, push_vb(h1, h0, st->ip1));
     q->h0 = sh0;
-    return a1 ? 64 + (unsigned)__builtin_ctzll(a1)
-              : a2 ? 128 + (unsigned)__builtin_ctzll(a2) : 192 + (unsigned)__builtin_ctzll(a3);
+    return a1   ? 64 + (unsigned)__builtin_ctzll(a1)
+           : a2 ? 128 + (unsigned)__builtin_ctzll(a2)
+                : 192 + (unsigned)__builtin_ctzll(a3);
 }
 
 T_VBMI static inline unsigned dec_step_vb(st512 *st, unsigned r)
@@ -343,8 +343,7 @@ T_VB2 static inline void enc_heads_pair(st512 *st, unsigned a, unsigned b, uint8
         /* keep the shuffles off the mask chain: no masked-permute fusion */
         __asm__("" : "+v"(sh1), "+v"(sh2));
         __mmask64 pa = upto(ka), pb = upto(kb);
-        __mmask64 m_two = _kor_mask64(_kshiftli_mask64(_kand_mask64(pa, pb), 1),
-                                      _cvtu64_mask64(1));
+        __mmask64 m_two = _kor_mask64(_kshiftli_mask64(_kand_mask64(pa, pb), 1), _cvtu64_mask64(1));
         h0 = _mm512_mask_mov_epi8(h0, _kor_mask64(pa, pb), sh1);
         st->q.h0 = _mm512_mask_mov_epi8(h0, m_two, sh2);
         unsigned ra = (unsigned)__builtin_ctzll(_cvtmask64_u64(ka));
@@ -388,7 +387,7 @@ T_VB2 void gmtf_simd_mtf_encode_avx512(const uint8_t *src, uint8_t *dst, size_t 
  * from a window whose lane 0 is the byte before the chunk. */
 
 typedef struct {
-    uint8_t heads[PIECE + 64];    /* nonzero ranks */
+    uint8_t heads[PIECE + 64];     /* nonzero ranks */
     uint8_t syms[1 + PIECE + 128]; /* [0]: byte before the piece; then the heads' bytes */
     uint64_t masks[PIECE / 64];
 } dec512_work;
@@ -410,8 +409,8 @@ T_VB2 static inline size_t nonzero_collect(const uint8_t *src, size_t n, dec512_
 /* lanes shifted up by k, zeros in */
 T_VB2 static inline __m512i lanes_up(__m512i v, __m512i iota, unsigned k)
 {
-    return _mm512_maskz_permutexvar_epi8(~0ull << k, _mm512_sub_epi8(iota, _mm512_set1_epi8((char)k)),
-                                         v);
+    return _mm512_maskz_permutexvar_epi8(~0ull << k,
+                                         _mm512_sub_epi8(iota, _mm512_set1_epi8((char)k)), v);
 }
 
 T_VB2 static inline void fill_forward(uint8_t *dst, size_t n, size_t nh, dec512_work *w)

@@ -34,10 +34,14 @@ static int cpu_avx512vbmi2(void)
 }
 #endif
 
-#define VARIANT(v, isa_text, check)                                                   \
-    static const gmtf_simd_mtf_variant variant_##v = {                                \
-        #v, isa_text, check, gmtf_simd_mtf_encode_##v, gmtf_simd_mtf_decode_##v,       \
-        gmtf_simd_mtf_encode2_##v, gmtf_simd_mtf_decode2_##v}
+#define VARIANT(v, isa_text, check)                                                                \
+    static const gmtf_simd_mtf_variant variant_##v = {#v,                                          \
+                                                      isa_text,                                    \
+                                                      check,                                       \
+                                                      gmtf_simd_mtf_encode_##v,                    \
+                                                      gmtf_simd_mtf_decode_##v,                    \
+                                                      gmtf_simd_mtf_encode2_##v,                   \
+                                                      gmtf_simd_mtf_decode2_##v}
 
 VARIANT(bsc, "C", always);
 VARIANT(shelwien, "C (auto-vectorised)", always);
@@ -53,7 +57,7 @@ VARIANT(avx512x2, "AVX-512F/BW/VBMI/VBMI2, BMI1/2", cpu_avx512vbmi2);
 /* Preference order, best first; see docs/simd.md for the measurements. */
 static const gmtf_simd_mtf_variant *const variants[] = {
 #if GMTF_SIMD_X86
-    &variant_avx512x2, &variant_avx512, &variant_avx512bw, &variant_avx2, &variant_sse2,
+    &variant_avx512x2,  &variant_avx512,   &variant_avx512bw, &variant_avx2, &variant_sse2,
 #endif
     &variant_shelwien2, &variant_shelwien, &variant_bsc,
 };

@@ -30,27 +30,27 @@ static inline void gmtf_simd_queue_decode(uint8_t q[256], const uint8_t *src, ui
 extern const uint8_t gmtf_simd_le_ramp[128];
 
 /* Declares name's encode/decode (one block) and encode2/decode2 (two). */
-#define GMTF_SIMD_DECLARE(v)                                                      \
-    void gmtf_simd_mtf_encode_##v(const uint8_t *src, uint8_t *dst, size_t n);     \
-    void gmtf_simd_mtf_decode_##v(const uint8_t *src, uint8_t *dst, size_t n);     \
-    void gmtf_simd_mtf_encode2_##v(const uint8_t *s0, uint8_t *d0, size_t n0,      \
-                                   const uint8_t *s1, uint8_t *d1, size_t n1);     \
-    void gmtf_simd_mtf_decode2_##v(const uint8_t *s0, uint8_t *d0, size_t n0,      \
-                                   const uint8_t *s1, uint8_t *d1, size_t n1)
+#define GMTF_SIMD_DECLARE(v)                                                                       \
+    void gmtf_simd_mtf_encode_##v(const uint8_t *src, uint8_t *dst, size_t n);                     \
+    void gmtf_simd_mtf_decode_##v(const uint8_t *src, uint8_t *dst, size_t n);                     \
+    void gmtf_simd_mtf_encode2_##v(const uint8_t *s0, uint8_t *d0, size_t n0, const uint8_t *s1,   \
+                                   uint8_t *d1, size_t n1);                                        \
+    void gmtf_simd_mtf_decode2_##v(const uint8_t *s0, uint8_t *d0, size_t n0, const uint8_t *s1,   \
+                                   uint8_t *d1, size_t n1)
 
 /* encode2/decode2 for variants without an interleaved form: two plain calls. */
-#define GMTF_SIMD_PAIR_BY_TWO_CALLS(v)                                            \
-    void gmtf_simd_mtf_encode2_##v(const uint8_t *s0, uint8_t *d0, size_t n0,      \
-                                   const uint8_t *s1, uint8_t *d1, size_t n1)      \
-    {                                                                              \
-        gmtf_simd_mtf_encode_##v(s0, d0, n0);                                      \
-        gmtf_simd_mtf_encode_##v(s1, d1, n1);                                      \
-    }                                                                              \
-    void gmtf_simd_mtf_decode2_##v(const uint8_t *s0, uint8_t *d0, size_t n0,      \
-                                   const uint8_t *s1, uint8_t *d1, size_t n1)      \
-    {                                                                              \
-        gmtf_simd_mtf_decode_##v(s0, d0, n0);                                      \
-        gmtf_simd_mtf_decode_##v(s1, d1, n1);                                      \
+#define GMTF_SIMD_PAIR_BY_TWO_CALLS(v)                                                             \
+    void gmtf_simd_mtf_encode2_##v(const uint8_t *s0, uint8_t *d0, size_t n0, const uint8_t *s1,   \
+                                   uint8_t *d1, size_t n1)                                         \
+    {                                                                                              \
+        gmtf_simd_mtf_encode_##v(s0, d0, n0);                                                      \
+        gmtf_simd_mtf_encode_##v(s1, d1, n1);                                                      \
+    }                                                                                              \
+    void gmtf_simd_mtf_decode2_##v(const uint8_t *s0, uint8_t *d0, size_t n0, const uint8_t *s1,   \
+                                   uint8_t *d1, size_t n1)                                         \
+    {                                                                                              \
+        gmtf_simd_mtf_decode_##v(s0, d0, n0);                                                      \
+        gmtf_simd_mtf_decode_##v(s1, d1, n1);                                                      \
     }
 
 GMTF_SIMD_DECLARE(bsc);

@@ -61,28 +61,23 @@ static void usage(FILE *f, const char *prog)
 int main(int argc, char **argv)
 {
     const char *prog = "fsck.gmtf";
-    static const struct option longs[] = {
-        {"verify-data", no_argument, 0, 'D'}, {"threads", required_argument, 0, 'j'},
-        {"mtf", required_argument, 0, 'm'},   {"quiet", no_argument, 0, 'q'},
-        {"help", no_argument, 0, 'h'},        {"version", no_argument, 0, 'V'},
-        {0, 0, 0, 0}};
+    static const struct option longs[] = {{"verify-data", no_argument, 0, 'D'},
+                                          {"threads", required_argument, 0, 'j'},
+                                          {"mtf", required_argument, 0, 'm'},
+                                          {"quiet", no_argument, 0, 'q'},
+                                          {"help", no_argument, 0, 'h'},
+                                          {"version", no_argument, 0, 'V'},
+                                          {0, 0, 0, 0}};
     gmtf_fs_check_options o = {0};
     int mode_n = 0, mode_y = 0, quiet = 0, opt;
     while ((opt = getopt_long(argc, argv, "nypfaj:qhV", longs, NULL)) != -1) {
         switch (opt) {
-        case 'n':
-            mode_n = 1;
-            break;
+        case 'n': mode_n = 1; break;
         case 'y':
         case 'p':
-        case 'a':
-            mode_y = 1;
-            break;
-        case 'f':
-            break;
-        case 'D':
-            o.verify_data = 1;
-            break;
+        case 'a': mode_y = 1; break;
+        case 'f': break;
+        case 'D': o.verify_data = 1; break;
         case 'j': {
             char *end;
             long v = strtol(optarg, &end, 10);
@@ -93,21 +88,11 @@ int main(int argc, char **argv)
             o.threads = (unsigned)v;
             break;
         }
-        case 'm':
-            o.mtf = optarg;
-            break;
-        case 'q':
-            quiet = 1;
-            break;
-        case 'h':
-            usage(stdout, prog);
-            return 0;
-        case 'V':
-            printf("fsck.gmtf %s (libgmtf %s)\n", GMTF_VERSION, gmtf_version());
-            return 0;
-        default:
-            usage(stderr, prog);
-            return FSCK_USAGE;
+        case 'm': o.mtf = optarg; break;
+        case 'q': quiet = 1; break;
+        case 'h': usage(stdout, prog); return 0;
+        case 'V': printf("fsck.gmtf %s (libgmtf %s)\n", GMTF_VERSION, gmtf_version()); return 0;
+        default: usage(stderr, prog); return FSCK_USAGE;
         }
     }
     if (mode_n && mode_y) {
@@ -115,7 +100,8 @@ int main(int argc, char **argv)
         return FSCK_USAGE;
     }
     if (optind != argc - 1) {
-        fprintf(stderr, "%s: %s\n", prog, optind >= argc ? "no IMAGE given" : "more than one IMAGE given");
+        fprintf(stderr, "%s: %s\n", prog,
+                optind >= argc ? "no IMAGE given" : "more than one IMAGE given");
         usage(stderr, prog);
         return FSCK_USAGE;
     }
@@ -139,7 +125,7 @@ int main(int argc, char **argv)
     rc = gmtf_fs_check(img, &o, &rep);
     gmtf_image_close(img);
     if (rc) {
-        const char *why = rc == -EINVAL   ? "not a gmtf image (no superblock)"
+        const char *why = rc == -EINVAL    ? "not a gmtf image (no superblock)"
                           : rc == -EUCLEAN ? "no usable superblock or metadata snapshot"
                           : rc < -1000     ? gmtf_strerror(rc)
                                            : strerror(-rc);
@@ -149,14 +135,15 @@ int main(int argc, char **argv)
     const gmtf_fs_info *i = &rep.info;
     if (!quiet) {
         printf("%s: %s: %s, generation %" PRIu64 "\n", prog, c.path,
-               rep.errors ? (rep.fixed == rep.errors ? "repaired" : "ERRORS") : "clean", i->generation);
+               rep.errors ? (rep.fixed == rep.errors ? "repaired" : "ERRORS") : "clean",
+               i->generation);
         printf("  %" PRIu64 " files, %" PRIu64 " directories, %" PRIu64 " symlinks, %" PRIu64
                " others\n"
                "  %" PRIu64 " bytes in files, %" PRIu64 " bytes stored in %" PRIu64
                " frames, ratio %.3f\n"
                "  %" PRIu64 " bytes allocated of %" PRIu64 " in use, block size %u\n",
-               i->files, i->dirs, i->symlinks, i->others, i->data_bytes, i->stored_bytes,
-               i->frames, i->stored_bytes ? (double)i->data_bytes / (double)i->stored_bytes : 0.0,
+               i->files, i->dirs, i->symlinks, i->others, i->data_bytes, i->stored_bytes, i->frames,
+               i->stored_bytes ? (double)i->data_bytes / (double)i->stored_bytes : 0.0,
                i->used_bytes, i->image_bytes, i->block_size);
         if (rep.errors)
             printf("  %u problems found, %u repaired\n", rep.errors, rep.fixed);

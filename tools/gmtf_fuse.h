@@ -17,16 +17,16 @@
 /* One per mounted filesystem; reached through fuse_req_userdata(req). */
 typedef struct gmtf_mount {
     gmtf_fs *fs;
-    const char *image;     /* absolute path, for messages */
-    double entry_timeout;  /* seconds the kernel may cache a name */
-    double attr_timeout;   /* seconds the kernel may cache attributes */
+    const char *image;    /* absolute path, for messages */
+    double entry_timeout; /* seconds the kernel may cache a name */
+    double attr_timeout;  /* seconds the kernel may cache attributes */
     int read_only;
-    int acl;               /* POSIX ACLs on (kernel checks them) */
-    int writeback;         /* FUSE writeback cache wanted */
-    unsigned max_write;    /* bytes per WRITE/READ request */
+    int acl;            /* POSIX ACLs on (kernel checks them) */
+    int writeback;      /* FUSE writeback cache wanted */
+    unsigned max_write; /* bytes per WRITE/READ request */
     int debug;
-    int daemonized;        /* stderr is gone: log to syslog */
-    int init_done;         /* op_init ran (atomic) */
+    int daemonized; /* stderr is gone: log to syslog */
+    int init_done;  /* op_init ran (atomic) */
 } gmtf_mount;
 
 /* One line naming the image: on stderr, or in syslog once daemonized. */

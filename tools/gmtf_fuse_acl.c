@@ -12,18 +12,37 @@
 #define ACL_XATTR_VERSION 2u
 #define ACL_HDR 4u
 #define ACL_ENT 8u
-enum { TAG_USER_OBJ = 0x01, TAG_USER = 0x02, TAG_GROUP_OBJ = 0x04, TAG_GROUP = 0x08,
-       TAG_MASK = 0x10, TAG_OTHER = 0x20 };
+enum {
+    TAG_USER_OBJ = 0x01,
+    TAG_USER = 0x02,
+    TAG_GROUP_OBJ = 0x04,
+    TAG_GROUP = 0x08,
+    TAG_MASK = 0x10,
+    TAG_OTHER = 0x20
+};
 
-static unsigned ent_tag(const uint8_t *e) { uint16_t v; memcpy(&v, e, 2); return le16toh(v); }
-static unsigned ent_perm(const uint8_t *e) { uint16_t v; memcpy(&v, e + 2, 2); return le16toh(v); }
+static unsigned ent_tag(const uint8_t *e)
+{
+    uint16_t v;
+    memcpy(&v, e, 2);
+    return le16toh(v);
+}
+static unsigned ent_perm(const uint8_t *e)
+{
+    uint16_t v;
+    memcpy(&v, e + 2, 2);
+    return le16toh(v);
+}
 static void ent_set_perm(uint8_t *e, unsigned perm)
 {
     uint16_t v = htole16((uint16_t)(perm & 7u));
     memcpy(e + 2, &v, 2);
 }
 
-static size_t acl_count(size_t size) { return (size - ACL_HDR) / ACL_ENT; }
+static size_t acl_count(size_t size)
+{
+    return (size - ACL_HDR) / ACL_ENT;
+}
 
 int gmtf_acl_valid(const void *acl, size_t size)
 {
@@ -64,7 +83,11 @@ int gmtf_acl_to_mode(const void *acl, size_t size, mode_t *perm)
         switch (ent_tag(e)) {
         case TAG_USER_OBJ: u = ent_perm(e); break;
         case TAG_GROUP_OBJ: g = ent_perm(e); break;
-        case TAG_MASK: m = ent_perm(e); have_mask = 1; extended = 1; break;
+        case TAG_MASK:
+            m = ent_perm(e);
+            have_mask = 1;
+            extended = 1;
+            break;
         case TAG_OTHER: o = ent_perm(e); break;
         default: extended = 1; break;
         }
@@ -114,7 +137,10 @@ int gmtf_acl_inherit(const void *dflt, size_t size, mode_t *mode, void **access,
             m &= (mode_t)((perm << 6) | ~(mode_t)S_IRWXU);
             break;
         case TAG_GROUP_OBJ: group_obj = e; break;
-        case TAG_MASK: mask = e; extended = 1; break;
+        case TAG_MASK:
+            mask = e;
+            extended = 1;
+            break;
         case TAG_OTHER:
             perm &= m & 7u;
             ent_set_perm(e, perm);

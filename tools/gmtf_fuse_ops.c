@@ -13,7 +13,10 @@
 
 #include "gmtf_fuse.h"
 
-static gmtf_mount *mount_of(fuse_req_t req) { return fuse_req_userdata(req); }
+static gmtf_mount *mount_of(fuse_req_t req)
+{
+    return fuse_req_userdata(req);
+}
 
 static void reply_rc(fuse_req_t req, long rc)
 {
@@ -28,7 +31,10 @@ typedef struct tl_buf {
     size_t cap;
     char data[];
 } tl_buf;
-static void tl_make_key(void) { pthread_key_create(&tl_key, free); }
+static void tl_make_key(void)
+{
+    pthread_key_create(&tl_key, free);
+}
 
 static void *thread_buffer(size_t n)
 {
@@ -69,12 +75,12 @@ static void reply_entry(fuse_req_t req, const gmtf_entry *e)
         gmtf_fs_forget(m->fs, fe.ino, 1);
 }
 
-#define REFUSE_IF_RO(req)                                                     \
-    do {                                                                      \
-        if (mount_of(req)->read_only) {                                       \
-            fuse_reply_err(req, EROFS);                                       \
-            return;                                                           \
-        }                                                                     \
+#define REFUSE_IF_RO(req)                                                                          \
+    do {                                                                                           \
+        if (mount_of(req)->read_only) {                                                            \
+            fuse_reply_err(req, EROFS);                                                            \
+            return;                                                                                \
+        }                                                                                          \
     } while (0)
 
 /* ---- session ---------------------------------------------------------- */
@@ -82,9 +88,9 @@ static void reply_entry(fuse_req_t req, const gmtf_entry *e)
 static void op_init(void *userdata, struct fuse_conn_info *conn)
 {
     gmtf_mount *m = userdata;
-    unsigned want = FUSE_CAP_ATOMIC_O_TRUNC | FUSE_CAP_PARALLEL_DIROPS |
-                    FUSE_CAP_READDIRPLUS | FUSE_CAP_READDIRPLUS_AUTO |
-                    FUSE_CAP_CACHE_SYMLINKS | FUSE_CAP_ASYNC_READ | FUSE_CAP_ASYNC_DIO;
+    unsigned want = FUSE_CAP_ATOMIC_O_TRUNC | FUSE_CAP_PARALLEL_DIROPS | FUSE_CAP_READDIRPLUS |
+                    FUSE_CAP_READDIRPLUS_AUTO | FUSE_CAP_CACHE_SYMLINKS | FUSE_CAP_ASYNC_READ |
+                    FUSE_CAP_ASYNC_DIO;
     if (m->writeback)
         want |= FUSE_CAP_WRITEBACK_CACHE;
     /* The kernel enforces ACLs; umask is then ours to apply, because a
@@ -100,8 +106,7 @@ static void op_init(void *userdata, struct fuse_conn_info *conn)
     conn->want &= ~(unsigned)FUSE_CAP_HANDLE_KILLPRIV;
     /* Data goes through user memory for the codec anyway: a plain read of
      * the request hands its buffer straight to gmtf_fs_write, no copy. */
-    conn->want &= ~(unsigned)(FUSE_CAP_SPLICE_READ | FUSE_CAP_SPLICE_WRITE |
-                              FUSE_CAP_SPLICE_MOVE);
+    conn->want &= ~(unsigned)(FUSE_CAP_SPLICE_READ | FUSE_CAP_SPLICE_WRITE | FUSE_CAP_SPLICE_MOVE);
     if (m->max_write)
         conn->max_write = m->max_write;
     conn->time_gran = 1;
@@ -199,16 +204,19 @@ static void op_setattr(fuse_req_t req, fuse_ino_t ino, struct stat *attr, int to
     (void)fi;
     REFUSE_IF_RO(req);
     gmtf_mount *m = mount_of(req);
-    static const struct { int fuse; unsigned gmtf; } map[] = {
-        { FUSE_SET_ATTR_MODE, GMTF_SET_MODE },
-        { FUSE_SET_ATTR_UID, GMTF_SET_UID },
-        { FUSE_SET_ATTR_GID, GMTF_SET_GID },
-        { FUSE_SET_ATTR_SIZE, GMTF_SET_SIZE },
-        { FUSE_SET_ATTR_ATIME, GMTF_SET_ATIME },
-        { FUSE_SET_ATTR_MTIME, GMTF_SET_MTIME },
-        { FUSE_SET_ATTR_ATIME_NOW, GMTF_SET_ATIME_NOW },
-        { FUSE_SET_ATTR_MTIME_NOW, GMTF_SET_MTIME_NOW },
-        { FUSE_SET_ATTR_CTIME, GMTF_SET_CTIME },
+    static const struct {
+        int fuse;
+        unsigned gmtf;
+    } map[] = {
+        {FUSE_SET_ATTR_MODE, GMTF_SET_MODE},
+        {FUSE_SET_ATTR_UID, GMTF_SET_UID},
+        {FUSE_SET_ATTR_GID, GMTF_SET_GID},
+        {FUSE_SET_ATTR_SIZE, GMTF_SET_SIZE},
+        {FUSE_SET_ATTR_ATIME, GMTF_SET_ATIME},
+        {FUSE_SET_ATTR_MTIME, GMTF_SET_MTIME},
+        {FUSE_SET_ATTR_ATIME_NOW, GMTF_SET_ATIME_NOW},
+        {FUSE_SET_ATTR_MTIME_NOW, GMTF_SET_MTIME_NOW},
+        {FUSE_SET_ATTR_CTIME, GMTF_SET_CTIME},
     };
     unsigned set = 0;
     for (size_t i = 0; i < sizeof map / sizeof map[0]; i++)
@@ -362,8 +370,8 @@ static void refresh_after_acl(gmtf_mount *m, gmtf_entry *e, const node_init *ni)
 
 enum node_kind { NODE_FILE, NODE_DIR, NODE_LINK };
 
-static void make_node(fuse_req_t req, fuse_ino_t parent, const char *name, mode_t mode,
-                      dev_t rdev, const char *target, enum node_kind kind)
+static void make_node(fuse_req_t req, fuse_ino_t parent, const char *name, mode_t mode, dev_t rdev,
+                      const char *target, enum node_kind kind)
 {
     REFUSE_IF_RO(req);
     gmtf_mount *m = mount_of(req);
@@ -378,12 +386,8 @@ static void make_node(fuse_req_t req, fuse_ino_t parent, const char *name, mode_
     case NODE_DIR:
         rc = gmtf_fs_mkdir(m->fs, parent, name, ni.mode & 07777, ni.uid, ni.gid, &e);
         break;
-    case NODE_LINK:
-        rc = gmtf_fs_symlink(m->fs, parent, name, target, ni.uid, ni.gid, &e);
-        break;
-    default:
-        rc = gmtf_fs_mknod(m->fs, parent, name, ni.mode, rdev, ni.uid, ni.gid, &e);
-        break;
+    case NODE_LINK: rc = gmtf_fs_symlink(m->fs, parent, name, target, ni.uid, ni.gid, &e); break;
+    default: rc = gmtf_fs_mknod(m->fs, parent, name, ni.mode, rdev, ni.uid, ni.gid, &e); break;
     }
     if (rc == 0 && (ni.access || ni.dflt))
         refresh_after_acl(m, &e, &ni);
@@ -394,8 +398,7 @@ static void make_node(fuse_req_t req, fuse_ino_t parent, const char *name, mode_
         reply_entry(req, &e);
 }
 
-static void op_mknod(fuse_req_t req, fuse_ino_t parent, const char *name, mode_t mode,
-                     dev_t rdev)
+static void op_mknod(fuse_req_t req, fuse_ino_t parent, const char *name, mode_t mode, dev_t rdev)
 {
     make_node(req, parent, name, mode, rdev, NULL, NODE_FILE);
 }
@@ -523,8 +526,7 @@ static void op_read(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off,
  * the library is told to leave them alone. */
 static long write_data(gmtf_mount *m, fuse_ino_t ino, const void *data, size_t n, uint64_t off)
 {
-    return gmtf_fs_write_flags(m->fs, ino, data, n, off,
-                               m->writeback ? GMTF_WRITE_KEEP_ATTRS : 0);
+    return gmtf_fs_write_flags(m->fs, ino, data, n, off, m->writeback ? GMTF_WRITE_KEEP_ATTRS : 0);
 }
 
 static void op_write_buf(fuse_req_t req, fuse_ino_t ino, struct fuse_bufvec *in, off_t off,
@@ -607,8 +609,7 @@ static void op_fallocate(fuse_req_t req, fuse_ino_t ino, int mode, off_t off, of
         fuse_reply_err(req, EOPNOTSUPP);
         return;
     }
-    reply_rc(req, gmtf_fs_fallocate(mount_of(req)->fs, ino, gmode, (uint64_t)off,
-                                    (uint64_t)len));
+    reply_rc(req, gmtf_fs_fallocate(mount_of(req)->fs, ino, gmode, (uint64_t)off, (uint64_t)len));
 }
 
 static void op_lseek(fuse_req_t req, fuse_ino_t ino, off_t off, int whence,
@@ -656,8 +657,8 @@ typedef struct dir_fill {
 static int fill_plain(void *arg, const char *name, const struct stat *st, uint64_t next_off)
 {
     dir_fill *d = arg;
-    size_t need = fuse_add_direntry(d->req, d->buf + d->pos, d->size - d->pos, name, st,
-                                    (off_t)next_off);
+    size_t need =
+        fuse_add_direntry(d->req, d->buf + d->pos, d->size - d->pos, name, st, (off_t)next_off);
     if (need > d->size - d->pos)
         return 1; /* full: this entry comes first next time */
     d->pos += need;
@@ -713,8 +714,10 @@ static int fill_plus(void *arg, const char *name, const struct stat *st, uint64_
         p->names_cap = cap;
     }
     memcpy(p->names + p->names_len, name, len);
-    p->ents[p->n++] = (plus_ent){ .ino = st->st_ino, .next_off = next_off,
-                                  .type = st->st_mode & S_IFMT, .name_at = p->names_len };
+    p->ents[p->n++] = (plus_ent){.ino = st->st_ino,
+                                 .next_off = next_off,
+                                 .type = st->st_mode & S_IFMT,
+                                 .name_at = p->names_len};
     p->names_len += len;
     p->used += need;
     return 0;
@@ -728,7 +731,7 @@ static int is_dot_or_dotdot(const char *name)
 static void readdir_plus(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off)
 {
     gmtf_mount *m = mount_of(req);
-    plus_fill p = { .req = req, .size = size };
+    plus_fill p = {.req = req, .size = size};
     int rc = gmtf_fs_readdir(m->fs, ino, (uint64_t)off, fill_plus, &p);
     if (rc == 0)
         rc = p.err;
@@ -790,7 +793,7 @@ static void op_readdir(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off,
         fuse_reply_err(req, ENOMEM);
         return;
     }
-    dir_fill d = { .req = req, .buf = buf, .size = size };
+    dir_fill d = {.req = req, .buf = buf, .size = size};
     int rc = gmtf_fs_readdir(mount_of(req)->fs, ino, (uint64_t)off, fill_plain, &d);
     if (rc < 0)
         reply_rc(req, rc);
@@ -827,8 +830,7 @@ static int is_acl_name(const char *name)
 
 /* Setting an access ACL sets the mode's rwx bits from it; an ACL that says
  * no more than the mode is not stored at all (as ext4 does). */
-static int set_access_acl(gmtf_mount *m, fuse_ino_t ino, const char *value, size_t size,
-                          int flags)
+static int set_access_acl(gmtf_mount *m, fuse_ino_t ino, const char *value, size_t size, int flags)
 {
     if (gmtf_acl_valid(value, size) < 0)
         return -EINVAL;
@@ -852,7 +854,7 @@ static int set_access_acl(gmtf_mount *m, fuse_ino_t ino, const char *value, size
         if (rc < 0)
             return rc;
     }
-    struct stat ns = { .st_mode = (st.st_mode & 07000) | perm };
+    struct stat ns = {.st_mode = (st.st_mode & 07000) | perm};
     return gmtf_fs_setattr(m->fs, ino, &ns, GMTF_SET_MODE, NULL);
 }
 

@@ -49,27 +49,28 @@ typedef struct cli {
 
 enum { KEY_RO, KEY_KEEP };
 
-#define CLI_OPT(t, f, v) { t, offsetof(cli, f), v }
-static const struct fuse_opt cli_opts[] = {
-    FUSE_OPT_KEY("ro", KEY_RO),
-    CLI_OPT("mtf=%s", mtf, 0),
-    CLI_OPT("cache_size=%s", cache_size, 0),
-    CLI_OPT("dirty_size=%s", dirty_size, 0),
-    CLI_OPT("flush_interval=%s", flush_interval, 0),
-    CLI_OPT("max_write=%s", max_write, 0),
-    CLI_OPT("threads=%u", threads, 0),
-    CLI_OPT("readahead_blocks=%u", readahead_blocks, 0),
-    CLI_OPT("readahead_kb=%u", readahead_kb, 0),
-    CLI_OPT("entry_timeout=%lf", entry_timeout, 0),
-    CLI_OPT("attr_timeout=%lf", attr_timeout, 0),
-    CLI_OPT("fsname=%s", fsname, 0),
-    CLI_OPT("subtype=%s", subtype, 0),
-    CLI_OPT("acl", noacl, 0),
-    CLI_OPT("noacl", noacl, 1),
-    CLI_OPT("writeback_cache", nowriteback, 0),
-    CLI_OPT("no_writeback_cache", nowriteback, 1),
-    FUSE_OPT_END
-};
+#define CLI_OPT(t, f, v)                                                                           \
+    {                                                                                              \
+        t, offsetof(cli, f), v                                                                     \
+    }
+static const struct fuse_opt cli_opts[] = {FUSE_OPT_KEY("ro", KEY_RO),
+                                           CLI_OPT("mtf=%s", mtf, 0),
+                                           CLI_OPT("cache_size=%s", cache_size, 0),
+                                           CLI_OPT("dirty_size=%s", dirty_size, 0),
+                                           CLI_OPT("flush_interval=%s", flush_interval, 0),
+                                           CLI_OPT("max_write=%s", max_write, 0),
+                                           CLI_OPT("threads=%u", threads, 0),
+                                           CLI_OPT("readahead_blocks=%u", readahead_blocks, 0),
+                                           CLI_OPT("readahead_kb=%u", readahead_kb, 0),
+                                           CLI_OPT("entry_timeout=%lf", entry_timeout, 0),
+                                           CLI_OPT("attr_timeout=%lf", attr_timeout, 0),
+                                           CLI_OPT("fsname=%s", fsname, 0),
+                                           CLI_OPT("subtype=%s", subtype, 0),
+                                           CLI_OPT("acl", noacl, 0),
+                                           CLI_OPT("noacl", noacl, 1),
+                                           CLI_OPT("writeback_cache", nowriteback, 0),
+                                           CLI_OPT("no_writeback_cache", nowriteback, 1),
+                                           FUSE_OPT_END};
 
 static int cli_proc(void *data, const char *arg, int key, struct fuse_args *outargs)
 {
@@ -89,37 +90,36 @@ static int cli_proc(void *data, const char *arg, int key, struct fuse_args *outa
 
 static void usage(FILE *f)
 {
-    fprintf(f,
-        "usage: gmtf IMAGE MOUNTPOINT [-o OPTIONS] [-f] [-d] [-s]\n"
-        "       gmtf --help | --version\n"
-        "\n"
-        "Mounts the gmtf image IMAGE (made by mkfs.gmtf) on MOUNTPOINT.\n"
-        "\n"
-        "gmtf options (-o):\n"
-        "    ro                     read-only; never writes the image (a journal\n"
-        "                           that needs replay is replayed in memory)\n"
-        "    cache_size=SIZE        decoded-block cache (default 64M; K, M, G)\n"
-        "    dirty_size=SIZE        write-back limit before writers flush (default 128M)\n"
-        "    flush_interval=SECS    background flush period (default 5; 0 = only on\n"
-        "                           fsync and unmount)\n"
-        "    mtf=NAME               codec MTF backend (default: auto)\n"
-        "    threads=N              codec threads (default: online CPUs)\n"
-        "    readahead_blocks=N     blocks decoded ahead of sequential reads\n"
-        "    readahead_kb=N         kernel readahead of the mount (default 1024; 0 =\n"
-        "                           the kernel's 128; needs root)\n"
-        "    max_write=SIZE         bytes per FUSE read/write request (default 1M)\n"
-        "    entry_timeout=SECS     name cache timeout (default 1)\n"
-        "    attr_timeout=SECS      attribute cache timeout (default 1)\n"
-        "    noacl                  no POSIX ACLs (default: on when the kernel can)\n"
-        "    no_writeback_cache     no FUSE writeback cache (default: on)\n"
-        "    allow_other, default_permissions, and the other FUSE and mount options\n"
-        "                           are passed on (default_permissions is always on)\n"
-        "\n"
-        "    -f                     stay in the foreground\n"
-        "    -d                     debug: print every request (implies -f)\n"
-        "    -s                     single-threaded\n"
-        "    -h, --help             this text and libfuse's options\n"
-        "    -V, --version          versions\n");
+    fprintf(f, "usage: gmtf IMAGE MOUNTPOINT [-o OPTIONS] [-f] [-d] [-s]\n"
+               "       gmtf --help | --version\n"
+               "\n"
+               "Mounts the gmtf image IMAGE (made by mkfs.gmtf) on MOUNTPOINT.\n"
+               "\n"
+               "gmtf options (-o):\n"
+               "    ro                     read-only; never writes the image (a journal\n"
+               "                           that needs replay is replayed in memory)\n"
+               "    cache_size=SIZE        decoded-block cache (default 64M; K, M, G)\n"
+               "    dirty_size=SIZE        write-back limit before writers flush (default 128M)\n"
+               "    flush_interval=SECS    background flush period (default 5; 0 = only on\n"
+               "                           fsync and unmount)\n"
+               "    mtf=NAME               codec MTF backend (default: auto)\n"
+               "    threads=N              codec threads (default: online CPUs)\n"
+               "    readahead_blocks=N     blocks decoded ahead of sequential reads\n"
+               "    readahead_kb=N         kernel readahead of the mount (default 1024; 0 =\n"
+               "                           the kernel's 128; needs root)\n"
+               "    max_write=SIZE         bytes per FUSE read/write request (default 1M)\n"
+               "    entry_timeout=SECS     name cache timeout (default 1)\n"
+               "    attr_timeout=SECS      attribute cache timeout (default 1)\n"
+               "    noacl                  no POSIX ACLs (default: on when the kernel can)\n"
+               "    no_writeback_cache     no FUSE writeback cache (default: on)\n"
+               "    allow_other, default_permissions, and the other FUSE and mount options\n"
+               "                           are passed on (default_permissions is always on)\n"
+               "\n"
+               "    -f                     stay in the foreground\n"
+               "    -d                     debug: print every request (implies -f)\n"
+               "    -s                     single-threaded\n"
+               "    -h, --help             this text and libfuse's options\n"
+               "    -V, --version          versions\n");
 }
 
 /* Sizes like 64M, 1G, 4096 (bytes). */
@@ -132,10 +132,26 @@ static int parse_size(const char *s, uint64_t *out)
         return -EINVAL;
     unsigned shift = 0;
     switch (*end) {
-    case 'k': case 'K': shift = 10; end++; break;
-    case 'm': case 'M': shift = 20; end++; break;
-    case 'g': case 'G': shift = 30; end++; break;
-    case 't': case 'T': shift = 40; end++; break;
+    case 'k':
+    case 'K':
+        shift = 10;
+        end++;
+        break;
+    case 'm':
+    case 'M':
+        shift = 20;
+        end++;
+        break;
+    case 'g':
+    case 'G':
+        shift = 30;
+        end++;
+        break;
+    case 't':
+    case 'T':
+        shift = 40;
+        end++;
+        break;
     default: break;
     }
     if (*end == 'i' || *end == 'B')
@@ -271,7 +287,7 @@ static int check_mtf_name(const char *name)
 {
     if (!name)
         return 0;
-    gmtf_codec_options co = { .mtf = name, .threads = 1, .max_block = 1u << 16 };
+    gmtf_codec_options co = {.mtf = name, .threads = 1, .max_block = 1u << 16};
     gmtf_codec *codec;
     int rc = gmtf_codec_create(&codec, &co);
     if (rc < 0)
@@ -374,7 +390,7 @@ static void *readahead_thread(void *arg)
 {
     readahead_job *job = arg;
     for (int tries = 0; tries < 50; tries++) {
-        struct timespec ts = { 0, 100 * 1000 * 1000 };
+        struct timespec ts = {0, 100 * 1000 * 1000};
         nanosleep(&ts, NULL);
         if (!__atomic_load_n(&job->m->init_done, __ATOMIC_ACQUIRE))
             continue;
@@ -521,7 +537,7 @@ int main(int argc, char **argv)
 {
     malloc_tune(128u << 10);
     struct fuse_args args = FUSE_ARGS_INIT(argc, argv);
-    cli c = { .entry_timeout = 1.0, .attr_timeout = 1.0, .readahead_kb = 1024 };
+    cli c = {.entry_timeout = 1.0, .attr_timeout = 1.0, .readahead_kb = 1024};
     for (int i = 1; i < argc; i++) {
         if (strcmp(argv[i], "--help") == 0 || strcmp(argv[i], "-h") == 0) {
             usage(stdout);

@@ -86,8 +86,7 @@ static void arm_cleanup(const char *path)
     sigprocmask(SIG_SETMASK, &old, NULL);
 }
 
-static void warn_file(const char *name, const char *fmt, ...)
-    __attribute__((format(printf, 2, 3)));
+static void warn_file(const char *name, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 
 static void warn_file(const char *name, const char *fmt, ...)
 {
@@ -185,15 +184,21 @@ enum { OPT_MTF = 256 };
 static int parse_options(int argc, char **argv, options *o)
 {
     static const struct option longs[] = {
-        {"compress", no_argument, NULL, 'z'},   {"decompress", no_argument, NULL, 'd'},
-        {"uncompress", no_argument, NULL, 'd'}, {"test", no_argument, NULL, 't'},
-        {"stdout", no_argument, NULL, 'c'},     {"to-stdout", no_argument, NULL, 'c'},
-        {"keep", no_argument, NULL, 'k'},       {"force", no_argument, NULL, 'f'},
-        {"quiet", no_argument, NULL, 'q'},      {"verbose", no_argument, NULL, 'v'},
+        {"compress", no_argument, NULL, 'z'},
+        {"decompress", no_argument, NULL, 'd'},
+        {"uncompress", no_argument, NULL, 'd'},
+        {"test", no_argument, NULL, 't'},
+        {"stdout", no_argument, NULL, 'c'},
+        {"to-stdout", no_argument, NULL, 'c'},
+        {"keep", no_argument, NULL, 'k'},
+        {"force", no_argument, NULL, 'f'},
+        {"quiet", no_argument, NULL, 'q'},
+        {"verbose", no_argument, NULL, 'v'},
         {"block-size", required_argument, NULL, 'b'},
         {"threads", required_argument, NULL, 'j'},
         {"mtf", required_argument, NULL, OPT_MTF},
-        {"help", no_argument, NULL, 'h'},       {"version", no_argument, NULL, 'V'},
+        {"help", no_argument, NULL, 'h'},
+        {"version", no_argument, NULL, 'V'},
         {NULL, 0, NULL, 0},
     };
     int c;
@@ -206,8 +211,14 @@ static int parse_options(int argc, char **argv, options *o)
         case 'c': o->to_stdout = 1; break;
         case 'k': o->keep = 1; break;
         case 'f': o->force = 1; break;
-        case 'q': o->quiet = 1; o->verbose = 0; break;
-        case 'v': o->verbose++; o->quiet = 0; break;
+        case 'q':
+            o->quiet = 1;
+            o->verbose = 0;
+            break;
+        case 'v':
+            o->verbose++;
+            o->quiet = 0;
+            break;
         case OPT_MTF: o->cfg.mtf = optarg; break;
         case 'b':
             if (gmtfc_parse_size(optarg, &o->cfg.block_size) < 0) {
@@ -218,8 +229,7 @@ static int parse_options(int argc, char **argv, options *o)
             break;
         case 'j':
             if (parse_threads(optarg, &o->cfg.threads) < 0) {
-                fprintf(stderr, "%s: invalid thread count '%s' (0 to 1024)\n", prog_name,
-                        optarg);
+                fprintf(stderr, "%s: invalid thread count '%s' (0 to 1024)\n", prog_name, optarg);
                 return -1;
             }
             break;
@@ -272,8 +282,7 @@ static void progress_update(void *arg, const gmtfc_totals *t)
     p->shown = 1;
     double mbps = t->in_bytes / 1e6 / (now - p->start);
     if (p->size > 0)
-        fprintf(stderr, "\r%s: %5.1f%%  %.1f MB/s ", p->name, 100.0 * t->in_bytes / p->size,
-                mbps);
+        fprintf(stderr, "\r%s: %5.1f%%  %.1f MB/s ", p->name, 100.0 * t->in_bytes / p->size, mbps);
     else
         fprintf(stderr, "\r%s: %.1f MB  %.1f MB/s ", p->name, t->in_bytes / 1e6, mbps);
 }
@@ -320,8 +329,7 @@ static int run_codec(app *a, const char *name, int in_fd, int out_fd, const char
     if (a->opt.mode == MODE_COMPRESS)
         rc = gmtfc_compress(a->stream, in_fd, out_fd, &t, &err);
     else
-        rc = gmtfc_decompress(a->stream, in_fd, a->opt.mode == MODE_TEST ? -1 : out_fd, &t,
-                              &err);
+        rc = gmtfc_decompress(a->stream, in_fd, a->opt.mode == MODE_TEST ? -1 : out_fd, &t, &err);
     progress_end(a);
     if (rc < 0) {
         warn_file(err.kind == GMTFC_ERR_WRITE ? out_name : name, "%s", err.msg);
@@ -527,8 +535,8 @@ static int check_stdout(const app *a, int nfiles)
 
 int main(int argc, char **argv)
 {
-    app a = {.opt = {.mode = MODE_COMPRESS,
-                     .cfg = {.block_size = GMTF_BLOCK_DEFAULT, .threads = 1}}};
+    app a = {
+        .opt = {.mode = MODE_COMPRESS, .cfg = {.block_size = GMTF_BLOCK_DEFAULT, .threads = 1}}};
     if (argc > 1 && strcmp(argv[1], "bench") == 0)
         return gmtfc_bench_main(argc - 1, argv + 1);
     int first = parse_options(argc, argv, &a.opt);

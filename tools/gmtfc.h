@@ -18,7 +18,9 @@
 #define GMTFC_SUFFIX ".gmz"
 
 #define GMTFC_MAGIC "\x89GMZ"
-#define GMTFC_END_MARKER "\x89" "EOS"
+#define GMTFC_END_MARKER                                                                           \
+    "\x89"                                                                                         \
+    "EOS"
 #define GMTFC_MARKER_LEN 4
 #define GMTFC_VERSION 1
 #define GMTFC_HEADER_LEN 16
@@ -52,9 +54,9 @@ enum gmtfc_error_kind {
 
 typedef struct gmtfc_error {
     enum gmtfc_error_kind kind;
-    int code;          /* negative errno or GMTF_E_* */
-    uint64_t offset;   /* byte offset in the compressed input (CORRUPT) */
-    char msg[160];     /* what was wrong, without file name */
+    int code;        /* negative errno or GMTF_E_* */
+    uint64_t offset; /* byte offset in the compressed input (CORRUPT) */
+    char msg[160];   /* what was wrong, without file name */
 } gmtfc_error;
 
 typedef struct gmtfc_totals {
@@ -80,15 +82,13 @@ const char *gmtfc_stream_mtf_name(const gmtfc_stream *s);
 /* Compresses all of in_fd into one stream on out_fd. The input is read in
  * bounded batches; the output depends only on the input and block size.
  * Returns 0 or a negative code with *err filled. */
-int gmtfc_compress(gmtfc_stream *s, int in_fd, int out_fd, gmtfc_totals *t,
-                   gmtfc_error *err);
+int gmtfc_compress(gmtfc_stream *s, int in_fd, int out_fd, gmtfc_totals *t, gmtfc_error *err);
 
 /* Decompresses all streams of in_fd to out_fd (out_fd < 0: test only).
  * Any damage, truncation (also at a frame boundary) or trailing bytes after
  * the last trailer is an error of kind GMTFC_ERR_CORRUPT with the offset.
  * Output already written before an error is not retracted. */
-int gmtfc_decompress(gmtfc_stream *s, int in_fd, int out_fd, gmtfc_totals *t,
-                     gmtfc_error *err);
+int gmtfc_decompress(gmtfc_stream *s, int in_fd, int out_fd, gmtfc_totals *t, gmtfc_error *err);
 
 /* Blocks per batch for a block size and thread count (see above). */
 size_t gmtfc_batch_blocks(uint32_t block_size, unsigned threads);

@@ -52,23 +52,23 @@ typedef struct bench_file {
     const char *name;
     size_t size, count;
     uint32_t bs;
-    uint64_t *off;            /* block i = data[off[i] .. off[i+1]) */
-    uint8_t *data;            /* original */
-    uint8_t *bwt;             /* gmtf_bwt_forward output */
-    uint32_t *idx;            /* GMTF_BWT_MAX_INDEXES per block */
-    uint8_t *ds_bwt;          /* libdivsufsort divbwt output */
-    saidx_t *ds_idx;          /* its primary index per block */
-    uint8_t *ranks;           /* MTF output (scalar reference) */
-    uint16_t *syms;           /* zero-run symbols; block i at soff(i) */
+    uint64_t *off;   /* block i = data[off[i] .. off[i+1]) */
+    uint8_t *data;   /* original */
+    uint8_t *bwt;    /* gmtf_bwt_forward output */
+    uint32_t *idx;   /* GMTF_BWT_MAX_INDEXES per block */
+    uint8_t *ds_bwt; /* libdivsufsort divbwt output */
+    saidx_t *ds_idx; /* its primary index per block */
+    uint8_t *ranks;  /* MTF output (scalar reference) */
+    uint16_t *syms;  /* zero-run symbols; block i at soff(i) */
     size_t *sym_count;
-    uint8_t *ent;             /* entropy coded; block i at eoff(i) */
+    uint8_t *ent; /* entropy coded; block i at eoff(i) */
     size_t *ent_len;
-    uint8_t *frames;          /* codec frames, block i at foff[i] */
+    uint8_t *frames; /* codec frames, block i at foff[i] */
     uint64_t *foff;
-    uint8_t *scratch;         /* size bytes */
-    uint16_t *sym_scratch;    /* like syms */
-    uint8_t *ent_scratch;     /* like ent */
-    uint8_t *frame_scratch;   /* like frames */
+    uint8_t *scratch;             /* size bytes */
+    uint16_t *sym_scratch;        /* like syms */
+    uint8_t *ent_scratch;         /* like ent */
+    uint8_t *frame_scratch;       /* like frames */
     uint64_t *rel_off, *rel_off2; /* per-batch offsets */
     int *status;
     void *bwt_ws, *rank_ws;
@@ -106,8 +106,8 @@ static int pass_bwt_encode(bench_file *f)
 {
     uint32_t idx[GMTF_BWT_MAX_INDEXES];
     for (size_t i = 0; i < f->count; i++) {
-        int rc = gmtf_bwt_forward(f->data + f->off[i], f->scratch + f->off[i], block_len(f, i),
-                                  idx, f->bwt_ws);
+        int rc = gmtf_bwt_forward(f->data + f->off[i], f->scratch + f->off[i], block_len(f, i), idx,
+                                  f->bwt_ws);
         if (rc < 0)
             return rc;
     }
@@ -128,8 +128,8 @@ static int pass_bwt_decode(bench_file *f)
 static int pass_ds_encode(bench_file *f)
 {
     for (size_t i = 0; i < f->count; i++)
-        if (divbwt(f->data + f->off[i], f->scratch + f->off[i], f->sa,
-                   (saidx_t)block_len(f, i)) < 0)
+        if (divbwt(f->data + f->off[i], f->scratch + f->off[i], f->sa, (saidx_t)block_len(f, i)) <
+            0)
             return -EIO;
     return 0;
 }
@@ -177,8 +177,8 @@ static int pass_zrle_encode(bench_file *f)
 static int pass_zrle_decode(bench_file *f)
 {
     for (size_t i = 0; i < f->count; i++) {
-        int rc = gmtf_zrle_decode(f->syms + soff(f, i), f->sym_count[i],
-                                  f->scratch + f->off[i], block_len(f, i));
+        int rc = gmtf_zrle_decode(f->syms + soff(f, i), f->sym_count[i], f->scratch + f->off[i],
+                                  block_len(f, i));
         if (rc < 0)
             return rc;
     }
@@ -188,9 +188,9 @@ static int pass_zrle_decode(bench_file *f)
 static int pass_entropy_encode(bench_file *f)
 {
     for (size_t i = 0; i < f->count; i++) {
-        long n = gmtf_entropy_encode(f->syms + soff(f, i), f->sym_count[i],
-                                     f->ent_scratch + eoff(f, i), ent_cap(block_len(f, i)),
-                                     f->rank_ws);
+        long n =
+            gmtf_entropy_encode(f->syms + soff(f, i), f->sym_count[i], f->ent_scratch + eoff(f, i),
+                                ent_cap(block_len(f, i)), f->rank_ws);
         if (n < 0)
             return (int)n;
     }
@@ -392,10 +392,11 @@ static int read_file(const char *name, uint8_t **data, size_t *size)
 
 static void bench_file_free(bench_file *f)
 {
-    void *bufs[] = {f->off, f->data, f->bwt, f->idx, f->ds_bwt, f->ds_idx, f->ranks, f->syms,
-                    f->sym_count, f->ent, f->ent_len, f->frames, f->foff, f->scratch,
-                    f->sym_scratch, f->ent_scratch, f->frame_scratch, f->rel_off,
-                    f->rel_off2, f->status, f->bwt_ws, f->rank_ws, f->sa};
+    void *bufs[] = {f->off,         f->data,          f->bwt,     f->idx,       f->ds_bwt,
+                    f->ds_idx,      f->ranks,         f->syms,    f->sym_count, f->ent,
+                    f->ent_len,     f->frames,        f->foff,    f->scratch,   f->sym_scratch,
+                    f->ent_scratch, f->frame_scratch, f->rel_off, f->rel_off2,  f->status,
+                    f->bwt_ws,      f->rank_ws,       f->sa};
     for (size_t i = 0; i < sizeof bufs / sizeof bufs[0]; i++)
         free(bufs[i]);
     memset(f, 0, sizeof *f);
@@ -427,10 +428,10 @@ static int alloc_all(bench_file *f)
     uint64_t fb = gmtf_batch_bound(f->off, c);
     f->frames = malloc((size_t)fb);
     f->frame_scratch = malloc((size_t)fb);
-    if (!f->bwt || !f->idx || !f->ds_bwt || !f->ds_idx || !f->ranks || !f->syms ||
-        !f->sym_count || !f->ent || !f->ent_len || !f->scratch || !f->sym_scratch ||
-        !f->ent_scratch || !f->foff || !f->rel_off || !f->rel_off2 || !f->status ||
-        !f->bwt_ws || !f->rank_ws || !f->sa || !f->frames || !f->frame_scratch)
+    if (!f->bwt || !f->idx || !f->ds_bwt || !f->ds_idx || !f->ranks || !f->syms || !f->sym_count ||
+        !f->ent || !f->ent_len || !f->scratch || !f->sym_scratch || !f->ent_scratch || !f->foff ||
+        !f->rel_off || !f->rel_off2 || !f->status || !f->bwt_ws || !f->rank_ws || !f->sa ||
+        !f->frames || !f->frame_scratch)
         return -ENOMEM;
     return 0;
 }
@@ -441,8 +442,8 @@ static int run_pipeline_once(bench_file *f)
     for (size_t i = 0; i < f->count; i++) {
         const uint8_t *src = f->data + f->off[i];
         size_t n = block_len(f, i);
-        int rc = gmtf_bwt_forward(src, f->bwt + f->off[i], n,
-                                  f->idx + i * GMTF_BWT_MAX_INDEXES, f->bwt_ws);
+        int rc = gmtf_bwt_forward(src, f->bwt + f->off[i], n, f->idx + i * GMTF_BWT_MAX_INDEXES,
+                                  f->bwt_ws);
         if (rc < 0)
             return rc;
         f->ds_idx[i] = divbwt(src, f->ds_bwt + f->off[i], f->sa, (saidx_t)n);
@@ -502,11 +503,11 @@ static int bench_mtf_kernel(const bench_opts *o, bench_file *f, const gmtf_mtf_b
         double t[64];
         int runs = o->runs < 64 ? o->runs : 64;
         for (int r = 0; r < runs; r++) {
-            int rc = be->batch_kernel(dec ? f->ranks : f->bwt, f->off, f->count, f->scratch, dec,
-                                      &t[r]);
+            int rc =
+                be->batch_kernel(dec ? f->ranks : f->bwt, f->off, f->count, f->scratch, dec, &t[r]);
             if (rc < 0) {
-                print_row(o, f, &(row){"mtf", v, dec ? "decode" : "encode", 1, -1, 0,
-                                       gmtf_strerror(rc)});
+                print_row(o, f,
+                          &(row){"mtf", v, dec ? "decode" : "encode", 1, -1, 0, gmtf_strerror(rc)});
                 return 0;
             }
         }
@@ -519,8 +520,9 @@ static int bench_mtf_kernel(const bench_opts *o, bench_file *f, const gmtf_mtf_b
                 t[b - 1] = x;
             }
         double ms = t[runs / 2];
-        print_row(o, f, &(row){"mtf", v, dec ? "decode" : "encode", 1,
-                               ms > 0 ? f->size / 1e3 / ms : 0, 0, 0});
+        print_row(
+            o, f,
+            &(row){"mtf", v, dec ? "decode" : "encode", 1, ms > 0 ? f->size / 1e3 / ms : 0, 0, 0});
     }
     return 0;
 }
@@ -583,8 +585,8 @@ static int bench_rank_stages(const bench_opts *o, bench_file *f)
         double ratio = total ? (double)f->size / total : 0;
         bad |= measure(o, f, pass_entropy_encode, (row){"entropy", "-", "encode", 1, 0, ratio, 0});
         bad |= measure(o, f, pass_entropy_decode, (row){"entropy", "-", "decode", 1, 0, ratio, 0});
-        bad |= verify(f, f->sym_scratch, f->syms, (f->size + f->count) * sizeof *f->syms,
-                      "entropy");
+        bad |=
+            verify(f, f->sym_scratch, f->syms, (f->size + f->count) * sizeof *f->syms, "entropy");
     }
     return bad;
 }
@@ -594,8 +596,8 @@ static int bench_codec_at(const bench_opts *o, bench_file *f, const char *mtf, u
     gmtf_codec_options opt = {.threads = threads, .mtf = mtf, .max_block = f->bs};
     int rc = gmtf_codec_create(&f->codec, &opt);
     if (rc < 0) {
-        print_row(o, f, &(row){"codec", mtf ? mtf : "auto", "encode", threads, -1, 0,
-                               "unavailable"});
+        print_row(o, f,
+                  &(row){"codec", mtf ? mtf : "auto", "encode", threads, -1, 0, "unavailable"});
         return 0;
     }
     f->batch = gmtfc_batch_blocks(f->bs, threads);
@@ -605,8 +607,7 @@ static int bench_codec_at(const bench_opts *o, bench_file *f, const char *mtf, u
     /* Reference frames for the decoder (pass_codec_encode records foff),
      * and the ratio. */
     if ((rc = pass_codec_encode(f)) < 0) {
-        fprintf(stderr, "gmtfc bench: %s: codec encode failed: %s\n", f->name,
-                gmtf_strerror(rc));
+        fprintf(stderr, "gmtfc bench: %s: codec encode failed: %s\n", f->name, gmtf_strerror(rc));
         bad = -1;
         goto out;
     }
@@ -659,8 +660,8 @@ static int bench_one_file(const bench_opts *o, const char *name)
         return -1;
     }
     if (!o->json) {
-        printf("%s: %zu bytes, block %u, %zu blocks, median of %u runs (MB/s of input)\n",
-               name, f.size, f.bs, f.count, o->runs);
+        printf("%s: %zu bytes, block %u, %zu blocks, median of %u runs (MB/s of input)\n", name,
+               f.size, f.bs, f.count, o->runs);
         printf("  %-8s %-22s %-7s %7s %10s %8s\n", "stage", "variant", "dir", "threads", "MB/s",
                "ratio");
     }
@@ -680,8 +681,11 @@ static int bench_one_file(const bench_opts *o, const char *name)
 
 static int parse_stages(const char *s, unsigned *out)
 {
-    static const struct { const char *name; unsigned bit; } names[] = {
-        {"bwt", STAGE_BWT}, {"mtf", STAGE_MTF}, {"zrle", STAGE_ZRLE},
+    static const struct {
+        const char *name;
+        unsigned bit;
+    } names[] = {
+        {"bwt", STAGE_BWT},         {"mtf", STAGE_MTF},     {"zrle", STAGE_ZRLE},
         {"entropy", STAGE_ENTROPY}, {"codec", STAGE_CODEC}, {"all", STAGE_ALL},
     };
     *out = 0;
@@ -701,16 +705,15 @@ static int parse_stages(const char *s, unsigned *out)
 
 static void bench_usage(FILE *f)
 {
-    fprintf(f,
-            "Usage: gmtfc bench [--json] [--mtf=NAME|all] [-b SIZE] [-r RUNS] [-j N]\n"
-            "                   [--stage=LIST] FILE...\n"
-            "Times every codec stage (bwt, mtf, zrle, entropy, codec) per direction.\n"
-            "  --json          one JSON object per line\n"
-            "  --mtf=NAME|all  MTF backend for the mtf and codec stages (default auto)\n"
-            "  -b SIZE         block size, k/M suffixes (default 900k)\n"
-            "  -r RUNS         runs per measurement, median reported (default 5)\n"
-            "  -j N            also time the whole codec with N threads (batch API)\n"
-            "  --stage=LIST    comma-separated stages to run (default all)\n");
+    fprintf(f, "Usage: gmtfc bench [--json] [--mtf=NAME|all] [-b SIZE] [-r RUNS] [-j N]\n"
+               "                   [--stage=LIST] FILE...\n"
+               "Times every codec stage (bwt, mtf, zrle, entropy, codec) per direction.\n"
+               "  --json          one JSON object per line\n"
+               "  --mtf=NAME|all  MTF backend for the mtf and codec stages (default auto)\n"
+               "  -b SIZE         block size, k/M suffixes (default 900k)\n"
+               "  -r RUNS         runs per measurement, median reported (default 5)\n"
+               "  -j N            also time the whole codec with N threads (batch API)\n"
+               "  --stage=LIST    comma-separated stages to run (default all)\n");
 }
 
 enum { OPT_JSON = 256, OPT_MTF, OPT_STAGE };
@@ -718,11 +721,14 @@ enum { OPT_JSON = 256, OPT_MTF, OPT_STAGE };
 static int parse_bench_options(int argc, char **argv, bench_opts *o)
 {
     static const struct option longs[] = {
-        {"json", no_argument, NULL, OPT_JSON},  {"mtf", required_argument, NULL, OPT_MTF},
+        {"json", no_argument, NULL, OPT_JSON},
+        {"mtf", required_argument, NULL, OPT_MTF},
         {"stage", required_argument, NULL, OPT_STAGE},
         {"block-size", required_argument, NULL, 'b'},
-        {"runs", required_argument, NULL, 'r'}, {"threads", required_argument, NULL, 'j'},
-        {"help", no_argument, NULL, 'h'},       {NULL, 0, NULL, 0},
+        {"runs", required_argument, NULL, 'r'},
+        {"threads", required_argument, NULL, 'j'},
+        {"help", no_argument, NULL, 'h'},
+        {NULL, 0, NULL, 0},
     };
     int c;
     long v;
@@ -771,8 +777,7 @@ static int parse_bench_options(int argc, char **argv, bench_opts *o)
 
 int gmtfc_bench_main(int argc, char **argv)
 {
-    bench_opts o = {.block_size = GMTF_BLOCK_DEFAULT, .runs = 5, .threads = 1,
-                    .stages = STAGE_ALL};
+    bench_opts o = {.block_size = GMTF_BLOCK_DEFAULT, .runs = 5, .threads = 1, .stages = STAGE_ALL};
     int first = parse_bench_options(argc, argv, &o);
     if (first <= 0)
         return first == 0 ? 0 : 1;

@@ -78,8 +78,8 @@ static int corrupt(gmtfc_error *err, uint64_t offset, int code, const char *what
 static int truncated(gmtfc_error *err, uint64_t offset, const char *where)
 {
     return set_error(err, GMTFC_ERR_CORRUPT, GMTF_E_TRUNCATED, offset,
-                     "unexpected end of input at byte offset %llu (%s)",
-                     (unsigned long long)offset, where);
+                     "unexpected end of input at byte offset %llu (%s)", (unsigned long long)offset,
+                     where);
 }
 
 /* ---- plain I/O ----------------------------------------------------------- */
@@ -428,8 +428,7 @@ static long gather_frames(gmtfc_stream *s, reader *r, const stream_state *st, si
             return truncated(err, offset_of(r), "inside a frame");
         if (rc < 0)
             return corrupt(err, offset_of(r), rc, gmtf_strerror(rc));
-        if (fi.orig_len < 1 || fi.orig_len > st->bs || fi.frame_len > fb ||
-            fi.frame_len > avail(r))
+        if (fi.orig_len < 1 || fi.orig_len > st->bs || fi.frame_len > fb || fi.frame_len > avail(r))
             return corrupt(err, offset_of(r), 0, "frame length out of range for the stream");
         r->pos += fi.frame_len;
         count++;
@@ -439,11 +438,10 @@ static long gather_frames(gmtfc_stream *s, reader *r, const stream_state *st, si
     return (long)count;
 }
 
-static int decode_batch(gmtfc_stream *s, reader *r, size_t start, size_t count,
-                        stream_state *st, int out_fd, gmtfc_totals *t, gmtfc_error *err)
+static int decode_batch(gmtfc_stream *s, reader *r, size_t start, size_t count, stream_state *st,
+                        int out_fd, gmtfc_totals *t, gmtfc_error *err)
 {
-    int rc = gmtf_batch_decode(s->codec, s->in + start, s->off, count, s->out, s->off2,
-                               s->status);
+    int rc = gmtf_batch_decode(s->codec, s->in + start, s->off, count, s->out, s->off2, s->status);
     if (rc < 0) {
         size_t bad = 0;
         while (bad + 1 < count && s->status[bad] == 0)
@@ -534,9 +532,8 @@ int gmtfc_decompress(gmtfc_stream *s, int in_fd, int out_fd, gmtfc_totals *t, gm
                 return truncated(err, 0, "empty input, no stream header");
             return 0;
         }
-        if (t->streams > 0 &&
-            (avail(&r) < GMTFC_MARKER_LEN ||
-             memcmp(s->in + r.pos, GMTFC_MAGIC, GMTFC_MARKER_LEN) != 0))
+        if (t->streams > 0 && (avail(&r) < GMTFC_MARKER_LEN ||
+                               memcmp(s->in + r.pos, GMTFC_MAGIC, GMTFC_MARKER_LEN) != 0))
             return corrupt(err, offset_of(&r), 0, "trailing garbage after the stream trailer");
         if ((rc = decompress_stream(s, &r, out_fd, t, err)) < 0)
             return rc;

@@ -82,7 +82,8 @@ static void draw(mkfs_ctx *c, int final)
     gmtf_fs_info info;
     gmtf_fs_get_info(c->fs, &info);
     double el = t - c->t0, mbs = el > 0 ? c->bytes_in / el / 1e6 : 0;
-    double ratio = info.stored_bytes ? (double)(c->bytes_in - info.dirty_bytes) / info.stored_bytes : 0;
+    double ratio =
+        info.stored_bytes ? (double)(c->bytes_in - info.dirty_bytes) / info.stored_bytes : 0;
     char eta[32] = "";
     if (c->src_total && c->ar) {
         int64_t pos = archive_filter_bytes(c->ar, -1);
@@ -91,7 +92,8 @@ static void draw(mkfs_ctx *c, int final)
             snprintf(eta, sizeof eta, " ETA %02d:%02d", (int)left / 60, (int)left % 60);
         }
     }
-    fprintf(stderr, "\r\033[K%" PRIu64 " files, %.1f MB in, %.1f MB stored, ratio %.2f, %.1f MB/s%s",
+    fprintf(stderr,
+            "\r\033[K%" PRIu64 " files, %.1f MB in, %.1f MB stored, ratio %.2f, %.1f MB/s%s",
             c->files + c->dirs + c->symlinks + c->others, c->bytes_in / 1e6,
             info.stored_bytes / 1e6, ratio, mbs, eta);
     if (final)
@@ -106,10 +108,26 @@ static int64_t parse_size(const char *s)
     if (errno || end == s || v < 0)
         return -1;
     switch (*end) {
-    case 'k': case 'K': v *= 1024; end++; break;
-    case 'm': case 'M': v *= 1024 * 1024; end++; break;
-    case 'g': case 'G': v *= 1024.0 * 1024 * 1024; end++; break;
-    case 't': case 'T': v *= 1024.0 * 1024 * 1024 * 1024; end++; break;
+    case 'k':
+    case 'K':
+        v *= 1024;
+        end++;
+        break;
+    case 'm':
+    case 'M':
+        v *= 1024 * 1024;
+        end++;
+        break;
+    case 'g':
+    case 'G':
+        v *= 1024.0 * 1024 * 1024;
+        end++;
+        break;
+    case 't':
+    case 'T':
+        v *= 1024.0 * 1024 * 1024 * 1024;
+        end++;
+        break;
     }
     if (*end == 'i' || *end == 'B' || *end == 'b')
         end++;
@@ -520,8 +538,9 @@ static int add_entry(mkfs_ctx *c, struct archive_entry *ae)
     }
     case S_IFLNK:
         replace_name(c, parent, leaf, 0);
-        rc = gmtf_fs_symlink(c->fs, parent, leaf, archive_entry_symlink(ae) ? archive_entry_symlink(ae) : "",
-                             st.st_uid, st.st_gid, &e);
+        rc = gmtf_fs_symlink(c->fs, parent, leaf,
+                             archive_entry_symlink(ae) ? archive_entry_symlink(ae) : "", st.st_uid,
+                             st.st_gid, &e);
         c->symlinks += rc == 0;
         break;
     case S_IFREG:
@@ -627,12 +646,16 @@ static void usage(FILE *f, const char *prog)
 int main(int argc, char **argv)
 {
     const char *prog = "mkfs.gmtf";
-    static const struct option longs[] = {
-        {"block-size", required_argument, 0, 'b'}, {"label", required_argument, 0, 'L'},
-        {"size", required_argument, 0, 's'},       {"threads", required_argument, 0, 'j'},
-        {"mtf", required_argument, 0, 'm'},        {"from", required_argument, 0, 'F'},
-        {"quiet", no_argument, 0, 'q'},            {"help", no_argument, 0, 'h'},
-        {"version", no_argument, 0, 'V'},          {0, 0, 0, 0}};
+    static const struct option longs[] = {{"block-size", required_argument, 0, 'b'},
+                                          {"label", required_argument, 0, 'L'},
+                                          {"size", required_argument, 0, 's'},
+                                          {"threads", required_argument, 0, 'j'},
+                                          {"mtf", required_argument, 0, 'm'},
+                                          {"from", required_argument, 0, 'F'},
+                                          {"quiet", no_argument, 0, 'q'},
+                                          {"help", no_argument, 0, 'h'},
+                                          {"version", no_argument, 0, 'V'},
+                                          {0, 0, 0, 0}};
     gmtf_mkfs_options mo = {0};
     const char *from = NULL, *mtf = NULL;
     unsigned threads = 0;
@@ -672,28 +695,17 @@ int main(int argc, char **argv)
             }
             threads = (unsigned)v;
             break;
-        case 'm':
-            mtf = optarg;
-            break;
-        case 'F':
-            from = optarg;
-            break;
-        case 'q':
-            quiet = 1;
-            break;
-        case 'h':
-            usage(stdout, prog);
-            return 0;
-        case 'V':
-            printf("mkfs.gmtf %s (libgmtf %s)\n", GMTF_VERSION, gmtf_version());
-            return 0;
-        default:
-            usage(stderr, prog);
-            return 1;
+        case 'm': mtf = optarg; break;
+        case 'F': from = optarg; break;
+        case 'q': quiet = 1; break;
+        case 'h': usage(stdout, prog); return 0;
+        case 'V': printf("mkfs.gmtf %s (libgmtf %s)\n", GMTF_VERSION, gmtf_version()); return 0;
+        default: usage(stderr, prog); return 1;
         }
     }
     if (optind != argc - 1) {
-        fprintf(stderr, "%s: %s\n", prog, optind >= argc ? "no IMAGE given" : "more than one IMAGE given");
+        fprintf(stderr, "%s: %s\n", prog,
+                optind >= argc ? "no IMAGE given" : "more than one IMAGE given");
         usage(stderr, prog);
         return 1;
     }
@@ -702,7 +714,8 @@ int main(int argc, char **argv)
     int rc = gmtf_image_open_file(path, GMTF_IMAGE_CREATE, &img);
     if (rc) {
         if (rc == -EBUSY)
-            fprintf(stderr, "%s: %s is in use (mounted, or checked by fsck): refusing\n", prog, path);
+            fprintf(stderr, "%s: %s is in use (mounted, or checked by fsck): refusing\n", prog,
+                    path);
         else
             fprintf(stderr, "%s: %s: %s\n", prog, path, strerror(-rc));
         return 1;
@@ -714,8 +727,11 @@ int main(int argc, char **argv)
         gmtf_image_close(img);
         return 1;
     }
-    gmtf_fs_options fo = {.mtf = mtf, .threads = threads, .dirty_bytes = 256u << 20,
-                          .cache_bytes = 16u << 20, .journal_bytes = 64u << 10,
+    gmtf_fs_options fo = {.mtf = mtf,
+                          .threads = threads,
+                          .dirty_bytes = 256u << 20,
+                          .cache_bytes = 16u << 20,
+                          .journal_bytes = 64u << 10,
                           .no_flush = 1};
     mkfs_ctx c = {.prog = prog, .quiet = quiet};
     c.progress = !quiet && isatty(2);

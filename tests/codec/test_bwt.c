@@ -69,8 +69,17 @@ static void naive_bwt(const uint8_t *src, size_t n, uint8_t *out, uint32_t *idx)
 
 /* ---- inputs ----------------------------------------------------------- */
 
-enum { IN_RANDOM, IN_TEXT, IN_BINARY2, IN_ONE, IN_PERIOD2, IN_PERIOD3, IN_PERIOD7, IN_ASC,
-       IN_COUNT };
+enum {
+    IN_RANDOM,
+    IN_TEXT,
+    IN_BINARY2,
+    IN_ONE,
+    IN_PERIOD2,
+    IN_PERIOD3,
+    IN_PERIOD7,
+    IN_ASC,
+    IN_COUNT
+};
 
 static void fill_input(uint8_t *buf, size_t n, int kind, uint64_t seed)
 {
@@ -165,9 +174,9 @@ static void test_index_count(void **state)
 static void test_round_trips(void **state)
 {
     (void)state;
-    static const size_t sizes[] = {1,      2,      3,       16383,   16384,   16385,   32767,
-                                   32768,  32769,  49151,   49153,   262144,  262145,  1000003,
-                                   (size_t)16 << 20};
+    static const size_t sizes[] = {1,     2,      3,      16383,   16384,
+                                   16385, 32767,  32768,  32769,   49151,
+                                   49153, 262144, 262145, 1000003, (size_t)16 << 20};
     size_t maxn = (size_t)16 << 20;
     uint8_t *src = tu_malloc(maxn), *bwt = tu_malloc(maxn), *back = tu_malloc(maxn);
     void *ws = tu_malloc(gmtf_bwt_workspace_size(maxn));

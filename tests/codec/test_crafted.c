@@ -73,7 +73,7 @@ static uint8_t *real_bwt_frame(size_t n, uint64_t seed, uint8_t **src_out, size_
             tu_fill_text_like(src, n, seed);
         } else {
             for (size_t i = 0; i < n; i++)
-                src[i] = (uint8_t)"ab"[i % 2];
+                src[i] = (uint8_t) "ab"[i % 2];
             src[n / 2] = 'c';
         }
         long r = gmtf_frame_encode(codec, src, n, f, gmtf_frame_bound(n));
@@ -104,8 +104,11 @@ static void test_positive_controls(void **state)
     /* A RUN frame of the largest block, written by hand. */
     uint8_t *big = tu_malloc(GMTF_BLOCK_MAX);
     memset(big, 0x42, GMTF_BLOCK_MAX);
-    tu_header r = {.version = 1, .method = GMTF_METHOD_RUN, .orig_len = GMTF_BLOCK_MAX,
-                   .payload_len = 1, .data_crc = gmtf_crc32c(0, big, GMTF_BLOCK_MAX)};
+    tu_header r = {.version = 1,
+                   .method = GMTF_METHOD_RUN,
+                   .orig_len = GMTF_BLOCK_MAX,
+                   .payload_len = 1,
+                   .data_crc = gmtf_crc32c(0, big, GMTF_BLOCK_MAX)};
     hl = tu_write_header(buf, &r);
     buf[hl] = 0x42;
     assert_int_equal(decode_guarded(buf, hl + 1, GMTF_BLOCK_MAX, big, GMTF_BLOCK_MAX),
@@ -151,8 +154,8 @@ static void test_lengths_past_buffer(void **state)
 
     /* RAW claiming more payload than exists. */
     uint8_t buf[24 + 64];
-    tu_header raw = {.version = 1, .method = GMTF_METHOD_RAW, .orig_len = 1000,
-                     .payload_len = 1000};
+    tu_header raw = {
+        .version = 1, .method = GMTF_METHOD_RAW, .orig_len = 1000, .payload_len = 1000};
     size_t rl = tu_write_header(buf, &raw);
     memset(buf + rl, 'a', 64);
     assert_int_equal(decode_guarded(buf, sizeof buf, 1000, NULL, 0), GMTF_E_TRUNCATED);
@@ -170,8 +173,7 @@ static void test_orig_len_over_max(void **state)
     (void)state;
     uint8_t buf[4096];
     memset(buf, 0, sizeof buf);
-    static const uint32_t lens[] = {GMTF_BLOCK_MAX + 1, GMTF_BLOCK_MAX * 2, 0x7FFFFFFF,
-                                    0xFFFFFFFF};
+    static const uint32_t lens[] = {GMTF_BLOCK_MAX + 1, GMTF_BLOCK_MAX * 2, 0x7FFFFFFF, 0xFFFFFFFF};
     for (size_t i = 0; i < sizeof lens / sizeof lens[0]; i++) {
         for (uint8_t m = 0; m <= GMTF_METHOD_BWT; m++) {
             tu_header h = {.version = 1, .method = m, .orig_len = lens[i]};
@@ -207,8 +209,8 @@ static void test_bwt_indexes(void **state)
         uint8_t *f = real_bwt_frame(n, 10 + s, &src, &flen, &h);
         assert_int_equal(h.nidx, gmtf_bwt_index_count(n));
         for (unsigned k = 0; k < h.nidx; k++) {
-            const uint32_t bad[] = {0, (uint32_t)n + 1, (uint32_t)n + 2, 0x00FFFFFF, 0x01000000,
-                                    0x80000000, 0xFFFFFFFF};
+            const uint32_t bad[] = {0,          (uint32_t)n + 1, (uint32_t)n + 2, 0x00FFFFFF,
+                                    0x01000000, 0x80000000,      0xFFFFFFFF};
             for (size_t b = 0; b < sizeof bad / sizeof bad[0]; b++) {
                 tu_header v = h;
                 v.idx[k] = bad[b];
@@ -320,7 +322,9 @@ static void test_big_claims_small_payloads(void **state)
     for (size_t i = 0; i < sizeof lens / sizeof lens[0]; i++) {
         for (size_t p = 0; p < sizeof plens / sizeof plens[0]; p++) {
             for (int garbage = 0; garbage < 2; garbage++) {
-                tu_header h = {.version = 1, .method = GMTF_METHOD_BWT, .orig_len = lens[i],
+                tu_header h = {.version = 1,
+                               .method = GMTF_METHOD_BWT,
+                               .orig_len = lens[i],
                                .payload_len = plens[p]};
                 h.nidx = (uint8_t)gmtf_bwt_index_count(lens[i]);
                 for (unsigned k = 0; k < h.nidx; k++)
@@ -332,8 +336,7 @@ static void test_big_claims_small_payloads(void **state)
                     memset(buf + hl, 0, plens[p]);
                 long r = decode_guarded(buf, hl + plens[p], lens[i], NULL, 0);
                 if (r >= 0)
-                    fail_msg("claim of %u bytes over %u payload bytes decoded", lens[i],
-                             plens[p]);
+                    fail_msg("claim of %u bytes over %u payload bytes decoded", lens[i], plens[p]);
             }
         }
     }
@@ -351,14 +354,30 @@ static void test_method_field_mismatches(void **state)
         {.version = 1, .method = GMTF_METHOD_RUN, .orig_len = 100, .payload_len = 0},
         {.version = 1, .method = GMTF_METHOD_RUN, .orig_len = 100, .payload_len = 2},
         {.version = 1, .method = GMTF_METHOD_RUN, .orig_len = 0, .payload_len = 1},
-        {.version = 1, .method = GMTF_METHOD_RAW, .orig_len = 100, .payload_len = 100, .nidx = 1,
+        {.version = 1,
+         .method = GMTF_METHOD_RAW,
+         .orig_len = 100,
+         .payload_len = 100,
+         .nidx = 1,
          .idx = {1}},
         {.version = 1, .method = GMTF_METHOD_RAW, .orig_len = 0, .payload_len = 1},
-        {.version = 1, .method = GMTF_METHOD_BWT, .orig_len = 0, .payload_len = 0, .nidx = 1,
+        {.version = 1,
+         .method = GMTF_METHOD_BWT,
+         .orig_len = 0,
+         .payload_len = 0,
+         .nidx = 1,
          .idx = {1}},
-        {.version = 1, .method = GMTF_METHOD_BWT, .orig_len = 100, .payload_len = 100, .nidx = 1,
+        {.version = 1,
+         .method = GMTF_METHOD_BWT,
+         .orig_len = 100,
+         .payload_len = 100,
+         .nidx = 1,
          .idx = {1}},
-        {.version = 1, .method = GMTF_METHOD_BWT, .orig_len = 100, .payload_len = 0, .nidx = 1,
+        {.version = 1,
+         .method = GMTF_METHOD_BWT,
+         .orig_len = 100,
+         .payload_len = 0,
+         .nidx = 1,
          .idx = {1}},
         {.version = 1, .method = GMTF_METHOD_BWT, .orig_len = 100, .payload_len = 10, .nidx = 0},
     };
@@ -447,8 +466,7 @@ static void test_block_over_max_block(void **state)
             continue;
         for (unsigned threads = 1; threads <= 2; threads++) {
             gmtf_codec *c = NULL;
-            gmtf_codec_options o = {.threads = threads, .mtf = list[i]->name,
-                                    .max_block = 65536};
+            gmtf_codec_options o = {.threads = threads, .mtf = list[i]->name, .max_block = 65536};
             assert_int_equal(gmtf_codec_create(&c, &o), 0);
             tu_guarded out = tu_guarded_alloc(n);
             long r = gmtf_frame_decode(c, frame, (size_t)flen, out.buf, n);
@@ -476,11 +494,10 @@ static const uint8_t fuzz_div_by_zero[] = {
     /* BWT frame, n = 70000, K = 4, 17 payload bytes of which most 0xFF:
      * the range decoder's direct bits divided by a zero range
      * (entropy.c dec_direct), SIGFPE in a release build. */
-        0x47, 0x4d, 0x54, 0x46, 0x01, 0x02, 0x04, 0x00, 0x70, 0x11, 0x01, 0x00,
-        0x11, 0x00, 0x00, 0x00, 0x07, 0x5e, 0xf1, 0x23, 0x60, 0x6d, 0x00, 0x00,
-        0xb4, 0x5f, 0x00, 0x00, 0x08, 0x52, 0x00, 0x00, 0x5c, 0x44, 0x00, 0x00,
-        0xc5, 0x8d, 0xe4, 0x20, 0x4c, 0x7e, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff,
-        0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff,
+    0x47, 0x4d, 0x54, 0x46, 0x01, 0x02, 0x04, 0x00, 0x70, 0x11, 0x01, 0x00, 0x11, 0x00, 0x00,
+    0x00, 0x07, 0x5e, 0xf1, 0x23, 0x60, 0x6d, 0x00, 0x00, 0xb4, 0x5f, 0x00, 0x00, 0x08, 0x52,
+    0x00, 0x00, 0x5c, 0x44, 0x00, 0x00, 0xc5, 0x8d, 0xe4, 0x20, 0x4c, 0x7e, 0xff, 0xff, 0xff,
+    0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff,
 };
 
 static void test_fuzzer_findings(void **state)
@@ -499,10 +516,10 @@ static void test_fuzzer_findings(void **state)
             if (fix)
                 tu_fix_header_crc(f);
             gmtf_frame_info info;
-            size_t cap = gmtf_frame_info_get(f, findings[i].len, &info) == 0 &&
-                                 info.orig_len <= (1u << 20)
-                             ? info.orig_len
-                             : 1u << 20;
+            size_t cap =
+                gmtf_frame_info_get(f, findings[i].len, &info) == 0 && info.orig_len <= (1u << 20)
+                    ? info.orig_len
+                    : 1u << 20;
             assert_true(decode_guarded(f, findings[i].len, cap, NULL, 0) < 0);
             uint64_t foff[2] = {0, findings[i].len}, doff[2] = {0, cap};
             int status;

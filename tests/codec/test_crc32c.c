@@ -103,8 +103,8 @@ static void test_detects_single_bit_errors(void **state)
 
 /* Lengths that cross the paths' thresholds: the 8-byte loop, the
  * three-stream loop (3 x 8 KiB) and its remainders. */
-static const size_t path_lens[] = {0, 1, 7, 8, 9, 63, 4096, 24575, 24576, 24577,
-                                   49152 + 7, 73728, 100000, 262147};
+static const size_t path_lens[] = {0,     1,     7,     8,         9,     63,     4096,
+                                   24575, 24576, 24577, 49152 + 7, 73728, 100000, 262147};
 
 /* Prints the CRC of fixed data at each length and alignment, one per line:
  * run in a child process whose environment picks the CRC path. */
@@ -165,8 +165,8 @@ static void test_hardware_vs_software(void **state)
         for (size_t i = 0; i < sizeof path_lens / sizeof path_lens[0]; i++, k++) {
             uint32_t ref = tu_crc32c_ref(0, buf + a, path_lens[i]);
             if (hw[k] != ref || sw[k] != ref)
-                fail_msg("align %zu len %zu: default path %08x, table path %08x, reference %08x",
-                         a, path_lens[i], hw[k], sw[k], ref);
+                fail_msg("align %zu len %zu: default path %08x, table path %08x, reference %08x", a,
+                         path_lens[i], hw[k], sw[k], ref);
         }
     free(buf);
 }

@@ -378,8 +378,8 @@ static void test_capacities(void **state)
 static void test_strerror(void **state)
 {
     (void)state;
-    static const int codes[] = {GMTF_E_CORRUPT, GMTF_E_CHECKSUM, GMTF_E_TRUNCATED,
-                                GMTF_E_VERSION, GMTF_E_BACKEND};
+    static const int codes[] = {GMTF_E_CORRUPT, GMTF_E_CHECKSUM, GMTF_E_TRUNCATED, GMTF_E_VERSION,
+                                GMTF_E_BACKEND};
     for (size_t i = 0; i < sizeof codes / sizeof codes[0]; i++) {
         const char *s = gmtf_strerror(codes[i]);
         assert_non_null(s);

@@ -76,8 +76,8 @@ static void fill_kind(uint8_t *buf, size_t n, int kind, uint64_t seed)
     }
 }
 
-static const size_t sizes[] = {1,   2,   3,   7,    8,    15,   16,    17,    31,    32,
-                               33,  63,  64,  65,   127,  128,  255,   256,   257,   511,
+static const size_t sizes[] = {1,    2,    3,    7,    8,     15,    16,    17,    31,  32,
+                               33,   63,   64,   65,   127,   128,   255,   256,   257, 511,
                                1000, 4095, 4096, 4097, 65535, 65536, 65537, 300001};
 
 static void test_scalar_matches_naive(void **state)
@@ -163,8 +163,7 @@ static void check_backend(const gmtf_mtf_backend *be)
             memset(out, 0xCC, n);
             be->encode(src, out, n);
             if (memcmp(out, ref, n) != 0)
-                fail_msg("backend %s encode differs from scalar: n=%zu kind=%d", be->name, n,
-                         kind);
+                fail_msg("backend %s encode differs from scalar: n=%zu kind=%d", be->name, n, kind);
             memset(back, 0xCC, n);
             be->decode(ref, back, n);
             if (memcmp(back, src, n) != 0)

@@ -106,7 +106,7 @@ static int setup(void **state)
     buf[69999] = 'j';
     add_sample(buf, 70000, "run, then another byte");
     for (size_t i = 0; i < 60000; i++)
-        buf[i] = (uint8_t)"abc"[i % 3];
+        buf[i] = (uint8_t) "abc"[i % 3];
     add_sample(buf, 60000, "period 3");
     add_sample(buf, 1, "1 byte");
     add_sample(buf, 0, "empty");
@@ -128,10 +128,9 @@ static int teardown(void **state)
     return 0;
 }
 
-enum { M_FLIP, M_OVERWRITE, M_TRUNCATE, M_SPLICE, M_INSERT, M_DELETE, M_REPEAT, M_FIELD,
-       M_COUNT };
-static const char *const mname[] = {"flip", "overwrite", "truncate", "splice",
-                                    "insert", "delete", "repeat", "field"};
+enum { M_FLIP, M_OVERWRITE, M_TRUNCATE, M_SPLICE, M_INSERT, M_DELETE, M_REPEAT, M_FIELD, M_COUNT };
+static const char *const mname[] = {"flip",   "overwrite", "truncate", "splice",
+                                    "insert", "delete",    "repeat",   "field"};
 
 /* A position biased towards the start, where the header and the entropy
  * coder's first decisions are: half the time in the first 64 bytes. */
@@ -146,9 +145,10 @@ static size_t pick_pos(uint64_t *rs, size_t len)
 
 static uint32_t interesting32(uint64_t *rs, uint32_t old)
 {
-    static const uint32_t v[] = {0, 1, 2, 15, 16, 17, 0x7F, 0x80, 0xFF, 0x3FFF, 0x4000,
-                                 0xFFFF, 0x10000, 0xFFFFFF, 0x1000000, 0x1000001,
-                                 0x7FFFFFFF, 0x80000000, 0xFFFFFFFF};
+    static const uint32_t v[] = {0,         1,          2,          15,        16,
+                                 17,        0x7F,       0x80,       0xFF,      0x3FFF,
+                                 0x4000,    0xFFFF,     0x10000,    0xFFFFFF,  0x1000000,
+                                 0x1000001, 0x7FFFFFFF, 0x80000000, 0xFFFFFFFF};
     switch (tu_rand_below(rs, 4)) {
     case 0: return v[tu_rand_below(rs, sizeof v / sizeof v[0])];
     case 1: return old + 1 + (uint32_t)tu_rand_below(rs, 8);
@@ -159,8 +159,8 @@ static uint32_t interesting32(uint64_t *rs, uint32_t old)
 
 /* Builds mutation i into out (capacity outcap); returns its length and the
  * parents it came from. */
-static size_t mutate(uint64_t seed, size_t i, uint8_t *out, size_t outcap, int *op,
-                     size_t *pa, size_t *pb)
+static size_t mutate(uint64_t seed, size_t i, uint8_t *out, size_t outcap, int *op, size_t *pa,
+                     size_t *pb)
 {
     uint64_t rs = seed * 0x9E3779B97F4A7C15ull + i;
     tu_rand(&rs);
@@ -186,9 +186,7 @@ static size_t mutate(uint64_t seed, size_t i, uint8_t *out, size_t outcap, int *
             out[j] = fill == 0 ? 0 : fill == 1 ? 0xFF : (uint8_t)tu_rand(&rs);
         break;
     }
-    case M_TRUNCATE:
-        len = (size_t)tu_rand_below(&rs, len);
-        break;
+    case M_TRUNCATE: len = (size_t)tu_rand_below(&rs, len); break;
     case M_SPLICE: {
         b = (size_t)tu_rand_below(&rs, nsamples);
         const sample *B = &samples[b];
@@ -273,9 +271,9 @@ static size_t mutate(uint64_t seed, size_t i, uint8_t *out, size_t outcap, int *
  * slot of exactly orig_len. Success must give a parent's exact bytes; it
  * must agree with the per-block decoder (result r with capacity cap),
  * except that it refuses blocks over its max_block. */
-static void check_batch_path(const uint8_t *frame, const gmtf_frame_info *info, long r,
-                             size_t cap, const sample *pa, const sample *pb, tu_guarded *bout,
-                             size_t i, const char *op)
+static void check_batch_path(const uint8_t *frame, const gmtf_frame_info *info, long r, size_t cap,
+                             const sample *pa, const sample *pb, tu_guarded *bout, size_t i,
+                             const char *op)
 {
     uint64_t foff[2] = {0, info->frame_len}, doff[2] = {0, info->orig_len};
     int status = 12345;
@@ -338,8 +336,8 @@ static void run_mutations(uint64_t seed, size_t from, size_t to, size_t step)
         gmtf_frame_info info;
         int ir = gmtf_frame_info_get(copy, len, &info);
         if (ir == 0 && (info.frame_len > len || info.orig_len > GMTF_BLOCK_MAX))
-            fail_msg("mutation %zu (%s of %s): info_get accepted frame_len %u of %zu bytes",
-                     i, mname[op], samples[a].what, info.frame_len, len);
+            fail_msg("mutation %zu (%s of %s): info_get accepted frame_len %u of %zu bytes", i,
+                     mname[op], samples[a].what, info.frame_len, len);
         long r = gmtf_frame_decode(codec, copy, len, out.buf, cap);
         if (!tu_guard_ok(&out))
             fail_msg("mutation %zu (%s of %s): wrote past the output capacity %zu. "
@@ -400,8 +398,7 @@ static void test_samples_decode(void **state)
     (void)state;
     for (size_t i = 0; i < nsamples; i++) {
         uint8_t *out = tu_malloc(samples[i].len);
-        long r = gmtf_frame_decode(codec, samples[i].frame, samples[i].flen, out,
-                                   samples[i].len);
+        long r = gmtf_frame_decode(codec, samples[i].frame, samples[i].flen, out, samples[i].len);
         assert_int_equal(r, (long)samples[i].len);
         assert_memory_equal(out, samples[i].data, samples[i].len);
         free(out);

@@ -338,9 +338,7 @@ static void mutate_sample(const uint8_t *ranks, size_t n, long iterations, uint6
             for (int k = 0; k < 1 + (int)tu_rand_below(&st, 4); k++)
                 bad[tu_rand_below(&st, blen)] = (uint8_t)tu_rand(&st);
             break;
-        case 2: /* truncate */
-            blen = tu_rand_below(&st, blen);
-            break;
+        case 2: /* truncate */ blen = tu_rand_below(&st, blen); break;
         default: /* append garbage */
             for (int k = 0; k < 1 + (int)tu_rand_below(&st, 32); k++)
                 bad[blen++] = (uint8_t)tu_rand(&st);
@@ -466,8 +464,8 @@ static void test_fuzzer_payload(void **state)
     /* The payload of the frame the fuzzer found (tests/codec/test_crafted.c):
      * a run of 2^30 asked for 28 direct bits at once, and the range
      * shifted right by 28 was 0. Behind method byte 0 (method 0) now. */
-    static const uint8_t payload[] = {0x00, 0x4c, 0x7e, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff,
-                                      0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff};
+    static const uint8_t payload[] = {0x00, 0x4c, 0x7e, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff,
+                                      0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff};
     size_t n = 70000;
     void *ws = tu_malloc(gmtf_rank_workspace_size(n));
     tu_guarded g = tu_guarded_alloc(n);

@@ -37,8 +37,8 @@ static gmtf_codec *new_codec(unsigned threads, const char *mtf, size_t max_block
     gmtf_codec_options o = {.threads = threads, .mtf = mtf, .max_block = (uint32_t)max_block};
     int r = gmtf_codec_create(&c, &o);
     if (r != 0)
-        fail_msg("codec_create(threads=%u, mtf=%s, max_block=%zu): %s", threads,
-                 mtf ? mtf : "NULL", max_block, gmtf_strerror(r));
+        fail_msg("codec_create(threads=%u, mtf=%s, max_block=%zu): %s", threads, mtf ? mtf : "NULL",
+                 max_block, gmtf_strerror(r));
     return c;
 }
 
@@ -55,8 +55,8 @@ static size_t roundtrip_blocks(gmtf_codec *c, const uint8_t *data, size_t n, siz
         size_t len = n - pos < block ? n - pos : block;
         long f = gmtf_frame_encode(c, data + pos, len, frame, gmtf_frame_bound(len));
         if (f < 0)
-            fail_msg("%s: encode of block at %zu (%zu bytes, block size %zu): %s", what, pos,
-                     len, block, gmtf_strerror((int)f));
+            fail_msg("%s: encode of block at %zu (%zu bytes, block size %zu): %s", what, pos, len,
+                     block, gmtf_strerror((int)f));
         assert_true((size_t)f <= gmtf_frame_bound(len));
         gmtf_frame_info info;
         assert_int_equal(gmtf_frame_info_get(frame, (size_t)f, &info), 0);
@@ -65,9 +65,8 @@ static size_t roundtrip_blocks(gmtf_codec *c, const uint8_t *data, size_t n, siz
         tu_guard_set(&out, len); /* exactly the block: the guard sits right after it */
         long d = gmtf_frame_decode(c, frame, (size_t)f, out.buf, len);
         if (d != (long)len)
-            fail_msg("%s: decode of block at %zu (%zu bytes, block size %zu, method %u): %s",
-                     what, pos, len, block, info.method,
-                     d < 0 ? gmtf_strerror((int)d) : "wrong length");
+            fail_msg("%s: decode of block at %zu (%zu bytes, block size %zu, method %u): %s", what,
+                     pos, len, block, info.method, d < 0 ? gmtf_strerror((int)d) : "wrong length");
         if (memcmp(out.buf, data + pos, len) != 0)
             fail_msg("%s: block at %zu (%zu bytes, block size %zu, method %u) decoded to "
                      "different bytes",
@@ -383,16 +382,16 @@ static void check_batch(const uint8_t *data, size_t n, size_t block, const char 
         if (memcmp(one, f1 + off1[i], (size_t)f) != 0)
             fail_msg("%s: batch frame %zu differs from gmtf_frame_encode's", what, i);
         gmtf_frame_info info;
-        assert_int_equal(gmtf_frame_info_get(f1 + off1[i], (size_t)(off1[i + 1] - off1[i]),
-                                             &info), 0);
+        assert_int_equal(gmtf_frame_info_get(f1 + off1[i], (size_t)(off1[i + 1] - off1[i]), &info),
+                         0);
         assert_int_equal(info.orig_len, len);
     }
     free(one);
 
     batch_decode_checked(c1, &b, f1, off1);
     batch_decode_checked(c4, &b, f1, off1);
-    printf("# %s, block %zu KiB: %zu blocks, %llu -> %llu bytes\n", what, block >> 10,
-           b.count, (unsigned long long)b.off[b.count], (unsigned long long)off1[b.count]);
+    printf("# %s, block %zu KiB: %zu blocks, %llu -> %llu bytes\n", what, block >> 10, b.count,
+           (unsigned long long)b.off[b.count], (unsigned long long)off1[b.count]);
 
     free(f1), free(f4), free(f4b), free(off1), free(off4), free(off4b);
     gmtf_codec_destroy(c1);
@@ -411,7 +410,8 @@ static void check_batch_damaged(const uint8_t *data, size_t n, size_t block)
     size_t victim = b.count / 2;
     gmtf_frame_info info;
     assert_int_equal(gmtf_frame_info_get(frames + foff[victim],
-                                         (size_t)(foff[victim + 1] - foff[victim]), &info), 0);
+                                         (size_t)(foff[victim + 1] - foff[victim]), &info),
+                     0);
     assert_true(info.frame_len > 40);
     frames[foff[victim] + info.frame_len - 5] ^= 0x10; /* a payload byte */
 
@@ -473,8 +473,8 @@ static void test_batch(void **state)
             continue;
         uint64_t off3[3] = {0, 1000, 2001}, doff3[3];
         uint8_t *big = tu_malloc((size_t)gmtf_batch_bound(off3, 2));
-        assert_true(gmtf_batch_encode(lim, data, off3, 2, big, gmtf_batch_bound(off3, 2),
-                                      doff3) < 0);
+        assert_true(gmtf_batch_encode(lim, data, off3, 2, big, gmtf_batch_bound(off3, 2), doff3) <
+                    0);
         free(big);
         gmtf_codec_destroy(lim);
     }

@@ -42,9 +42,8 @@ void tu_fill_random(uint8_t *buf, size_t n, uint64_t seed)
 
 void tu_fill_text_like(uint8_t *buf, size_t n, uint64_t seed)
 {
-    static const char words[][8] = {"the ", "codec ", "block ", "frame ", "rank ",
-                                    "move ", "to ", "front ", "\n", "of ",
-                                    "wheeler ", "data "};
+    static const char words[][8] = {"the ", "codec ", "block ", "frame ", "rank ",    "move ",
+                                    "to ",  "front ", "\n",     "of ",    "wheeler ", "data "};
     uint64_t s = seed;
     size_t i = 0;
     while (i < n) {
@@ -331,7 +330,8 @@ uint32_t tu_crc32c_ref(uint32_t crc, const void *buf, size_t n)
 
 static void put32(uint8_t *p, uint32_t v)
 {
-    p[0] = (uint8_t)v, p[1] = (uint8_t)(v >> 8), p[2] = (uint8_t)(v >> 16), p[3] = (uint8_t)(v >> 24);
+    p[0] = (uint8_t)v, p[1] = (uint8_t)(v >> 8), p[2] = (uint8_t)(v >> 16),
+    p[3] = (uint8_t)(v >> 24);
 }
 
 static uint32_t get32(const uint8_t *p)

@@ -41,7 +41,8 @@ static double cpu_s(void)
 {
     struct rusage ru;
     getrusage(RUSAGE_SELF, &ru);
-    return ru.ru_utime.tv_sec + ru.ru_stime.tv_sec + (ru.ru_utime.tv_usec + ru.ru_stime.tv_usec) / 1e6;
+    return ru.ru_utime.tv_sec + ru.ru_stime.tv_sec +
+           (ru.ru_utime.tv_usec + ru.ru_stime.tv_usec) / 1e6;
 }
 
 static long rss_kb(const char *key)
@@ -153,8 +154,8 @@ static int bench_fsync(const char *path, long n)
 
 int main(int argc, char **argv)
 {
-    if (argc < 3 || (strcmp(argv[1], "walk") && strcmp(argv[1], "random") &&
-                     strcmp(argv[1], "fsync"))) {
+    if (argc < 3 ||
+        (strcmp(argv[1], "walk") && strcmp(argv[1], "random") && strcmp(argv[1], "fsync"))) {
         fprintf(stderr, "usage: fs_bench walk|random|fsync IMAGE [N]\n");
         return 2;
     }
@@ -182,15 +183,15 @@ int main(int argc, char **argv)
     double t2 = now_s();
     gmtf_fs_info info;
     gmtf_fs_get_info(fs, &info);
-    printf("mount %.2f s (RSS %ld -> %ld KiB: metadata of %llu files)\n", t1 - t0, rss0,
-           rss_mount, (unsigned long long)w.files);
+    printf("mount %.2f s (RSS %ld -> %ld KiB: metadata of %llu files)\n", t1 - t0, rss0, rss_mount,
+           (unsigned long long)w.files);
     if (!rnd) {
         printf("walk: %llu files, %llu dirs, %llu bytes in %.2f s = %.1f MB/s, %.1f s CPU; "
                "%llu of %llu frames decoded; peak RSS %ld KiB (cache limit %llu KiB)\n",
-               (unsigned long long)w.files, (unsigned long long)w.dirs,
-               (unsigned long long)w.bytes, t2 - t1, w.bytes / (t2 - t1) / 1e6, cpu_s(),
-               (unsigned long long)info.frames_decoded, (unsigned long long)info.frames,
-               rss_kb("VmHWM:"), (unsigned long long)(o.cache_bytes >> 10));
+               (unsigned long long)w.files, (unsigned long long)w.dirs, (unsigned long long)w.bytes,
+               t2 - t1, w.bytes / (t2 - t1) / 1e6, cpu_s(), (unsigned long long)info.frames_decoded,
+               (unsigned long long)info.frames, rss_kb("VmHWM:"),
+               (unsigned long long)(o.cache_bytes >> 10));
     } else {
         long n = argc > 3 ? atol(argv[3]) : 200;
         srand(1);

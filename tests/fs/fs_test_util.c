@@ -88,8 +88,8 @@ static void r_close(void *ctx)
     (void)ctx; /* the test owns the disk: it outlives every mount */
 }
 
-static const gmtf_image_ops rec_ops = {r_pread, r_pwrite, r_flush, r_size, r_truncate, NULL,
-                                       r_close, r_punch};
+static const gmtf_image_ops rec_ops = {r_pread,    r_pwrite, r_flush, r_size,
+                                       r_truncate, NULL,     r_close, r_punch};
 
 rec_img *rec_image_new(const uint8_t *data, size_t len)
 {

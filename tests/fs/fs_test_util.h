@@ -21,10 +21,10 @@ typedef struct rec_img {
     rec_write *log;
     size_t n, cap;
     int recording;
-    long fail_after;   /* pwrites allowed before failing; < 0 = never */
-    int fail_err;      /* error injected (-ENOSPC, -EIO) */
-    int short_write;   /* inject: write only half of the failing pwrite first */
-    size_t punches;    /* punch calls recorded (each logged as a write of zeros) */
+    long fail_after; /* pwrites allowed before failing; < 0 = never */
+    int fail_err;    /* error injected (-ENOSPC, -EIO) */
+    int short_write; /* inject: write only half of the failing pwrite first */
+    size_t punches;  /* punch calls recorded (each logged as a write of zeros) */
 } rec_img;
 
 /* A disk that outlives mounts: attach gives a new gmtf_image on it each time. */

@@ -21,10 +21,10 @@
 #define DBSZ (200u * 1024)
 
 typedef struct ack {
-    size_t logpos;   /* writes recorded when the sync returned */
-    int file;        /* file made durable, -1 = db records, -2 = everything */
-    int db_records;  /* db records durable */
-    int created;     /* files created before the sync */
+    size_t logpos;  /* writes recorded when the sync returned */
+    int file;       /* file made durable, -1 = db records, -2 = everything */
+    int db_records; /* db records durable */
+    int created;    /* files created before the sync */
 } ack;
 
 typedef struct workload {
@@ -37,7 +37,10 @@ typedef struct workload {
     int dbrec;
 } workload;
 
-static void name_of(int i, char *b) { snprintf(b, 16, "f%02d.txt", i); }
+static void name_of(int i, char *b)
+{
+    snprintf(b, 16, "f%02d.txt", i);
+}
 
 static void quiet(void *arg, const char *msg)
 {
@@ -47,12 +50,14 @@ static void quiet(void *arg, const char *msg)
 
 static gmtf_fs *mount_opts(rec_img *r, int ro)
 {
-    gmtf_fs_options o = {.read_only = ro, .threads = 1, .journal_bytes = 16u << 10,
-                         .dirty_bytes = 256u << 10, .log = quiet};
+    gmtf_fs_options o = {.read_only = ro,
+                         .threads = 1,
+                         .journal_bytes = 16u << 10,
+                         .dirty_bytes = 256u << 10,
+                         .log = quiet};
     gmtf_fs *fs;
     return gmtf_fs_mount(rec_image_attach(r), &o, &fs) ? NULL : fs;
 }
-
 
 static void run_workload(rec_img *r, workload *w)
 {
@@ -107,8 +112,8 @@ static void run_workload(rec_img *r, workload *w)
 }
 
 /* Every write since the last flush before k may or may not have landed. */
-static uint8_t *crash_state(const uint8_t *base, size_t blen, rec_img *r, size_t k,
-                            unsigned seed, size_t *len)
+static uint8_t *crash_state(const uint8_t *base, size_t blen, rec_img *r, size_t k, unsigned seed,
+                            size_t *len)
 {
     size_t f = 0;
     for (size_t i = 0; i < k; i++)
@@ -130,8 +135,7 @@ static uint8_t *crash_state(const uint8_t *base, size_t blen, rec_img *r, size_t
     return p;
 }
 
-static void verify_state(const workload *w, rec_img *r, gmtf_fs *fs, size_t k,
-                         const uint8_t *db_at)
+static void verify_state(const workload *w, rec_img *r, gmtf_fs *fs, size_t k, const uint8_t *db_at)
 {
     (void)r;
     int files_durable[NFILES] = {0}, all = 0, dbrec = 0;
@@ -217,8 +221,8 @@ static void test_crash_states(void **state)
         flushes += !r->log[i].data;
         sbw += r->log[i].data && r->log[i].off < 8192 && r->log[i].len;
     }
-    fprintf(stderr, "crash test: %zu writes, %zu flushes, %zu superblock writes\n", nlog,
-            flushes, sbw);
+    fprintf(stderr, "crash test: %zu writes, %zu flushes, %zu superblock writes\n", nlog, flushes,
+            sbw);
     assert_true(sbw >= 3); /* checkpoints happened during the workload */
     for (size_t k = 0; k <= nlog; k++) {
         for (unsigned seed = 0; seed < 2; seed++) {
@@ -269,7 +273,8 @@ static void test_faults(void **state)
             fill_pattern(buf, sizeof buf, 3);
             gmtf_entry e;
             assert_int_equal(gmtf_fs_create(fs, ROOT, "a", 0644, 0, 0, 0, &e), 0);
-            assert_int_equal(gmtf_fs_write(fs, e.attr.st_ino, buf, sizeof buf, 0), (long)sizeof buf);
+            assert_int_equal(gmtf_fs_write(fs, e.attr.st_ino, buf, sizeof buf, 0),
+                             (long)sizeof buf);
             assert_int_equal(gmtf_fs_syncfs(fs), 0);
             r->fail_after = after;
             r->fail_err = errs[t];
@@ -324,8 +329,8 @@ static void test_stage_base_kept(void **state)
     (void)state;
     rec_img *r = mkfs_rec(BS, 0);
     assert_non_null(r);
-    gmtf_fs_options o = {.threads = 1, .journal_bytes = 4u << 20, .dirty_bytes = 1u << 20,
-                         .log = quiet};
+    gmtf_fs_options o = {
+        .threads = 1, .journal_bytes = 4u << 20, .dirty_bytes = 1u << 20, .log = quiet};
     gmtf_fs *fs;
     assert_int_equal(gmtf_fs_mount(rec_image_attach(r), &o, &fs), 0);
     static uint8_t a[BS], b[BS / 2], got[BS];

@@ -24,9 +24,17 @@ static void quiet(void *arg, const char *msg)
 static void test_superblock_roundtrip(void **state)
 {
     (void)state;
-    sb_info a = {.gen = 7, .block_size = 1u << 20, .capacity = 1ull << 30, .image_end = 99999,
-                 .snap_off = 8192, .snap_len = 500, .jrnl_off = 9000, .jrnl_len = 65536,
-                 .jrnl_id = 42, .ctime = 1, .wtime = 2};
+    sb_info a = {.gen = 7,
+                 .block_size = 1u << 20,
+                 .capacity = 1ull << 30,
+                 .image_end = 99999,
+                 .snap_off = 8192,
+                 .snap_len = 500,
+                 .jrnl_off = 9000,
+                 .jrnl_len = 65536,
+                 .jrnl_id = 42,
+                 .ctime = 1,
+                 .wtime = 2};
     memcpy(a.uuid, "0123456789abcdef", 16);
     strcpy(a.label, "data");
     uint8_t buf[SB_SLOT_SIZE];
@@ -146,8 +154,8 @@ static void test_damaged_images(void **state)
         char nm[8];
         snprintf(nm, sizeof nm, "f%d", i);
         fill_pattern(data, sizeof data, (uint32_t)i);
-        assert_int_equal(gmtf_fs_create(fs, i & 1 ? d.attr.st_ino : GMTF_ROOT_INO, nm, 0644, 0, 0,
-                                        0, &e), 0);
+        assert_int_equal(
+            gmtf_fs_create(fs, i & 1 ? d.attr.st_ino : GMTF_ROOT_INO, nm, 0644, 0, 0, 0, &e), 0);
         size_t n = (size_t)(i + 1) * 15000;
         assert_int_equal(gmtf_fs_write(fs, e.attr.st_ino, data, n, 0), (long)n);
         gmtf_fs_setxattr(fs, e.attr.st_ino, "user.x", "v", 1, 0);

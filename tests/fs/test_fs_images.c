@@ -40,19 +40,20 @@ typedef struct sha256 {
 } sha256;
 
 static const uint32_t sha_k[64] = {
-    0x428a2f98, 0x71374491, 0xb5c0fbcf, 0xe9b5dba5, 0x3956c25b, 0x59f111f1, 0x923f82a4,
-    0xab1c5ed5, 0xd807aa98, 0x12835b01, 0x243185be, 0x550c7dc3, 0x72be5d74, 0x80deb1fe,
-    0x9bdc06a7, 0xc19bf174, 0xe49b69c1, 0xefbe4786, 0x0fc19dc6, 0x240ca1cc, 0x2de92c6f,
-    0x4a7484aa, 0x5cb0a9dc, 0x76f988da, 0x983e5152, 0xa831c66d, 0xb00327c8, 0xbf597fc7,
-    0xc6e00bf3, 0xd5a79147, 0x06ca6351, 0x14292967, 0x27b70a85, 0x2e1b2138, 0x4d2c6dfc,
-    0x53380d13, 0x650a7354, 0x766a0abb, 0x81c2c92e, 0x92722c85, 0xa2bfe8a1, 0xa81a664b,
-    0xc24b8b70, 0xc76c51a3, 0xd192e819, 0xd6990624, 0xf40e3585, 0x106aa070, 0x19a4c116,
-    0x1e376c08, 0x2748774c, 0x34b0bcb5, 0x391c0cb3, 0x4ed8aa4a, 0x5b9cca4f, 0x682e6ff3,
-    0x748f82ee, 0x78a5636f, 0x84c87814, 0x8cc70208, 0x90befffa, 0xa4506ceb, 0xbef9a3f7,
-    0xc67178f2,
+    0x428a2f98, 0x71374491, 0xb5c0fbcf, 0xe9b5dba5, 0x3956c25b, 0x59f111f1, 0x923f82a4, 0xab1c5ed5,
+    0xd807aa98, 0x12835b01, 0x243185be, 0x550c7dc3, 0x72be5d74, 0x80deb1fe, 0x9bdc06a7, 0xc19bf174,
+    0xe49b69c1, 0xefbe4786, 0x0fc19dc6, 0x240ca1cc, 0x2de92c6f, 0x4a7484aa, 0x5cb0a9dc, 0x76f988da,
+    0x983e5152, 0xa831c66d, 0xb00327c8, 0xbf597fc7, 0xc6e00bf3, 0xd5a79147, 0x06ca6351, 0x14292967,
+    0x27b70a85, 0x2e1b2138, 0x4d2c6dfc, 0x53380d13, 0x650a7354, 0x766a0abb, 0x81c2c92e, 0x92722c85,
+    0xa2bfe8a1, 0xa81a664b, 0xc24b8b70, 0xc76c51a3, 0xd192e819, 0xd6990624, 0xf40e3585, 0x106aa070,
+    0x19a4c116, 0x1e376c08, 0x2748774c, 0x34b0bcb5, 0x391c0cb3, 0x4ed8aa4a, 0x5b9cca4f, 0x682e6ff3,
+    0x748f82ee, 0x78a5636f, 0x84c87814, 0x8cc70208, 0x90befffa, 0xa4506ceb, 0xbef9a3f7, 0xc67178f2,
 };
 
-static uint32_t ror(uint32_t x, int n) { return (x >> n) | (x << (32 - n)); }
+static uint32_t ror(uint32_t x, int n)
+{
+    return (x >> n) | (x << (32 - n));
+}
 
 static void sha_block(sha256 *s, const uint8_t *p)
 {
@@ -68,8 +69,8 @@ static void sha_block(sha256 *s, const uint8_t *p)
     uint32_t a = s->h[0], b = s->h[1], c = s->h[2], d = s->h[3], e = s->h[4], f = s->h[5],
              g = s->h[6], h = s->h[7];
     for (int i = 0; i < 64; i++) {
-        uint32_t t1 = h + (ror(e, 6) ^ ror(e, 11) ^ ror(e, 25)) + ((e & f) ^ (~e & g)) +
-                      sha_k[i] + w[i];
+        uint32_t t1 =
+            h + (ror(e, 6) ^ ror(e, 11) ^ ror(e, 25)) + ((e & f) ^ (~e & g)) + sha_k[i] + w[i];
         uint32_t t2 = (ror(a, 2) ^ ror(a, 13) ^ ror(a, 22)) + ((a & b) ^ (a & c) ^ (b & c));
         h = g;
         g = f;
@@ -174,7 +175,10 @@ static const char *get(const field *f, size_t nf, const char *key)
     return NULL;
 }
 
-static const char *eget(const entry *e, const char *key) { return get(e->f, e->nf, key); }
+static const char *eget(const entry *e, const char *key)
+{
+    return get(e->f, e->nf, key);
+}
 
 static void parse_fields(char *save, field **f, size_t *nf)
 {
@@ -256,16 +260,21 @@ typedef struct walk {
 
 static const char *type_of(mode_t m)
 {
-    return S_ISDIR(m) ? "dir" : S_ISREG(m) ? "file" : S_ISLNK(m) ? "symlink" :
-           S_ISFIFO(m) ? "fifo" : S_ISSOCK(m) ? "socket" : S_ISCHR(m) ? "chr" :
-           S_ISBLK(m) ? "blk" : "?";
+    return S_ISDIR(m)    ? "dir"
+           : S_ISREG(m)  ? "file"
+           : S_ISLNK(m)  ? "symlink"
+           : S_ISFIFO(m) ? "fifo"
+           : S_ISSOCK(m) ? "socket"
+           : S_ISCHR(m)  ? "chr"
+           : S_ISBLK(m)  ? "blk"
+                         : "?";
 }
 
 static void fail_at(const char *image, const char *path, const char *what, const char *want,
                     const char *got)
 {
-    fprintf(stderr, "%s %s: %s: manifest %s, image %s\n", image ? image : "?",
-            path ? path : "?", what, want ? want : "?", got ? got : "?");
+    fprintf(stderr, "%s %s: %s: manifest %s, image %s\n", image ? image : "?", path ? path : "?",
+            what, want ? want : "?", got ? got : "?");
     fail();
 }
 
@@ -474,8 +483,8 @@ static void fsck_clean(const char *copy, const char *name, int expect_journal)
 {
     gmtf_image *img;
     assert_int_equal(gmtf_image_open_file(copy, GMTF_IMAGE_RDONLY, &img), 0);
-    gmtf_fs_check_options co = {.verify_data = 1, .threads = 1, .log = log_line,
-                                .log_arg = (void *)name};
+    gmtf_fs_check_options co = {
+        .verify_data = 1, .threads = 1, .log = log_line, .log_arg = (void *)name};
     gmtf_fs_check_report rep;
     int rc = gmtf_fs_check(img, &co, &rep);
     gmtf_image_close(img);
@@ -491,7 +500,10 @@ static uint32_t le32(const uint8_t *p)
     return (uint32_t)p[0] | (uint32_t)p[1] << 8 | (uint32_t)p[2] << 16 | (uint32_t)p[3] << 24;
 }
 
-static uint64_t le64(const uint8_t *p) { return le32(p) | (uint64_t)le32(p + 4) << 32; }
+static uint64_t le64(const uint8_t *p)
+{
+    return le32(p) | (uint64_t)le32(p + 4) << 32;
+}
 
 /* The bytes themselves, as docs/format.md lays them out: the newest
  * superblock slot carries the manifest's version, and its journal region

@@ -158,7 +158,8 @@ static void verify_image(const char *img, int from_dir)
     assert_memory_equal(t, "a/x.c", 5);
     uint64_t s = lookup_path(fs, "sparse", &st);
     assert_true(st.st_blocks < 64); /* the hole is not stored */
-    assert_int_equal(gmtf_fs_lseek(fs, s, 0, SEEK_DATA), (int64_t)((3ll << 30) / (2u << 20) * (2u << 20)));
+    assert_int_equal(gmtf_fs_lseek(fs, s, 0, SEEK_DATA),
+                     (int64_t)((3ll << 30) / (2u << 20) * (2u << 20)));
     uint8_t b[10];
     assert_int_equal(gmtf_fs_read(fs, s, b, 10, 3ll << 30), 10);
     assert_memory_equal(b, "0123456789", 10);

@@ -161,7 +161,8 @@ static void test_holes_truncate_seek(void **state)
     assert_int_equal(gmtf_fs_write(fs, ino, blk, 3 * BS, 0), 3 * BS);
     assert_int_equal(gmtf_fs_syncfs(fs), 0);
     assert_int_equal(gmtf_fs_fallocate(fs, ino, GMTF_FALLOC_PUNCH_HOLE | GMTF_FALLOC_KEEP_SIZE,
-                                       BS - 10, BS + 20), 0);
+                                       BS - 10, BS + 20),
+                     0);
     assert_int_equal(gmtf_fs_read(fs, ino, blk, 3 * BS, 0), 3 * BS);
     for (size_t i = 0; i < 3 * BS; i++)
         assert_int_equal(blk[i], (i >= BS - 10 && i < 2 * BS + 10) ? 0 : 'y');
@@ -232,7 +233,8 @@ static void test_namespace(void **state)
     assert_int_equal(gmtf_fs_rename(fs, ROOT, "hard", ROOT, "sym", GMTF_RENAME_NOREPLACE), -EEXIST);
     assert_int_equal(gmtf_fs_rename(fs, ROOT, "hard", ROOT, "sym", GMTF_RENAME_EXCHANGE), 0);
     assert_int_equal(ino_of(fs, ROOT, "sym"), f);
-    assert_int_equal(gmtf_fs_rename(fs, ROOT, "hard", ROOT, "fifo", 0), 0); /* hard is the symlink now */
+    assert_int_equal(gmtf_fs_rename(fs, ROOT, "hard", ROOT, "fifo", 0),
+                     0); /* hard is the symlink now */
     assert_int_equal(ino_of(fs, ROOT, "hard"), 0);
     assert_int_equal(gmtf_fs_rename(fs, d1.attr.st_ino, "d2", ROOT, "d2", 0), 0);
     gmtf_fs_getattr(fs, d1.attr.st_ino, &st);
@@ -286,8 +288,11 @@ static void test_attrs_xattrs(void **state)
     st.st_atim.tv_nsec = 123456789;
     st.st_mtim.tv_sec = -5; /* before 1970 */
     st.st_mtim.tv_nsec = 999999999;
-    assert_int_equal(gmtf_fs_setattr(fs, f, &st, GMTF_SET_MODE | GMTF_SET_UID | GMTF_SET_GID |
-                                     GMTF_SET_ATIME | GMTF_SET_MTIME, NULL), 0);
+    assert_int_equal(gmtf_fs_setattr(fs, f, &st,
+                                     GMTF_SET_MODE | GMTF_SET_UID | GMTF_SET_GID | GMTF_SET_ATIME |
+                                         GMTF_SET_MTIME,
+                                     NULL),
+                     0);
     assert_int_equal(gmtf_fs_setxattr(fs, f, "user.a", "1", 1, 0), 0);
     assert_int_equal(gmtf_fs_setxattr(fs, f, "user.b", "", 0, 0), 0);
     assert_int_equal(gmtf_fs_setxattr(fs, f, "user.a", "2", 1, GMTF_XATTR_CREATE), -EEXIST);
@@ -570,10 +575,10 @@ static void *writer_main(void *arg)
     }
     for (int r = 0; r < 30; r++) {
         /* a large write now and then pushes the cache over its limit */
-        if (r % 10 == 9 &&
-            gmtf_fs_write(t->fs, e.attr.st_ino, t->want, 2 * BS, 100000) != 2 * BS)
+        if (r % 10 == 9 && gmtf_fs_write(t->fs, e.attr.st_ino, t->want, 2 * BS, 100000) != 2 * BS)
             t->bad++;
-        if (gmtf_fs_write(t->fs, e.attr.st_ino, t->want + r * 1000, 5000, (uint64_t)r * 1000) != 5000)
+        if (gmtf_fs_write(t->fs, e.attr.st_ino, t->want + r * 1000, 5000, (uint64_t)r * 1000) !=
+            5000)
             t->bad++;
         if (r % 5 == 0 && gmtf_fs_fsync(t->fs, e.attr.st_ino, 0))
             t->bad++;
@@ -587,8 +592,11 @@ static void test_threads(void **state)
     (void)state;
     rec_img *r = mkfs_rec(BS, 0);
     /* a tiny dirty cache: writers flush (unlocking to encode) all the time */
-    gmtf_fs_options o = {.threads = 2, .flush_interval_ms = 10, .cache_bytes = 2 * BS,
-                         .journal_bytes = 64u << 10, .dirty_bytes = 3 * BS};
+    gmtf_fs_options o = {.threads = 2,
+                         .flush_interval_ms = 10,
+                         .cache_bytes = 2 * BS,
+                         .journal_bytes = 64u << 10,
+                         .dirty_bytes = 3 * BS};
     gmtf_fs *fs;
     assert_int_equal(gmtf_fs_mount(rec_image_attach(r), &o, &fs), 0);
     size_t n = 6 * BS + 99;
@@ -626,18 +634,12 @@ static void test_threads(void **state)
 int main(void)
 {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_data_persists),
-        cmocka_unit_test(test_overwrite_offsets),
-        cmocka_unit_test(test_holes_truncate_seek),
-        cmocka_unit_test(test_namespace),
-        cmocka_unit_test(test_attrs_xattrs),
-        cmocka_unit_test(test_write_keep_attrs),
-        cmocka_unit_test(test_unlinked_open),
-        cmocka_unit_test(test_space_reuse),
-        cmocka_unit_test(test_dedup_and_packing),
-        cmocka_unit_test(test_dedup_against_rewritten),
-        cmocka_unit_test(test_compaction),
-        cmocka_unit_test(test_threads),
+        cmocka_unit_test(test_data_persists),       cmocka_unit_test(test_overwrite_offsets),
+        cmocka_unit_test(test_holes_truncate_seek), cmocka_unit_test(test_namespace),
+        cmocka_unit_test(test_attrs_xattrs),        cmocka_unit_test(test_write_keep_attrs),
+        cmocka_unit_test(test_unlinked_open),       cmocka_unit_test(test_space_reuse),
+        cmocka_unit_test(test_dedup_and_packing),   cmocka_unit_test(test_dedup_against_rewritten),
+        cmocka_unit_test(test_compaction),          cmocka_unit_test(test_threads),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

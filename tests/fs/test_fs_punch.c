@@ -139,8 +139,8 @@ static void test_punch_file_image(void **state)
 
     struct stat after;
     assert_int_equal(stat(path, &after), 0);
-    fprintf(stderr, "# after rm + unmount: length %lld, allocated %lld\n",
-            (long long)after.st_size, (long long)after.st_blocks * 512);
+    fprintf(stderr, "# after rm + unmount: length %lld, allocated %lld\n", (long long)after.st_size,
+            (long long)after.st_blocks * 512);
     /* 2 MiB kept + metadata and a 64 KiB journal; the 6 MiB deleted in the
      * middle are gone from the host, while keep-b holds the length. */
     assert_true((uint64_t)after.st_blocks * 512 < 3ull * MIB);
@@ -159,8 +159,7 @@ static void test_punch_file_image(void **state)
     assert_int_equal(statvfs(path, &h0), 0);
     assert_int_equal(gmtf_fs_statfs(fs, &g), 0);
     assert_int_equal(statvfs(path, &h1), 0);
-    uint64_t host = (uint64_t)(h0.f_bavail > h1.f_bavail ? h0.f_bavail : h1.f_bavail) *
-                    h0.f_frsize;
+    uint64_t host = (uint64_t)(h0.f_bavail > h1.f_bavail ? h0.f_bavail : h1.f_bavail) * h0.f_frsize;
     fprintf(stderr, "# statfs free %llu, host free %llu\n",
             (unsigned long long)g.f_bavail * g.f_frsize, (unsigned long long)host);
     assert_true((uint64_t)g.f_bavail * g.f_frsize <= host + 2ull * MIB);
@@ -312,8 +311,7 @@ static void test_punch_crash_states(void **state)
     size_t checked = 0;
     for (size_t k = 0; k <= r->n; k++) {
         /* States around every flush and every punch. */
-        int edge = k == r->n || (k > 0 && (!r->log[k - 1].data ||
-                                           punched_bytes(r, k - 1, k) > 0));
+        int edge = k == r->n || (k > 0 && (!r->log[k - 1].data || punched_bytes(r, k - 1, k) > 0));
         if (!edge)
             continue;
         size_t len;

@@ -61,8 +61,8 @@ int gmtf_image_open_file(const char *path, int flags, gmtf_image **out)
     int fd = open(path, (flags & GMTF_IMAGE_RDONLY) ? O_RDONLY : O_RDWR);
     if (fd < 0)
         return -errno;
-    struct flock fl = { .l_type = (flags & GMTF_IMAGE_RDONLY) ? F_RDLCK : F_WRLCK,
-                        .l_whence = SEEK_SET };
+    struct flock fl = {.l_type = (flags & GMTF_IMAGE_RDONLY) ? F_RDLCK : F_WRLCK,
+                       .l_whence = SEEK_SET};
     if (!(flags & GMTF_IMAGE_NOLOCK) && fcntl(fd, F_OFD_SETLK, &fl) < 0) {
         int e = errno;
         close(fd);
@@ -87,7 +87,10 @@ void gmtf_image_close(gmtf_image *img)
     free(img);
 }
 
-static void now(struct timespec *t) { clock_gettime(CLOCK_REALTIME, t); }
+static void now(struct timespec *t)
+{
+    clock_gettime(CLOCK_REALTIME, t);
+}
 
 static mino *get(gmtf_fs *fs, uint64_t ino)
 {
@@ -209,7 +212,7 @@ static int add_dent(mino *dir, const char *name, uint64_t ino)
         dir->d = p;
         dir->capd = n;
     }
-    dir->d[dir->nd++] = (dent){ strdup(name), ino, dir->next_cookie++ };
+    dir->d[dir->nd++] = (dent){strdup(name), ino, dir->next_cookie++};
     now(&dir->st.st_mtim);
     dir->st.st_ctim = dir->st.st_mtim;
     return 0;
@@ -341,8 +344,8 @@ int gmtf_fs_setattr(gmtf_fs *fs, uint64_t ino, const struct stat *st, unsigned s
     return rc;
 }
 
-static int make(gmtf_fs *fs, uint64_t parent, const char *name, mode_t mode, uid_t uid,
-                gid_t gid, const char *target, int open, gmtf_entry *e)
+static int make(gmtf_fs *fs, uint64_t parent, const char *name, mode_t mode, uid_t uid, gid_t gid,
+                const char *target, int open, gmtf_entry *e)
 {
     pthread_mutex_lock(&fs->lock);
     mino *p = get(fs, parent);
@@ -394,14 +397,14 @@ int gmtf_fs_mknod(gmtf_fs *fs, uint64_t parent, const char *name, mode_t mode, d
     return rc;
 }
 
-int gmtf_fs_mkdir(gmtf_fs *fs, uint64_t parent, const char *name, mode_t mode, uid_t uid,
-                  gid_t gid, gmtf_entry *e)
+int gmtf_fs_mkdir(gmtf_fs *fs, uint64_t parent, const char *name, mode_t mode, uid_t uid, gid_t gid,
+                  gmtf_entry *e)
 {
     return make(fs, parent, name, S_IFDIR | (mode & 07777), uid, gid, NULL, 0, e);
 }
 
-int gmtf_fs_symlink(gmtf_fs *fs, uint64_t parent, const char *name, const char *target,
-                    uid_t uid, gid_t gid, gmtf_entry *e)
+int gmtf_fs_symlink(gmtf_fs *fs, uint64_t parent, const char *name, const char *target, uid_t uid,
+                    gid_t gid, gmtf_entry *e)
 {
     return make(fs, parent, name, S_IFLNK | 0777, uid, gid, target, 0, e);
 }
@@ -413,8 +416,7 @@ int gmtf_fs_create(gmtf_fs *fs, uint64_t parent, const char *name, mode_t mode, 
     return make(fs, parent, name, S_IFREG | (mode & 07777), uid, gid, NULL, 1, e);
 }
 
-int gmtf_fs_link(gmtf_fs *fs, uint64_t ino, uint64_t newparent, const char *newname,
-                 gmtf_entry *e)
+int gmtf_fs_link(gmtf_fs *fs, uint64_t ino, uint64_t newparent, const char *newname, gmtf_entry *e)
 {
     pthread_mutex_lock(&fs->lock);
     mino *m = get(fs, ino), *p = get(fs, newparent);
@@ -576,7 +578,7 @@ int gmtf_fs_readdir(gmtf_fs *fs, uint64_t ino, uint64_t off, gmtf_fs_filldir_fn 
     mino *m = get(fs, ino);
     int rc = !m ? -ENOENT : !S_ISDIR(m->st.st_mode) ? -ENOTDIR : 0;
     if (rc == 0) {
-        struct stat st = { .st_mode = S_IFDIR };
+        struct stat st = {.st_mode = S_IFDIR};
         int stop = 0;
         if (off == 0) {
             st.st_ino = ino;
@@ -691,7 +693,8 @@ int gmtf_fs_fallocate(gmtf_fs *fs, uint64_t ino, int mode, uint64_t off, uint64_
             rc = resize(m, off + len);
     } else if (rc == 0 && mode == (GMTF_FALLOC_KEEP_SIZE | GMTF_FALLOC_PUNCH_HOLE)) {
         if (off < (uint64_t)m->st.st_size) {
-            uint64_t end = off + len < (uint64_t)m->st.st_size ? off + len : (uint64_t)m->st.st_size;
+            uint64_t end =
+                off + len < (uint64_t)m->st.st_size ? off + len : (uint64_t)m->st.st_size;
             memset(m->data + off, 0, end - off);
         }
     } else if (rc == 0) {
@@ -723,8 +726,8 @@ static xat *xfind(mino *m, const char *name)
     return NULL;
 }
 
-int gmtf_fs_setxattr(gmtf_fs *fs, uint64_t ino, const char *name, const void *value,
-                     size_t size, int flags)
+int gmtf_fs_setxattr(gmtf_fs *fs, uint64_t ino, const char *name, const void *value, size_t size,
+                     int flags)
 {
     if (strlen(name) > GMTF_FS_XATTR_NAME_MAX)
         return -ERANGE;

@@ -66,7 +66,7 @@ int main(int argc, char **argv)
         buf[i] = (uint8_t)(i * 2654435761u >> 13); /* incompressible: raw */
     rc |= write_frame(argv[1], buf, 3000);
     for (size_t i = 0; i < sizeof buf; i++)
-        buf[i] = (uint8_t)"abcab"[i % 5];
+        buf[i] = (uint8_t) "abcab"[i % 5];
     rc |= write_frame(argv[1], buf, sizeof buf);
     gmtf_codec_destroy(codec);
     printf("%u seed frames in %s\n", seq, argv[1]);

@@ -90,7 +90,8 @@ static int ncpu(void)
     return n < 1 ? 1 : n > 256 ? 256 : (int)n;
 }
 
-static void run_parallel(int kind, const uint8_t *src, uint8_t *dst, const uint64_t *off, size_t count)
+static void run_parallel(int kind, const uint8_t *src, uint8_t *dst, const uint64_t *off,
+                         size_t count)
 {
     job j = {src, dst, off, count, 0, kind, PTHREAD_MUTEX_INITIALIZER, cpu_mtf};
     pthread_t t[256];
@@ -124,7 +125,9 @@ static void add_row(const char *what, const char *variant, double bytes, double 
     r->gbs = ms > 0 ? bytes / (ms * 1e6) : 0;
     r->exact = exact;
     printf("%-24s %-12s %8.1f MiB %9.3f ms %8.2f GB/s %s\n", what, variant, r->mib, ms, r->gbs,
-           exact == 1 ? "exact" : exact == 0 ? "MISMATCH" : "");
+           exact == 1   ? "exact"
+           : exact == 0 ? "MISMATCH"
+                        : "");
     fflush(stdout);
 }
 
@@ -157,8 +160,8 @@ static int check(const uint8_t *out, const uint8_t *ref, size_t n, unsigned dept
 }
 
 /* Kernel-only: data staged once, the launch sequence timed by events. */
-static void bench_kernels(const char *what, const uint8_t *data, const uint8_t *ref, const uint64_t *off,
-                          size_t count, int decode)
+static void bench_kernels(const char *what, const uint8_t *data, const uint8_t *ref,
+                          const uint64_t *off, size_t count, int decode)
 {
     if (!ref)
         ref = sweep_ref; /* sweeps reuse the reference of the main batch */
@@ -185,16 +188,17 @@ static void bench_kernels(const char *what, const uint8_t *data, const uint8_t *
         }
         gmtf_gpu_stage_download(ctx, out);
         int ok = (fl & GMTF_GPU_PROBE) ? -1
-                 : decode ? memcmp(out, data + off[0], n) == 0
-                          : check(out, ref + off[0], n, (fl & GMTF_GPU_COMPLETE) ? 0 : gmtf_gpu_variant_depth(v));
+                 : decode              ? memcmp(out, data + off[0], n) == 0
+                                       : check(out, ref + off[0], n,
+                                  (fl & GMTF_GPU_COMPLETE) ? 0 : gmtf_gpu_variant_depth(v));
         add_row(what, name, (double)n, median(t, reps), ok);
     }
     free(out);
 }
 
 /* End-to-end: pinned host in, host out, transfers overlapped. */
-static void bench_e2e(const char *what, const uint8_t *data, const uint8_t *ref, const uint64_t *off,
-                      size_t count, int decode, int pinned)
+static void bench_e2e(const char *what, const uint8_t *data, const uint8_t *ref,
+                      const uint64_t *off, size_t count, int decode, int pinned)
 {
     size_t n = off[count];
     uint8_t *in = pinned ? gmtf_gpu_host_alloc(n) : malloc(n);
@@ -236,7 +240,8 @@ static void bench_e2e(const char *what, const uint8_t *data, const uint8_t *ref,
     }
 }
 
-static void bench_cpu(const char *what, const uint8_t *data, uint8_t *ref, const uint64_t *off, size_t count)
+static void bench_cpu(const char *what, const uint8_t *data, uint8_t *ref, const uint64_t *off,
+                      size_t count)
 {
     double t[5];
     for (int r = 0; r < 5; r++) {
@@ -275,10 +280,12 @@ static void write_json(const char *path, const char *device)
         return;
     fprintf(f, "{\"device\": \"%s\", \"rows\": [\n", device);
     for (int i = 0; i < nrows; i++)
-        fprintf(f, "  {\"what\": \"%s\", \"variant\": \"%s\", \"mib\": %.3f, \"ms\": %.4f, \"gbs\": %.3f, "
-                   "\"exact\": %d}%s\n",
-                rows[i].what, rows[i].variant, rows[i].mib, rows[i].ms, rows[i].gbs, rows[i].exact,
-                i + 1 < nrows ? "," : "");
+        fprintf(
+            f,
+            "  {\"what\": \"%s\", \"variant\": \"%s\", \"mib\": %.3f, \"ms\": %.4f, \"gbs\": %.3f, "
+            "\"exact\": %d}%s\n",
+            rows[i].what, rows[i].variant, rows[i].mib, rows[i].ms, rows[i].gbs, rows[i].exact,
+            i + 1 < nrows ? "," : "");
     fprintf(f, "]}\n");
     fclose(f);
 }
@@ -306,8 +313,10 @@ int main(int argc, char **argv)
         else if (!strcmp(argv[i], "--json") && i + 1 < argc)
             json = argv[++i];
         else {
-            fprintf(stderr, "usage: %s --input FILE [--mib N] [--reps N] [--variants a,b] [--ks-log2 N] "
-                            "[--no-kselect] [--json FILE]\n", argv[0]);
+            fprintf(stderr,
+                    "usage: %s --input FILE [--mib N] [--reps N] [--variants a,b] [--ks-log2 N] "
+                    "[--no-kselect] [--json FILE]\n",
+                    argv[0]);
             return 2;
         }
     }
@@ -450,10 +459,13 @@ int main(int argc, char **argv)
             int best = -1;
             for (int j = 0; j < nrows; j++)
                 if (!strcmp(rows[j].what, rows[i].what) && rows[j].exact != 0 &&
-                    strcmp(rows[j].variant, "queues") != 0 && strncmp(rows[j].variant, "depth", 5) != 0 && (best < 0 || rows[j].gbs > rows[best].gbs))
+                    strcmp(rows[j].variant, "queues") != 0 &&
+                    strncmp(rows[j].variant, "depth", 5) != 0 &&
+                    (best < 0 || rows[j].gbs > rows[best].gbs))
                     best = j;
             if (best >= 0)
-                printf("best %-24s %-12s %8.2f GB/s\n", rows[best].what, rows[best].variant, rows[best].gbs);
+                printf("best %-24s %-12s %8.2f GB/s\n", rows[best].what, rows[best].variant,
+                       rows[best].gbs);
         }
     }
     int bad = 0;

@@ -22,10 +22,10 @@
 
 typedef struct batch {
     const char *name;
-    uint8_t *data;   /* input bytes, blocks at off[] */
+    uint8_t *data; /* input bytes, blocks at off[] */
     uint64_t *off;
     size_t count;
-    uint8_t *ref;    /* scalar encoding */
+    uint8_t *ref; /* scalar encoding */
 } batch;
 
 static gmtf_gpu_ctx *ctx;

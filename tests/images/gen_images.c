@@ -68,14 +68,16 @@ static uint64_t rnd(void)
 }
 
 static const char *const words[] = {
-    "the", "image", "block", "frame", "journal", "snapshot", "compressed", "small",
-    "file", "directory", "checkpoint", "mount", "reader", "writer", "space", "free",
-    "a", "of", "and", "to", "in", "is", "every", "byte", "stays", "readable", "after",
-    "crash", "while", "version", "one", "two", "format", "record", "checksum", "old",
-    "new", "sorted", "move", "front", "burrows", "wheeler", "transform", "entropy",
-    "coder", "table", "superblock", "slot", "generation", "packed", "tail", "shared",
-    "copy", "link", "hole", "sparse", "attribute", "extended", "name", "offset",
-    "length", "little", "endian", "host",
+    "the",       "image",    "block",     "frame",      "journal",    "snapshot", "compressed",
+    "small",     "file",     "directory", "checkpoint", "mount",      "reader",   "writer",
+    "space",     "free",     "a",         "of",         "and",        "to",       "in",
+    "is",        "every",    "byte",      "stays",      "readable",   "after",    "crash",
+    "while",     "version",  "one",       "two",        "format",     "record",   "checksum",
+    "old",       "new",      "sorted",    "move",       "front",      "burrows",  "wheeler",
+    "transform", "entropy",  "coder",     "table",      "superblock", "slot",     "generation",
+    "packed",    "tail",     "shared",    "copy",       "link",       "hole",     "sparse",
+    "attribute", "extended", "name",      "offset",     "length",     "little",   "endian",
+    "host",
 };
 
 /* Pseudo-English: sentences of a small vocabulary, lines of ~70 chars. */
@@ -116,11 +118,11 @@ static char *log_lines(size_t n, uint64_t seed)
     size_t len = 0;
     for (unsigned i = 0; len < n; i++)
         len += (size_t)snprintf(p + len, n + 200 - len,
-                               "2026-11-22 12:%02u:%02u.%03u gmtfd[%u]: flushed %u blocks "
-                               "(%u bytes) in %u ms\n",
-                               i / 60 % 60, i % 60, (unsigned)(rnd() % 1000),
-                               4000u + (unsigned)(rnd() % 4), (unsigned)(rnd() % 64),
-                               (unsigned)(rnd() % 1000000), (unsigned)(rnd() % 90));
+                                "2026-11-22 12:%02u:%02u.%03u gmtfd[%u]: flushed %u blocks "
+                                "(%u bytes) in %u ms\n",
+                                i / 60 % 60, i % 60, (unsigned)(rnd() % 1000),
+                                4000u + (unsigned)(rnd() % 4), (unsigned)(rnd() % 64),
+                                (unsigned)(rnd() % 1000000), (unsigned)(rnd() % 90));
     return p;
 }
 
@@ -132,9 +134,9 @@ static char *c_source(size_t n, uint64_t seed)
                                  (unsigned long long)seed);
     for (unsigned i = 0; len < n; i++)
         len += (size_t)snprintf(p + len, n + 200 - len,
-                               "static uint32_t step_%u(uint32_t x)\n{\n    return x * %uu + "
-                               "%uu;\n}\n\n",
-                               i, (unsigned)(rnd() % 1000003), (unsigned)(rnd() % 97));
+                                "static uint32_t step_%u(uint32_t x)\n{\n    return x * %uu + "
+                                "%uu;\n}\n\n",
+                                i, (unsigned)(rnd() % 1000003), (unsigned)(rnd() % 97));
     return p;
 }
 
@@ -250,7 +252,7 @@ static void make_tree(const char *dir)
     free(u);
     char *lg = log_lines(140000, 400); /* several blocks */
     h_write("/big/server.log", lg, 140000, 0, 0640);
-    h_write("/big/exact_block", lg, BS, 0, 0644);        /* exactly one block */
+    h_write("/big/exact_block", lg, BS, 0, 0644);            /* exactly one block */
     h_write("/big/block_plus_one", lg + 5, BS + 1, 0, 0644); /* one block and a byte */
     free(lg);
     uint8_t *nz = noise(3000, 500); /* does not compress: stored as is */
@@ -346,8 +348,8 @@ static void o_write(const char *rel, const void *data, size_t n, uint64_t off, i
         const char *leaf;
         uint64_t p = parent_of(rel, &leaf);
         gmtf_entry e;
-        ck(gmtf_fs_create(fs, p, leaf, (mode_t)create_mode, getuid(), getgid(), 0, &e),
-           "create", rel);
+        ck(gmtf_fs_create(fs, p, leaf, (mode_t)create_mode, getuid(), getgid(), 0, &e), "create",
+           rel);
         ino = e.attr.st_ino;
     } else {
         ino = ino_of(rel);
@@ -427,12 +429,11 @@ static void o_truncate(const char *rel, uint64_t size)
 
 static void o_punch(const char *rel, uint64_t off, uint64_t len)
 {
-    ck(gmtf_fs_fallocate(fs, ino_of(rel), GMTF_FALLOC_PUNCH_HOLE | GMTF_FALLOC_KEEP_SIZE, off,
-                         len),
+    ck(gmtf_fs_fallocate(fs, ino_of(rel), GMTF_FALLOC_PUNCH_HOLE | GMTF_FALLOC_KEEP_SIZE, off, len),
        "punch", rel);
     int fd = open(hp(rel), O_WRONLY);
-    h_check(fd < 0 || fallocate(fd, FALLOC_FL_PUNCH_HOLE | FALLOC_FL_KEEP_SIZE, (off_t)off,
-                                (off_t)len),
+    h_check(fd < 0 ||
+                fallocate(fd, FALLOC_FL_PUNCH_HOLE | FALLOC_FL_KEEP_SIZE, (off_t)off, (off_t)len),
             "punch", rel);
     close(fd);
 }
@@ -511,8 +512,12 @@ static void k_close(void *c)
 }
 
 static const gmtf_image_ops keep_ops = {
-    .pread = k_pread, .pwrite = k_pwrite, .flush = k_flush, .size = k_size,
-    .truncate = k_truncate, .close = k_close,
+    .pread = k_pread,
+    .pwrite = k_pwrite,
+    .flush = k_flush,
+    .size = k_size,
+    .truncate = k_truncate,
+    .close = k_close,
 };
 
 static gmtf_image *disk_attach(void)
@@ -583,9 +588,9 @@ static void make_ops(const char *clean, const char *crash, const char *mirror)
 
     /* Changes on top of stored data. */
     o_write("/var/dup-b.c", "/* changed: copy on write */\n", 29, 100, 0);
-    o_truncate("/var/log.txt", 70001);           /* cut inside a block */
-    o_truncate("/etc/conf9.txt", 300000);         /* extend: a hole at the end */
-    o_punch("/var/db/table", 10000, 70000);       /* a whole block and parts */
+    o_truncate("/var/log.txt", 70001);                       /* cut inside a block */
+    o_truncate("/etc/conf9.txt", 300000);                    /* extend: a hole at the end */
+    o_punch("/var/db/table", 10000, 70000);                  /* a whole block and parts */
     o_write("/var/sparse", "far away\n", 9, 5u << 20, 0644); /* 5 MiB of hole first */
     o_link("/etc/conf1.txt", "/var/conf1-link");
     o_symlink("/etc/current", "conf2.txt");
@@ -597,8 +602,8 @@ static void make_ops(const char *clean, const char *crash, const char *mirror)
         o_chown("/etc/conf4.txt", 1000, 100);
         o_chown("/var/abs", 2000, 200);
     }
-    o_rename("/etc/conf5.txt", "/etc/conf6.txt", 0);          /* replaces conf6 */
-    o_rename("/etc/conf7.txt", "/var/conf7.txt", 0);          /* across directories */
+    o_rename("/etc/conf5.txt", "/etc/conf6.txt", 0); /* replaces conf6 */
+    o_rename("/etc/conf7.txt", "/var/conf7.txt", 0); /* across directories */
     o_rename("/etc/conf8.txt", "/etc/conf0.txt", GMTF_RENAME_EXCHANGE);
     o_unlink("/etc/conf2.txt"); /* /etc/current now dangles */
     o_mkdir("/gone", 0755);

@@ -85,8 +85,8 @@ static const gmtf_simd_mtf_variant *const *variants(size_t *n)
     return v;
 }
 
-static void expect_same(const char *variant, const char *op, const char *what,
-                        const uint8_t *got, const uint8_t *want, size_t n)
+static void expect_same(const char *variant, const char *op, const char *what, const uint8_t *got,
+                        const uint8_t *want, size_t n)
 {
     if (memcmp(got, want, n) == 0)
         return;
@@ -274,9 +274,9 @@ static void test_corpus(void **state)
 
 /* ---- tests: synthetic data --------------------------------------------------- */
 
-static const size_t lengths[] = {0,  1,  2,  3,   7,   15,  16,   17,   31,   32,    33,
-                                 63, 64, 65, 127, 128, 129, 255,  256,  257,  1000,  4095,
-                                 4096, 4097, 8191, 8192, 8193, 65537, 300001};
+static const size_t lengths[] = {0,    1,    2,    3,    7,    15,   16,   17,    31,    32,
+                                 33,   63,   64,   65,   127,  128,  129,  255,   256,   257,
+                                 1000, 4095, 4096, 4097, 8191, 8192, 8193, 65537, 300001};
 
 static void test_random(void **state)
 {
@@ -349,8 +349,8 @@ static void test_two_blocks(void **state)
         a[i] = rnd() % 4 ? (uint8_t)(rnd() % 10) : rnd();
         b[i] = rnd();
     }
-    static const size_t pairs[][2] = {{0, 0},     {0, 5000},    {5000, 0},     {1, 1},
-                                      {1, 2},     {4096, 4097}, {100000, 5},   {5, 100000},
+    static const size_t pairs[][2] = {{0, 0},           {0, 5000},        {5000, 0},    {1, 1},
+                                      {1, 2},           {4096, 4097},     {100000, 5},  {5, 100000},
                                       {150001, 150000}, {150001, 150001}, {8191, 16385}};
     for (size_t i = 0; i < sizeof pairs / sizeof pairs[0]; i++) {
         check_pair(a, pairs[i][0], b, pairs[i][1], "two blocks (skewed, random)");
