@@ -176,7 +176,7 @@ void alloc_release(gmtf_fs *fs, uint64_t off, uint64_t len)
 {
     if (!len)
         return;
-    if (fs->replaying) /* the free map is rebuilt after replay */
+    if (fs->loading) /* the free map is rebuilt after replay */
         return;
     if (ev_add(&fs->pending, off, len))
         fs_log(fs, "out of memory: %llu bytes at %llu leak until remount", (unsigned long long)len,
@@ -239,7 +239,7 @@ int alloc_rebuild(gmtf_fs *fs)
  * at any time, so reading it as zeros instead harms no durable state. */
 static void punch_free(gmtf_fs *fs)
 {
-    if (fs->punch_off || fs->img->is_blockdev || !fs->img->ops->punch)
+    if (fs->punch_off || !img_punchable(fs))
         return;
     for (size_t i = 0; i < fs->free.n; i++) {
         const struct ext *x = &fs->free.v[i];
@@ -296,11 +296,11 @@ int alloc_trim_end(gmtf_fs *fs)
     if (fs->img->is_blockdev)
         return 0;
     uint64_t size;
-    int rc = fs->img->ops->size(fs->img->ctx, &size);
+    int rc = img_size(fs, &size);
     if (rc)
         return rc;
     if (size > fs->end)
-        rc = fs->img->ops->truncate(fs->img->ctx, fs->end);
+        rc = img_truncate(fs, fs->end);
     if (!rc)
         punch_free(fs);
     return rc;

@@ -65,7 +65,7 @@ static void check_dirs(checker *c, uint32_t *links, uint32_t *subdirs)
                 problem(c, repair, "directory %llu: entry '%s' names missing inode %llu",
                         (unsigned long long)ino, d->name, (unsigned long long)d->ino);
                 if (repair)
-                    jr_ddel(fs, ino, d->name, d->namelen);
+                    rec_ddel(fs, ino, d->name, d->namelen);
                 continue;
             }
             if (S_ISDIR(in->mode)) {
@@ -73,7 +73,7 @@ static void check_dirs(checker *c, uint32_t *links, uint32_t *subdirs)
                     problem(c, repair, "directory %llu has a second name '%s' in %llu",
                             (unsigned long long)d->ino, d->name, (unsigned long long)ino);
                     if (repair)
-                        jr_ddel(fs, ino, d->name, d->namelen);
+                        rec_ddel(fs, ino, d->name, d->namelen);
                     continue;
                 }
                 if (in->parent != ino) {
@@ -82,7 +82,7 @@ static void check_dirs(checker *c, uint32_t *links, uint32_t *subdirs)
                             (unsigned long long)ino);
                     if (repair) {
                         in->parent = ino;
-                        jr_inode(fs, in);
+                        rec_inode(fs, in);
                     }
                 }
                 subdirs[ino]++;
@@ -135,11 +135,11 @@ static uint64_t lost_found(checker *c)
     if (inode_alloc_ino(fs, &ino))
         return 0;
     struct inode *root = inode_get(fs, GMTF_ROOT_INO);
-    if (jr_inode_new(fs, ino, fs->next_gen, S_IFDIR | 0700, 0, 0, 0, GMTF_ROOT_INO, 0) ||
-        jr_dadd(fs, GMTF_ROOT_INO, ino, root->u.dir.next, "lost+found", 10))
+    if (rec_inode_new(fs, ino, fs->next_gen, S_IFDIR | 0700, 0, 0, 0, GMTF_ROOT_INO, 0) ||
+        rec_dadd(fs, GMTF_ROOT_INO, ino, root->u.dir.next, "lost+found", 10))
         return 0;
     root->nlink++;
-    jr_inode(fs, root);
+    rec_inode(fs, root);
     return ino;
 }
 
@@ -166,12 +166,12 @@ static void check_inodes(checker *c)
             char name[32];
             snprintf(name, sizeof name, "#%llu", (unsigned long long)ino);
             struct inode *dir = inode_get(fs, lf);
-            if (dir && !jr_dadd(fs, lf, ino, dir->u.dir.next, name, strlen(name))) {
+            if (dir && !rec_dadd(fs, lf, ino, dir->u.dir.next, name, strlen(name))) {
                 links[ino]++;
                 if (S_ISDIR(in->mode)) {
                     in->parent = lf;
                     dir->nlink++;
-                    jr_inode(fs, dir);
+                    rec_inode(fs, dir);
                 }
             }
         }
@@ -186,7 +186,7 @@ static void check_inodes(checker *c)
                     in->nlink, want);
             if (repair) {
                 in->nlink = want;
-                jr_inode(fs, in);
+                rec_inode(fs, in);
             }
         }
         if (S_ISREG(in->mode) && in->u.ext.n) {
@@ -195,7 +195,7 @@ static void check_inodes(checker *c)
                 problem(c, repair, "inode %llu: block %u mapped past the size %llu",
                         (unsigned long long)ino, last->blk, (unsigned long long)in->size);
                 if (repair)
-                    jr_size(fs, ino, in->size);
+                    rec_size(fs, ino, in->size);
             }
         }
         if (S_ISLNK(in->mode) && !in->u.target)
@@ -261,7 +261,7 @@ static void verify_frames(checker *c)
                          (unsigned long long)ino, e.blk, e.frame,
                          c->opt->repair ? ", now a hole" : "");
                 note(c, msg);
-                if (c->opt->repair && !jr_ext(fs, ino, e.blk, 0, 0, 0)) {
+                if (c->opt->repair && !rec_ext(fs, ino, e.blk, 0, 0, 0)) {
                     c->rep->fixed++;
                     i--; /* the array shifted */
                 }
@@ -289,20 +289,16 @@ int gmtf_fs_check(gmtf_image *img, const gmtf_fs_check_options *opt, gmtf_fs_che
         return rc;
     gmtf_fs *fs = c.fs;
     /* Superblock slots: one torn slot is normal after a crash. */
-    uint8_t *b = malloc(2 * SB_SLOT_SIZE);
-    if (b && !img->ops->pread(img->ctx, b, 2 * SB_SLOT_SIZE, 0)) {
-        for (int i = 0; i < 2; i++) {
-            sb_info s;
-            int r = sb_decode(b + i * SB_SLOT_SIZE, &s);
-            if (r) {
-                char msg[100];
-                snprintf(msg, sizeof msg, "superblock slot %d at offset %d %s", i, i * SB_SLOT_SIZE,
-                         r == -EINVAL ? "is empty" : "is damaged");
-                note(&c, msg);
-            }
+    sb_info slot[2];
+    int res[2];
+    sb_read_slots(fs, slot, res);
+    for (int i = 0; i < 2; i++)
+        if (res[i] == -EINVAL || res[i] == -EUCLEAN) {
+            char msg[100];
+            snprintf(msg, sizeof msg, "superblock slot %d at offset %d %s", i, i * SB_SLOT_SIZE,
+                     res[i] == -EINVAL ? "is empty" : "is damaged");
+            note(&c, msg);
         }
-    }
-    free(b);
     fs->ro = 1; /* load without writing, even to repair */
     rc = fs_load(fs);
     if (!rc && fs->bs > SNAP_CHUNK && fs->bs != GMTF_FS_BLOCK_DEFAULT)
@@ -328,7 +324,7 @@ int gmtf_fs_check(gmtf_image *img, const gmtf_fs_check_options *opt, gmtf_fs_che
         problem(&c, 0, "%d metadata records could not be applied", fs->corrupt_records);
     check_inodes(&c);
     uint64_t size = 0;
-    if (!img->ops->size(img->ctx, &size) && size < fs->end && !img->is_blockdev)
+    if (!img_size(fs, &size) && size < fs->end && !img->is_blockdev)
         problem(&c, 0, "image is %llu bytes, but data is allocated up to %llu",
                 (unsigned long long)size, (unsigned long long)fs->end);
     if (o.verify_data)

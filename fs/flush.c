@@ -1,16 +1,16 @@
-/* The flusher: turns dirty blocks into frames. Whole blocks become one
- * frame each; small files and file tails are sorted (extension, then name)
- * and packed together into shared frames; identical pieces are stored
- * once. All frames of one flush are encoded as one codec batch, written
+/* The flush: turns dirty blocks into frames. Whole blocks become one frame
+ * each; small files and file tails are sorted (extension, then name) and
+ * packed together into shared frames; identical pieces are stored once
+ * (dedup). All frames of one flush are encoded as one codec batch, written
  * copy-on-write into free space and flushed before the records that point
- * at them are appended to the journal. fsync of small changes stages the
- * bytes in the journal instead. */
+ * at them are appended to the journal buffer. */
 #include <stdio.h>
 #include <sys/stat.h>
 
 #include "fs_internal.h"
 
 #define BATCH_BYTES (64u << 20)
+
 #define DEDUP_SLOTS (1u << 18)
 
 struct piece {
@@ -216,7 +216,7 @@ static int flush_pieces(gmtf_fs *fs, struct piece *p, size_t np, int unlocked)
         return -ENOMEM;
     size_t nbusy = 0;
     for (size_t i = 0; i < np; i++) {
-        struct fref *e = file_find_ext(p[i].in, p[i].d->blk);
+        struct fref *e = blockmap_find(p[i].in, p[i].d->blk);
         if (e && e->frame)
             busy[nbusy++] = e->frame;
     }
@@ -342,7 +342,7 @@ static int flush_pieces(gmtf_fs *fs, struct piece *p, size_t np, int unlocked)
             continue;
         rc = frame_new_id(fs, &g[i].id);
         if (!rc)
-            rc = jr_frame(fs, g[i].id, g[i].img_off, g[i].clen, g[i].len, g[i].crc);
+            rc = rec_frame(fs, g[i].id, g[i].img_off, g[i].clen, g[i].len, g[i].crc);
     }
     for (size_t i = 0; !rc && i < np; i++) {
         if (!p[i].valid)
@@ -358,7 +358,7 @@ static int flush_pieces(gmtf_fs *fs, struct piece *p, size_t np, int unlocked)
         } else {
             frame = p[i].dframe;
         }
-        rc = jr_ext(fs, p[i].ino, p[i].blk, frame, off, p[i].len);
+        rc = rec_ext(fs, p[i].ino, p[i].blk, frame, off, p[i].len);
         if (!rc)
             dirty_drop(fs, p[i].d);
     }
@@ -422,7 +422,7 @@ int flush_some(gmtf_fs *fs, uint64_t only_ino, uint64_t max_bytes, int unlocked)
             /* All zeros: a hole costs nothing. */
             dirty_drop(fs, d);
             /* Recorded even when unmapped: it cancels data staged for the block. */
-            rc = jr_ext(fs, in->ino, (uint32_t)(start / fs->bs), 0, 0, 0);
+            rc = rec_ext(fs, in->ino, (uint32_t)(start / fs->bs), 0, 0, 0);
             if (rc)
                 break;
             d = next;
@@ -444,189 +444,5 @@ int flush_some(gmtf_fs *fs, uint64_t only_ino, uint64_t max_bytes, int unlocked)
     free(p);
     if (rc)
         fs_log(fs, "flush failed: %s", strerror(-rc));
-    return rc;
-}
-
-/* ---- fsync, syncfs, background flusher ------------------------------------------------ */
-
-/* Appends STAGE records for each run of written pages of d. */
-static int stage_block(gmtf_fs *fs, struct inode *in, struct dblock *d)
-{
-    uint32_t npages = fs->bs / STAGE_PAGE, pg = 0;
-    int rc = 0;
-    /* Replay applies the staged bytes over the block's frame as mapped now:
-     * that frame must survive until the journal is dropped by a checkpoint,
-     * even if a later EXT of this journal unmaps it. */
-    struct fref *e = file_find_ext(in, d->blk);
-    if (e && e->frame)
-        fs->frames[e->frame].pinned = 1;
-    while (!rc && pg < npages) {
-        if (!(d->pages[pg / 64] >> (pg % 64) & 1)) {
-            pg++;
-            continue;
-        }
-        uint32_t start = pg;
-        while (pg < npages && (d->pages[pg / 64] >> (pg % 64) & 1))
-            pg++;
-        uint32_t off = start * STAGE_PAGE, end = pg * STAGE_PAGE;
-        if (end > d->cap)
-            end = d->cap; /* past cap the block reads as zeros: nothing to stage */
-        if (end > off)
-            rc = jr_stage(fs, in->ino, d->blk, off, d->buf + off, end - off);
-    }
-    if (!rc)
-        memset(d->pages, 0, (npages + 63) / 64 * 8);
-    return rc;
-}
-
-int gmtf_fs_fsync(gmtf_fs *fs, uint64_t ino, int datasync)
-{
-    (void)datasync; /* attributes ride in the same journal chunk: no cheaper path */
-    if (fs->ro)
-        return 0;
-    FS_WRLOCK(fs);
-    struct inode *in = inode_get(fs, ino);
-    int rc = 0;
-    if (!in) {
-        rc = -ENOENT;
-    } else if (S_ISREG(in->mode) && in->dirty) {
-        /* Count the written pages; a block written without a bitmap (out of
-         * memory) counts as whole. */
-        uint64_t staged = 0;
-        uint32_t words = (fs->bs / STAGE_PAGE + 63) / 64;
-        for (struct dblock *d = in->dirty; d; d = d->inext)
-            if (!d->pages)
-                staged += fs->bs + 1;
-            else
-                for (uint32_t w = 0; w < words; w++)
-                    staged += (uint64_t)__builtin_popcountll(d->pages[w]) * STAGE_PAGE;
-        if (staged <= STAGE_MAX &&
-            fs->jpos + fs->jbuf.len + staged * 2 + 4096 + JR_HDR_SIZE <= fs->sb.jrnl_len) {
-            inode_emit_dirty(fs); /* the size first: staged bytes may extend it */
-            for (struct dblock *d = in->dirty; d && !rc; d = d->inext)
-                rc = stage_block(fs, in, d);
-        } else {
-            rc = flush_dirty(fs, ino);
-        }
-    }
-    if (!rc)
-        rc = jr_commit(fs);
-    if (!rc && fs->err) {
-        rc = fs->err;
-        fs->err = 0;
-    }
-    FS_UNLOCK(fs);
-    return rc;
-}
-
-int gmtf_fs_syncfs(gmtf_fs *fs)
-{
-    if (fs->ro)
-        return 0;
-    FS_WRLOCK(fs);
-    int rc = flush_dirty(fs, 0);
-    if (!rc)
-        rc = jr_commit(fs);
-    if (!rc && fs->err) {
-        rc = fs->err;
-        fs->err = 0;
-    }
-    FS_UNLOCK(fs);
-    return rc;
-}
-
-static void *flusher_main(void *arg)
-{
-    gmtf_fs *fs = arg;
-    pthread_mutex_lock(&fs->fl_mtx);
-    while (!fs->stop) {
-        struct timespec ts;
-        clock_gettime(CLOCK_REALTIME, &ts);
-        uint64_t ns = (uint64_t)ts.tv_nsec + (uint64_t)fs->opt.flush_interval_ms * 1000000u;
-        ts.tv_sec += (time_t)(ns / 1000000000u);
-        ts.tv_nsec = (long)(ns % 1000000000u);
-        pthread_cond_timedwait(&fs->fl_cond, &fs->fl_mtx, &ts);
-        if (fs->stop)
-            break;
-        pthread_mutex_unlock(&fs->fl_mtx);
-        FS_WRLOCK(fs);
-        int rc = fs_compact(fs, 0);
-        /* Rounds of one sub-batch, encoded without the lock held. */
-        for (int round = 0; !rc && fs->dlist && round < 64; round++)
-            rc = flush_some(fs, 0, 0, 1);
-        if (!rc)
-            rc = jr_commit(fs);
-        if (!rc && fs->jpos > fs->sb.jrnl_len / 2)
-            rc = fs_checkpoint(fs, fs->opt.journal_bytes);
-        if (rc && !fs->err)
-            fs->err = rc; /* reported by the next fsync or syncfs */
-        FS_UNLOCK(fs);
-        pthread_mutex_lock(&fs->fl_mtx);
-    }
-    pthread_mutex_unlock(&fs->fl_mtx);
-    return NULL;
-}
-
-int flusher_start(gmtf_fs *fs)
-{
-    if (fs->ro || !fs->opt.flush_interval_ms)
-        return 0;
-    int rc = pthread_create(&fs->flusher, NULL, flusher_main, fs);
-    if (rc)
-        return -rc;
-    fs->flusher_on = 1;
-    return 0;
-}
-
-void flusher_stop(gmtf_fs *fs)
-{
-    if (!fs->flusher_on)
-        return;
-    pthread_mutex_lock(&fs->fl_mtx);
-    fs->stop = 1;
-    pthread_cond_signal(&fs->fl_cond);
-    pthread_mutex_unlock(&fs->fl_mtx);
-    pthread_join(fs->flusher, NULL);
-    fs->flusher_on = 0;
-}
-
-/* ---- compaction of shared frames ------------------------------------------------------ */
-
-static int frame_sparse(const struct frame *f)
-{
-    return f->clen && f->refs && f->live * 2 < f->dlen;
-}
-
-int fs_compact(gmtf_fs *fs, int force)
-{
-    if (fs->ro)
-        return 0;
-    uint64_t waste = 0;
-    for (uint32_t id = 1; id < fs->nframes; id++) {
-        struct frame *f = &fs->frames[id];
-        if (frame_sparse(f))
-            waste += (uint64_t)f->clen * (f->dlen - f->live) / f->dlen;
-    }
-    if (!waste || (!force && waste < (1u << 20)) || waste * 16 < fs->used)
-        return 0;
-    /* Pull the live blocks of sparse frames into the write-back cache; the
-     * flush packs them anew and the old frames lose their last reference. */
-    int rc = 0;
-    for (uint64_t ino = 1; !rc && ino < fs->itab_cap; ino++) {
-        struct inode *in = fs->itab[ino];
-        if (!in || !S_ISREG(in->mode))
-            continue;
-        for (uint32_t i = 0; !rc && i < in->u.ext.n; i++) {
-            struct fref *e = &in->u.ext.v[i];
-            if (!frame_sparse(&fs->frames[e->frame]) || dirty_find(fs, ino, e->blk))
-                continue;
-            struct dblock *d;
-            rc = dirty_get(fs, in, e->blk, e->len, &d);
-            if (!rc && fs->dirty_bytes > fs->dirty_limit / 2)
-                rc = flush_dirty(fs, 0);
-        }
-    }
-    if (!rc)
-        rc = flush_dirty(fs, 0);
     return rc;
 }

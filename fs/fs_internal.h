@@ -1,5 +1,7 @@
-/* Shared inside fs/: on-disk constants, in-memory metadata, helpers.
- * Not installed. Layout of everything on disk: docs/format.md. */
+/* Shared inside fs/: in-memory structures and the calls between the files
+ * of fs/, grouped by file in floor order (fs/README.md): a file calls only
+ * files of its own floor or below. Not installed. On-disk constants:
+ * format.h; byte layout: docs/format.md. */
 #ifndef GMTF_FS_INTERNAL_H
 #define GMTF_FS_INTERNAL_H
 
@@ -9,41 +11,20 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "format.h"
 #include "gmtf_codec.h"
 #include "gmtf_fs.h"
 
-/* ---- on-disk constants ---------------------------------------------------- */
-#define SB_SLOT_SIZE 4096u
-#define SB_MAGIC "GMTFSB\r\n"
-#define FMT_VERSION 1u
-#define DATA_START (2u * SB_SLOT_SIZE) /* first byte the allocator hands out */
-#define SNAP_MAGIC 0x50414e53u         /* "SNAP" */
-#define SNAP_HDR_SIZE 64u
-#define SNAP_CHUNK (1u << 20) /* raw bytes per snapshot frame, at most */
-#define JR_MAGIC 0x4a544d47u  /* "GMTJ" */
-#define JR_HDR_SIZE 32u
-#define JOURNAL_MIN (64u << 10)   /* journal left by unmount/mkfs */
-#define JOURNAL_FLOOR (16u << 10) /* smallest journal (tests force checkpoints) */
-#define STAGE_MAX (256u << 10)    /* fsync stages at most this much uncompressed */
-#define STAGE_PAGE 4096u          /* granularity of staged ranges */
-#define PUNCH_MIN (1u << 20)      /* free extents this large are punched */
-#define PUNCH_ALIGN 4096u         /* punched ranges: whole host pages */
+/* ---- policy (not on disk) ---------------------------------------------------- */
+#define JOURNAL_MIN (64u << 10)       /* journal left by unmount/mkfs */
+#define JOURNAL_FLOOR (16u << 10)     /* smallest journal (tests force checkpoints) */
+#define STAGE_MAX (256u << 10)        /* fsync stages at most this much uncompressed */
+#define STAGE_PAGE 4096u              /* granularity of staged ranges */
+#define PUNCH_MIN (1u << 20)          /* free extents this large are punched */
+#define PUNCH_ALIGN 4096u             /* punched ranges: whole host pages */
+#define FILE_BLOCKS_MAX 0xffffffffull /* blocks of one file (block numbers are u32) */
 
-/* Record types: the journal and the snapshot are both sequences of these. */
-enum {
-    R_INODE = 1,  /* create or update an inode's attributes */
-    R_SIZE = 2,   /* set size (truncate semantics) */
-    R_IDEL = 3,   /* delete an inode */
-    R_DADD = 4,   /* add a directory entry */
-    R_DDEL = 5,   /* remove a directory entry */
-    R_LINK = 6,   /* symlink target */
-    R_XATTR = 7,  /* replace an inode's xattr blob */
-    R_FRAME = 8,  /* a new data frame */
-    R_EXT = 9,    /* map a file block to (part of) a frame, or to a hole */
-    R_STAGE = 10, /* bytes written to a block, staged uncompressed (fsync) */
-};
-
-/* ---- little-endian byte buffers -------------------------------------------- */
+/* ---- buf.c: little-endian byte buffers ---------------------------------------- */
 typedef struct wbuf {
     uint8_t *p;
     size_t len, cap;
@@ -73,7 +54,7 @@ void put_le64(uint8_t *p, uint64_t v);
 uint32_t get_le32(const uint8_t *p);
 uint64_t get_le64(const uint8_t *p);
 
-/* ---- superblock ---------------------------------------------------------------- */
+/* ---- superblock.c: the decoded superblock ------------------------------------- */
 typedef struct sb_info {
     uint64_t gen;
     uint8_t uuid[16];
@@ -85,9 +66,6 @@ typedef struct sb_info {
     uint64_t jrnl_off, jrnl_len, jrnl_id;
     uint64_t ctime, wtime;
 } sb_info;
-
-void sb_encode(const sb_info *sb, uint8_t *buf);
-int sb_decode(const uint8_t *buf, sb_info *sb);
 
 /* ---- in-memory metadata -------------------------------------------------------- */
 struct fref { /* file block blk -> frame[off, off+len); frame 0 = hole */
@@ -109,7 +87,7 @@ struct dent {
     char name[];
 };
 
-struct dblock; /* dirty block, file.c */
+struct dblock; /* dirty block, dirty.c */
 
 struct inode {
     uint64_t ino, gen;
@@ -199,8 +177,8 @@ struct gmtf_fs {
     size_t nadirty, adirty_cap;
 
     /* directory entries: one hash table over (parent, name) */
-    struct dent **dh;
-    size_t dh_cap, dh_count;
+    struct dent **dent_tab;
+    size_t dent_cap, dent_count;
 
     /* frames, by id (0 unused) */
     struct frame *frames;
@@ -221,21 +199,25 @@ struct gmtf_fs {
     wbuf jbuf;     /* records not yet written */
     uint64_t jpos; /* bytes of the journal region in use */
     uint64_t jseq; /* sequence number of the next chunk */
-    int replaying; /* applying records from disk */
+    /* Applying the image's own records (snapshot load, journal replay, and
+     * mkfs building the root): nothing is journaled, no space goes to the
+     * pending list (the free map is rebuilt after loading), no id to a free
+     * list, and records about files gone with a crash are skipped. */
+    int loading;
     uint64_t replayed;
     int corrupt_records; /* records that did not apply (fsck reports) */
 
     /* write-back cache */
-    struct dblock **dhash;
-    size_t dhash_cap;
+    struct dblock **dirty_tab;
+    size_t dirty_cap;
     struct dblock *dlist; /* all dirty blocks */
     uint64_t dirty_bytes, dirty_limit;
     uint64_t dver; /* change counter of dirty blocks */
 
     /* decoded-block cache */
     pthread_mutex_t cache_lock;
-    struct cblock **chash;
-    size_t chash_cap;
+    struct cblock **cache_tab;
+    size_t cache_cap;
     struct cblock *lru_head, *lru_tail;
     uint64_t cache_bytes, cache_limit;
     uint64_t frames_decoded;
@@ -252,17 +234,152 @@ struct gmtf_fs {
     int err; /* sticky write error reported at the next sync */
 };
 
-/* ---- util.c ---- */
-void fs_log(gmtf_fs *fs, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
-uint64_t fs_hash64(const void *p, size_t n, uint64_t seed);
-uint32_t name_hash(uint64_t parent, const char *name, size_t n);
-void now_ts(int64_t *s, uint32_t *ns);
-int img_read(gmtf_fs *fs, void *buf, size_t n, uint64_t off);
-int img_write(gmtf_fs *fs, const void *buf, size_t n, uint64_t off);
-int img_flush(gmtf_fs *fs);
-/* image_io.c: deallocate [off, off+len) of a file image on the host (reads
- * as zeros after). -EOPNOTSUPP: a device, or the host cannot. */
-int img_punch(gmtf_fs *fs, uint64_t off, uint64_t len);
+/* ======== calls, by file, top floor first ======================================= */
+
+/* ---- mount.c ---- */
+int fs_new(gmtf_image *img, const gmtf_fs_options *opt, uint32_t bs, gmtf_fs **out);
+void fs_destroy(gmtf_fs *fs, int close_img);
+int fs_load(gmtf_fs *fs); /* superblock, snapshot, journal, free map */
+
+/* ---- sync.c ---- */
+/* Commits the journal buffer; checkpoints instead when the journal region
+ * is full. The one caller of journal_commit. */
+int fs_commit(gmtf_fs *fs);
+int flusher_start(gmtf_fs *fs);
+void flusher_stop(gmtf_fs *fs);
+
+/* ---- checkpoint.c, snapshot.c ---- */
+int fs_checkpoint(gmtf_fs *fs, uint64_t journal_bytes);
+/* Serializes the whole metadata as records (the snapshot's raw content),
+ * in chunks of at most chunk bytes that never split a record. */
+int snapshot_serialize(gmtf_fs *fs, wbuf *w, size_t chunk, uint32_t **chunk_ends, size_t *nchunks);
+int snapshot_write(gmtf_fs *fs, uint64_t gen, uint64_t *off, uint64_t *len);
+int snapshot_load(gmtf_fs *fs); /* the snapshot fs->sb names */
+
+/* ---- attr.c, file.c, compact.c (operations) ---- */
+void inode_to_stat(gmtf_fs *fs, const struct inode *in, struct stat *st);
+/* Fills e (may be NULL) for a reply naming in; count: one more lookup. */
+void attr_fill_entry(gmtf_fs *fs, struct inode *in, gmtf_entry *e, int count);
+void attr_touch(struct inode *in, int mtime); /* ctime (and mtime) = now */
+/* -ENOENT (in NULL), -EISDIR, -EINVAL, -EFBIG, or 0: a write of n bytes at
+ * off may go ahead. */
+int file_write_check(gmtf_fs *fs, const struct inode *in, size_t n, uint64_t off);
+/* Writes into the write-back cache (checked by file_write_check); n or an
+ * error. Caller holds the write lock. */
+long file_write_locked(gmtf_fs *fs, struct inode *in, const void *buf, size_t n, uint64_t off,
+                       unsigned flags);
+int file_truncate_locked(gmtf_fs *fs, struct inode *in, uint64_t size);
+/* Rewrites blocks of shared frames whose live part fell under half, when
+ * such waste is worth it (over 1/16 of the space in use). */
+int fs_compact(gmtf_fs *fs, int force);
+
+/* ---- flush.c, stage.c ---- */
+int flush_dirty(gmtf_fs *fs, uint64_t only_ino); /* 0 = all */
+/* Flushes the oldest dirty blocks, up to max_bytes (0 = all). unlocked:
+ * drops fs->lock while encoding (one sub-batch), then keeps only pieces
+ * that did not change meanwhile; the caller must not rely on pointers it
+ * held across the call. */
+int flush_some(gmtf_fs *fs, uint64_t only_ino, uint64_t max_bytes, int unlocked);
+/* Bytes of in's dirty pages that staging would write (over STAGE_MAX when
+ * a block has no page bitmap). */
+uint64_t stage_bytes(const gmtf_fs *fs, const struct inode *in);
+/* Appends STAGE records of in's written pages (and pending attributes). */
+int stage_inode(gmtf_fs *fs, struct inode *in);
+
+/* ---- journal.c ---- */
+#define JOURNAL_FULL 1 /* journal_commit: the region cannot take the buffer */
+/* Emits pending attribute records, writes the buffer as one chunk,
+ * flushes. 0, JOURNAL_FULL (nothing written) or a negative error (the
+ * buffer is kept for the next try). */
+int journal_commit(gmtf_fs *fs);
+int journal_replay(gmtf_fs *fs);
+
+/* ---- record.c: build a record, apply it, append it to the journal buffer ---- */
+int rec_apply(gmtf_fs *fs, const uint8_t *rec, size_t len);
+int rec_apply_all(gmtf_fs *fs, const uint8_t *p, size_t len); /* a sequence */
+void rec_start(wbuf *w, uint16_t type);
+void rec_put_inode(wbuf *w, const struct inode *in);
+int rec_inode(gmtf_fs *fs, const struct inode *in);
+int rec_inode_new(gmtf_fs *fs, uint64_t ino, uint64_t gen, uint32_t mode, uint32_t uid,
+                  uint32_t gid, uint64_t rdev, uint64_t parent, uint64_t sortkey);
+int rec_size(gmtf_fs *fs, uint64_t ino, uint64_t size);
+int rec_idel(gmtf_fs *fs, uint64_t ino);
+int rec_dadd(gmtf_fs *fs, uint64_t parent, uint64_t ino, uint64_t cookie, const char *name,
+             size_t n);
+int rec_ddel(gmtf_fs *fs, uint64_t parent, const char *name, size_t n);
+int rec_link(gmtf_fs *fs, uint64_t ino, const char *target, size_t n);
+int rec_xattr(gmtf_fs *fs, uint64_t ino, const uint8_t *blob, uint32_t len);
+int rec_frame(gmtf_fs *fs, uint32_t id, uint64_t off, uint32_t clen, uint32_t dlen, uint32_t crc);
+int rec_ext(gmtf_fs *fs, uint64_t ino, uint32_t blk, uint32_t frame, uint32_t off, uint32_t len);
+int rec_stage(gmtf_fs *fs, uint64_t ino, uint32_t blk, uint32_t off, const uint8_t *data,
+              uint32_t len);
+/* Attributes changed by writes (size, times) get their records at the
+ * next rec_attr_emit (before any record that depends on them). */
+void rec_attr_dirty(gmtf_fs *fs, struct inode *in);
+int rec_attr_emit(gmtf_fs *fs);
+/* Records the deletion of an inode with no links, opens or lookups. */
+void rec_idel_unused(gmtf_fs *fs, struct inode *in);
+void inode_drop(gmtf_fs *fs, struct inode *in); /* frees it and all it holds */
+int xattr_blob_check(const uint8_t *b, uint32_t len);
+
+/* ---- dirty.c: the write-back cache ---- */
+struct dblock *dirty_find(gmtf_fs *fs, uint64_t ino, uint32_t blk);
+/* The dirty block (created from the mapped frame's bytes when new) with
+ * room for need bytes. */
+int dirty_get(gmtf_fs *fs, struct inode *in, uint32_t blk, uint32_t need, struct dblock **out);
+void dirty_drop(gmtf_fs *fs, struct dblock *d);
+void dirty_drop_inode(gmtf_fs *fs, struct inode *in, uint32_t from_blk);
+int dirty_stage_apply(gmtf_fs *fs, struct inode *in, uint32_t blk, uint32_t off,
+                      const uint8_t *data, uint32_t len);
+void dirty_truncate(gmtf_fs *fs, struct inode *in, uint64_t size); /* blocks past size */
+
+/* ---- blockmap.c ---- */
+struct fref *blockmap_find(struct inode *in, uint32_t blk);
+uint32_t blockmap_lower(const struct inode *in, uint32_t blk); /* first mapping >= blk */
+/* Maps blk to frame[off, off+len) (frame 0: unmaps it). */
+int blockmap_set(gmtf_fs *fs, struct inode *in, uint32_t blk, uint32_t frame, uint32_t off,
+                 uint32_t len);
+void blockmap_free(gmtf_fs *fs, struct inode *in);
+void blockmap_truncate(gmtf_fs *fs, struct inode *in, uint64_t size); /* mappings past size */
+
+/* ---- frame_read.c ---- */
+/* Copies bytes [off, off+len) of frame id, decoded (through the cache).
+ * ino and blk only name the reader in error messages. Caller holds
+ * fs->lock (read or write), so the frame cannot be freed meanwhile. */
+int frame_copy(gmtf_fs *fs, uint32_t id, uint64_t ino, uint32_t blk, uint32_t off, uint32_t len,
+               void *dst);
+int frames_prefetch(gmtf_fs *fs, const uint32_t *ids, size_t n);
+/* Reads and decodes frames ids[0..n) as one batch; status[i] per frame. */
+int frames_verify(gmtf_fs *fs, const uint32_t *ids, size_t n, int *status);
+
+/* ---- frame.c: the frame table ---- */
+int frame_new_id(gmtf_fs *fs, uint32_t *id);
+int frame_set(gmtf_fs *fs, uint32_t id, uint64_t off, uint32_t clen, uint32_t dlen, uint32_t crc);
+void frame_ref(gmtf_fs *fs, uint32_t id);
+void frame_unref(gmtf_fs *fs, uint32_t id);
+int frame_valid(gmtf_fs *fs, uint32_t id);
+
+/* ---- cache.c: decoded frames (all calls with cache_lock held, but
+ * cache_drop, which takes it) ---- */
+struct pending; /* a frame being decoded: readers of it wait for it */
+struct cblock *cache_find(gmtf_fs *fs, uint32_t id);
+/* The bytes of frame id, once a pending decode of it ends (cache_lock is
+ * dropped while waiting); NULL when not cached. Marks it recently used. */
+const uint8_t *cache_get(gmtf_fs *fs, uint32_t id);
+size_t cache_buf_cap(const gmtf_fs *fs, uint32_t len);
+uint8_t *cache_recycle(gmtf_fs *fs, uint32_t len);
+struct pending *pending_begin(gmtf_fs *fs, uint32_t id);
+void pending_end(gmtf_fs *fs, struct pending *p, uint32_t id, uint8_t *buf, uint32_t len);
+void cache_drop(gmtf_fs *fs, uint32_t id);
+void cache_free_all(gmtf_fs *fs);
+
+/* ---- codec_pool.c ---- */
+int codec_encode(gmtf_fs *fs, const uint8_t *src, const uint64_t *off, size_t n, uint8_t **dst,
+                 uint64_t *doff);
+int codec_decode_batch(gmtf_fs *fs, size_t n, const uint8_t *src, const uint64_t *foff,
+                       uint8_t *dst, const uint64_t *doff, int *status);
+int codec_decode_one(gmtf_fs *fs, const uint8_t *src, size_t len, uint8_t *dst, size_t dlen);
+int codec_resize(gmtf_fs *fs); /* the batch codec again, for this image's block size */
 
 /* ---- alloc.c ---- */
 void ev_free(extvec *e);
@@ -279,102 +396,46 @@ int alloc_trim_end(gmtf_fs *fs);
 uint64_t alloc_free_bytes(gmtf_fs *fs);
 uint64_t alloc_punched_bytes(gmtf_fs *fs); /* free bytes the host has back (holes) */
 
-/* ---- inode.c ---- */
+/* ---- inode.c: the inode table ---- */
 struct inode *inode_get(gmtf_fs *fs, uint64_t ino);
 struct inode *inode_create_mem(gmtf_fs *fs, uint64_t ino, uint32_t mode);
-void inode_free_mem(gmtf_fs *fs, struct inode *in);
+void inode_table_remove(gmtf_fs *fs, struct inode *in); /* and frees the struct */
 int inode_alloc_ino(gmtf_fs *fs, uint64_t *ino);
-void inode_to_stat(gmtf_fs *fs, const struct inode *in, struct stat *st);
-void inode_mark_dirty(gmtf_fs *fs, struct inode *in);
-int inode_emit_dirty(gmtf_fs *fs);
-void inode_maybe_delete(gmtf_fs *fs, struct inode *in);
+
+/* ---- dirent.c: directory entries ---- */
 struct dent *dent_find(gmtf_fs *fs, uint64_t parent, const char *name, size_t n);
 int dent_insert(gmtf_fs *fs, struct inode *dir, uint64_t ino, uint64_t cookie, const char *name,
                 size_t n);
 int dent_remove(gmtf_fs *fs, struct inode *dir, struct dent *d);
 uint32_t dir_seek(const struct inode *dir, uint64_t cookie);
-uint64_t name_sortkey(const char *name, size_t n);
 
-/* ---- journal.c: build a record, apply it, append it to the journal ---- */
-int rec_apply(gmtf_fs *fs, const uint8_t *rec, size_t len);
-int rec_apply_all(gmtf_fs *fs, const uint8_t *p, size_t len); /* a sequence */
-int jr_inode(gmtf_fs *fs, const struct inode *in);
-int jr_inode_new(gmtf_fs *fs, uint64_t ino, uint64_t gen, uint32_t mode, uint32_t uid, uint32_t gid,
-                 uint64_t rdev, uint64_t parent, uint64_t sortkey);
-int jr_size(gmtf_fs *fs, uint64_t ino, uint64_t size);
-int jr_idel(gmtf_fs *fs, uint64_t ino);
-int jr_dadd(gmtf_fs *fs, uint64_t parent, uint64_t ino, uint64_t cookie, const char *name,
-            size_t n);
-int jr_ddel(gmtf_fs *fs, uint64_t parent, const char *name, size_t n);
-int jr_link(gmtf_fs *fs, uint64_t ino, const char *target, size_t n);
-int jr_xattr(gmtf_fs *fs, uint64_t ino, const uint8_t *blob, uint32_t len);
-int jr_frame(gmtf_fs *fs, uint32_t id, uint64_t off, uint32_t clen, uint32_t dlen, uint32_t crc);
-int jr_ext(gmtf_fs *fs, uint64_t ino, uint32_t blk, uint32_t frame, uint32_t off, uint32_t len);
-int jr_stage(gmtf_fs *fs, uint64_t ino, uint32_t blk, uint32_t off, const uint8_t *data,
-             uint32_t len);
-/* Emits pending attribute records, writes them as one chunk, flushes. Falls
- * back to a checkpoint when the journal region is full. */
-int jr_commit(gmtf_fs *fs);
-int jr_replay(gmtf_fs *fs);
-/* Serializes the whole metadata as records (the snapshot's raw content). */
-int meta_serialize(gmtf_fs *fs, wbuf *w, size_t chunk, uint32_t **chunk_ends, size_t *nchunks);
+/* ---- superblock.c ---- */
+void sb_encode(const sb_info *sb, uint8_t *buf);
+/* 0, -EINVAL (no magic: not a gmtf slot) or -EUCLEAN (damaged). */
+int sb_decode(const uint8_t *buf, sb_info *sb);
+/* Reads both slots: res[i] is sb_decode's result, or the read's error.
+ * Returns 0 when a slot is valid, -EINVAL (not an image), -EUCLEAN (both
+ * damaged) or the read's error. */
+int sb_read_slots(gmtf_fs *fs, sb_info sb[2], int res[2]);
+int sb_write(gmtf_fs *fs, const sb_info *sb); /* into slot sb->gen & 1 */
 
-/* ---- super.c ---- */
-int fs_checkpoint(gmtf_fs *fs, uint64_t journal_bytes);
-int fs_load(gmtf_fs *fs); /* superblock, snapshot, journal */
-int fs_new(gmtf_image *img, const gmtf_fs_options *opt, uint32_t bs, gmtf_fs **out);
-void fs_destroy(gmtf_fs *fs, int close_img);
-int codec_resize(gmtf_fs *fs);
+/* ---- image_io.c: every access of the filesystem to its image ---- */
+int img_read(gmtf_fs *fs, void *buf, size_t n, uint64_t off);
+int img_write(gmtf_fs *fs, const void *buf, size_t n, uint64_t off);
+int img_flush(gmtf_fs *fs); /* no-op with no_flush (mkfs) */
+int img_size(gmtf_fs *fs, uint64_t *size);
+int img_truncate(gmtf_fs *fs, uint64_t size);
+int img_host_free(gmtf_fs *fs, uint64_t *bytes); /* -EOPNOTSUPP: unknown */
+int img_punchable(const gmtf_fs *fs);
+/* Deallocates [off, off+len) of a file image on the host (reads as zeros
+ * after). -EOPNOTSUPP: a device, or the host cannot. */
+int img_punch(gmtf_fs *fs, uint64_t off, uint64_t len);
 
-/* ---- frame.c: frame table and frame decode ---- */
-int frame_new_id(gmtf_fs *fs, uint32_t *id);
-int frame_set(gmtf_fs *fs, uint32_t id, uint64_t off, uint32_t clen, uint32_t dlen, uint32_t crc);
-void frame_ref(gmtf_fs *fs, uint32_t id);
-void frame_unref(gmtf_fs *fs, uint32_t id);
-int frame_valid(gmtf_fs *fs, uint32_t id);
-/* Copies bytes [off, off+len) of frame id, decoded (through the cache).
- * ino and blk only name the reader in error messages. Caller holds
- * fs->lock (read or write), so the frame cannot be freed meanwhile. */
-int frame_copy(gmtf_fs *fs, uint32_t id, uint64_t ino, uint32_t blk, uint32_t off, uint32_t len,
-               void *dst);
-void cache_drop(gmtf_fs *fs, uint32_t id);
-void cache_free_all(gmtf_fs *fs);
-int frames_prefetch(gmtf_fs *fs, const uint32_t *ids, size_t n);
-/* Reads and decodes frames ids[0..n) as one batch; status[i] per frame. */
-int frames_verify(gmtf_fs *fs, const uint32_t *ids, size_t n, int *status);
-int codec_encode(gmtf_fs *fs, const uint8_t *src, const uint64_t *off, size_t n, uint8_t **dst,
-                 uint64_t *doff);
-int codec_decode_one(gmtf_fs *fs, const uint8_t *src, size_t len, uint8_t *dst, size_t dlen);
-
-/* ---- file.c ---- */
-int file_set_size(gmtf_fs *fs, struct inode *in, uint64_t size); /* apply-level */
-int file_set_ext(gmtf_fs *fs, struct inode *in, uint32_t blk, uint32_t frame, uint32_t off,
-                 uint32_t len);
-struct fref *file_find_ext(struct inode *in, uint32_t blk);
-struct dblock *dirty_find(gmtf_fs *fs, uint64_t ino, uint32_t blk);
-int dirty_get(gmtf_fs *fs, struct inode *in, uint32_t blk, uint32_t need, struct dblock **out);
-void dirty_drop(gmtf_fs *fs, struct dblock *d);
-void dirty_drop_inode(gmtf_fs *fs, struct inode *in, uint32_t from_blk);
-int dirty_stage_apply(gmtf_fs *fs, struct inode *in, uint32_t blk, uint32_t off,
-                      const uint8_t *data, uint32_t len);
-void file_free_exts(gmtf_fs *fs, struct inode *in);
-int file_truncate_locked(gmtf_fs *fs, struct inode *in, uint64_t size);
-
-/* ---- flush.c ---- */
-int flush_dirty(gmtf_fs *fs, uint64_t only_ino); /* 0 = all */
-/* Flushes the oldest dirty blocks, up to max_bytes (0 = all). unlocked:
- * drops fs->lock while encoding (one sub-batch), then keeps only pieces
- * that did not change meanwhile; the caller must not rely on pointers it
- * held across the call. */
-int flush_some(gmtf_fs *fs, uint64_t only_ino, uint64_t max_bytes, int unlocked);
-/* Rewrites blocks of shared frames whose live part fell under half, when
- * such waste is worth it (over 1/16 of the space in use). */
-int fs_compact(gmtf_fs *fs, int force);
-int flusher_start(gmtf_fs *fs);
-void flusher_stop(gmtf_fs *fs);
-
-/* ---- xattr.c ---- */
-int xattr_blob_check(const uint8_t *b, uint32_t len);
+/* ---- util.c ---- */
+void fs_log(gmtf_fs *fs, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+uint64_t fs_hash64(const void *p, size_t n, uint64_t seed);
+uint32_t name_hash(uint64_t parent, const char *name, size_t n);
+void now_ts(int64_t *s, uint32_t *ns);
 
 #define FS_RDLOCK(fs) pthread_rwlock_rdlock(&(fs)->lock)
 #define FS_WRLOCK(fs) pthread_rwlock_wrlock(&(fs)->lock)

@@ -276,11 +276,58 @@ const uint8_t *gmtf_image_mem_data(gmtf_image *img, size_t *len)
     return m->p;
 }
 
+/* ---- the filesystem's access to its image ---------------------------------- */
+
+int img_read(gmtf_fs *fs, void *buf, size_t n, uint64_t off)
+{
+    return fs->img->ops->pread(fs->img->ctx, buf, n, off);
+}
+
+int img_write(gmtf_fs *fs, const void *buf, size_t n, uint64_t off)
+{
+    if (fs->ro)
+        return -EROFS;
+    return fs->img->ops->pwrite(fs->img->ctx, buf, n, off);
+}
+
+int img_flush(gmtf_fs *fs)
+{
+    if (fs->ro)
+        return -EROFS;
+    if (fs->opt.no_flush)
+        return 0;
+    return fs->img->ops->flush(fs->img->ctx);
+}
+
+int img_size(gmtf_fs *fs, uint64_t *size)
+{
+    return fs->img->ops->size(fs->img->ctx, size);
+}
+
+int img_truncate(gmtf_fs *fs, uint64_t size)
+{
+    if (fs->ro)
+        return -EROFS;
+    return fs->img->ops->truncate(fs->img->ctx, size);
+}
+
+int img_host_free(gmtf_fs *fs, uint64_t *bytes)
+{
+    if (!fs->img->ops->host_free)
+        return -EOPNOTSUPP;
+    return fs->img->ops->host_free(fs->img->ctx, bytes);
+}
+
+int img_punchable(const gmtf_fs *fs)
+{
+    return !fs->img->is_blockdev && fs->img->ops->punch;
+}
+
 int img_punch(gmtf_fs *fs, uint64_t off, uint64_t len)
 {
     if (fs->ro)
         return -EROFS;
-    if (fs->img->is_blockdev || !fs->img->ops->punch)
+    if (!img_punchable(fs))
         return -EOPNOTSUPP;
     return fs->img->ops->punch(fs->img->ctx, off, len);
 }

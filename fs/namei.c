@@ -1,6 +1,5 @@
-/* Names: lookup, create, link, unlink, rename, readdir, attributes, open
- * counts. Each change is a few records (journal.c) applied at once. */
-#include <fcntl.h>
+/* Names: lookup, create (mknod, create, mkdir, symlink), link, unlink,
+ * rmdir, rename, readlink. Each change is a few records (record.c). */
 #include <stdio.h>
 #include <sys/stat.h>
 
@@ -25,16 +24,6 @@ static int is_dot(const char *name, size_t n)
     return (n == 1 && name[0] == '.') || (n == 2 && name[0] == '.' && name[1] == '.');
 }
 
-static void fill_entry(gmtf_fs *fs, struct inode *in, gmtf_entry *e, int count)
-{
-    if (fs->opt.track_lookups && count)
-        __atomic_add_fetch(&in->nlookup, 1, __ATOMIC_RELAXED);
-    if (!e)
-        return;
-    inode_to_stat(fs, in, &e->attr);
-    e->generation = in->gen;
-}
-
 static struct inode *dir_get(gmtf_fs *fs, uint64_t ino, int *rc)
 {
     struct inode *d = inode_get(fs, ino);
@@ -49,13 +38,24 @@ static struct inode *dir_get(gmtf_fs *fs, uint64_t ino, int *rc)
     return NULL;
 }
 
-static void touch(struct inode *in, int mtime)
+static uint64_t name_sortkey(const char *name, size_t n)
 {
-    now_ts(&in->ct_s, &in->ct_ns);
-    if (mtime) {
-        in->mt_s = in->ct_s;
-        in->mt_ns = in->ct_ns;
-    }
+    /* Extension (up to 4 bytes after the last dot) in the high half; ties
+     * keep creation order (directory order for mkfs), which measured 1.8%
+     * smaller on Linux sources than also sorting by name, and keeps a
+     * directory's files in few frames for readers walking the tree. */
+    size_t dot = n;
+    for (size_t i = n; i-- > 1;)
+        if (name[i] == '.') {
+            dot = i;
+            break;
+        }
+    uint64_t ext = 0;
+    for (size_t i = 0; i < 4; i++)
+        ext = ext << 8 | (dot + 1 + i < n ? (uint8_t)name[dot + 1 + i] : 0);
+    if (dot == n)
+        ext = 0;
+    return ext << 32;
 }
 
 int gmtf_fs_lookup(gmtf_fs *fs, uint64_t parent, const char *name, gmtf_entry *e)
@@ -81,98 +81,10 @@ int gmtf_fs_lookup(gmtf_fs *fs, uint64_t parent, const char *name, gmtf_entry *e
             }
         }
         if (in)
-            fill_entry(fs, in, e, 1);
+            attr_fill_entry(fs, in, e, 1);
         else if (!rc)
             rc = -ENOENT;
     }
-    FS_UNLOCK(fs);
-    return rc;
-}
-
-void gmtf_fs_forget(gmtf_fs *fs, uint64_t ino, uint64_t nlookup)
-{
-    FS_WRLOCK(fs);
-    struct inode *in = inode_get(fs, ino);
-    if (in) {
-        in->nlookup -= nlookup < in->nlookup ? nlookup : in->nlookup;
-        if (!fs->ro && !in->nlink)
-            inode_maybe_delete(fs, in);
-    }
-    FS_UNLOCK(fs);
-}
-
-int gmtf_fs_getattr(gmtf_fs *fs, uint64_t ino, struct stat *st)
-{
-    FS_RDLOCK(fs);
-    struct inode *in = inode_get(fs, ino);
-    if (in)
-        inode_to_stat(fs, in, st);
-    FS_UNLOCK(fs);
-    return in ? 0 : -ENOENT;
-}
-
-int gmtf_fs_setattr(gmtf_fs *fs, uint64_t ino, const struct stat *st, unsigned to_set,
-                    struct stat *out)
-{
-    if (fs->ro)
-        return -EROFS;
-    FS_WRLOCK(fs);
-    struct inode *in = inode_get(fs, ino);
-    int rc = 0;
-    if (!in) {
-        rc = -ENOENT;
-        goto out;
-    }
-    inode_emit_dirty(fs);
-    if (to_set & GMTF_SET_SIZE) {
-        if (S_ISDIR(in->mode))
-            rc = -EISDIR;
-        else if (!S_ISREG(in->mode))
-            rc = -EINVAL;
-        else if (st->st_size < 0)
-            rc = -EINVAL;
-        else if ((uint64_t)st->st_size != in->size) {
-            rc = file_truncate_locked(fs, in, (uint64_t)st->st_size);
-            if (!rc && !(to_set & (GMTF_SET_MTIME | GMTF_SET_MTIME_NOW)))
-                touch(in, 1);
-        }
-        if (rc)
-            goto out;
-    }
-    if (to_set & GMTF_SET_MODE)
-        in->mode = (in->mode & S_IFMT) | (st->st_mode & 07777);
-    if (to_set & GMTF_SET_UID)
-        in->uid = st->st_uid;
-    if (to_set & GMTF_SET_GID)
-        in->gid = st->st_gid;
-    int64_t s;
-    uint32_t ns;
-    now_ts(&s, &ns);
-    if (to_set & GMTF_SET_ATIME_NOW) {
-        in->at_s = s;
-        in->at_ns = ns;
-    } else if (to_set & GMTF_SET_ATIME) {
-        in->at_s = st->st_atim.tv_sec;
-        in->at_ns = (uint32_t)st->st_atim.tv_nsec % 1000000000u;
-    }
-    if (to_set & GMTF_SET_MTIME_NOW) {
-        in->mt_s = s;
-        in->mt_ns = ns;
-    } else if (to_set & GMTF_SET_MTIME) {
-        in->mt_s = st->st_mtim.tv_sec;
-        in->mt_ns = (uint32_t)st->st_mtim.tv_nsec % 1000000000u;
-    }
-    if (to_set & GMTF_SET_CTIME) {
-        in->ct_s = st->st_ctim.tv_sec;
-        in->ct_ns = (uint32_t)st->st_ctim.tv_nsec % 1000000000u;
-    } else {
-        in->ct_s = s;
-        in->ct_ns = ns;
-    }
-    rc = jr_inode(fs, in);
-out:
-    if (!rc && out)
-        inode_to_stat(fs, in, out);
     FS_UNLOCK(fs);
     return rc;
 }
@@ -196,23 +108,23 @@ static int make_node(gmtf_fs *fs, uint64_t parent, const char *name, uint32_t mo
     if ((rc = inode_alloc_ino(fs, &ino)))
         return rc;
     uint64_t gen = fs->next_gen;
-    rc = jr_inode_new(fs, ino, gen, mode, uid, gid, rdev, S_ISDIR(mode) ? parent : 0,
-                      name_sortkey(name, n));
+    rc = rec_inode_new(fs, ino, gen, mode, uid, gid, rdev, S_ISDIR(mode) ? parent : 0,
+                       name_sortkey(name, n));
     if (rc)
         return rc;
     struct inode *in = inode_get(fs, ino);
-    if (target && (rc = jr_link(fs, ino, target, strlen(target)))) {
-        jr_idel(fs, ino);
+    if (target && (rc = rec_link(fs, ino, target, strlen(target)))) {
+        rec_idel(fs, ino);
         return rc;
     }
-    if ((rc = jr_dadd(fs, parent, ino, dir->u.dir.next, name, n))) {
-        jr_idel(fs, ino);
+    if ((rc = rec_dadd(fs, parent, ino, dir->u.dir.next, name, n))) {
+        rec_idel(fs, ino);
         return rc;
     }
     if (S_ISDIR(mode))
         dir->nlink++;
-    touch(dir, 1);
-    rc = jr_inode(fs, dir);
+    attr_touch(dir, 1);
+    rc = rec_inode(fs, dir);
     *out = in;
     return rc;
 }
@@ -231,7 +143,7 @@ int gmtf_fs_mknod(gmtf_fs *fs, uint64_t parent, const char *name, mode_t mode, d
     int rc = make_node(fs, parent, name, mode, (S_ISCHR(mode) || S_ISBLK(mode)) ? rdev : 0, uid,
                        gid, NULL, &in);
     if (!rc)
-        fill_entry(fs, in, e, 1);
+        attr_fill_entry(fs, in, e, 1);
     FS_UNLOCK(fs);
     return rc;
 }
@@ -245,7 +157,7 @@ int gmtf_fs_create(gmtf_fs *fs, uint64_t parent, const char *name, mode_t mode, 
     int rc = make_node(fs, parent, name, S_IFREG | (mode & 07777), 0, uid, gid, NULL, &in);
     if (!rc) {
         in->nopen++;
-        fill_entry(fs, in, e, 1);
+        attr_fill_entry(fs, in, e, 1);
     }
     FS_UNLOCK(fs);
     return rc;
@@ -258,7 +170,7 @@ int gmtf_fs_mkdir(gmtf_fs *fs, uint64_t parent, const char *name, mode_t mode, u
     struct inode *in;
     int rc = make_node(fs, parent, name, S_IFDIR | (mode & 07777), 0, uid, gid, NULL, &in);
     if (!rc)
-        fill_entry(fs, in, e, 1);
+        attr_fill_entry(fs, in, e, 1);
     FS_UNLOCK(fs);
     return rc;
 }
@@ -275,7 +187,7 @@ int gmtf_fs_symlink(gmtf_fs *fs, uint64_t parent, const char *name, const char *
     struct inode *in;
     int rc = make_node(fs, parent, name, S_IFLNK | 0777, 0, uid, gid, target, &in);
     if (!rc)
-        fill_entry(fs, in, e, 1);
+        attr_fill_entry(fs, in, e, 1);
     FS_UNLOCK(fs);
     return rc;
 }
@@ -312,17 +224,17 @@ int gmtf_fs_link(gmtf_fs *fs, uint64_t ino, uint64_t newparent, const char *newn
         rc = -EEXIST;
         goto out;
     }
-    inode_emit_dirty(fs);
-    if ((rc = jr_dadd(fs, newparent, ino, dir->u.dir.next, newname, n)))
+    rec_attr_emit(fs);
+    if ((rc = rec_dadd(fs, newparent, ino, dir->u.dir.next, newname, n)))
         goto out;
     in->nlink++;
-    touch(in, 0);
-    touch(dir, 1);
-    rc = jr_inode(fs, in);
+    attr_touch(in, 0);
+    attr_touch(dir, 1);
+    rc = rec_inode(fs, in);
     if (!rc)
-        rc = jr_inode(fs, dir);
+        rc = rec_inode(fs, dir);
     if (!rc)
-        fill_entry(fs, in, e, 1);
+        attr_fill_entry(fs, in, e, 1);
 out:
     FS_UNLOCK(fs);
     return rc;
@@ -338,10 +250,10 @@ static int drop_link(gmtf_fs *fs, struct inode *dir, struct inode *in)
     } else if (in->nlink) {
         in->nlink--;
     }
-    touch(in, 0);
-    int rc = jr_inode(fs, in);
+    attr_touch(in, 0);
+    int rc = rec_inode(fs, in);
     if (!rc && in->nlink == 0)
-        inode_maybe_delete(fs, in);
+        rec_idel_unused(fs, in);
     return rc;
 }
 
@@ -372,13 +284,13 @@ static int remove_entry(gmtf_fs *fs, uint64_t parent, const char *name, int want
         rc = -ENOTEMPTY;
     if (rc)
         goto out;
-    inode_emit_dirty(fs);
-    if ((rc = jr_ddel(fs, parent, name, n)))
+    rec_attr_emit(fs);
+    if ((rc = rec_ddel(fs, parent, name, n)))
         goto out;
-    touch(dir, 1);
+    attr_touch(dir, 1);
     rc = drop_link(fs, dir, in);
     if (!rc)
-        rc = jr_inode(fs, dir);
+        rc = rec_inode(fs, dir);
 out:
     FS_UNLOCK(fs);
     return rc;
@@ -467,30 +379,30 @@ int gmtf_fs_rename(gmtf_fs *fs, uint64_t parent, const char *name, uint64_t newp
             rc = -EINVAL;
             goto out;
         }
-        inode_emit_dirty(fs);
+        rec_attr_emit(fs);
         uint64_t si = src->ino, di = dst->ino;
-        rc = jr_ddel(fs, parent, name, n);
+        rc = rec_ddel(fs, parent, name, n);
         if (!rc)
-            rc = jr_ddel(fs, newparent, newname, nn);
+            rc = rec_ddel(fs, newparent, newname, nn);
         if (!rc)
-            rc = jr_dadd(fs, parent, di, from->u.dir.next, name, n);
+            rc = rec_dadd(fs, parent, di, from->u.dir.next, name, n);
         if (!rc)
-            rc = jr_dadd(fs, newparent, si, to->u.dir.next, newname, nn);
+            rc = rec_dadd(fs, newparent, si, to->u.dir.next, newname, nn);
         if (rc)
             goto out;
         move_dir(src, from, to);
         move_dir(dst, to, from);
-        touch(src, 0);
-        touch(dst, 0);
-        touch(from, 1);
-        touch(to, 1);
-        rc = jr_inode(fs, src);
+        attr_touch(src, 0);
+        attr_touch(dst, 0);
+        attr_touch(from, 1);
+        attr_touch(to, 1);
+        rc = rec_inode(fs, src);
         if (!rc)
-            rc = jr_inode(fs, dst);
+            rc = rec_inode(fs, dst);
         if (!rc)
-            rc = jr_inode(fs, from);
+            rc = rec_inode(fs, from);
         if (!rc && to != from)
-            rc = jr_inode(fs, to);
+            rc = rec_inode(fs, to);
         goto out;
     }
     if (dd) {
@@ -517,28 +429,28 @@ int gmtf_fs_rename(gmtf_fs *fs, uint64_t parent, const char *name, uint64_t newp
         rc = -EINVAL;
         goto out;
     }
-    inode_emit_dirty(fs);
+    rec_attr_emit(fs);
     if (dd) {
-        if ((rc = jr_ddel(fs, newparent, newname, nn)))
+        if ((rc = rec_ddel(fs, newparent, newname, nn)))
             goto out;
         if ((rc = drop_link(fs, to, dst)))
             goto out;
     }
     uint64_t si = src->ino;
-    rc = jr_ddel(fs, parent, name, n);
+    rc = rec_ddel(fs, parent, name, n);
     if (!rc)
-        rc = jr_dadd(fs, newparent, si, to->u.dir.next, newname, nn);
+        rc = rec_dadd(fs, newparent, si, to->u.dir.next, newname, nn);
     if (rc)
         goto out;
     move_dir(src, from, to);
-    touch(src, 0);
-    touch(from, 1);
-    touch(to, 1);
-    rc = jr_inode(fs, src);
+    attr_touch(src, 0);
+    attr_touch(from, 1);
+    attr_touch(to, 1);
+    rc = rec_inode(fs, src);
     if (!rc)
-        rc = jr_inode(fs, from);
+        rc = rec_inode(fs, from);
     if (!rc && to != from)
-        rc = jr_inode(fs, to);
+        rc = rec_inode(fs, to);
 out:
     FS_UNLOCK(fs);
     return rc;
@@ -560,84 +472,4 @@ long gmtf_fs_readlink(gmtf_fs *fs, uint64_t ino, char *buf, size_t cap)
     }
     FS_UNLOCK(fs);
     return rc;
-}
-
-int gmtf_fs_readdir(gmtf_fs *fs, uint64_t ino, uint64_t off, gmtf_fs_filldir_fn fn, void *arg)
-{
-    FS_RDLOCK(fs);
-    int rc = 0;
-    struct inode *dir = inode_get(fs, ino);
-    if (!dir) {
-        rc = -ENOENT;
-        goto out;
-    }
-    if (!S_ISDIR(dir->mode)) {
-        rc = -ENOTDIR;
-        goto out;
-    }
-    struct stat st;
-    memset(&st, 0, sizeof st);
-    if (off == 0) {
-        st.st_ino = ino;
-        st.st_mode = S_IFDIR;
-        if (fn(arg, ".", &st, 1))
-            goto out;
-    }
-    if (off <= 1) {
-        st.st_ino = dir->parent ? dir->parent : ino;
-        st.st_mode = S_IFDIR;
-        if (fn(arg, "..", &st, 2))
-            goto out;
-    }
-    for (uint32_t i = dir_seek(dir, off < 2 ? 0 : off + 1); i < dir->u.dir.n; i++) {
-        struct dent *d = dir->u.dir.v[i];
-        if (!d)
-            continue;
-        struct inode *c = inode_get(fs, d->ino);
-        st.st_ino = d->ino;
-        st.st_mode = c ? c->mode & S_IFMT : 0;
-        if (fn(arg, d->name, &st, d->cookie))
-            break;
-    }
-out:
-    FS_UNLOCK(fs);
-    return rc;
-}
-
-int gmtf_fs_open(gmtf_fs *fs, uint64_t ino, int flags)
-{
-    FS_WRLOCK(fs);
-    struct inode *in = inode_get(fs, ino);
-    int rc = 0;
-    if (!in)
-        rc = -ENOENT;
-    else if ((flags & O_TRUNC) && S_ISREG(in->mode) && in->size) {
-        if (fs->ro)
-            rc = -EROFS;
-        else {
-            rc = file_truncate_locked(fs, in, 0);
-            if (!rc) {
-                touch(in, 1);
-                inode_mark_dirty(fs, in);
-            }
-        }
-    }
-    if (!rc)
-        in->nopen++;
-    FS_UNLOCK(fs);
-    return rc;
-}
-
-int gmtf_fs_release(gmtf_fs *fs, uint64_t ino)
-{
-    FS_WRLOCK(fs);
-    struct inode *in = inode_get(fs, ino);
-    if (in) {
-        if (in->nopen)
-            in->nopen--;
-        if (!fs->ro && in->nlink == 0)
-            inode_maybe_delete(fs, in);
-    }
-    FS_UNLOCK(fs);
-    return in ? 0 : -ENOENT;
 }

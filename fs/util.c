@@ -1,122 +1,9 @@
-/* Byte buffers, hashing, logging and checked image access. */
+/* Logging, hashing, time. */
 #include <stdarg.h>
 #include <stdio.h>
 #include <time.h>
 
 #include "fs_internal.h"
-
-void put_le32(uint8_t *p, uint32_t v)
-{
-    for (int i = 0; i < 4; i++)
-        p[i] = (uint8_t)(v >> (8 * i));
-}
-
-void put_le64(uint8_t *p, uint64_t v)
-{
-    for (int i = 0; i < 8; i++)
-        p[i] = (uint8_t)(v >> (8 * i));
-}
-
-uint32_t get_le32(const uint8_t *p)
-{
-    return (uint32_t)p[0] | (uint32_t)p[1] << 8 | (uint32_t)p[2] << 16 | (uint32_t)p[3] << 24;
-}
-
-uint64_t get_le64(const uint8_t *p)
-{
-    return (uint64_t)get_le32(p) | (uint64_t)get_le32(p + 4) << 32;
-}
-
-int wb_reserve(wbuf *w, size_t n)
-{
-    if (w->err)
-        return w->err;
-    if (w->len + n <= w->cap)
-        return 0;
-    size_t cap = w->cap ? w->cap : 4096;
-    while (cap < w->len + n)
-        cap *= 2;
-    uint8_t *p = realloc(w->p, cap);
-    if (!p)
-        return w->err = -ENOMEM;
-    w->p = p;
-    w->cap = cap;
-    return 0;
-}
-
-void wb_bytes(wbuf *w, const void *src, size_t n)
-{
-    if (n == 0 || wb_reserve(w, n))
-        return;
-    memcpy(w->p + w->len, src, n);
-    w->len += n;
-}
-
-void wb_u8(wbuf *w, uint8_t v)
-{
-    wb_bytes(w, &v, 1);
-}
-
-void wb_u16(wbuf *w, uint16_t v)
-{
-    uint8_t b[2] = {(uint8_t)v, (uint8_t)(v >> 8)};
-    wb_bytes(w, b, 2);
-}
-
-void wb_u32(wbuf *w, uint32_t v)
-{
-    uint8_t b[4];
-    put_le32(b, v);
-    wb_bytes(w, b, 4);
-}
-
-void wb_u64(wbuf *w, uint64_t v)
-{
-    uint8_t b[8];
-    put_le64(b, v);
-    wb_bytes(w, b, 8);
-}
-
-void wb_free(wbuf *w)
-{
-    free(w->p);
-    memset(w, 0, sizeof *w);
-}
-
-const uint8_t *rb_bytes(rbuf *r, size_t n)
-{
-    if (r->err || n > r->len - r->pos) {
-        r->err = 1;
-        return NULL;
-    }
-    const uint8_t *p = r->p + r->pos;
-    r->pos += n;
-    return p;
-}
-
-uint8_t rb_u8(rbuf *r)
-{
-    const uint8_t *p = rb_bytes(r, 1);
-    return p ? p[0] : 0;
-}
-
-uint16_t rb_u16(rbuf *r)
-{
-    const uint8_t *p = rb_bytes(r, 2);
-    return p ? (uint16_t)(p[0] | p[1] << 8) : 0;
-}
-
-uint32_t rb_u32(rbuf *r)
-{
-    const uint8_t *p = rb_bytes(r, 4);
-    return p ? get_le32(p) : 0;
-}
-
-uint64_t rb_u64(rbuf *r)
-{
-    const uint8_t *p = rb_bytes(r, 8);
-    return p ? get_le64(p) : 0;
-}
 
 void fs_log(gmtf_fs *fs, const char *fmt, ...)
 {
@@ -165,25 +52,4 @@ void now_ts(int64_t *s, uint32_t *ns)
     clock_gettime(CLOCK_REALTIME, &t);
     *s = t.tv_sec;
     *ns = (uint32_t)t.tv_nsec;
-}
-
-int img_read(gmtf_fs *fs, void *buf, size_t n, uint64_t off)
-{
-    return fs->img->ops->pread(fs->img->ctx, buf, n, off);
-}
-
-int img_write(gmtf_fs *fs, const void *buf, size_t n, uint64_t off)
-{
-    if (fs->ro)
-        return -EROFS;
-    return fs->img->ops->pwrite(fs->img->ctx, buf, n, off);
-}
-
-int img_flush(gmtf_fs *fs)
-{
-    if (fs->ro)
-        return -EROFS;
-    if (fs->opt.no_flush)
-        return 0;
-    return fs->img->ops->flush(fs->img->ctx);
 }

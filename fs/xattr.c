@@ -4,25 +4,6 @@
 
 #include "fs_internal.h"
 
-#define XATTR_BLOB_MAX (256u << 10) /* per inode; ext4 allows one 4 KiB block */
-
-int xattr_blob_check(const uint8_t *b, uint32_t len)
-{
-    uint32_t pos = 0;
-    if (len > XATTR_BLOB_MAX)
-        return -EUCLEAN;
-    while (pos < len) {
-        if (len - pos < 5)
-            return -EUCLEAN;
-        uint32_t nl = b[pos], vl = get_le32(b + pos + 1);
-        if (nl == 0 || vl > GMTF_FS_XATTR_SIZE_MAX || len - pos - 5 < nl + (uint64_t)vl ||
-            memchr(b + pos + 5, 0, nl))
-            return -EUCLEAN;
-        pos += 5 + nl + vl;
-    }
-    return 0;
-}
-
 /* Finds name in the blob: its record's position and total length. */
 static int xattr_find(const struct inode *in, const char *name, size_t n, uint32_t *pos,
                       uint32_t *rlen)
@@ -102,9 +83,9 @@ int gmtf_fs_setxattr(gmtf_fs *fs, uint64_t ino, const char *name, const void *va
     if (size)
         memcpy(p + 5 + n, value, size);
     now_ts(&in->ct_s, &in->ct_ns);
-    rc = jr_xattr(fs, ino, b, (uint32_t)len);
+    rc = rec_xattr(fs, ino, b, (uint32_t)len);
     if (!rc)
-        rc = jr_inode(fs, in);
+        rc = rec_inode(fs, in);
 out:
     free(b);
     FS_UNLOCK(fs);
@@ -191,9 +172,9 @@ int gmtf_fs_removexattr(gmtf_fs *fs, uint64_t ino, const char *name)
                 memcpy(b + pos, in->xattr + pos + rlen, in->xlen - pos - rlen);
             }
             now_ts(&in->ct_s, &in->ct_ns);
-            rc = jr_xattr(fs, ino, b, len);
+            rc = rec_xattr(fs, ino, b, len);
             if (!rc)
-                rc = jr_inode(fs, in);
+                rc = rec_inode(fs, in);
             free(b);
         }
     }

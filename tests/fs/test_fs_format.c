@@ -93,9 +93,9 @@ static void test_records_checked(void **state)
         b[0] = (uint8_t)(1 + rand() % 10);
         b[1] = 0;
         put_le32(b + 4, (uint32_t)(len - 8));
-        fs->replaying = 1;
+        fs->loading = 1;
         rec_apply(fs, b, len);
-        fs->replaying = 0;
+        fs->loading = 0;
     }
     assert_non_null(inode_get(fs, GMTF_ROOT_INO));
     gmtf_fs_unmount(fs);

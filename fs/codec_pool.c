@@ -1,0 +1,115 @@
+/* The codecs of a filesystem: one multi-threaded codec for flush batches
+ * and large read batches, and a pool of single-threaded ones so that
+ * readers decode frames in parallel (a gmtf_codec serves one call at a
+ * time). */
+#include <stdio.h>
+
+#include "fs_internal.h"
+
+int codec_encode(gmtf_fs *fs, const uint8_t *src, const uint64_t *off, size_t n, uint8_t **dst,
+                 uint64_t *doff)
+{
+    uint64_t cap = gmtf_batch_bound(off, n);
+    uint8_t *out = malloc(cap ? cap : 1);
+    if (!out)
+        return -ENOMEM;
+    pthread_mutex_lock(&fs->codec_lock);
+    int rc = gmtf_batch_encode(fs->codec, src, off, n, out, cap, doff);
+    /* The encoder's scratch (7.25 blocks per codec thread) would otherwise
+     * stay resident between flushes; making it again costs far less than
+     * a batch's encoding. */
+    gmtf_codec_trim(fs->codec);
+    pthread_mutex_unlock(&fs->codec_lock);
+    if (rc) {
+        free(out);
+        fs_log(fs, "encoding %zu blocks failed: %s", n, gmtf_strerror(rc));
+        return rc == -ENOMEM ? rc : -EIO;
+    }
+    *dst = out;
+    return 0;
+}
+
+/* A single-threaded codec of the pool that is free, or a new one; -1 when
+ * the pool is full and busy. Caller holds dpool_mtx. The pool has one
+ * codec less than the big one has threads: when all are busy, a single
+ * frame takes the big codec if it is free, so as many frames as there are
+ * threads still decode at once; each decoder keeps a few blocks of
+ * workspace resident, and batches have the big codec's too. */
+static int dpool_take(gmtf_fs *fs)
+{
+    for (unsigned i = 0; i < fs->ndpool; i++)
+        if (!(fs->dpool_busy >> i & 1))
+            return (int)i;
+    unsigned cap = fs->pool_max > 1 ? fs->pool_max - 1 : 1;
+    if (fs->ndpool < sizeof fs->dpool / sizeof *fs->dpool && fs->ndpool < cap) {
+        gmtf_codec_options co = {.threads = 1,
+                                 .mtf = fs->opt.mtf,
+                                 .max_block = fs->bs > SNAP_CHUNK ? fs->bs : SNAP_CHUNK};
+        if (gmtf_codec_create(&fs->dpool[fs->ndpool], &co) == 0)
+            return (int)fs->ndpool++;
+    }
+    return -1;
+}
+
+static int decode_on_big(gmtf_fs *fs, size_t n, const uint8_t *src, const uint64_t *foff,
+                         uint8_t *dst, const uint64_t *doff, int *status)
+{
+    int rc = gmtf_batch_decode(fs->codec, src, foff, n, dst, doff, status);
+    pthread_mutex_unlock(&fs->codec_lock);
+    return rc;
+}
+
+/* Decodes on the big codec when the batch has several frames and it is
+ * free, else on a single-threaded codec of the pool. */
+int codec_decode_batch(gmtf_fs *fs, size_t n, const uint8_t *src, const uint64_t *foff,
+                       uint8_t *dst, const uint64_t *doff, int *status)
+{
+    if (n > 1 && pthread_mutex_trylock(&fs->codec_lock) == 0)
+        return decode_on_big(fs, n, src, foff, dst, doff, status);
+    pthread_mutex_lock(&fs->dpool_mtx);
+    int slot;
+    while ((slot = dpool_take(fs)) < 0) {
+        if (pthread_mutex_trylock(&fs->codec_lock) == 0) {
+            pthread_mutex_unlock(&fs->dpool_mtx);
+            return decode_on_big(fs, n, src, foff, dst, doff, status);
+        }
+        if (fs->ndpool == 0) { /* no pool codec at all: wait for the big one */
+            pthread_mutex_unlock(&fs->dpool_mtx);
+            pthread_mutex_lock(&fs->codec_lock);
+            return decode_on_big(fs, n, src, foff, dst, doff, status);
+        }
+        pthread_cond_wait(&fs->dpool_cond, &fs->dpool_mtx);
+    }
+    fs->dpool_busy |= 1u << slot;
+    pthread_mutex_unlock(&fs->dpool_mtx);
+    int rc = gmtf_batch_decode(fs->dpool[slot], src, foff, n, dst, doff, status);
+    pthread_mutex_lock(&fs->dpool_mtx);
+    fs->dpool_busy &= ~(1u << slot);
+    pthread_cond_signal(&fs->dpool_cond);
+    pthread_mutex_unlock(&fs->dpool_mtx);
+    return rc;
+}
+
+int codec_decode_one(gmtf_fs *fs, const uint8_t *src, size_t len, uint8_t *dst, size_t dlen)
+{
+    uint64_t foff[2] = {0, len}, doff[2] = {0, dlen};
+    int st = 0;
+    int rc = codec_decode_batch(fs, 1, src, foff, dst, doff, &st);
+    return rc ? rc : st;
+}
+
+/* Makes the batch codec again for this image's block size. */
+int codec_resize(gmtf_fs *fs)
+{
+    gmtf_codec *c;
+    gmtf_codec_options co = {
+        .threads = gmtf_codec_threads(fs->codec), .mtf = fs->opt.mtf, .max_block = fs->bs};
+    int rc = gmtf_codec_create(&c, &co);
+    if (rc)
+        return rc == -ENOMEM ? rc : -EINVAL;
+    pthread_mutex_lock(&fs->codec_lock);
+    gmtf_codec_destroy(fs->codec);
+    fs->codec = c;
+    pthread_mutex_unlock(&fs->codec_lock);
+    return 0;
+}

@@ -1,0 +1,182 @@
+/* Reading frames: a frame's decoded bytes come from the cache (cache.c) or
+ * are read from the image and decoded (codec_pool.c), one frame for a read
+ * or a batch for read-ahead and verification. A frame read by several
+ * threads at once is decoded once (pending cache entries). */
+#include <stdio.h>
+
+#include "fs_internal.h"
+
+static int frame_check_header(gmtf_fs *fs, uint32_t id, const uint8_t *src)
+{
+    struct frame *f = &fs->frames[id];
+    gmtf_frame_info fi;
+    int rc = gmtf_frame_info_get(src, f->clen, &fi);
+    if (rc)
+        return rc;
+    if (fi.frame_len != f->clen || fi.orig_len != f->dlen || fi.data_crc != f->crc)
+        return GMTF_E_CORRUPT;
+    return 0;
+}
+
+/* Reads and decodes frames ids[0..n) in one batch. out[i] may hold a
+ * buffer of frame i's size to decode into, else NULL; on return it holds
+ * the decoded bytes, or NULL with status[i] saying why (a buffer given is
+ * freed). A batch (n > 1) decodes into scratch when given (the sum of the
+ * sizes), then is copied out. Returns 0, or -ENOMEM for the whole batch. */
+static int frames_decode(gmtf_fs *fs, const uint32_t *ids, size_t n, uint8_t **out, int *status,
+                         uint8_t *scratch)
+{
+    uint64_t *foff = malloc((n + 1) * sizeof *foff), *doff = malloc((n + 1) * sizeof *doff);
+    int *st2 = calloc(n, sizeof *st2);
+    uint8_t *src = NULL, *dst = NULL, *own = NULL;
+    int rc = 0;
+    if (!foff || !doff || !st2) {
+        rc = -ENOMEM;
+        goto out;
+    }
+    foff[0] = doff[0] = 0;
+    for (size_t i = 0; i < n; i++) {
+        foff[i + 1] = foff[i] + fs->frames[ids[i]].clen;
+        doff[i + 1] = doff[i] + fs->frames[ids[i]].dlen;
+    }
+    src = malloc(foff[n] ? foff[n] : 1);
+    if (n == 1 && !out[0])
+        out[0] =
+            malloc(cache_buf_cap(fs, (uint32_t)doff[1]) ? cache_buf_cap(fs, (uint32_t)doff[1]) : 1);
+    dst = n == 1 ? out[0] : scratch ? scratch : (own = malloc(doff[n] ? doff[n] : 1));
+    if (!src || !dst) {
+        rc = -ENOMEM;
+        goto out;
+    }
+    memset(src, 0, foff[n]); /* every byte is then read from the image or zeroed */
+    for (size_t i = 0; i < n; i++) {
+        struct frame *f = &fs->frames[ids[i]];
+        status[i] = img_read(fs, src + foff[i], f->clen, f->off);
+        if (!status[i])
+            status[i] = frame_check_header(fs, ids[i], src + foff[i]);
+        if (status[i]) /* keep the batch decodable: an empty frame stands in */
+            memset(src + foff[i], 0, f->clen);
+    }
+    codec_decode_batch(fs, n, src, foff, dst, doff, st2);
+    __atomic_add_fetch(&fs->frames_decoded, n, __ATOMIC_RELAXED);
+    for (size_t i = 0; i < n; i++) {
+        if (!status[i])
+            status[i] = st2[i];
+        if (status[i] || n == 1)
+            continue;
+        if (!out[i])
+            out[i] = malloc(cache_buf_cap(fs, (uint32_t)(doff[i + 1] - doff[i])));
+        if (out[i])
+            memcpy(out[i], dst + doff[i], doff[i + 1] - doff[i]);
+        else
+            status[i] = -ENOMEM;
+    }
+out:
+    for (size_t i = 0; i < n; i++) {
+        if (rc)
+            status[i] = rc;
+        if (status[i]) {
+            free(out[i]);
+            out[i] = NULL;
+        }
+    }
+    free(foff);
+    free(doff);
+    free(st2);
+    free(src);
+    free(own);
+    return rc;
+}
+
+int frame_copy(gmtf_fs *fs, uint32_t id, uint64_t ino, uint32_t blk, uint32_t off, uint32_t len,
+               void *dst)
+{
+    if (!frame_valid(fs, id) || (uint64_t)off + len > fs->frames[id].dlen)
+        return -EIO;
+    pthread_mutex_lock(&fs->cache_lock);
+    const uint8_t *hit = cache_get(fs, id);
+    if (hit) {
+        memcpy(dst, hit + off, len);
+        pthread_mutex_unlock(&fs->cache_lock);
+        return 0;
+    }
+    struct pending *p = pending_begin(fs, id);
+    uint8_t *buf = cache_recycle(fs, fs->frames[id].dlen);
+    pthread_mutex_unlock(&fs->cache_lock);
+    int status;
+    int rc = frames_decode(fs, &id, 1, &buf, &status, NULL);
+    if (!rc)
+        rc = status;
+    if (rc) {
+        pthread_mutex_lock(&fs->cache_lock);
+        pending_end(fs, p, id, NULL, 0);
+        pthread_mutex_unlock(&fs->cache_lock);
+        fs_log(fs, "inode %llu block %u: frame %u at offset %llu (%u bytes) unreadable: %s",
+               (unsigned long long)ino, blk, id, (unsigned long long)fs->frames[id].off,
+               fs->frames[id].clen, rc < -1000 ? gmtf_strerror(rc) : strerror(-rc));
+        return rc == -ENOMEM ? rc : -EIO;
+    }
+    memcpy(dst, buf + off, len);
+    pthread_mutex_lock(&fs->cache_lock);
+    pending_end(fs, p, id, buf, fs->frames[id].dlen);
+    pthread_mutex_unlock(&fs->cache_lock);
+    return 0;
+}
+
+int frames_prefetch(gmtf_fs *fs, const uint32_t *ids, size_t n)
+{
+    uint32_t want[64];
+    struct pending *pend[64];
+    size_t k = 0;
+    pthread_mutex_lock(&fs->cache_lock);
+    for (size_t i = 0; i < n && k < 64; i++) {
+        /* cached, pending (here too: a repeated id) or gone: not ours */
+        if (!frame_valid(fs, ids[i]) || cache_find(fs, ids[i]))
+            continue;
+        pend[k] = pending_begin(fs, ids[i]);
+        if (pend[k])
+            want[k++] = ids[i];
+    }
+    pthread_mutex_unlock(&fs->cache_lock);
+    /* As many frames at a time as the codec has threads: the decode runs
+     * as parallel as one big batch, each group is readable as soon as it
+     * is done, and the buffers in flight stay a few blocks. */
+    size_t step = fs->pool_max ? fs->pool_max : 1; /* the codec's threads, at most 16 */
+    uint8_t *scratch = k > 1 && step > 1 ? malloc(step * (size_t)fs->bs) : NULL;
+    int rc = 0;
+    for (size_t s = 0; s < k; s += step) {
+        size_t m = k - s < step ? k - s : step;
+        uint8_t *bufs[64];
+        int status[64];
+        pthread_mutex_lock(&fs->cache_lock);
+        for (size_t i = 0; i < m; i++)
+            bufs[i] = cache_recycle(fs, fs->frames[want[s + i]].dlen);
+        pthread_mutex_unlock(&fs->cache_lock);
+        if (rc) {
+            for (size_t i = 0; i < m; i++) {
+                free(bufs[i]);
+                bufs[i] = NULL;
+            }
+        } else {
+            rc = frames_decode(fs, want + s, m, bufs, status, scratch);
+        }
+        pthread_mutex_lock(&fs->cache_lock);
+        for (size_t i = 0; i < m; i++)
+            pending_end(fs, pend[s + i], want[s + i], bufs[i], fs->frames[want[s + i]].dlen);
+        pthread_mutex_unlock(&fs->cache_lock);
+    }
+    free(scratch);
+    return rc; /* errors of single frames are reported by the read that needs it */
+}
+
+int frames_verify(gmtf_fs *fs, const uint32_t *ids, size_t n, int *status)
+{
+    uint8_t **bufs = calloc(n, sizeof *bufs);
+    if (!bufs)
+        return -ENOMEM;
+    int rc = frames_decode(fs, ids, n, bufs, status, NULL);
+    for (size_t i = 0; i < n; i++)
+        free(bufs[i]);
+    free(bufs);
+    return rc;
+}

@@ -1,0 +1,515 @@
+/* Metadata records. Every change is one or more records: built here,
+ * applied to memory by rec_apply, and appended to the journal buffer. The
+ * snapshot is the same records describing the whole state, so mount,
+ * replay and live changes run the same code. Records from the image are
+ * untrusted: rec_apply checks every field. Also here: attribute changes
+ * that wait for a record (writes touch mtime and size many times between
+ * commits), and the deletion of an inode nobody uses. */
+#include <stdio.h>
+#include <sys/stat.h>
+
+#include "fs_internal.h"
+
+static int rec_emit(gmtf_fs *fs, wbuf *w)
+{
+    if (w->err) {
+        wb_free(w);
+        return -ENOMEM;
+    }
+    put_le32(w->p + 4, (uint32_t)(w->len - REC_HDR));
+    int rc = rec_apply(fs, w->p, w->len);
+    if (rc == 0 && !fs->loading) {
+        wbuf *j = &fs->jbuf;
+        if (j->len == 0 && !wb_reserve(j, JR_HDR_SIZE))
+            j->len = JR_HDR_SIZE; /* room for the chunk header */
+        wb_bytes(j, w->p, w->len);
+        if (j->err) {
+            fs_log(fs, "out of memory in the journal buffer");
+            rc = -ENOMEM;
+        }
+    }
+    wb_free(w);
+    return rc;
+}
+
+void rec_start(wbuf *w, uint16_t type)
+{
+    memset(w, 0, sizeof *w);
+    wb_u16(w, type);
+    wb_u16(w, 0);
+    wb_u32(w, 0);
+}
+
+void rec_put_inode(wbuf *w, const struct inode *in)
+{
+    wb_u64(w, in->ino);
+    wb_u64(w, in->gen);
+    wb_u32(w, in->mode);
+    wb_u32(w, in->uid);
+    wb_u32(w, in->gid);
+    wb_u32(w, in->nlink);
+    wb_u64(w, in->rdev);
+    wb_u64(w, (uint64_t)in->at_s);
+    wb_u32(w, in->at_ns);
+    wb_u64(w, (uint64_t)in->mt_s);
+    wb_u32(w, in->mt_ns);
+    wb_u64(w, (uint64_t)in->ct_s);
+    wb_u32(w, in->ct_ns);
+    wb_u64(w, in->parent);
+    wb_u64(w, in->sortkey);
+}
+
+int rec_inode(gmtf_fs *fs, const struct inode *in)
+{
+    wbuf w;
+    rec_start(&w, R_INODE);
+    rec_put_inode(&w, in);
+    return rec_emit(fs, &w);
+}
+
+int rec_inode_new(gmtf_fs *fs, uint64_t ino, uint64_t gen, uint32_t mode, uint32_t uid,
+                  uint32_t gid, uint64_t rdev, uint64_t parent, uint64_t sortkey)
+{
+    struct inode t = {.ino = ino,
+                      .gen = gen,
+                      .mode = mode,
+                      .uid = uid,
+                      .gid = gid,
+                      .rdev = rdev,
+                      .parent = parent,
+                      .sortkey = sortkey};
+    t.nlink = S_ISDIR(mode) ? 2 : 1;
+    now_ts(&t.at_s, &t.at_ns);
+    t.mt_s = t.ct_s = t.at_s;
+    t.mt_ns = t.ct_ns = t.at_ns;
+    return rec_inode(fs, &t);
+}
+
+int rec_size(gmtf_fs *fs, uint64_t ino, uint64_t size)
+{
+    wbuf w;
+    rec_start(&w, R_SIZE);
+    wb_u64(&w, ino);
+    wb_u64(&w, size);
+    return rec_emit(fs, &w);
+}
+
+int rec_idel(gmtf_fs *fs, uint64_t ino)
+{
+    wbuf w;
+    rec_start(&w, R_IDEL);
+    wb_u64(&w, ino);
+    return rec_emit(fs, &w);
+}
+
+int rec_dadd(gmtf_fs *fs, uint64_t parent, uint64_t ino, uint64_t cookie, const char *name,
+             size_t n)
+{
+    wbuf w;
+    rec_start(&w, R_DADD);
+    wb_u64(&w, parent);
+    wb_u64(&w, ino);
+    wb_u64(&w, cookie);
+    wb_u16(&w, (uint16_t)n);
+    wb_bytes(&w, name, n);
+    return rec_emit(fs, &w);
+}
+
+int rec_ddel(gmtf_fs *fs, uint64_t parent, const char *name, size_t n)
+{
+    wbuf w;
+    rec_start(&w, R_DDEL);
+    wb_u64(&w, parent);
+    wb_u16(&w, (uint16_t)n);
+    wb_bytes(&w, name, n);
+    return rec_emit(fs, &w);
+}
+
+int rec_link(gmtf_fs *fs, uint64_t ino, const char *target, size_t n)
+{
+    wbuf w;
+    rec_start(&w, R_LINK);
+    wb_u64(&w, ino);
+    wb_u32(&w, (uint32_t)n);
+    wb_bytes(&w, target, n);
+    return rec_emit(fs, &w);
+}
+
+int rec_xattr(gmtf_fs *fs, uint64_t ino, const uint8_t *blob, uint32_t len)
+{
+    wbuf w;
+    rec_start(&w, R_XATTR);
+    wb_u64(&w, ino);
+    wb_u32(&w, len);
+    wb_bytes(&w, blob, len);
+    return rec_emit(fs, &w);
+}
+
+int rec_frame(gmtf_fs *fs, uint32_t id, uint64_t off, uint32_t clen, uint32_t dlen, uint32_t crc)
+{
+    wbuf w;
+    rec_start(&w, R_FRAME);
+    wb_u32(&w, id);
+    wb_u64(&w, off);
+    wb_u32(&w, clen);
+    wb_u32(&w, dlen);
+    wb_u32(&w, crc);
+    return rec_emit(fs, &w);
+}
+
+int rec_ext(gmtf_fs *fs, uint64_t ino, uint32_t blk, uint32_t frame, uint32_t off, uint32_t len)
+{
+    wbuf w;
+    rec_start(&w, R_EXT);
+    wb_u64(&w, ino);
+    wb_u32(&w, blk);
+    wb_u32(&w, frame);
+    wb_u32(&w, off);
+    wb_u32(&w, len);
+    return rec_emit(fs, &w);
+}
+
+int rec_stage(gmtf_fs *fs, uint64_t ino, uint32_t blk, uint32_t off, const uint8_t *data,
+              uint32_t len)
+{
+    wbuf w;
+    rec_start(&w, R_STAGE);
+    wb_u64(&w, ino);
+    wb_u32(&w, blk);
+    wb_u32(&w, off);
+    wb_u32(&w, len);
+    wb_bytes(&w, data, len);
+    return rec_emit(fs, &w);
+}
+
+void rec_attr_dirty(gmtf_fs *fs, struct inode *in)
+{
+    if (in->attr_dirty || fs->loading)
+        return;
+    if (fs->nadirty == fs->adirty_cap) {
+        size_t cap = fs->adirty_cap ? fs->adirty_cap * 2 : 256;
+        uint64_t *v = realloc(fs->adirty, cap * sizeof *v);
+        if (!v) { /* record it now instead */
+            rec_inode(fs, in);
+            rec_size(fs, in->ino, in->size);
+            return;
+        }
+        fs->adirty = v;
+        fs->adirty_cap = cap;
+    }
+    in->attr_dirty = 1;
+    fs->adirty[fs->nadirty++] = in->ino;
+}
+
+/* Writes records for attributes changed by writes (size, mtime). */
+int rec_attr_emit(gmtf_fs *fs)
+{
+    int rc = 0;
+    for (size_t i = 0; i < fs->nadirty; i++) {
+        struct inode *in = inode_get(fs, fs->adirty[i]);
+        if (!in || !in->attr_dirty)
+            continue;
+        in->attr_dirty = 0;
+        int r = rec_inode(fs, in);
+        if (!r && S_ISREG(in->mode))
+            r = rec_size(fs, in->ino, in->size);
+        if (r && !rc)
+            rc = r;
+    }
+    fs->nadirty = 0;
+    return rc;
+}
+
+/* Frees an inode that has no links, opens or kernel references. */
+void rec_idel_unused(gmtf_fs *fs, struct inode *in)
+{
+    if (in->nlink || in->nopen || in->nlookup)
+        return;
+    rec_idel(fs, in->ino);
+}
+
+/* Frees an inode and everything it holds (dirty blocks, block map,
+ * directory entries, target, xattrs). No record: the caller's IDEL record
+ * (or the load's cleanup) is why. */
+void inode_drop(gmtf_fs *fs, struct inode *in)
+{
+    dirty_drop_inode(fs, in, 0);
+    if (S_ISREG(in->mode)) {
+        blockmap_free(fs, in);
+    } else if (S_ISDIR(in->mode)) {
+        for (uint32_t i = 0; i < in->u.dir.n; i++)
+            if (in->u.dir.v[i])
+                dent_remove(fs, in, in->u.dir.v[i]);
+        free(in->u.dir.v);
+    } else if (S_ISLNK(in->mode)) {
+        free(in->u.target);
+    }
+    free(in->xattr);
+    inode_table_remove(fs, in);
+}
+
+int xattr_blob_check(const uint8_t *b, uint32_t len)
+{
+    uint32_t pos = 0;
+    if (len > XATTR_BLOB_MAX)
+        return -EUCLEAN;
+    while (pos < len) {
+        if (len - pos < 5)
+            return -EUCLEAN;
+        uint32_t nl = b[pos], vl = get_le32(b + pos + 1);
+        if (nl == 0 || vl > GMTF_FS_XATTR_SIZE_MAX || len - pos - 5 < nl + (uint64_t)vl ||
+            memchr(b + pos + 5, 0, nl))
+            return -EUCLEAN;
+        pos += 5 + nl + vl;
+    }
+    return 0;
+}
+
+static int valid_type(uint32_t mode)
+{
+    switch (mode & S_IFMT) {
+    case S_IFREG:
+    case S_IFDIR:
+    case S_IFLNK:
+    case S_IFIFO:
+    case S_IFSOCK:
+    case S_IFCHR:
+    case S_IFBLK: return 1;
+    }
+    return 0;
+}
+
+static int apply_inode(gmtf_fs *fs, rbuf *r)
+{
+    struct inode t;
+    t.ino = rb_u64(r);
+    t.gen = rb_u64(r);
+    t.mode = rb_u32(r);
+    t.uid = rb_u32(r);
+    t.gid = rb_u32(r);
+    t.nlink = rb_u32(r);
+    t.rdev = rb_u64(r);
+    t.at_s = (int64_t)rb_u64(r);
+    t.at_ns = rb_u32(r);
+    t.mt_s = (int64_t)rb_u64(r);
+    t.mt_ns = rb_u32(r);
+    t.ct_s = (int64_t)rb_u64(r);
+    t.ct_ns = rb_u32(r);
+    t.parent = rb_u64(r);
+    t.sortkey = rb_u64(r);
+    if (r->err || !valid_type(t.mode) || t.at_ns >= 1000000000u || t.mt_ns >= 1000000000u ||
+        t.ct_ns >= 1000000000u)
+        return -EUCLEAN;
+    struct inode *in = inode_get(fs, t.ino);
+    if (in && (in->mode & S_IFMT) != (t.mode & S_IFMT))
+        return -EUCLEAN;
+    if (!in && !(in = inode_create_mem(fs, t.ino, t.mode)))
+        return t.ino == 0 || t.ino > (1ull << 40) ? -EUCLEAN : -ENOMEM;
+    in->gen = t.gen;
+    in->mode = t.mode;
+    in->uid = t.uid;
+    in->gid = t.gid;
+    in->nlink = t.nlink;
+    in->rdev = t.rdev;
+    in->at_s = t.at_s;
+    in->at_ns = t.at_ns;
+    in->mt_s = t.mt_s;
+    in->mt_ns = t.mt_ns;
+    in->ct_s = t.ct_s;
+    in->ct_ns = t.ct_ns;
+    in->parent = t.parent;
+    in->sortkey = t.sortkey;
+    if (t.gen >= fs->next_gen)
+        fs->next_gen = t.gen + 1;
+    return 0;
+}
+
+static int apply_size(gmtf_fs *fs, rbuf *r)
+{
+    uint64_t ino = rb_u64(r), size = rb_u64(r);
+    struct inode *in = inode_get(fs, ino);
+    if (r->err || size > (uint64_t)fs->bs * 0xffffffffull)
+        return -EUCLEAN;
+    if (!in && fs->loading)
+        return 0;
+    if (!in || !S_ISREG(in->mode))
+        return -EUCLEAN;
+    if (size < in->size) {
+        blockmap_truncate(fs, in, size);
+        dirty_truncate(fs, in, size);
+    }
+    in->size = size;
+    return 0;
+}
+
+static int apply_dadd(gmtf_fs *fs, rbuf *r)
+{
+    uint64_t parent = rb_u64(r), ino = rb_u64(r), cookie = rb_u64(r);
+    uint16_t n = rb_u16(r);
+    const char *name = (const char *)rb_bytes(r, n);
+    struct inode *dir = inode_get(fs, parent);
+    if (r->err || !dir || !S_ISDIR(dir->mode) || cookie < 3 || ino == 0)
+        return -EUCLEAN;
+    int rc = dent_insert(fs, dir, ino, cookie, name, n);
+    return rc == -EINVAL || rc == -EEXIST ? -EUCLEAN : rc;
+}
+
+static int apply_ddel(gmtf_fs *fs, rbuf *r)
+{
+    uint64_t parent = rb_u64(r);
+    uint16_t n = rb_u16(r);
+    const char *name = (const char *)rb_bytes(r, n);
+    struct inode *dir = inode_get(fs, parent);
+    if (r->err || !dir || !S_ISDIR(dir->mode))
+        return -EUCLEAN;
+    struct dent *d = dent_find(fs, parent, name, n);
+    if (!d)
+        return -EUCLEAN;
+    return dent_remove(fs, dir, d);
+}
+
+static int apply_link(gmtf_fs *fs, rbuf *r)
+{
+    uint64_t ino = rb_u64(r);
+    uint32_t n = rb_u32(r);
+    const uint8_t *p = rb_bytes(r, n);
+    struct inode *in = inode_get(fs, ino);
+    if (r->err || !in || !S_ISLNK(in->mode) || n == 0 || n > 4095 || memchr(p, 0, n))
+        return -EUCLEAN;
+    char *t = malloc(n + 1);
+    if (!t)
+        return -ENOMEM;
+    memcpy(t, p, n);
+    t[n] = 0;
+    free(in->u.target);
+    in->u.target = t;
+    return 0;
+}
+
+static int apply_xattr(gmtf_fs *fs, rbuf *r)
+{
+    uint64_t ino = rb_u64(r);
+    uint32_t n = rb_u32(r);
+    const uint8_t *p = rb_bytes(r, n);
+    struct inode *in = inode_get(fs, ino);
+    if (r->err || !in || xattr_blob_check(p, n))
+        return -EUCLEAN;
+    uint8_t *b = NULL;
+    if (n && !(b = malloc(n)))
+        return -ENOMEM;
+    if (n)
+        memcpy(b, p, n);
+    free(in->xattr);
+    in->xattr = b;
+    in->xlen = n;
+    return 0;
+}
+
+static int apply_ext(gmtf_fs *fs, rbuf *r)
+{
+    uint64_t ino = rb_u64(r);
+    uint32_t blk = rb_u32(r), frame = rb_u32(r), off = rb_u32(r), len = rb_u32(r);
+    struct inode *in = inode_get(fs, ino);
+    if (r->err)
+        return -EUCLEAN;
+    if (!in && fs->loading)
+        return 0; /* an unlinked, open file's data: gone with the crash */
+    if (!in || !S_ISREG(in->mode))
+        return -EUCLEAN;
+    if (frame) {
+        if (!frame_valid(fs, frame) || len == 0 || len > fs->bs ||
+            (uint64_t)off + len > fs->frames[frame].dlen)
+            return -EUCLEAN;
+    } else if (off || len) {
+        return -EUCLEAN;
+    }
+    if (fs->loading) { /* the mapping supersedes data staged for the block */
+        struct dblock *d = dirty_find(fs, ino, blk);
+        if (d)
+            dirty_drop(fs, d);
+    }
+    return blockmap_set(fs, in, blk, frame, off, len);
+}
+
+int rec_apply(gmtf_fs *fs, const uint8_t *rec, size_t len)
+{
+    if (len < REC_HDR)
+        return -EUCLEAN;
+    uint16_t type = (uint16_t)(rec[0] | rec[1] << 8);
+    uint32_t blen = get_le32(rec + 4);
+    if (blen != len - REC_HDR)
+        return -EUCLEAN;
+    rbuf r = {rec + REC_HDR, blen, 0, 0};
+    int rc;
+    switch (type) {
+    case R_INODE: rc = apply_inode(fs, &r); break;
+    case R_SIZE: rc = apply_size(fs, &r); break;
+    case R_IDEL: {
+        struct inode *in = inode_get(fs, rb_u64(&r));
+        if (r.err)
+            return -EUCLEAN;
+        if (in)
+            inode_drop(fs, in);
+        rc = 0;
+        break;
+    }
+    case R_DADD: rc = apply_dadd(fs, &r); break;
+    case R_DDEL: rc = apply_ddel(fs, &r); break;
+    case R_LINK: rc = apply_link(fs, &r); break;
+    case R_XATTR: rc = apply_xattr(fs, &r); break;
+    case R_FRAME: {
+        uint32_t id = rb_u32(&r);
+        uint64_t off = rb_u64(&r);
+        uint32_t clen = rb_u32(&r), dlen = rb_u32(&r), crc = rb_u32(&r);
+        if (r.err)
+            return -EUCLEAN;
+        rc = frame_set(fs, id, off, clen, dlen, crc);
+        break;
+    }
+    case R_EXT: rc = apply_ext(fs, &r); break;
+    case R_STAGE: {
+        uint64_t ino = rb_u64(&r);
+        uint32_t blk = rb_u32(&r), off = rb_u32(&r), n = rb_u32(&r);
+        const uint8_t *data = rb_bytes(&r, n);
+        struct inode *in = inode_get(fs, ino);
+        if (r.err || off > fs->bs || n > fs->bs - off)
+            return -EUCLEAN;
+        if (!fs->loading) /* live: the bytes are already in the dirty block */
+            return 0;
+        if (!in)
+            return 0;
+        if (!S_ISREG(in->mode))
+            return -EUCLEAN;
+        rc = dirty_stage_apply(fs, in, blk, off, data, n);
+        break;
+    }
+    default: return -EUCLEAN;
+    }
+    if (rc == 0 && r.pos != r.len)
+        rc = -EUCLEAN; /* trailing bytes: not a record we wrote */
+    return rc;
+}
+
+int rec_apply_all(gmtf_fs *fs, const uint8_t *p, size_t len)
+{
+    size_t pos = 0;
+    int first = 0;
+    while (pos < len) {
+        if (len - pos < REC_HDR)
+            return first ? first : -EUCLEAN;
+        size_t rl = REC_HDR + (size_t)get_le32(p + pos + 4);
+        if (rl > len - pos)
+            return first ? first : -EUCLEAN;
+        int rc = rec_apply(fs, p + pos, rl);
+        if (rc) {
+            fs->corrupt_records++;
+            if (!first)
+                first = rc;
+            if (rc == -ENOMEM)
+                return rc;
+        }
+        fs->replayed++;
+        pos += rl;
+    }
+    return first;
+}

@@ -1,0 +1,273 @@
+/* The metadata snapshot: the whole state as records (record.c), cut into
+ * chunks of at most SNAP_CHUNK bytes that never split a record, each chunk
+ * one codec frame, behind a checksummed header (docs/format.md). Loading
+ * applies the records as the journal's are applied. */
+#include <stdio.h>
+#include <sys/stat.h>
+
+#include "fs_internal.h"
+
+typedef struct snapw {
+    wbuf *w;
+    size_t chunk, start;
+    uint32_t *ends;
+    size_t n, cap;
+    int err;
+} snapw;
+
+static void snap_add(snapw *s, wbuf *rec)
+{
+    if (rec->err) {
+        s->err = -ENOMEM;
+        wb_free(rec);
+        return;
+    }
+    put_le32(rec->p + 4, (uint32_t)(rec->len - REC_HDR));
+    /* Records never straddle chunks: each chunk is decoded and applied alone. */
+    if (s->w->len > s->start && s->w->len - s->start + rec->len > s->chunk) {
+        if (s->n == s->cap) {
+            size_t cap = s->cap ? s->cap * 2 : 64;
+            uint32_t *v = realloc(s->ends, cap * sizeof *v);
+            if (!v) {
+                s->err = -ENOMEM;
+                wb_free(rec);
+                return;
+            }
+            s->ends = v;
+            s->cap = cap;
+        }
+        s->ends[s->n++] = (uint32_t)s->w->len;
+        s->start = s->w->len;
+    }
+    wb_bytes(s->w, rec->p, rec->len);
+    wb_free(rec);
+}
+
+int snapshot_serialize(gmtf_fs *fs, wbuf *w, size_t chunk, uint32_t **chunk_ends, size_t *nchunks)
+{
+    snapw s = {.w = w, .chunk = chunk};
+    wbuf r;
+    for (uint32_t id = 1; id < fs->nframes; id++) {
+        struct frame *f = &fs->frames[id];
+        if (!f->clen || !f->refs)
+            continue;
+        rec_start(&r, R_FRAME);
+        wb_u32(&r, id);
+        wb_u64(&r, f->off);
+        wb_u32(&r, f->clen);
+        wb_u32(&r, f->dlen);
+        wb_u32(&r, f->crc);
+        snap_add(&s, &r);
+    }
+    for (uint64_t ino = 1; ino < fs->itab_cap; ino++) {
+        struct inode *in = fs->itab[ino];
+        if (!in || in->nlink == 0)
+            continue; /* unlinked but open: not part of the durable tree */
+        rec_start(&r, R_INODE);
+        rec_put_inode(&r, in);
+        snap_add(&s, &r);
+        if (S_ISREG(in->mode)) {
+            rec_start(&r, R_SIZE);
+            wb_u64(&r, ino);
+            wb_u64(&r, in->size);
+            snap_add(&s, &r);
+            for (uint32_t i = 0; i < in->u.ext.n; i++) {
+                struct fref *e = &in->u.ext.v[i];
+                rec_start(&r, R_EXT);
+                wb_u64(&r, ino);
+                wb_u32(&r, e->blk);
+                wb_u32(&r, e->frame);
+                wb_u32(&r, e->off);
+                wb_u32(&r, e->len);
+                snap_add(&s, &r);
+            }
+        } else if (S_ISLNK(in->mode) && in->u.target) {
+            size_t n = strlen(in->u.target);
+            rec_start(&r, R_LINK);
+            wb_u64(&r, ino);
+            wb_u32(&r, (uint32_t)n);
+            wb_bytes(&r, in->u.target, n);
+            snap_add(&s, &r);
+        }
+        if (in->xlen) {
+            rec_start(&r, R_XATTR);
+            wb_u64(&r, ino);
+            wb_u32(&r, in->xlen);
+            wb_bytes(&r, in->xattr, in->xlen);
+            snap_add(&s, &r);
+        }
+    }
+    for (uint64_t ino = 1; ino < fs->itab_cap; ino++) {
+        struct inode *in = fs->itab[ino];
+        if (!in || !S_ISDIR(in->mode) || in->nlink == 0)
+            continue;
+        for (uint32_t i = 0; i < in->u.dir.n; i++) {
+            struct dent *d = in->u.dir.v[i];
+            if (!d)
+                continue;
+            rec_start(&r, R_DADD);
+            wb_u64(&r, ino);
+            wb_u64(&r, d->ino);
+            wb_u64(&r, d->cookie);
+            wb_u16(&r, d->namelen);
+            wb_bytes(&r, d->name, d->namelen);
+            snap_add(&s, &r);
+        }
+    }
+    if (!s.err && w->err)
+        s.err = -ENOMEM;
+    if (!s.err && w->len > s.start) {
+        wbuf dummy = {0};
+        (void)dummy;
+        if (s.n == s.cap) {
+            uint32_t *v = realloc(s.ends, (s.cap + 1) * sizeof *v);
+            if (!v)
+                s.err = -ENOMEM;
+            else
+                s.ends = v;
+        }
+        if (!s.err)
+            s.ends[s.n++] = (uint32_t)w->len;
+    }
+    if (s.err) {
+        free(s.ends);
+        return s.err;
+    }
+    *chunk_ends = s.ends;
+    *nchunks = s.n;
+    return 0;
+}
+
+int snapshot_write(gmtf_fs *fs, uint64_t gen, uint64_t *off, uint64_t *len)
+{
+    wbuf w = {0};
+    uint32_t *ends = NULL;
+    size_t nch = 0;
+    int rc = snapshot_serialize(fs, &w, SNAP_CHUNK, &ends, &nch);
+    if (rc)
+        return rc;
+    uint64_t *coff = malloc((nch + 1) * sizeof *coff), *doff = malloc((nch + 1) * sizeof *doff);
+    uint8_t *dst = NULL, *img = NULL;
+    if (!coff || !doff) {
+        rc = -ENOMEM;
+        goto out;
+    }
+    coff[0] = 0;
+    for (size_t i = 0; i < nch; i++)
+        coff[i + 1] = ends[i];
+    if (nch) {
+        rc = codec_encode(fs, w.p, coff, nch, &dst, doff);
+        if (rc)
+            goto out;
+    } else {
+        doff[0] = 0;
+    }
+    uint64_t total = SNAP_HDR_SIZE + doff[nch];
+    img = malloc(total);
+    if (!img) {
+        rc = -ENOMEM;
+        goto out;
+    }
+    memset(img, 0, SNAP_HDR_SIZE);
+    put_le32(img, SNAP_MAGIC);
+    put_le32(img + 4, FMT_VERSION);
+    put_le64(img + 8, gen);
+    put_le32(img + 16, (uint32_t)nch);
+    put_le64(img + 24, w.len);
+    put_le64(img + 32, doff[nch]);
+    put_le32(img + 40, gmtf_crc32c(0, w.p, w.len));
+    put_le32(img + 60, gmtf_crc32c(0, img, 60));
+    if (nch)
+        memcpy(img + SNAP_HDR_SIZE, dst, doff[nch]);
+    rc = alloc_space(fs, total, off);
+    if (rc)
+        goto out;
+    rc = img_write(fs, img, total, *off);
+    if (rc) {
+        alloc_release_now(fs, *off, total);
+        goto out;
+    }
+    *len = total;
+out:
+    wb_free(&w);
+    free(ends);
+    free(coff);
+    free(doff);
+    free(dst);
+    free(img);
+    return rc;
+}
+
+int snapshot_load(gmtf_fs *fs)
+{
+    const sb_info *sb = &fs->sb;
+    uint64_t size = 0;
+    if (!img_size(fs, &size) && sb->snap_off + sb->snap_len > size) {
+        fs_log(fs, "snapshot at %llu (%llu bytes) lies past the end of the image (%llu bytes)",
+               (unsigned long long)sb->snap_off, (unsigned long long)sb->snap_len,
+               (unsigned long long)size);
+        return -EUCLEAN;
+    }
+    uint8_t *img = malloc(sb->snap_len), *raw = NULL;
+    if (!img)
+        return -ENOMEM;
+    int rc = img_read(fs, img, sb->snap_len, sb->snap_off);
+    if (rc) {
+        fs_log(fs, "snapshot at %llu (%llu bytes) unreadable: %s", (unsigned long long)sb->snap_off,
+               (unsigned long long)sb->snap_len, strerror(-rc));
+        free(img);
+        return -EUCLEAN;
+    }
+    uint32_t nch = get_le32(img + 16);
+    uint64_t raw_len = get_le64(img + 24), flen = get_le64(img + 32);
+    if (get_le32(img) != SNAP_MAGIC || get_le32(img + 60) != gmtf_crc32c(0, img, 60) ||
+        get_le32(img + 4) != FMT_VERSION || get_le64(img + 8) != sb->gen ||
+        flen != sb->snap_len - SNAP_HDR_SIZE || raw_len > (uint64_t)nch * GMTF_BLOCK_MAX) {
+        fs_log(fs, "snapshot header at %llu damaged", (unsigned long long)sb->snap_off);
+        free(img);
+        return -EUCLEAN;
+    }
+    size_t raw_cap = 0; /* grown to the largest chunk seen */
+    uint64_t pos = SNAP_HDR_SIZE, got = 0;
+    uint32_t crc = 0;
+    fs->loading = 1;
+    for (uint32_t i = 0; i < nch && !rc; i++) {
+        gmtf_frame_info fi;
+        rc = gmtf_frame_info_get(img + pos, sb->snap_len - pos, &fi);
+        if (!rc && (fi.orig_len > GMTF_FS_BLOCK_MAX || fi.frame_len > sb->snap_len - pos))
+            rc = GMTF_E_CORRUPT;
+        if (!rc && fi.orig_len > raw_cap) {
+            uint8_t *r2 = realloc(raw, fi.orig_len);
+            if (!r2) {
+                rc = -ENOMEM;
+                break;
+            }
+            raw = r2;
+            raw_cap = fi.orig_len;
+        }
+        if (!rc)
+            rc = codec_decode_one(fs, img + pos, fi.frame_len, raw, fi.orig_len);
+        if (rc) {
+            fs_log(fs, "snapshot chunk %u at %llu: %s", i, (unsigned long long)(sb->snap_off + pos),
+                   gmtf_strerror(rc));
+            rc = -EUCLEAN;
+            break;
+        }
+        crc = gmtf_crc32c(crc, raw, fi.orig_len);
+        got += fi.orig_len;
+        int r = rec_apply_all(fs, raw, fi.orig_len);
+        if (r == -ENOMEM)
+            rc = r;
+        else if (r)
+            fs_log(fs, "snapshot chunk %u: a record does not apply (%s)", i, strerror(-r));
+        pos += fi.frame_len;
+    }
+    fs->loading = 0;
+    if (!rc && (got != raw_len || crc != get_le32(img + 40))) {
+        fs_log(fs, "snapshot at %llu: content checksum mismatch", (unsigned long long)sb->snap_off);
+        rc = -EUCLEAN;
+    }
+    free(raw);
+    free(img);
+    return rc;
+}
