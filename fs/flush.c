@@ -198,7 +198,8 @@ static int piece_still_valid(gmtf_fs *fs, const struct piece *p)
     return start < in->size && p->len <= in->size - start;
 }
 
-static int flush_pieces(gmtf_fs *fs, struct piece *p, size_t np, int unlocked)
+/* Notes what each piece is now, to recheck it after an unlocked encode. */
+static void pieces_note(struct piece *p, size_t np)
 {
     for (size_t i = 0; i < np; i++) {
         p[i].ino = p[i].in->ino;
@@ -206,11 +207,15 @@ static int flush_pieces(gmtf_fs *fs, struct piece *p, size_t np, int unlocked)
         p[i].blk = p[i].d->blk;
         p[i].ver = p[i].d->ver;
     }
-    /* Dedup first: inside this flush, then against earlier frames, but not
-     * against a frame that a block of this flush maps now: the records go
-     * out in piece order, and the one remapping that block may drop the
-     * frame's last reference before the one that would take a new one
-     * (replay would then meet a freed frame too). */
+}
+
+/* Finds pieces stored already: inside this flush (dup_of), then in earlier
+ * frames (group -1, dframe), but not in a frame that a block of this flush
+ * maps now: the records go out in piece order, and the one remapping that
+ * block may drop the frame's last reference before the one that would take
+ * a new one (replay would then meet a freed frame too). */
+static int pieces_dedup(gmtf_fs *fs, struct piece *p, size_t np)
+{
     uint32_t *busy = malloc((np + 1) * sizeof *busy);
     if (!busy)
         return -ENOMEM;
@@ -236,13 +241,15 @@ static int flush_pieces(gmtf_fs *fs, struct piece *p, size_t np, int unlocked)
         }
     }
     free(busy);
-    /* Group: whole blocks alone, small pieces packed in sort order. */
-    struct group *g = malloc((np + 1) * sizeof *g);
-    if (!g)
-        return -ENOMEM;
+    return 0;
+}
+
+/* Cuts the pieces to store into groups, one frame each: whole blocks
+ * alone, small pieces packed in sort order. Returns the group count. */
+static size_t pieces_group(gmtf_fs *fs, struct piece *p, size_t np, struct group *g)
+{
     size_t ng = 0;
     uint64_t raw = 0;
-    (void)raw;
     for (size_t i = 0; i < np; i++) {
         if (p[i].dup_of >= 0 || p[i].group == -1)
             continue;
@@ -256,8 +263,17 @@ static int flush_pieces(gmtf_fs *fs, struct piece *p, size_t np, int unlocked)
         g[ng - 1].len += p[i].len;
         raw += p[i].len;
     }
-    /* Encode in sub-batches, copying only one sub-batch's pieces at a time:
-     * memory stays at the dirty cache plus one sub-batch in and out. */
+    return ng;
+}
+
+/* Encodes and writes the groups in sub-batches, copying only one
+ * sub-batch's pieces at a time: memory stays at the dirty cache plus one
+ * sub-batch in and out. unlocked: one sub-batch only, encoded without the
+ * lock. *stored gets the number of groups written (all, unless unlocked);
+ * on failure nothing stays allocated. */
+static int groups_encode_store(gmtf_fs *fs, struct piece *p, size_t np, struct group *g, size_t ng,
+                               int unlocked, size_t *stored)
+{
     int rc = 0;
     size_t done = 0, pi = 0;
     while (!rc && done < ng) {
@@ -308,15 +324,20 @@ static int flush_pieces(gmtf_fs *fs, struct piece *p, size_t np, int unlocked)
         }
         done = k;
     }
-    /* Which pieces still hold (always all, unless the lock was dropped). */
-    size_t stored = rc ? 0 : done;
+    *stored = rc ? 0 : done;
+    return rc;
+}
+
+/* Which pieces still hold (always all, unless the lock was dropped), and
+ * which stored groups a valid piece maps; the others' space is free again. */
+static void pieces_recheck(gmtf_fs *fs, struct piece *p, size_t np, struct group *g, size_t ng,
+                           size_t stored, int unlocked)
+{
     for (size_t i = 0; i < np; i++) {
         int32_t gi = p[i].dup_of >= 0 ? p[p[i].dup_of].group : p[i].group;
-        p[i].valid =
-            !rc && (gi < 0 || (size_t)gi < stored) && (!unlocked || piece_still_valid(fs, &p[i]));
-        if (p[i].valid && p[i].group == -1) { /* the earlier frame must be unchanged */
+        p[i].valid = (gi < 0 || (size_t)gi < stored) && (!unlocked || piece_still_valid(fs, &p[i]));
+        if (p[i].valid && p[i].group == -1) /* the earlier frame must be unchanged */
             p[i].valid = frame_unchanged(fs, p[i].dframe, &p[i].dsnap);
-        }
         if (p[i].valid && p[i].dup_of >= 0) {
             struct piece *q = &p[p[i].dup_of];
             if (q->group == -1)
@@ -332,11 +353,17 @@ static int flush_pieces(gmtf_fs *fs, struct piece *p, size_t np, int unlocked)
         if (gi >= 0)
             g[gi].used = 1;
     }
-    for (size_t i = 0; !rc && i < stored; i++)
+    for (size_t i = 0; i < stored; i++)
         if (!g[i].used) /* written but nobody maps it now: plain free space */
             alloc_release_now(fs, g[i].img_off, g[i].clen);
-    if (!rc && ng)
-        rc = img_flush(fs); /* frames durable before any record names them */
+}
+
+/* Makes the stored frames durable, then records them and every valid
+ * piece's new mapping; those pieces leave the write-back cache. */
+static int pieces_record(gmtf_fs *fs, struct piece *p, size_t np, struct group *g, size_t ng,
+                         size_t stored)
+{
+    int rc = ng ? img_flush(fs) : 0; /* frames durable before any record names them */
     for (size_t i = 0; !rc && i < stored; i++) {
         if (!g[i].used)
             continue;
@@ -361,6 +388,24 @@ static int flush_pieces(gmtf_fs *fs, struct piece *p, size_t np, int unlocked)
         rc = rec_ext(fs, p[i].ino, p[i].blk, frame, off, p[i].len);
         if (!rc)
             dirty_drop(fs, p[i].d);
+    }
+    return rc;
+}
+
+static int flush_pieces(gmtf_fs *fs, struct piece *p, size_t np, int unlocked)
+{
+    pieces_note(p, np);
+    int rc = pieces_dedup(fs, p, np);
+    if (rc)
+        return rc;
+    struct group *g = malloc((np + 1) * sizeof *g);
+    if (!g)
+        return -ENOMEM;
+    size_t ng = pieces_group(fs, p, np, g), stored;
+    rc = groups_encode_store(fs, p, np, g, ng, unlocked, &stored);
+    if (!rc) {
+        pieces_recheck(fs, p, np, g, ng, stored, unlocked);
+        rc = pieces_record(fs, p, np, g, ng, stored);
     }
     free(g);
     return rc;

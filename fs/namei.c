@@ -333,13 +333,119 @@ static int move_dir(struct inode *in, struct inode *from, struct inode *to)
     return 0;
 }
 
+/* A rename's two names and what they name now. */
+struct rename_op {
+    uint64_t parent, newparent;
+    const char *name, *newname;
+    size_t n, nn;
+    struct inode *from, *to; /* the directories */
+    struct inode *src, *dst; /* dst: NULL when newname is free */
+    struct dent *sd, *dd;
+};
+
+static int rename_lookup(gmtf_fs *fs, struct rename_op *r)
+{
+    int rc = 0;
+    r->from = dir_get(fs, r->parent, &rc);
+    r->to = r->from ? dir_get(fs, r->newparent, &rc) : NULL;
+    if (!r->to)
+        return rc;
+    r->sd = dent_find(fs, r->parent, r->name, r->n);
+    r->dd = dent_find(fs, r->newparent, r->newname, r->nn);
+    if (!r->sd)
+        return -ENOENT;
+    r->src = inode_get(fs, r->sd->ino);
+    r->dst = r->dd ? inode_get(fs, r->dd->ino) : NULL;
+    if (!r->src || (r->dd && !r->dst))
+        return -EIO;
+    return 0;
+}
+
+/* Records the attributes of the inodes a rename touched. */
+static int rename_touch(gmtf_fs *fs, const struct rename_op *r, struct inode *moved)
+{
+    attr_touch(r->src, 0);
+    if (moved)
+        attr_touch(moved, 0);
+    attr_touch(r->from, 1);
+    attr_touch(r->to, 1);
+    int rc = rec_inode(fs, r->src);
+    if (!rc && moved)
+        rc = rec_inode(fs, moved);
+    if (!rc)
+        rc = rec_inode(fs, r->from);
+    if (!rc && r->to != r->from)
+        rc = rec_inode(fs, r->to);
+    return rc;
+}
+
+/* RENAME_EXCHANGE: both names exist; each takes the other's inode. */
+static int rename_exchange(gmtf_fs *fs, struct rename_op *r)
+{
+    if (!r->dd)
+        return -ENOENT;
+    if ((S_ISDIR(r->src->mode) && is_below(fs, r->newparent, r->src->ino)) ||
+        (S_ISDIR(r->dst->mode) && is_below(fs, r->parent, r->dst->ino)))
+        return -EINVAL;
+    rec_attr_emit(fs);
+    uint64_t si = r->src->ino, di = r->dst->ino;
+    int rc = rec_ddel(fs, r->parent, r->name, r->n);
+    if (!rc)
+        rc = rec_ddel(fs, r->newparent, r->newname, r->nn);
+    if (!rc)
+        rc = rec_dadd(fs, r->parent, di, r->from->u.dir.next, r->name, r->n);
+    if (!rc)
+        rc = rec_dadd(fs, r->newparent, si, r->to->u.dir.next, r->newname, r->nn);
+    if (rc)
+        return rc;
+    move_dir(r->src, r->from, r->to);
+    move_dir(r->dst, r->to, r->from);
+    return rename_touch(fs, r, r->dst);
+}
+
+/* May src replace dst (POSIX rename rules)? */
+static int rename_may_replace(const struct rename_op *r)
+{
+    if (S_ISDIR(r->src->mode) && !S_ISDIR(r->dst->mode))
+        return -ENOTDIR;
+    if (!S_ISDIR(r->src->mode) && S_ISDIR(r->dst->mode))
+        return -EISDIR;
+    if (S_ISDIR(r->dst->mode) && r->dst->u.dir.live)
+        return -ENOTEMPTY;
+    return 0;
+}
+
+/* The plain rename: newname (dropped first when it exists) names src. */
+static int rename_move(gmtf_fs *fs, struct rename_op *r)
+{
+    if (S_ISDIR(r->src->mode) && is_below(fs, r->newparent, r->src->ino))
+        return -EINVAL;
+    rec_attr_emit(fs);
+    int rc;
+    if (r->dd) {
+        if ((rc = rec_ddel(fs, r->newparent, r->newname, r->nn)))
+            return rc;
+        if ((rc = drop_link(fs, r->to, r->dst)))
+            return rc;
+    }
+    uint64_t si = r->src->ino;
+    rc = rec_ddel(fs, r->parent, r->name, r->n);
+    if (!rc)
+        rc = rec_dadd(fs, r->newparent, si, r->to->u.dir.next, r->newname, r->nn);
+    if (rc)
+        return rc;
+    move_dir(r->src, r->from, r->to);
+    return rename_touch(fs, r, NULL);
+}
+
 int gmtf_fs_rename(gmtf_fs *fs, uint64_t parent, const char *name, uint64_t newparent,
                    const char *newname, unsigned flags)
 {
-    size_t n, nn;
-    int rc = name_ok(name, &n);
+    struct rename_op r = {
+        .parent = parent, .newparent = newparent, .name = name, .newname = newname};
+    int rc = name_ok(name, &r.n);
     if (!rc)
-        rc = name_ok(newname, &nn);
+        rc = name_ok(newname, &r.nn);
     if (rc)
         return rc;
     if (fs->ro)
@@ -347,111 +453,20 @@ int gmtf_fs_rename(gmtf_fs *fs, uint64_t parent, const char *name, uint64_t newp
     if (flags & ~(GMTF_RENAME_NOREPLACE | GMTF_RENAME_EXCHANGE) ||
         (flags & GMTF_RENAME_NOREPLACE && flags & GMTF_RENAME_EXCHANGE))
         return -EINVAL;
-    if (is_dot(name, n) || is_dot(newname, nn))
+    if (is_dot(name, r.n) || is_dot(newname, r.nn))
         return -EBUSY;
     FS_WRLOCK(fs);
-    struct inode *from = dir_get(fs, parent, &rc), *to = from ? dir_get(fs, newparent, &rc) : NULL;
-    struct inode *src = NULL, *dst = NULL;
-    struct dent *sd = NULL, *dd = NULL;
-    if (!to)
-        goto out;
-    sd = dent_find(fs, parent, name, n);
-    dd = dent_find(fs, newparent, newname, nn);
-    if (!sd) {
-        rc = -ENOENT;
-        goto out;
-    }
-    src = inode_get(fs, sd->ino);
-    dst = dd ? inode_get(fs, dd->ino) : NULL;
-    if (!src || (dd && !dst)) {
-        rc = -EIO;
-        goto out;
-    }
-    if (sd == dd)
-        goto out;
-    if (flags & GMTF_RENAME_EXCHANGE) {
-        if (!dd) {
-            rc = -ENOENT;
-            goto out;
-        }
-        if ((S_ISDIR(src->mode) && is_below(fs, newparent, src->ino)) ||
-            (S_ISDIR(dst->mode) && is_below(fs, parent, dst->ino))) {
-            rc = -EINVAL;
-            goto out;
-        }
-        rec_attr_emit(fs);
-        uint64_t si = src->ino, di = dst->ino;
-        rc = rec_ddel(fs, parent, name, n);
-        if (!rc)
-            rc = rec_ddel(fs, newparent, newname, nn);
-        if (!rc)
-            rc = rec_dadd(fs, parent, di, from->u.dir.next, name, n);
-        if (!rc)
-            rc = rec_dadd(fs, newparent, si, to->u.dir.next, newname, nn);
-        if (rc)
-            goto out;
-        move_dir(src, from, to);
-        move_dir(dst, to, from);
-        attr_touch(src, 0);
-        attr_touch(dst, 0);
-        attr_touch(from, 1);
-        attr_touch(to, 1);
-        rc = rec_inode(fs, src);
-        if (!rc)
-            rc = rec_inode(fs, dst);
-        if (!rc)
-            rc = rec_inode(fs, from);
-        if (!rc && to != from)
-            rc = rec_inode(fs, to);
-        goto out;
-    }
-    if (dd) {
-        if (flags & GMTF_RENAME_NOREPLACE) {
-            rc = -EEXIST;
-            goto out;
-        }
-        if (src == dst) /* two links of one file: nothing to do */
-            goto out;
-        if (S_ISDIR(src->mode) && !S_ISDIR(dst->mode)) {
-            rc = -ENOTDIR;
-            goto out;
-        }
-        if (!S_ISDIR(src->mode) && S_ISDIR(dst->mode)) {
-            rc = -EISDIR;
-            goto out;
-        }
-        if (S_ISDIR(dst->mode) && dst->u.dir.live) {
-            rc = -ENOTEMPTY;
-            goto out;
-        }
-    }
-    if (S_ISDIR(src->mode) && is_below(fs, newparent, src->ino)) {
-        rc = -EINVAL;
-        goto out;
-    }
-    rec_attr_emit(fs);
-    if (dd) {
-        if ((rc = rec_ddel(fs, newparent, newname, nn)))
-            goto out;
-        if ((rc = drop_link(fs, to, dst)))
-            goto out;
-    }
-    uint64_t si = src->ino;
-    rc = rec_ddel(fs, parent, name, n);
-    if (!rc)
-        rc = rec_dadd(fs, newparent, si, to->u.dir.next, newname, nn);
-    if (rc)
-        goto out;
-    move_dir(src, from, to);
-    attr_touch(src, 0);
-    attr_touch(from, 1);
-    attr_touch(to, 1);
-    rc = rec_inode(fs, src);
-    if (!rc)
-        rc = rec_inode(fs, from);
-    if (!rc && to != from)
-        rc = rec_inode(fs, to);
-out:
+    rc = rename_lookup(fs, &r);
+    if (rc || r.sd == r.dd)
+        ; /* an error, or one name twice: nothing to do */
+    else if (flags & GMTF_RENAME_EXCHANGE)
+        rc = rename_exchange(fs, &r);
+    else if (r.dd && (flags & GMTF_RENAME_NOREPLACE))
+        rc = -EEXIST;
+    else if (r.dd && r.src == r.dst)
+        ; /* two links of one file: nothing to do */
+    else if (!r.dd || !(rc = rename_may_replace(&r)))
+        rc = rename_move(fs, &r);
     FS_UNLOCK(fs);
     return rc;
 }

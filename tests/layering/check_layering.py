@@ -1,7 +1,10 @@
 #!/usr/bin/env python3
 """Checks that the object files of a folder call each other one way.
 
-Usage: check_layering.py NAME README OBJ...
+Usage: check_layering.py NAME README INPUT...
+INPUT: an object file, a static library (its members), or a folder (its
+*.o files, as meson keeps a target's objects in BUILD/DIR/TARGET.p/);
+a glob pattern stands for what it matches.
 
 Builds the call graph of the objects from their symbols (nm: an object
 that leaves symbol S undefined calls the object that defines S), then
@@ -17,25 +20,45 @@ Every object must appear in the floors when the block exists, and every
 name in the floors must be an object (so the list cannot go stale).
 Prints the graph, one line per object, top floor first.
 """
+import glob
 import os
 import re
 import subprocess
 import sys
 
 
-def symbols(obj):
-    out = subprocess.run(["nm", "-P", obj], check=True, capture_output=True, text=True).stdout
-    defined, undefined = set(), set()
+def symbols(path):
+    """{object name: (defined, undefined)} for an object or an archive."""
+    out = subprocess.run(["nm", "-P", "-A", path], check=True, capture_output=True,
+                         text=True).stdout
+    objs = {}
     for line in out.splitlines():
-        parts = line.split()
+        head, _, rest = line.partition(": ")
+        parts = rest.split()
         if len(parts) < 2:
             continue
+        m = re.match(r".*\[(.*)\]$", head)
+        name = obj_name(m.group(1) if m else head)
+        defined, undefined = objs.setdefault(name, (set(), set()))
         sym, kind = parts[0], parts[1]
         if kind == "U":
             undefined.add(sym)
         elif kind in "TDBRVWGSC":
             defined.add(sym)
-    return defined, undefined
+    return objs
+
+
+def inputs(args):
+    for pattern in args:
+        for a in sorted(glob.glob(pattern)) if any(c in pattern for c in "*?[") else [pattern]:
+            yield from expand(a)
+
+
+def expand(a):
+    if os.path.isdir(a):
+        yield from sorted(os.path.join(a, f) for f in os.listdir(a) if f.endswith(".o"))
+    else:
+        yield a
 
 
 def obj_name(path):
@@ -93,11 +116,14 @@ def main():
     if len(sys.argv) < 4:
         print(__doc__)
         return 2
-    name, readme, objs = sys.argv[1], sys.argv[2], sys.argv[3:]
+    name, readme = sys.argv[1], sys.argv[2]
     defs, undefs = {}, {}
-    for o in objs:
-        n = obj_name(o)
-        defs[n], undefs[n] = symbols(o)
+    for path in inputs(sys.argv[3:]):
+        for n, (d, u) in symbols(path).items():
+            defs[n], undefs[n] = d, u
+    if not defs:
+        print(f"{name}: no objects found in {' '.join(sys.argv[3:])}")
+        return 1
     owner = {}
     for n, ds in defs.items():
         for s in ds:
