@@ -110,6 +110,7 @@ int fs_new(gmtf_image *img, const gmtf_fs_options *opt, uint32_t bs, gmtf_fs **o
     pthread_mutex_init(&fs->dpool_mtx, NULL);
     pthread_cond_init(&fs->dpool_cond, NULL);
     pthread_mutex_init(&fs->cache_lock, NULL);
+    pthread_cond_init(&fs->cache_cond, NULL);
     pthread_mutex_init(&fs->fl_mtx, NULL);
     pthread_cond_init(&fs->fl_cond, NULL);
     long ncpu = sysconf(_SC_NPROCESSORS_ONLN);
@@ -142,6 +143,7 @@ void fs_destroy(gmtf_fs *fs, int close_img)
     pthread_rwlock_destroy(&fs->lock);
     pthread_mutex_destroy(&fs->codec_lock);
     pthread_mutex_destroy(&fs->cache_lock);
+    pthread_cond_destroy(&fs->cache_cond);
     pthread_mutex_destroy(&fs->fl_mtx);
     pthread_cond_destroy(&fs->fl_cond);
     if (close_img)
