@@ -13,7 +13,8 @@
 #include <string.h>
 
 #include "bwt.h"
-#include "codec_internal.h"
+#include "byteorder.h"
+#include "frame.h"
 #include "rank_coder.h"
 
 size_t gmtf_frame_bound(size_t n)
@@ -142,13 +143,15 @@ long gmtf_frame_encode_ranks(const uint8_t *src, const uint8_t *ranks, size_t n,
 }
 
 long gmtf_frame_encode_ws(const gmtf_mtf_backend *mtf, gmtf_workspace *w, const uint8_t *src,
-                          size_t n, uint8_t *dst, size_t cap)
+                          size_t n, uint8_t *dst, size_t cap, uint32_t *data_crc)
 {
     if (n > w->max_block || n > GMTF_BLOCK_MAX)
         return -EINVAL;
     if (cap < gmtf_frame_bound(n))
         return -ENOSPC;
     uint32_t crc = gmtf_crc32c(0, src, n);
+    if (data_crc)
+        *data_crc = crc;
     long r = gmtf_frame_encode_special(src, n, dst, crc);
     if (r)
         return r;

@@ -102,6 +102,12 @@ uint64_t gmtf_batch_bound(const uint64_t *off, size_t count);
  * Returns 0 or a negative code (no partial result is promised then). */
 int gmtf_batch_encode(gmtf_codec *c, const uint8_t *src, const uint64_t *off, size_t count,
                       uint8_t *dst, uint64_t cap, uint64_t *dst_off);
+/* As gmtf_batch_encode; crc (count entries, may be NULL) also receives the
+ * CRC-32C of each block, the data checksum its frame carries
+ * (gmtf_frame_info.data_crc), so that a caller need not parse the frames
+ * it just made. */
+int gmtf_batch_encode_crc(gmtf_codec *c, const uint8_t *src, const uint64_t *off, size_t count,
+                          uint8_t *dst, uint64_t cap, uint64_t *dst_off, uint32_t *crc);
 
 /* Decodes count frames at src[foff[i] .. foff[i+1]) into dst, block i at
  * dst[doff[i] .. doff[i+1]) (the caller knows the sizes, e.g. from

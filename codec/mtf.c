@@ -2,7 +2,7 @@
 #include <pthread.h>
 #include <string.h>
 
-#include "codec_internal.h"
+#include "mtf.h"
 
 const gmtf_mtf_backend *const *gmtf_mtf_simd_list(size_t *count);
 const gmtf_mtf_backend *const *gmtf_mtf_gpu_list(size_t *count);
