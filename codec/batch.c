@@ -47,7 +47,7 @@ static void batch_encode_one(void *ctx, size_t i, unsigned worker)
         return;
     }
     size_t n = b->off[i + 1] - b->off[i];
-    long r = gmtf_frame_encode_ws(b->c->mtf, w, b->src + b->off[i], n, b->dst + b->slot[i],
+    long r = gmtf_frame_encode_ws(&b->c->mtf, w, b->src + b->off[i], n, b->dst + b->slot[i],
                                   gmtf_frame_bound(n), b->crc ? &b->crc[i] : NULL);
     if (r < 0)
         batch_set_err(&b->err, (int)r);
@@ -57,25 +57,28 @@ static void batch_encode_one(void *ctx, size_t i, unsigned worker)
 
 void gmtf_batch_stage_free(gmtf_codec *c)
 {
-    void (*release)(void *) = c->stage_pinned ? c->batch_mtf->host_free : free;
-    release(c->stage_a);
-    release(c->stage_b);
+    if (c->stage_pinned) {
+        gmtf_mtf_host_free(c->batch_mtf, c->stage_a);
+        gmtf_mtf_host_free(c->batch_mtf, c->stage_b);
+    } else {
+        free(c->stage_a);
+        free(c->stage_b);
+    }
     c->stage_a = c->stage_b = NULL;
     c->stage_cap = 0;
 }
 
 /* Grows the two staging buffers to n bytes each, from the batch backend's
- * host allocator when it has one (pinned memory doubles GPU transfers). */
+ * host allocator (pinned memory doubles GPU transfers), else malloc. */
 static int stage_reserve(gmtf_codec *c, uint64_t n)
 {
     if (n <= c->stage_cap)
         return 0;
     gmtf_batch_stage_free(c);
-    const gmtf_mtf_backend *b = c->batch_mtf;
-    c->stage_pinned = b && b->host_alloc && b->host_free;
+    c->stage_pinned = c->batch_mtf != NULL;
     if (c->stage_pinned) {
-        c->stage_a = b->host_alloc(n);
-        c->stage_b = b->host_alloc(n);
+        c->stage_a = gmtf_mtf_host_alloc(c->batch_mtf, n);
+        c->stage_b = gmtf_mtf_host_alloc(c->batch_mtf, n);
         if (!c->stage_a || !c->stage_b) {
             gmtf_batch_stage_free(c);
             c->stage_pinned = 0;
@@ -157,7 +160,7 @@ static void staged_encode_entropy(void *ctx, size_t i, unsigned worker)
     size_t n = s->off[i + 1] - s->off[i];
     uint8_t *ranks = s->c->stage_b + s->stage[i];
     if (s->mtf_failed)
-        s->c->mtf->encode(s->c->stage_a + s->stage[i], ranks, n);
+        gmtf_mtf_encode(&s->c->mtf, s->c->stage_a + s->stage[i], ranks, n);
     long r = gmtf_frame_encode_ranks(s->src + s->off[i], ranks, n, b->idx, b->crc,
                                      s->dst + s->slot[i], w->rank_ws);
     if (r < 0)
@@ -187,7 +190,7 @@ static int batch_encode_staged(gmtf_codec *c, const uint8_t *src, const uint64_t
                        .sb = sb};
     gmtf_pool_run(c->pool, staged_encode_bwt, &s, count);
     if (s.err == 0) {
-        s.mtf_failed = c->batch_mtf->batch_encode(c->stage_a, off, count, c->stage_b) < 0;
+        s.mtf_failed = gmtf_mtf_batch_encode(c->batch_mtf, c->stage_a, off, count, c->stage_b) < 0;
         gmtf_pool_run(c->pool, staged_encode_entropy, &s, count);
     }
     free(sb);
@@ -196,7 +199,7 @@ static int batch_encode_staged(gmtf_codec *c, const uint8_t *src, const uint64_t
 
 static int batch_use_staged(const gmtf_codec *c, uint64_t bytes)
 {
-    return c->batch_mtf && bytes >= c->batch_mtf->min_batch_bytes;
+    return c->batch_mtf && bytes >= c->batch_mtf->ops->min_batch_bytes;
 }
 
 int gmtf_batch_encode(gmtf_codec *c, const uint8_t *src, const uint64_t *off, size_t count,
@@ -227,7 +230,7 @@ int gmtf_batch_encode_crc(gmtf_codec *c, const uint8_t *src, const uint64_t *off
         pos += gmtf_frame_bound(off[i + 1] - off[i]);
     }
     struct batch_enc b = {c, src, off, dst, slot, len, crc, 0};
-    if (batch_use_staged(c, off[count]) && c->batch_mtf->batch_encode)
+    if (batch_use_staged(c, off[count]) && c->batch_mtf->ops->batch_encode)
         b.err = batch_encode_staged(c, src, off, count, dst, slot, len, crc);
     else
         gmtf_pool_run(c->pool, batch_encode_one, &b, count);
@@ -266,7 +269,7 @@ static void batch_decode_one(void *ctx, size_t i, unsigned worker)
         rc = -ENOMEM;
     } else {
         size_t cap = b->doff[i + 1] - b->doff[i];
-        long r = gmtf_frame_decode_ws(b->c->mtf, w, b->src + b->foff[i],
+        long r = gmtf_frame_decode_ws(&b->c->mtf, w, b->src + b->foff[i],
                                       b->foff[i + 1] - b->foff[i], b->dst + b->doff[i], cap);
         rc = r < 0 ? (int)r : (r == (long)cap ? 0 : GMTF_E_CORRUPT);
     }
@@ -313,7 +316,7 @@ static void staged_decode_bwt(void *ctx, size_t i, unsigned worker)
         return;
     }
     if (b->bwt && s->mtf_failed)
-        s->c->mtf->decode(s->c->stage_a + s->stage[i], out, b->fi.orig_len);
+        gmtf_mtf_decode(&s->c->mtf, s->c->stage_a + s->stage[i], out, b->fi.orig_len);
     long r = gmtf_frame_decode_end(out, s->dst + s->slot[i], &b->fi, b->idx, w->bwt_ws);
     s->status[i] = r < 0 ? (int)r : 0;
 }
@@ -347,7 +350,7 @@ static int batch_decode_staged(gmtf_codec *c, const uint8_t *src, const uint64_t
                        .status = status,
                        .sb = sb};
     gmtf_pool_run(c->pool, staged_decode_ranks, &s, count);
-    s.mtf_failed = c->batch_mtf->batch_decode(c->stage_a, stage, count, c->stage_b) < 0;
+    s.mtf_failed = gmtf_mtf_batch_decode(c->batch_mtf, c->stage_a, stage, count, c->stage_b) < 0;
     gmtf_pool_run(c->pool, staged_decode_bwt, &s, count);
     for (size_t i = 0; i < count && !s.err; i++)
         s.err = status[i];
@@ -363,7 +366,7 @@ int gmtf_batch_decode(gmtf_codec *c, const uint8_t *src, const uint64_t *foff, s
     for (size_t i = 0; i < count; i++)
         if (foff[i + 1] < foff[i] || doff[i + 1] < doff[i])
             return -EINVAL;
-    if (batch_use_staged(c, doff[count] - doff[0]) && c->batch_mtf->batch_decode) {
+    if (batch_use_staged(c, doff[count] - doff[0]) && c->batch_mtf->ops->batch_decode) {
         int *st = status ? status : calloc(count ? count : 1, sizeof *st);
         if (!st)
             return -ENOMEM;

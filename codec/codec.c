@@ -26,6 +26,26 @@ const char *gmtf_strerror(int err)
     }
 }
 
+/* The codec's MTF instances: the per-block backend's, and the batch
+ * backend's when that is another one (auto: simd per block, the GPU for
+ * large batches). */
+static int mtf_instances(gmtf_codec *c, const char *name, const gmtf_mtf_backend *mtf)
+{
+    int rc = gmtf_mtf_init(&c->mtf, mtf);
+    if (rc < 0)
+        return rc;
+    const gmtf_mtf_backend *batch = gmtf_mtf_batch_backend(name, mtf);
+    if (batch == mtf) {
+        c->batch_mtf = &c->mtf;
+    } else if (batch) {
+        rc = gmtf_mtf_init(&c->batch_inst, batch);
+        if (rc < 0)
+            return rc;
+        c->batch_mtf = &c->batch_inst;
+    }
+    return 0;
+}
+
 int gmtf_codec_create(gmtf_codec **out, const gmtf_codec_options *opt)
 {
     gmtf_codec_options o = {0};
@@ -43,22 +63,18 @@ int gmtf_codec_create(gmtf_codec **out, const gmtf_codec_options *opt)
     gmtf_codec *c = calloc(1, sizeof *c);
     if (!c)
         return -ENOMEM;
-    c->mtf = mtf;
-    c->batch_mtf = gmtf_mtf_batch_backend(o.mtf, mtf);
     c->max_block = o.max_block;
     c->threads = o.threads;
-    c->ws = calloc(o.threads, sizeof *c->ws);
-    if (!c->ws) {
-        free(c);
-        return -ENOMEM;
+    int rc = mtf_instances(c, o.mtf, mtf);
+    if (rc == 0) {
+        c->ws = calloc(o.threads, sizeof *c->ws);
+        rc = c->ws ? 0 : -ENOMEM;
     }
-    if (o.threads > 1) {
-        int rc = gmtf_pool_create(&c->pool, o.threads);
-        if (rc < 0) {
-            free(c->ws);
-            free(c);
-            return rc;
-        }
+    if (rc == 0 && o.threads > 1)
+        rc = gmtf_pool_create(&c->pool, o.threads);
+    if (rc < 0) {
+        gmtf_codec_destroy(c);
+        return rc;
     }
     *out = c;
     return 0;
@@ -69,16 +85,19 @@ void gmtf_codec_destroy(gmtf_codec *c)
     if (!c)
         return;
     gmtf_pool_destroy(c->pool);
-    for (unsigned i = 0; i < c->threads; i++)
-        gmtf_workspace_free(&c->ws[i]);
+    if (c->ws)
+        for (unsigned i = 0; i < c->threads; i++)
+            gmtf_workspace_free(&c->ws[i]);
     free(c->ws);
     gmtf_batch_stage_free(c);
+    gmtf_mtf_free(&c->batch_inst);
+    gmtf_mtf_free(&c->mtf);
     free(c);
 }
 
 const char *gmtf_codec_mtf_name(const gmtf_codec *c)
 {
-    return c->mtf->name;
+    return c->mtf.ops->name;
 }
 
 unsigned gmtf_codec_threads(const gmtf_codec *c)
@@ -97,7 +116,7 @@ long gmtf_frame_encode(gmtf_codec *c, const void *src, size_t n, void *dst, size
     gmtf_workspace *w = gmtf_codec_workspace_enc(c, 0);
     if (!w)
         return -ENOMEM;
-    return gmtf_frame_encode_ws(c->mtf, w, src, n, dst, cap, NULL);
+    return gmtf_frame_encode_ws(&c->mtf, w, src, n, dst, cap, NULL);
 }
 
 long gmtf_frame_decode(gmtf_codec *c, const void *src, size_t len, void *dst, size_t cap)
@@ -105,5 +124,5 @@ long gmtf_frame_decode(gmtf_codec *c, const void *src, size_t len, void *dst, si
     gmtf_workspace *w = gmtf_codec_workspace(c, 0);
     if (!w)
         return -ENOMEM;
-    return gmtf_frame_decode_ws(c->mtf, w, src, len, dst, cap);
+    return gmtf_frame_decode_ws(&c->mtf, w, src, len, dst, cap);
 }

@@ -13,8 +13,9 @@
 #include "threadpool.h"
 
 struct gmtf_codec {
-    const gmtf_mtf_backend *mtf;       /* per-block MTF */
-    const gmtf_mtf_backend *batch_mtf; /* batch hooks (GPU), NULL when none */
+    gmtf_mtf mtf;        /* per-block MTF instance */
+    gmtf_mtf batch_inst; /* the batch backend's instance when it is another one */
+    gmtf_mtf *batch_mtf; /* batch hooks (GPU): &mtf, &batch_inst or NULL when none */
     uint32_t max_block;
     unsigned threads;
     gmtf_pool *pool;    /* NULL when threads == 1 */
@@ -22,7 +23,7 @@ struct gmtf_codec {
     /* Staging buffers for batch MTF backends (grown, never shrunk; batch.c). */
     uint8_t *stage_a, *stage_b;
     uint64_t stage_cap;
-    int stage_pinned; /* staging came from batch_mtf->host_alloc */
+    int stage_pinned; /* staging came from gmtf_mtf_host_alloc(batch_mtf) */
 };
 
 /* Lazily allocates workspace i, for decoding (gmtf_codec_workspace) or

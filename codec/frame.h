@@ -52,15 +52,15 @@ int gmtf_frame_parse(const uint8_t *src, size_t len, gmtf_frame_info *info, unsi
 /* ---- one frame ---------------------------------------------------------- */
 
 /* Encodes src[0..n) into dst (cap >= gmtf_frame_bound(n)) with MTF
- * backend mtf and workspace w (encoder scratch present); *data_crc (may be
+ * instance mtf and workspace w (encoder scratch present); *data_crc (may be
  * NULL) gets the CRC-32C of src. Returns the frame length or a negative
  * code. */
-long gmtf_frame_encode_ws(const gmtf_mtf_backend *mtf, gmtf_workspace *w, const uint8_t *src,
-                          size_t n, uint8_t *dst, size_t cap, uint32_t *data_crc);
+long gmtf_frame_encode_ws(const gmtf_mtf *mtf, gmtf_workspace *w, const uint8_t *src, size_t n,
+                          uint8_t *dst, size_t cap, uint32_t *data_crc);
 /* Decodes the frame at src[0..len) into dst (cap bytes); returns the
  * original length or a negative code. */
-long gmtf_frame_decode_ws(const gmtf_mtf_backend *mtf, gmtf_workspace *w, const uint8_t *src,
-                          size_t len, uint8_t *dst, size_t cap);
+long gmtf_frame_decode_ws(const gmtf_mtf *mtf, gmtf_workspace *w, const uint8_t *src, size_t len,
+                          uint8_t *dst, size_t cap);
 
 /* ---- pieces, for the staged batch path ---------------------------------- */
 

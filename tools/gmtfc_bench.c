@@ -27,6 +27,7 @@
 #include "bwt.h"
 #include "gmtf_codec.h"
 #include "mtf.h"
+#include "mtf_bench.h"
 #include "rank_coder.h"
 
 #define MIN_RUN_SECONDS 0.05
@@ -73,9 +74,9 @@ typedef struct bench_file {
     int *status;
     void *bwt_ws, *rank_ws;
     saidx_t *sa;
-    const gmtf_mtf_backend *mtf; /* for the mtf passes */
-    gmtf_codec *codec;           /* for the codec passes */
-    size_t batch;                /* blocks per codec batch */
+    const gmtf_mtf *mtf; /* for the mtf passes */
+    gmtf_codec *codec;   /* for the codec passes */
+    size_t batch;        /* blocks per codec batch */
 } bench_file;
 
 typedef int (*pass_fn)(bench_file *f);
@@ -146,25 +147,25 @@ static int pass_ds_decode(bench_file *f)
 static int pass_mtf_encode(bench_file *f)
 {
     for (size_t i = 0; i < f->count; i++)
-        f->mtf->encode(f->bwt + f->off[i], f->scratch + f->off[i], block_len(f, i));
+        gmtf_mtf_encode(f->mtf, f->bwt + f->off[i], f->scratch + f->off[i], block_len(f, i));
     return 0;
 }
 
 static int pass_mtf_decode(bench_file *f)
 {
     for (size_t i = 0; i < f->count; i++)
-        f->mtf->decode(f->ranks + f->off[i], f->scratch + f->off[i], block_len(f, i));
+        gmtf_mtf_decode(f->mtf, f->ranks + f->off[i], f->scratch + f->off[i], block_len(f, i));
     return 0;
 }
 
 static int pass_mtf_batch_encode(bench_file *f)
 {
-    return f->mtf->batch_encode(f->bwt, f->off, f->count, f->scratch);
+    return gmtf_mtf_batch_encode(f->mtf, f->bwt, f->off, f->count, f->scratch);
 }
 
 static int pass_mtf_batch_decode(bench_file *f)
 {
-    return f->mtf->batch_decode(f->ranks, f->off, f->count, f->scratch);
+    return gmtf_mtf_batch_decode(f->mtf, f->ranks, f->off, f->count, f->scratch);
 }
 
 static int pass_zrle_encode(bench_file *f)
@@ -495,16 +496,16 @@ static int bench_bwt(const bench_opts *o, bench_file *f)
 }
 
 /* Device-resident rows of a batch backend: median of the device times. */
-static int bench_mtf_kernel(const bench_opts *o, bench_file *f, const gmtf_mtf_backend *be)
+static int bench_mtf_kernel(const bench_opts *o, bench_file *f, const gmtf_mtf *m)
 {
     char v[64];
-    snprintf(v, sizeof v, "%s/kernel", be->name);
+    snprintf(v, sizeof v, "%s/kernel", m->ops->name);
     for (int dec = 0; dec < 2; dec++) {
         double t[64];
         int runs = o->runs < 64 ? o->runs : 64;
         for (int r = 0; r < runs; r++) {
-            int rc =
-                be->batch_kernel(dec ? f->ranks : f->bwt, f->off, f->count, f->scratch, dec, &t[r]);
+            int rc = gmtf_mtf_bench_kernel(m, dec ? f->ranks : f->bwt, f->off, f->count, f->scratch,
+                                           dec, &t[r]);
             if (rc < 0) {
                 print_row(o, f,
                           &(row){"mtf", v, dec ? "decode" : "encode", 1, -1, 0, gmtf_strerror(rc)});
@@ -530,12 +531,14 @@ static int bench_mtf_kernel(const bench_opts *o, bench_file *f, const gmtf_mtf_b
 static int bench_mtf_backend(const bench_opts *o, bench_file *f, const char *name)
 {
     const gmtf_mtf_backend *be = gmtf_mtf_backend_find(name);
-    int bad = 0;
-    if (!be) {
-        print_row(o, f, &(row){"mtf", name, "encode", 1, -1, 0, "unavailable"});
+    gmtf_mtf m;
+    int bad = 0, rc = be ? gmtf_mtf_init(&m, be) : GMTF_E_BACKEND;
+    if (rc < 0) {
+        print_row(o, f,
+                  &(row){"mtf", name, "encode", 1, -1, 0, be ? gmtf_strerror(rc) : "unavailable"});
         return 0;
     }
-    f->mtf = be;
+    f->mtf = &m;
     bad |= measure(o, f, pass_mtf_encode, (row){"mtf", be->name, "encode", 1, 0, 0, 0});
     bad |= verify(f, f->scratch, f->ranks, f->size, "mtf encode (vs scalar)");
     bad |= measure(o, f, pass_mtf_decode, (row){"mtf", be->name, "decode", 1, 0, 0, 0});
@@ -546,7 +549,7 @@ static int bench_mtf_backend(const bench_opts *o, bench_file *f, const char *nam
     if (be->host_alloc && be->host_free) {
         int ok = 1;
         for (int k = 0; k < 3; k++)
-            ok &= (pin[k] = be->host_alloc(f->size ? f->size : 1)) != NULL;
+            ok &= (pin[k] = gmtf_mtf_host_alloc(&m, f->size ? f->size : 1)) != NULL;
         if (ok) {
             memcpy(pin[0], f->bwt, f->size);
             memcpy(pin[1], f->ranks, f->size);
@@ -561,12 +564,14 @@ static int bench_mtf_backend(const bench_opts *o, bench_file *f, const char *nam
         bad |= measure(o, f, pass_mtf_batch_decode, (row){"mtf", v, "decode", 1, 0, 0, 0});
         bad |= verify(f, f->scratch, f->bwt, f->size, "mtf batch");
     }
-    if (be->batch_kernel)
-        bad |= bench_mtf_kernel(o, f, be);
+    if (gmtf_mtf_bench_has_kernel(&m))
+        bad |= bench_mtf_kernel(o, f, &m);
     f->bwt = saved[0], f->ranks = saved[1], f->scratch = saved[2];
     for (int k = 0; k < 3; k++)
         if (pin[k])
-            be->host_free(pin[k]);
+            gmtf_mtf_host_free(&m, pin[k]);
+    f->mtf = NULL;
+    gmtf_mtf_free(&m);
     return bad;
 }
 
