@@ -12,6 +12,8 @@
  * Every decode result is checked against the original. */
 #include "gmtfc.h"
 
+#include "cli.h"
+
 #include <errno.h>
 #include <fcntl.h>
 #include <getopt.h>
@@ -736,8 +738,6 @@ static int parse_bench_options(int argc, char **argv, bench_opts *o)
         {NULL, 0, NULL, 0},
     };
     int c;
-    long v;
-    char *end;
     opterr = 0;
     optind = 1;
     while ((c = getopt_long(argc, argv, ":b:r:j:h", longs, NULL)) != -1) {
@@ -751,19 +751,17 @@ static int parse_bench_options(int argc, char **argv, bench_opts *o)
             }
             break;
         case 'b':
-            if (gmtfc_parse_size(optarg, &o->block_size) < 0) {
+            if (gmtfc_parse_block_size(optarg, &o->block_size) < 0) {
                 fprintf(stderr, "gmtfc bench: invalid block size '%s'\n", optarg);
                 return -1;
             }
             break;
         case 'r':
         case 'j':
-            v = strtol(optarg, &end, 10);
-            if (*optarg == '\0' || *end != '\0' || v < 1 || v > 1024) {
+            if (cli_parse_uint(optarg, 1, 1024, c == 'r' ? &o->runs : &o->threads) < 0) {
                 fprintf(stderr, "gmtfc bench: invalid -%c '%s'\n", c, optarg);
                 return -1;
             }
-            *(c == 'r' ? &o->runs : &o->threads) = (unsigned)v;
             break;
         case 'h': bench_usage(stdout); return 0;
         default:
@@ -785,10 +783,10 @@ int gmtfc_bench_main(int argc, char **argv)
     bench_opts o = {.block_size = GMTF_BLOCK_DEFAULT, .runs = 5, .threads = 1, .stages = STAGE_ALL};
     int first = parse_bench_options(argc, argv, &o);
     if (first <= 0)
-        return first == 0 ? 0 : 1;
+        return first == 0 ? CLI_EXIT_OK : CLI_EXIT_FAIL;
     if (o.mtf && strcmp(o.mtf, "all") != 0 && !gmtf_mtf_backend_find(o.mtf)) {
         fprintf(stderr, "gmtfc bench: unknown or unavailable MTF backend '%s'\n", o.mtf);
-        return 1;
+        return CLI_EXIT_FAIL;
     }
     int status = 0;
     for (int i = first; i < argc; i++)

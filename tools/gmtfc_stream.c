@@ -11,6 +11,7 @@
 #include <unistd.h>
 
 #include "byteorder.h"
+#include "cli.h"
 #include "gmtf_codec.h"
 
 struct gmtfc_stream {
@@ -102,6 +103,18 @@ static int write_out(int fd, const uint8_t *buf, size_t n, gmtfc_totals *t, gmtf
 }
 
 /* ---- context ------------------------------------------------------------- */
+
+int gmtfc_parse_block_size(const char *s, uint32_t *out)
+{
+    uint64_t v;
+    int rc = cli_parse_size(s, &v);
+    if (rc < 0)
+        return rc;
+    if (v < 1 || v > GMTF_BLOCK_MAX)
+        return -ERANGE;
+    *out = (uint32_t)v;
+    return 0;
+}
 
 size_t gmtfc_batch_blocks(uint32_t block_size, unsigned threads)
 {
