@@ -331,8 +331,9 @@ static void unescape_mountinfo(char *s)
     *w = '\0';
 }
 
-/* The kernel reads ahead 128 KiB on a FUSE mount; a block is 1 MiB, so a
- * sequential reader would ask for each block eight times over. The mount's
+/* The kernel reads ahead 128 KiB on a FUSE mount; a block is 2 MiB by
+ * default (64 KiB to 16 MiB), so a sequential reader would ask for each
+ * block 16 times over. The mount's
  * readahead is raised through its bdi in sysfs, once the kernel has taken
  * the INIT reply (which caps it at max_readahead): a thread waits for
  * op_init, then writes and checks. The device number comes from mountinfo
