@@ -28,8 +28,9 @@ enum { METHOD_ADAPTIVE = 0, METHOD_RANS = 1 };
  *
  * The fixed part, which is all a decoder touches: method 0's model, then
  * method 1's tables. Then the encoder's scratch for blocks of n bytes:
- * method 1's, then the method-0 trial (the payload method 0 would give,
- * kept while the choice is made). */
+ * method 1's (right behind its tables, as gmtf_rans_encode wants it), then
+ * the method-0 trial (the payload method 0 would give, kept while the
+ * choice is made). */
 
 static size_t fixed_bytes(void)
 {
@@ -57,11 +58,6 @@ static void *ws_adaptive(void *ws)
 static void *ws_rans(void *ws)
 {
     return (uint8_t *)ws + gmtf_adaptive_ws_size();
-}
-
-static void *ws_rans_scratch(void *ws)
-{
-    return (uint8_t *)ws + fixed_bytes();
 }
 
 static uint8_t *ws_trial(void *ws, size_t n)
@@ -100,7 +96,7 @@ long gmtf_rank_encode(const uint8_t *ranks, size_t n, uint8_t *dst, size_t cap, 
      * (data whose statistics drift within the block, like kennedy.xls).
      * Sizes below count the method byte. */
     gmtf_rans_out res;
-    long hyb = gmtf_rans_encode(ranks, n, ws_rans(ws), ws_rans_scratch(ws), &res);
+    long hyb = gmtf_rans_encode(ranks, n, ws_rans(ws), &res);
     if (hyb >= 0)
         hyb++;
     uint8_t *trial = ws_trial(ws, n);

@@ -107,9 +107,10 @@ typedef struct {
     const uint8_t *b, *a;
 } gmtf_rans_out;
 
-/* Codes n ranks (n <= GMTF_BLOCK_MAX) in the workspace; returns the payload
- * size or -ENOSPC. gmtf_rans_emit then writes the payload to dst. */
-long gmtf_rans_encode(const uint8_t *ranks, size_t n, void *ws, void *scratch, gmtf_rans_out *out);
+/* Codes n ranks (n <= GMTF_BLOCK_MAX) in the workspace ws, which holds the
+ * tables and, right behind them, the encoder scratch for n; returns the
+ * payload size or -ENOSPC. gmtf_rans_emit then writes the payload to dst. */
+long gmtf_rans_encode(const uint8_t *ranks, size_t n, void *ws, gmtf_rans_out *out);
 void gmtf_rans_emit(const gmtf_rans_out *out, uint8_t *dst);
 /* Decodes exactly n ranks (or count symbols) from untrusted src[0..len).
  * Returns 0 or GMTF_E_CORRUPT. */

@@ -171,19 +171,21 @@ static uint32_t (*ws_counts(void *ws))[TAB_ALPHA]
     return (uint32_t(*)[TAB_ALPHA])((uint8_t *)ws + COUNTS_OFF);
 }
 
-static uint16_t *scratch_records(void *scratch)
+/* The scratch lies right behind the tables: one base pointer and constant
+ * offsets, which keeps the encoder's loops light on registers. */
+static uint16_t *ws_records(void *ws)
 {
-    return (uint16_t *)scratch;
+    return (uint16_t *)((uint8_t *)ws + FIXED_BYTES);
 }
 
-static uint8_t *scratch_rans_end(void *scratch, size_t n)
+static uint8_t *ws_rans_end(void *ws, size_t n)
 {
-    return (uint8_t *)scratch + ALIGN_UP(2 * n) + rans_cap(n);
+    return (uint8_t *)ws + FIXED_BYTES + ALIGN_UP(2 * n) + rans_cap(n);
 }
 
-static uint8_t *scratch_count_stream(void *scratch, size_t n)
+static uint8_t *ws_count_stream(void *ws, size_t n)
 {
-    return (uint8_t *)scratch + ALIGN_UP(2 * n) + ALIGN_UP(rans_cap(n));
+    return (uint8_t *)ws + FIXED_BYTES + ALIGN_UP(2 * n) + ALIGN_UP(rans_cap(n));
 }
 
 static void cmodel_init(count_model *cm)
@@ -348,11 +350,11 @@ static uint8_t *hyb_rans_encode(const uint8_t *ranks, size_t n, const uint16_t *
     return r.p;
 }
 
-/* Encodes into the workspace: the count stream at scratch_count_stream,
- * the rANS stream ending at scratch_rans_end. */
-long gmtf_rans_encode(const uint8_t *ranks, size_t n, void *ws, void *scratch, gmtf_rans_out *out)
+/* Encodes into the workspace: the count stream at ws_count_stream, the
+ * rANS stream ending at ws_rans_end. */
+long gmtf_rans_encode(const uint8_t *ranks, size_t n, void *ws, gmtf_rans_out *out)
 {
-    uint16_t *rec = scratch_records(scratch);
+    uint16_t *rec = ws_records(ws);
     uint32_t(*cnt)[TAB_ALPHA] = ws_counts(ws);
     hyb_tables *t = ws_tables(ws);
     size_t nsym;
@@ -361,7 +363,7 @@ long gmtf_rans_encode(const uint8_t *ranks, size_t n, void *ws, void *scratch, g
     count_model *cm = ws_cmodel(ws);
     cmodel_init(cm);
     rc_enc e;
-    uint8_t *b = scratch_count_stream(scratch, n);
+    uint8_t *b = ws_count_stream(ws, n);
     rc_enc_init(&e, b, COUNT_STREAM_CAP);
     hyb_send_tables(&e, cm, cnt, t);
     rc_enc_finish(&e);
@@ -369,7 +371,7 @@ long gmtf_rans_encode(const uint8_t *ranks, size_t n, void *ws, void *scratch, g
         return -ENOSPC;
     out->b = b;
     out->len_b = (size_t)(e.out - b);
-    uint8_t *end = scratch_rans_end(scratch, n);
+    uint8_t *end = ws_rans_end(ws, n);
     out->a = hyb_rans_encode(ranks, n, rec, ne, nsym, t, end);
     out->len_a = (size_t)(end - out->a);
     return (long)(RANS_HDR + out->len_b + out->len_a);

@@ -66,7 +66,7 @@ static inline void rc_put(rc_enc *e, uint8_t b)
         e->overflow = 1;
 }
 
-static inline void rc_shift_low(rc_enc *e)
+static __attribute__((unused)) void rc_shift_low(rc_enc *e)
 {
     if ((uint32_t)e->low < 0xFF000000u || (e->low >> 32) != 0) {
         uint8_t carry = (uint8_t)(e->low >> 32);
@@ -82,7 +82,7 @@ static inline void rc_shift_low(rc_enc *e)
     e->low = (e->low & 0x00FFFFFFu) << 8;
 }
 
-static inline void rc_enc_init(rc_enc *e, uint8_t *dst, size_t cap)
+static __attribute__((unused)) void rc_enc_init(rc_enc *e, uint8_t *dst, size_t cap)
 {
     e->low = 0;
     e->range = 0xFFFFFFFFu;
@@ -94,7 +94,7 @@ static inline void rc_enc_init(rc_enc *e, uint8_t *dst, size_t cap)
     e->overflow = 0;
 }
 
-static inline void rc_enc_finish(rc_enc *e)
+static __attribute__((unused)) void rc_enc_finish(rc_enc *e)
 {
     for (int i = 0; i < 5; i++)
         rc_shift_low(e);
@@ -160,7 +160,7 @@ static inline uint8_t rc_get(rc_dec *d)
     return 0;
 }
 
-static inline void rc_dec_init(rc_dec *d, const uint8_t *src, size_t len)
+static __attribute__((unused)) void rc_dec_init(rc_dec *d, const uint8_t *src, size_t len)
 {
     d->in = src;
     d->end = src + len;
