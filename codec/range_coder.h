@@ -1,7 +1,10 @@
 /* The adaptive binary range coder the entropy coders share (entropy_*.c):
  * two-rate bit probabilities, an LZMA-style carry-propagating encoder and
- * its decoder, and equiprobable "direct" bits. Header-only: every function
- * is on a hot path and must inline into its caller. Internal to libgmtf. */
+ * its decoder, and equiprobable "direct" bits. Header-only: the per-bit
+ * functions inline into their callers; the per-byte and per-block ones
+ * (rc_shift_low, init, finish) are plain static functions, left out of line
+ * as the compiler placed them (unused in a file that only includes this
+ * header). Internal to libgmtf. */
 #ifndef GMTF_RANGE_CODER_H
 #define GMTF_RANGE_CODER_H
 
