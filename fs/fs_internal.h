@@ -11,6 +11,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "byteorder.h"
 #include "format.h"
 #include "gmtf_codec.h"
 #include "gmtf_fs.h"
@@ -49,10 +50,6 @@ uint16_t rb_u16(rbuf *r);
 uint32_t rb_u32(rbuf *r);
 uint64_t rb_u64(rbuf *r);
 const uint8_t *rb_bytes(rbuf *r, size_t n);
-void put_le32(uint8_t *p, uint32_t v);
-void put_le64(uint8_t *p, uint64_t v);
-uint32_t get_le32(const uint8_t *p);
-uint64_t get_le64(const uint8_t *p);
 
 /* ---- superblock.c: the decoded superblock ------------------------------------- */
 typedef struct sb_info {
@@ -424,8 +421,10 @@ void cache_drop(gmtf_fs *fs, uint32_t id);
 void cache_free_all(gmtf_fs *fs);
 
 /* ---- codec_pool.c ---- */
+/* Encodes a batch into *dst (allocated); doff: where each frame starts;
+ * crc (may be NULL): each block's CRC-32C, as its frame carries it. */
 int codec_encode(gmtf_fs *fs, const uint8_t *src, const uint64_t *off, size_t n, uint8_t **dst,
-                 uint64_t *doff);
+                 uint64_t *doff, uint32_t *crc);
 int codec_decode_batch(gmtf_fs *fs, size_t n, const uint8_t *src, const uint64_t *foff,
                        uint8_t *dst, const uint64_t *doff, int *status);
 int codec_decode_one(gmtf_fs *fs, const uint8_t *src, size_t len, uint8_t *dst, size_t dlen);

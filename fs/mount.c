@@ -529,7 +529,7 @@ int gmtf_fs_statfs(gmtf_fs *fs, struct statvfs *st)
     st->f_ffree = 1u << 30;
     st->f_favail = 1u << 30;
     st->f_namemax = GMTF_FS_NAME_MAX;
-    st->f_fsid = get_le64(fs->sb.uuid) ^ get_le64(fs->sb.uuid + 8);
+    st->f_fsid = load_le64(fs->sb.uuid) ^ load_le64(fs->sb.uuid + 8);
     if (fs->ro)
         st->f_flag |= ST_RDONLY;
     return 0;
