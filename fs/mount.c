@@ -458,6 +458,14 @@ int gmtf_fs_unmount(gmtf_fs *fs)
     return rc;
 }
 
+void gmtf_fs_abandon(gmtf_fs *fs)
+{
+    if (!fs)
+        return;
+    flusher_stop(fs);
+    fs_destroy(fs, 1);
+}
+
 int gmtf_fs_get_info(gmtf_fs *fs, gmtf_fs_info *info)
 {
     memset(info, 0, sizeof *info);
