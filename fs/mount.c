@@ -507,7 +507,13 @@ int gmtf_fs_statfs(gmtf_fs *fs, struct statvfs *st)
 {
     memset(st, 0, sizeof *st);
     FS_RDLOCK(fs);
-    uint64_t used = fs->used + DATA_START + fs->dirty_bytes, avail;
+    /* Retired space (what deletes and overwrites freed, kept while an older
+     * generation may be loaded) counts as free: a writer that needs it gets
+     * it back at once (two checkpoints, sync.c), and the flusher frees it
+     * anyway when there is much. */
+    uint64_t retired = alloc_retired_bytes(fs);
+    uint64_t used = fs->used + fs->data_start + fs->dirty_bytes, avail;
+    used = used > retired ? used - retired : 0;
     if (fs->sb.capacity) {
         avail = fs->sb.capacity > used ? fs->sb.capacity - used : 0;
     } else {
@@ -522,7 +528,7 @@ int gmtf_fs_statfs(gmtf_fs *fs, struct statvfs *st)
             alloc = alloc > live ? alloc - live : 0;
             inside = alloc < inside ? alloc : inside;
         }
-        avail = host + inside;
+        avail = host + inside + retired;
     }
     uint64_t files = 0;
     for (uint64_t i = 1; i < fs->itab_cap; i++)
