@@ -1,6 +1,6 @@
 /* Forward BWT of a batch of blocks on the GPU (gpu_bwt.h): a segmented
- * suffix sort by prefix doubling over radix-sorted initial keys, with
- * singleton discarding (docs/gpu.md, "GPU BWT").
+ * suffix sort by prefix doubling over radix-sorted initial keys, groups
+ * sorted in place and dropped once single (docs/gpu.md, "GPU BWT").
  *
  * Positions. A piece of the batch (whole blocks) is laid out as one string
  * of positions: block b owns positions [s_b, s_b + n_b] where position
@@ -8,26 +8,35 @@
  * suffix to sort, and block b's suffixes take the sorted slots
  * [s_b, s_b + n_b]: slot s_b is the empty suffix (row 0), so row = slot - s_b.
  *
- * Ranks. isa[p] is the slot where p's group (suffixes sharing their first h
- * characters, the end of the block counting as a character below every
- * byte) starts. Keys compare the block first, so ranks never cross blocks.
+ * State. sa[slot] holds the suffixes in the order known so far; a group
+ * (suffixes sharing their first h characters, the end of the block counting
+ * as a character below every byte) is a range of slots, and isa[p] is the
+ * slot where p's group starts. Keys compare the block first, so groups and
+ * ranks never cross blocks. Groups of two or more are listed as
+ * descriptors (start slot, size), in five lists by size.
  *
  * 1. Initial keys: block id and the first k characters in base 257
  *    (0 = past the end, byte c = c + 1), k as large as fits 64 bits with
- *    the block id; one radix sort. The key is exact, so a suffix shorter
- *    than k is alone in its group.
+ *    the block id; one radix sort gives sa, ranks and the first groups. The
+ *    key is exact, so a suffix shorter than k is alone in its group.
  * 2. Doubling: a group of depth h holds suffixes of length >= h only (a
  *    shorter one differs from all others within h characters), so the
  *    suffix h ahead of each member lies in the same block, at most at its
- *    sentinel. Sorting each group by isa[p + h] gives depth 2h. Groups of one
- *    are final and leave the active list; the active list keeps each
- *    element's position (V) and slot (P, bit 31 = first of its group).
+ *    sentinel. Each round first gathers key[slot] = isa[sa[slot] + h] for
+ *    every listed group, then sorts each group by it in place (depth 2h),
+ *    writes the new ranks and lists the subgroups of two or more:
+ *      2..32 members: a warp, one member a lane, ranks by counting;
+ *      33..256: a warp, eight members a lane, counting over shared memory;
+ *      257..1024 and 1025..4096: a CTA each, cub::BlockRadixSort;
+ *      more: all such groups in one device radix sort of (group, key).
+ *    Descriptors are appended through warp-aggregated atomics; the host
+ *    reads the list sizes once a round.
  * 3. Output: row of p = isa[p] - s_b; the byte before p goes to its row,
  *    rows after the primary index's row one place down.
  *
- * The same source builds for the CPU with GMTF_BWT_EMU (element loops and
- * std::sort in place of kernels and CUB): tests/gpu runs the algorithm
- * without a GPU that way. */
+ * The same source builds for the CPU with GMTF_BWT_EMU (loops and std::sort
+ * in place of kernels and CUB; the per-group sorts by std::sort): tests/gpu
+ * runs the algorithm without a GPU that way. */
 #include <errno.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -42,9 +51,10 @@
 #include "bwt_emu_names.h"
 #define GMTF_HD
 #else
+#include <cub/block/block_radix_sort.cuh>
+#include <cub/block/block_scan.cuh>
 #include <cub/device/device_radix_sort.cuh>
 #include <cub/device/device_scan.cuh>
-#include <cub/device/device_segmented_sort.cuh>
 #include <cuda_runtime.h>
 #include "gpu.h"
 #define GMTF_HD __host__ __device__
@@ -52,8 +62,6 @@
 
 #include "gpu_bwt.h"
 
-#define START 0x80000000u
-#define SLOT 0x7fffffffu
 #ifdef GMTF_BWT_EMU
 #define PIECE_MIN 4096ull /* the emulation tests the piece logic on small inputs */
 #else
@@ -62,6 +70,18 @@
 #define PIECE_MAX (1ull << 30)
 #define PIECE_DEFAULT ((1ull << 28) + (1ull << 24))
 #define MAX_ROUNDS 40
+
+/* Group size classes: the most members of each (the last is unbounded). */
+#define NCLS 5
+#define C0_MAX 32u
+#define C1_MAX 256u
+#define C2_MAX 1024u
+#define C3_MAX 4096u
+/* counters: descriptors per class, the members of class-4 groups, the
+ * members of all listed groups */
+#define CNT_LARGE NCLS
+#define CNT_MEMBERS (NCLS + 1)
+#define NCNT 8
 
 /* ---- sample layout ------------------------------------------------------ */
 
@@ -97,21 +117,40 @@ extern "C" uint64_t gmtf_gpu_bwt_index_total(const uint64_t *off, size_t count,
     return t;
 }
 
-/* ---- element functions (one per kernel) ---------------------------------- */
+/* ---- shared helpers -------------------------------------------------------- */
 
-/* Block of position p: the last b with bs[b] <= p (bs ascending, nb >= 1). */
-GMTF_HD static inline uint32_t find_block(const uint32_t *bs, uint32_t nb, uint32_t p)
+GMTF_HD static inline int size_class(uint32_t s)
 {
-    uint32_t lo = 0, hi = nb - 1;
+    return s <= C0_MAX ? 0 : s <= C1_MAX ? 1 : s <= C2_MAX ? 2 : s <= C3_MAX ? 3 : 4;
+}
+
+GMTF_HD static inline uint64_t desc_make(uint32_t start, uint32_t size)
+{
+    return (uint64_t)start | (uint64_t)size << 32;
+}
+
+/* The last b with a[b] <= x (a ascending, n >= 1): the block of a
+ * position, the group of a dense index. */
+GMTF_HD static inline uint32_t find_last_le(const uint32_t *a, uint32_t n, uint32_t x)
+{
+    uint32_t lo = 0, hi = n - 1;
     while (lo < hi) {
         uint32_t mid = (lo + hi + 1) >> 1;
-        if (bs[mid] <= p)
+        if (a[mid] <= x)
             lo = mid;
         else
             hi = mid - 1;
     }
     return lo;
 }
+
+/* Where the next round's descriptors go. */
+struct lists {
+    uint64_t *d[NCLS];
+    uint32_t *cnt; /* NCNT counters */
+};
+
+/* ---- element functions (one per kernel) ---------------------------------- */
 
 /* Initial key of every position: b * 257^k + first k characters. */
 struct f_init_keys {
@@ -123,7 +162,7 @@ struct f_init_keys {
     uint32_t *val;
     GMTF_HD void operator()(uint32_t p) const
     {
-        uint32_t b = find_block(bs, nb, p);
+        uint32_t b = find_last_le(bs, nb, p);
         uint32_t s = bs[b], n = bs[b + 1] - s - 1, l = p - s;
         const uint8_t *t = text + (s - b);
         uint64_t x = 0;
@@ -134,78 +173,86 @@ struct f_init_keys {
     }
 };
 
-/* Group heads after a sort: first of its old group or a new key. R = the
- * head's slot (0 elsewhere) for the max-scan. P NULL: slots are 0..A-1 and
- * the whole range is one old group (the initial sort). */
+/* Heads of a sorted key array: R = own index at a head, 0 elsewhere (a
+ * max-scan then gives every element its head). */
 template <class K> struct f_heads {
     const K *key;
-    const uint32_t *P;
-    uint8_t *F;
     uint32_t *R;
     GMTF_HD void operator()(uint32_t j) const
     {
-        uint32_t slot = P ? P[j] & SLOT : j;
-        bool h = j == 0 || (P && (P[j] & START)) || key[j] != key[j - 1];
-        F[j] = h;
-        R[j] = h ? slot : 0;
+        R[j] = j == 0 || key[j] != key[j - 1] ? j : 0;
     }
 };
 
-/* New ranks (R holds each element's head slot after the scan); S counts
- * the elements that stay active (low word) and the groups they open. */
-struct f_update {
-    const uint32_t *V, *R;
-    const uint8_t *F;
-    uint32_t A;
-    uint32_t *isa;
-    uint64_t *S;
-    GMTF_HD void operator()(uint32_t j) const
+/* After the initial sort: rank of element j; *size > 0 when j closes a
+ * group of two or more. */
+GMTF_HD static inline void init_rank(const uint64_t *key, const uint32_t *sa, const uint32_t *R,
+                                     uint32_t np, uint32_t j, uint32_t *isa, uint32_t *size)
+{
+    isa[sa[j]] = R[j];
+    bool last = j + 1 == np || key[j + 1] != key[j];
+    uint32_t s = j - R[j] + 1;
+    *size = last && s >= 2 ? s : 0;
+}
+
+/* Doubling key of every member of the listed groups (one warp a group on
+ * the GPU; any order here). */
+GMTF_HD static inline void gather_one(const uint32_t *sa, const uint32_t *isa, uint32_t h,
+                                      uint32_t last, uint32_t *key, uint32_t j)
+{
+    uint32_t q = sa[j] + h;
+    key[j] = isa[q < last ? q : last];
+}
+
+/* Class-4 groups as one dense array: group g's members at
+ * [loff[g], loff[g+1]); key = (g mod per_chunk) << kbits | rank - block start. */
+struct f_large_sizes {
+    const uint64_t *list;
+    uint32_t *sz;
+    GMTF_HD void operator()(uint32_t g) const
     {
-        isa[V[j]] = R[j];
-        bool keep = !(F[j] && (j + 1 == A || F[j + 1]));
-        S[j] = (uint64_t)keep | (uint64_t)(keep && F[j]) << 32;
+        sz[g] = (uint32_t)(list[g] >> 32);
     }
 };
 
-/* Keeps the elements of groups of two or more (after the exclusive scan
- * of S); the last element writes the totals and closes the offsets. */
-struct f_compact {
-    const uint32_t *V, *P;
-    const uint8_t *F;
-    const uint64_t *S;
-    uint32_t A;
-    uint32_t *Vn, *Pn, *seg, *cnt;
-    GMTF_HD void operator()(uint32_t j) const
+struct f_large_gather {
+    const uint64_t *list;
+    const uint32_t *loff, *bs, *sa, *isa;
+    uint32_t n4, nb, h, last, kbits, per_chunk;
+    uint32_t *kl, *vl;
+    GMTF_HD void operator()(uint32_t i) const
     {
-        bool keep = !(F[j] && (j + 1 == A || F[j + 1]));
-        uint64_t s = S[j];
-        if (keep) {
-            uint32_t o = (uint32_t)s;
-            Vn[o] = V[j];
-            Pn[o] = (P ? P[j] & SLOT : j) | (F[j] ? START : 0);
-            if (F[j])
-                seg[s >> 32] = o;
-        }
-        if (j + 1 == A) {
-            uint32_t a = (uint32_t)s + keep, m = (uint32_t)(s >> 32) + (keep && F[j]);
-            cnt[0] = a;
-            cnt[1] = m;
-            seg[m] = a;
-        }
+        uint32_t g = find_last_le(loff, n4, i);
+        uint32_t start = (uint32_t)list[g];
+        uint32_t v = sa[start + (i - loff[g])];
+        uint32_t q = v + h;
+        uint32_t k = isa[q < last ? q : last];
+        uint32_t base = bs[find_last_le(bs, nb, start)];
+        kl[i] = (g % per_chunk) << kbits | (k - base);
+        vl[i] = v;
     }
 };
 
-/* The rank h positions ahead: the doubling key. */
-struct f_gather {
-    const uint32_t *V, *isa;
-    uint32_t h, last;
-    uint32_t *K;
-    GMTF_HD void operator()(uint32_t j) const
-    {
-        uint32_t q = V[j] + h;
-        K[j] = isa[q < last ? q : last];
-    }
-};
+/* After the sort of a chunk of class-4 groups (dense indexes i0..i0+n;
+ * kc, vc, R hold the chunk, R its chunk-relative subgroup heads): member t
+ * goes back to its group's slots; *size > 0 when it closes a subgroup of
+ * two or more, which starts at slot *at. */
+GMTF_HD static inline void large_rank(const uint64_t *list, const uint32_t *loff,
+                                      const uint32_t *kc, const uint32_t *vc, const uint32_t *R,
+                                      uint32_t g0, uint32_t kbits, uint32_t i0, uint32_t n,
+                                      uint32_t t, uint32_t *sa, uint32_t *isa, uint32_t *at,
+                                      uint32_t *size)
+{
+    uint32_t g = g0 + (kc[t] >> kbits);
+    uint32_t start = (uint32_t)list[g], off = loff[g];
+    uint32_t r = start + (i0 + R[t] - off);
+    sa[start + (i0 + t - off)] = vc[t];
+    isa[vc[t]] = r;
+    bool last = t + 1 == n || kc[t + 1] != kc[t];
+    uint32_t s = t - R[t] + 1;
+    *at = r;
+    *size = last && s >= 2 ? s : 0;
+}
 
 /* BWT bytes: every non-sentinel position writes the byte before it to its
  * row; position 0 of a block writes row 0 (the block's last byte). */
@@ -216,7 +263,7 @@ struct f_output {
     uint8_t *out;
     GMTF_HD void operator()(uint32_t p) const
     {
-        uint32_t b = find_block(bs, nb, p);
+        uint32_t b = find_last_le(bs, nb, p);
         uint32_t s = bs[b], n = bs[b + 1] - s - 1, l = p - s, o = s - b;
         if (l == n)
             return;
@@ -236,7 +283,7 @@ struct f_samples {
     uint32_t *idx;
     GMTF_HD void operator()(uint32_t t) const
     {
-        uint32_t b = find_block(so, nb, t);
+        uint32_t b = find_last_le(so, nb, t);
         uint32_t s = bs[b];
         idx[t] = isa[s + (t - so[b]) * step[b]] - s;
     }
@@ -250,12 +297,13 @@ struct dbuf {
 };
 
 struct piece {
-    size_t b0, b1; /* blocks [b0, b1) */
-    uint64_t t0;   /* first byte, relative to the batch */
-    uint64_t i0;   /* first sample index */
-    uint32_t np;   /* positions: bytes + one sentinel a block */
-    uint32_t ni;   /* sample indexes */
-    uint64_t m0;   /* bs, so, step of this piece at meta + m0 */
+    size_t b0, b1;   /* blocks [b0, b1) */
+    uint64_t t0;     /* first byte, relative to the batch */
+    uint64_t i0;     /* first sample index */
+    uint32_t np;     /* positions: bytes + one sentinel a block */
+    uint32_t ni;     /* sample indexes */
+    uint32_t maxlen; /* longest block */
+    uint64_t m0;     /* bs, so, step of this piece at meta + m0 */
 };
 
 struct gmtf_gpu_bwt_ctx {
@@ -274,8 +322,9 @@ struct gmtf_gpu_bwt_ctx {
     size_t h_meta_cap;
     uint32_t *h_cnt;
     /* device */
-    dbuf in, out, idx, meta, isa, flag, s64, pool, seg, tmp, cnt;
-    size_t cap; /* positions the working buffers hold */
+    dbuf in, out, idx, meta, isa, pool, desc, loff, tmp, cnt;
+    size_t cap;        /* positions the working buffers hold */
+    size_t lcap[NCLS]; /* descriptors each list holds */
 #ifndef GMTF_BWT_EMU
     cudaStream_t st;
     cudaEvent_t e0, e1, p0, p1;
@@ -313,6 +362,15 @@ static int cuda_fail(gmtf_gpu_bwt_ctx *c, cudaError_t e, const char *what)
             return cuda_fail((c), e_, #call);                                                      \
     } while (0)
 
+#define FULL 0xffffffffu
+
+struct max_u32 {
+    __host__ __device__ uint32_t operator()(uint32_t a, uint32_t b) const
+    {
+        return a > b ? a : b;
+    }
+};
+
 template <class F> __global__ void __launch_bounds__(256) k_each(uint32_t n, F f)
 {
     uint32_t i = blockIdx.x * 256u + threadIdx.x;
@@ -330,6 +388,200 @@ static int launched(gmtf_gpu_bwt_ctx *c, const char *what)
 {
     cudaError_t e = cudaGetLastError();
     return e == cudaSuccess ? 0 : cuda_fail(c, e, what);
+}
+
+/* Appends (start, size) to the list of its class when pred; called by all
+ * 32 lanes of a warp together. One atomic per class present in the warp. */
+__device__ __forceinline__ void emit(const lists &L, bool pred, uint32_t start, uint32_t size)
+{
+    unsigned any = __ballot_sync(FULL, pred);
+    if (!any)
+        return;
+    unsigned lane = threadIdx.x & 31, lt = (1u << lane) - 1;
+    uint32_t members = __reduce_add_sync(FULL, pred ? size : 0);
+    if (lane == __ffs(any) - 1)
+        atomicAdd(&L.cnt[CNT_MEMBERS], members);
+    int cls = size_class(size);
+#pragma unroll
+    for (int c = 0; c < NCLS; c++) {
+        unsigned m = __ballot_sync(FULL, pred && cls == c);
+        if (!m)
+            continue;
+        unsigned leader = __ffs(m) - 1;
+        uint32_t base = 0;
+        if (lane == leader)
+            base = atomicAdd(&L.cnt[c], (uint32_t)__popc(m));
+        base = __shfl_sync(FULL, base, leader);
+        if (pred && cls == c) {
+            L.d[c][base + __popc(m & lt)] = desc_make(start, size);
+            if (c == NCLS - 1)
+                atomicAdd(&L.cnt[CNT_LARGE], size);
+        }
+    }
+}
+
+/* First ranks and groups, one thread an element (whole warps: emit). */
+__global__ void __launch_bounds__(256)
+    k_init_rank(const uint64_t *key, const uint32_t *sa, const uint32_t *R, uint32_t np,
+                uint32_t *isa, lists L)
+{
+    uint32_t j = blockIdx.x * 256u + threadIdx.x, size = 0;
+    if (j < np)
+        init_rank(key, sa, R, np, j, isa, &size);
+    emit(L, size > 0, j + 1 - size, size);
+}
+
+/* Doubling keys of the listed groups: a warp a group. */
+__global__ void __launch_bounds__(256)
+    k_gather(const uint64_t *list, uint32_t n, const uint32_t *sa, const uint32_t *isa, uint32_t h,
+             uint32_t last, uint32_t *key)
+{
+    uint32_t g = blockIdx.x * 8u + (threadIdx.x >> 5), lane = threadIdx.x & 31;
+    if (g >= n)
+        return;
+    uint64_t d = list[g];
+    uint32_t start = (uint32_t)d, size = (uint32_t)(d >> 32);
+    for (uint32_t e = lane; e < size; e += 32)
+        gather_one(sa, isa, h, last, key, start + e);
+}
+
+/* Groups of 2..32: a warp a group, a lane a member. rank = start + members
+ * with a smaller key; equal keys (one match_any set) take consecutive
+ * slots. */
+__global__ void __launch_bounds__(256) k_rank_c0(const uint64_t *list, uint32_t n, uint32_t *sa,
+                                                 const uint32_t *key, uint32_t *isa, lists L)
+{
+    uint32_t g = blockIdx.x * 8u + (threadIdx.x >> 5), lane = threadIdx.x & 31;
+    if (g >= n)
+        return;
+    uint64_t d = list[g];
+    uint32_t start = (uint32_t)d, size = (uint32_t)(d >> 32);
+    bool in = lane < size;
+    uint32_t k = in ? key[start + lane] : 0xffffffffu, v = in ? sa[start + lane] : 0;
+    unsigned eq = __match_any_sync(FULL, k);
+    uint32_t lt = 0;
+    for (uint32_t i = 0; i < size; i++)
+        lt += __shfl_sync(FULL, k, i) < k;
+    uint32_t before = __popc(eq & ((1u << lane) - 1)), ne = __popc(eq);
+    __syncwarp();
+    if (in) {
+        sa[start + lt + before] = v;
+        isa[v] = start + lt;
+    }
+    emit(L, in && before == 0 && ne >= 2, start + lt, ne);
+}
+
+/* Groups of 33..256: a warp a group, eight members a lane; keys in shared
+ * memory; equal keys take slots through a shared counter per subgroup. */
+__global__ void __launch_bounds__(256) k_rank_c1(const uint64_t *list, uint32_t n, uint32_t *sa,
+                                                 const uint32_t *key, uint32_t *isa, lists L)
+{
+    __shared__ uint32_t sk[8][C1_MAX], sc[8][C1_MAX];
+    uint32_t w = threadIdx.x >> 5, lane = threadIdx.x & 31;
+    uint32_t g = blockIdx.x * 8u + w;
+    if (g >= n)
+        return;
+    uint64_t d = list[g];
+    uint32_t start = (uint32_t)d, size = (uint32_t)(d >> 32);
+    uint32_t k[8], v[8], lt[8], le[8];
+#pragma unroll
+    for (int u = 0; u < 8; u++) {
+        uint32_t e = lane + 32u * u;
+        k[u] = e < size ? key[start + e] : 0xffffffffu;
+        v[u] = e < size ? sa[start + e] : 0;
+        sk[w][e] = k[u];
+        sc[w][e] = 0;
+        lt[u] = le[u] = 0;
+    }
+    __syncwarp();
+    for (uint32_t i = 0; i < size; i++) {
+        uint32_t ki = sk[w][i];
+#pragma unroll
+        for (int u = 0; u < 8; u++) {
+            lt[u] += ki < k[u];
+            le[u] += ki <= k[u];
+        }
+    }
+    uint32_t pos[8];
+#pragma unroll
+    for (int u = 0; u < 8; u++)
+        pos[u] = lane + 32u * u < size ? lt[u] + atomicAdd(&sc[w][lt[u]], 1u) : 0;
+    __syncwarp();
+#pragma unroll
+    for (int u = 0; u < 8; u++) {
+        bool in = lane + 32u * u < size;
+        if (in) {
+            sa[start + pos[u]] = v[u];
+            isa[v[u]] = start + lt[u];
+        }
+        emit(L, in && pos[u] == lt[u] && le[u] - lt[u] >= 2, start + lt[u], le[u] - lt[u]);
+    }
+}
+
+/* Groups of up to 256 * ITEMS: a CTA a group; block radix sort of
+ * (rank - block start, slot value), then heads, a max-scan for each
+ * member's subgroup start, and the tails list the subgroups. */
+template <int ITEMS>
+__global__ void __launch_bounds__(256)
+    k_rank_block(const uint64_t *list, const uint32_t *bs, uint32_t nb, uint32_t kbits,
+                 uint32_t *sa, const uint32_t *key, uint32_t *isa, lists L)
+{
+    typedef cub::BlockRadixSort<uint32_t, 256, ITEMS, uint32_t> Sort;
+    typedef cub::BlockScan<uint32_t, 256> Scan;
+    __shared__ union {
+        typename Sort::TempStorage sort;
+        typename Scan::TempStorage scan;
+        uint32_t keys[256 * ITEMS];
+    } sm;
+    uint64_t d = list[blockIdx.x];
+    uint32_t start = (uint32_t)d, size = (uint32_t)(d >> 32);
+    uint32_t base = bs[find_last_le(bs, nb, start)], pad = (1u << kbits) - 1;
+    uint32_t k[ITEMS], v[ITEMS], r[ITEMS];
+    uint32_t i0 = threadIdx.x * ITEMS;
+#pragma unroll
+    for (int u = 0; u < ITEMS; u++) {
+        uint32_t i = i0 + u;
+        k[u] = i < size ? key[start + i] - base : pad;
+        v[u] = i < size ? sa[start + i] : 0;
+    }
+    Sort(sm.sort).Sort(k, v, 0, (int)kbits);
+    __syncthreads();
+#pragma unroll
+    for (int u = 0; u < ITEMS; u++)
+        sm.keys[i0 + u] = k[u];
+    __syncthreads();
+    bool tail[ITEMS];
+#pragma unroll
+    for (int u = 0; u < ITEMS; u++) {
+        uint32_t i = i0 + u;
+        bool head = i == 0 || sm.keys[i - 1] != k[u];
+        tail[u] = i + 1 >= size || sm.keys[i + 1] != k[u];
+        r[u] = head ? i : 0;
+    }
+    __syncthreads();
+    Scan(sm.scan).InclusiveScan(r, r, max_u32());
+#pragma unroll
+    for (int u = 0; u < ITEMS; u++) {
+        uint32_t i = i0 + u;
+        bool in = i < size;
+        if (in) {
+            sa[start + i] = v[u];
+            isa[v[u]] = start + r[u];
+        }
+        emit(L, in && tail[u] && i - r[u] >= 1, start + r[u], i - r[u] + 1);
+    }
+}
+
+/* Class-4 subgroups after the chunk's sort (dense indexes i0..i0+n). */
+__global__ void __launch_bounds__(256)
+    k_rank_large(const uint64_t *list, const uint32_t *loff, const uint32_t *kl, const uint32_t *vl,
+                 const uint32_t *R, uint32_t g0, uint32_t kbits, uint32_t i0, uint32_t n,
+                 uint32_t *sa, uint32_t *isa, lists L)
+{
+    uint32_t t = blockIdx.x * 256u + threadIdx.x, at = 0, size = 0;
+    if (t < n)
+        large_rank(list, loff, kl, vl, R, g0, kbits, i0, n, t, sa, isa, &at, &size);
+    emit(L, size > 0, at, size);
 }
 
 static int dev_reserve(gmtf_gpu_bwt_ctx *c, dbuf *b, size_t bytes)
@@ -411,18 +663,17 @@ static int copy_d2h(gmtf_gpu_bwt_ctx *c, void *h, const void *d, size_t n)
     return 0;
 }
 
+static int dev_zero(gmtf_gpu_bwt_ctx *c, void *d, size_t n)
+{
+    CK(c, cudaMemsetAsync(d, 0, n, c->st));
+    return 0;
+}
+
 static int dev_sync(gmtf_gpu_bwt_ctx *c)
 {
     CK(c, cudaStreamSynchronize(c->st));
     return 0;
 }
-
-struct max_u32 {
-    __host__ __device__ uint32_t operator()(uint32_t a, uint32_t b) const
-    {
-        return a > b ? a : b;
-    }
-};
 
 /* CUB temporary storage for every call on up to cap positions. */
 static int temp_bytes(gmtf_gpu_bwt_ctx *c, size_t cap, size_t *bytes)
@@ -433,43 +684,28 @@ static int temp_bytes(gmtf_gpu_bwt_ctx *c, size_t cap, size_t *bytes)
     CK(c, cub::DeviceRadixSort::SortPairs(NULL, t, k64, v32, (uint32_t)cap, 0, 64, c->st));
     m = t > m ? t : m;
     t = 0;
-    CK(c,
-       cub::DeviceSegmentedSort::SortPairs(NULL, t, k32, v32, (int64_t)cap, (int64_t)(cap / 2 + 1),
-                                           (const uint32_t *)NULL, (const uint32_t *)NULL, c->st));
+    CK(c, cub::DeviceRadixSort::SortPairs(NULL, t, k32, v32, (uint32_t)cap, 0, 32, c->st));
     m = t > m ? t : m;
     t = 0;
     CK(c, cub::DeviceScan::InclusiveScan(NULL, t, (uint32_t *)NULL, (uint32_t *)NULL, max_u32(),
                                          (uint32_t)cap, c->st));
     m = t > m ? t : m;
     t = 0;
-    CK(c, cub::DeviceScan::ExclusiveSum(NULL, t, (uint64_t *)NULL, (uint64_t *)NULL, (uint32_t)cap,
+    CK(c, cub::DeviceScan::ExclusiveSum(NULL, t, (uint32_t *)NULL, (uint32_t *)NULL, (uint32_t)cap,
                                         c->st));
     m = t > m ? t : m;
     *bytes = m + 256;
     return 0;
 }
 
-static int sort_initial(gmtf_gpu_bwt_ctx *c, uint64_t *ka, uint64_t *kb, uint32_t *va, uint32_t *vb,
-                        uint32_t n, int end_bit, uint64_t **kout, uint32_t **vout)
+template <class K>
+static int sort_pairs(gmtf_gpu_bwt_ctx *c, K *ka, K *kb, uint32_t *va, uint32_t *vb, uint32_t n,
+                      int end_bit, K **kout, uint32_t **vout)
 {
-    cub::DoubleBuffer<uint64_t> k(ka, kb);
+    cub::DoubleBuffer<K> k(ka, kb);
     cub::DoubleBuffer<uint32_t> v(va, vb);
     size_t t = c->tmp.cap;
     CK(c, cub::DeviceRadixSort::SortPairs(c->tmp.p, t, k, v, n, 0, end_bit, c->st));
-    *kout = k.Current();
-    *vout = v.Current();
-    return 0;
-}
-
-static int sort_groups(gmtf_gpu_bwt_ctx *c, uint32_t *ka, uint32_t *kb, uint32_t *va, uint32_t *vb,
-                       uint32_t n, uint32_t m, const uint32_t *seg, uint32_t **kout,
-                       uint32_t **vout)
-{
-    cub::DoubleBuffer<uint32_t> k(ka, kb);
-    cub::DoubleBuffer<uint32_t> v(va, vb);
-    size_t t = c->tmp.cap;
-    CK(c, cub::DeviceSegmentedSort::SortPairs(c->tmp.p, t, k, v, (int64_t)n, (int64_t)m, seg,
-                                              seg + 1, c->st));
     *kout = k.Current();
     *vout = v.Current();
     return 0;
@@ -482,11 +718,52 @@ static int scan_max(gmtf_gpu_bwt_ctx *c, uint32_t *a, uint32_t n)
     return 0;
 }
 
-static int scan_sum(gmtf_gpu_bwt_ctx *c, uint64_t *a, uint32_t n)
+static int scan_sum(gmtf_gpu_bwt_ctx *c, uint32_t *a, uint32_t n)
 {
     size_t t = c->tmp.cap;
     CK(c, cub::DeviceScan::ExclusiveSum(c->tmp.p, t, a, a, n, c->st));
     return 0;
+}
+
+static void launch_init_rank(gmtf_gpu_bwt_ctx *c, const uint64_t *key, const uint32_t *sa,
+                             const uint32_t *R, uint32_t np, uint32_t *isa, const lists &L)
+{
+    k_init_rank<<<(np + 255) / 256, 256, 0, c->st>>>(key, sa, R, np, isa, L);
+}
+
+static void launch_gather(gmtf_gpu_bwt_ctx *c, const uint64_t *list, uint32_t n, const uint32_t *sa,
+                          const uint32_t *isa, uint32_t h, uint32_t last, uint32_t *key)
+{
+    if (n)
+        k_gather<<<(n + 7) / 8, 256, 0, c->st>>>(list, n, sa, isa, h, last, key);
+}
+
+/* Ranks of the groups of class cls (0..3). */
+static void launch_rank(gmtf_gpu_bwt_ctx *c, int cls, const uint64_t *list, uint32_t n,
+                        const uint32_t *bs, uint32_t nb, uint32_t kbits, uint32_t *sa,
+                        const uint32_t *key, uint32_t *isa, const lists &L)
+{
+    if (!n)
+        return;
+    switch (cls) {
+    case 0: k_rank_c0<<<(n + 7) / 8, 256, 0, c->st>>>(list, n, sa, key, isa, L); break;
+    case 1: k_rank_c1<<<(n + 7) / 8, 256, 0, c->st>>>(list, n, sa, key, isa, L); break;
+    case 2:
+        k_rank_block<C2_MAX / 256><<<n, 256, 0, c->st>>>(list, bs, nb, kbits, sa, key, isa, L);
+        break;
+    default:
+        k_rank_block<C3_MAX / 256><<<n, 256, 0, c->st>>>(list, bs, nb, kbits, sa, key, isa, L);
+        break;
+    }
+}
+
+static void launch_rank_large(gmtf_gpu_bwt_ctx *c, const uint64_t *list, const uint32_t *loff,
+                              const uint32_t *kl, const uint32_t *vl, const uint32_t *R,
+                              uint32_t g0, uint32_t kbits, uint32_t i0, uint32_t n, uint32_t *sa,
+                              uint32_t *isa, const lists &L)
+{
+    k_rank_large<<<(n + 255) / 256, 256, 0, c->st>>>(list, loff, kl, vl, R, g0, kbits, i0, n, sa,
+                                                     isa, L);
 }
 
 /* Profiling: one event pair around a phase, read after its sync. */
@@ -567,6 +844,75 @@ static int launched(gmtf_gpu_bwt_ctx *, const char *)
     return 0;
 }
 
+static void emit_host(const lists &L, uint32_t start, uint32_t size)
+{
+    int c = size_class(size);
+    L.d[c][L.cnt[c]++] = desc_make(start, size);
+    L.cnt[CNT_MEMBERS] += size;
+    if (c == NCLS - 1)
+        L.cnt[CNT_LARGE] += size;
+}
+
+static void launch_init_rank(gmtf_gpu_bwt_ctx *, const uint64_t *key, const uint32_t *sa,
+                             const uint32_t *R, uint32_t np, uint32_t *isa, const lists &L)
+{
+    for (uint32_t j = 0; j < np; j++) {
+        uint32_t size;
+        init_rank(key, sa, R, np, j, isa, &size);
+        if (size)
+            emit_host(L, j + 1 - size, size);
+    }
+}
+
+static void launch_gather(gmtf_gpu_bwt_ctx *, const uint64_t *list, uint32_t n, const uint32_t *sa,
+                          const uint32_t *isa, uint32_t h, uint32_t last, uint32_t *key)
+{
+    /* backwards, to differ from any order a test could depend on */
+    for (uint32_t g = n; g-- > 0;)
+        for (uint32_t e = 0; e < (uint32_t)(list[g] >> 32); e++)
+            gather_one(sa, isa, h, last, key, (uint32_t)list[g] + e);
+}
+
+/* One group sorted by key (equal keys in reverse order of arrival), new
+ * ranks, subgroups listed: what every GPU class kernel does. */
+static void launch_rank(gmtf_gpu_bwt_ctx *, int, const uint64_t *list, uint32_t n, const uint32_t *,
+                        uint32_t, uint32_t, uint32_t *sa, const uint32_t *key, uint32_t *isa,
+                        const lists &L)
+{
+    std::vector<std::pair<uint32_t, uint32_t>> m;
+    for (uint32_t g = 0; g < n; g++) {
+        uint32_t start = (uint32_t)list[g], size = (uint32_t)(list[g] >> 32);
+        m.clear();
+        for (uint32_t i = 0; i < size; i++)
+            m.push_back(std::make_pair(key[start + i], size - i));
+        std::sort(m.begin(), m.end());
+        std::vector<uint32_t> v(size);
+        for (uint32_t i = 0; i < size; i++)
+            v[i] = sa[start + size - m[i].second];
+        for (uint32_t i = 0, h = 0; i < size; i++) {
+            if (m[i].first != m[h].first)
+                h = i;
+            sa[start + i] = v[i];
+            isa[v[i]] = start + h;
+            if ((i + 1 == size || m[i + 1].first != m[i].first) && i > h)
+                emit_host(L, start + h, i - h + 1);
+        }
+    }
+}
+
+static void launch_rank_large(gmtf_gpu_bwt_ctx *, const uint64_t *list, const uint32_t *loff,
+                              const uint32_t *kl, const uint32_t *vl, const uint32_t *R,
+                              uint32_t g0, uint32_t kbits, uint32_t i0, uint32_t n, uint32_t *sa,
+                              uint32_t *isa, const lists &L)
+{
+    for (uint32_t t = 0; t < n; t++) {
+        uint32_t at, size;
+        large_rank(list, loff, kl, vl, R, g0, kbits, i0, n, t, sa, isa, &at, &size);
+        if (size)
+            emit_host(L, at, size);
+    }
+}
+
 static int dev_reserve(gmtf_gpu_bwt_ctx *c, dbuf *b, size_t bytes)
 {
     if (bytes <= b->cap)
@@ -614,6 +960,12 @@ static int copy_d2h(gmtf_gpu_bwt_ctx *, void *h, const void *d, size_t n)
     return 0;
 }
 
+static int dev_zero(gmtf_gpu_bwt_ctx *, void *d, size_t n)
+{
+    memset(d, 0, n);
+    return 0;
+}
+
 static int dev_sync(gmtf_gpu_bwt_ctx *)
 {
     return 0;
@@ -626,39 +978,21 @@ static int temp_bytes(gmtf_gpu_bwt_ctx *, size_t, size_t *bytes)
 }
 
 template <class K>
-static void sort_pairs(K *ka, K *kb, uint32_t *va, uint32_t *vb, uint32_t lo, uint32_t hi)
+static int sort_pairs(gmtf_gpu_bwt_ctx *, K *ka, K *kb, uint32_t *va, uint32_t *vb, uint32_t n, int,
+                      K **kout, uint32_t **vout)
 {
     std::vector<std::pair<K, uint32_t>> v;
-    v.reserve(hi - lo);
-    for (uint32_t i = lo; i < hi; i++)
+    v.reserve(n);
+    for (uint32_t i = 0; i < n; i++)
         v.push_back(std::make_pair(ka[i], va[i]));
-    /* equal keys in reverse order of values: callers must not rely on it */
-    std::sort(v.begin(), v.end(),
-              [](const std::pair<K, uint32_t> &a, const std::pair<K, uint32_t> &b) {
-                  return a.first < b.first || (a.first == b.first && a.second > b.second);
-              });
-    for (uint32_t i = lo; i < hi; i++) {
-        kb[i] = v[i - lo].first;
-        vb[i] = v[i - lo].second;
+    std::stable_sort(v.begin(), v.end(),
+                     [](const std::pair<K, uint32_t> &a, const std::pair<K, uint32_t> &b) {
+                         return a.first < b.first;
+                     });
+    for (uint32_t i = 0; i < n; i++) {
+        kb[i] = v[i].first;
+        vb[i] = v[i].second;
     }
-}
-
-static int sort_initial(gmtf_gpu_bwt_ctx *, uint64_t *ka, uint64_t *kb, uint32_t *va, uint32_t *vb,
-                        uint32_t n, int, uint64_t **kout, uint32_t **vout)
-{
-    sort_pairs(ka, kb, va, vb, 0, n);
-    *kout = kb;
-    *vout = vb;
-    return 0;
-}
-
-static int sort_groups(gmtf_gpu_bwt_ctx *, uint32_t *ka, uint32_t *kb, uint32_t *va, uint32_t *vb,
-                       uint32_t n, uint32_t m, const uint32_t *seg, uint32_t **kout,
-                       uint32_t **vout)
-{
-    (void)n;
-    for (uint32_t g = 0; g < m; g++)
-        sort_pairs(ka, kb, va, vb, seg[g], seg[g + 1]);
     *kout = kb;
     *vout = vb;
     return 0;
@@ -671,11 +1005,11 @@ static int scan_max(gmtf_gpu_bwt_ctx *, uint32_t *a, uint32_t n)
     return 0;
 }
 
-static int scan_sum(gmtf_gpu_bwt_ctx *, uint64_t *a, uint32_t n)
+static int scan_sum(gmtf_gpu_bwt_ctx *, uint32_t *a, uint32_t n)
 {
-    uint64_t s = 0;
+    uint32_t s = 0;
     for (uint32_t i = 0; i < n; i++) {
-        uint64_t x = a[i];
+        uint32_t x = a[i];
         a[i] = s;
         s += x;
     }
@@ -733,49 +1067,71 @@ static void backend_close(gmtf_gpu_bwt_ctx *)
 
 /* ---- one piece ------------------------------------------------------------ */
 
-/* Working buffers for pieces of up to np positions. */
+static const uint32_t class_min[NCLS] = {2, C0_MAX + 1, C1_MAX + 1, C2_MAX + 1, C3_MAX + 1};
+
+/* Working buffers for pieces of up to np positions:
+ *   isa     4 B a position
+ *   pool   24 B: initial keys 2 x 8 B, values 2 x 4 B; then sa (one value
+ *          array), the doubling keys and the class-4 dense arrays
+ *   desc   two sets of five lists, each as long as its class can get
+ *          (np / smallest size), 8 B a descriptor: about 8.6 B a position
+ *   loff   class-4 offsets; tmp: CUB; cnt: two sets of counters */
 static int reserve_work(gmtf_gpu_bwt_ctx *c, uint32_t np)
 {
     size_t cap = ((size_t)np + 63) & ~(size_t)63;
     if (cap <= c->cap)
         return 0;
-    size_t tb = 0;
+    size_t tb = 0, nd = 0, lc[NCLS];
+    for (int k = 0; k < NCLS; k++) {
+        lc[k] = cap / class_min[k] + 1;
+        nd += lc[k];
+    }
     TRY(temp_bytes(c, cap, &tb));
     TRY(dev_reserve(c, &c->isa, cap * 4));
-    TRY(dev_reserve(c, &c->flag, cap));
-    TRY(dev_reserve(c, &c->s64, cap * 8));
     TRY(dev_reserve(c, &c->pool, cap * 24));
-    TRY(dev_reserve(c, &c->seg, (cap / 2 + 2) * 4));
+    TRY(dev_reserve(c, &c->desc, 2 * nd * 8));
+    TRY(dev_reserve(c, &c->loff, (lc[NCLS - 1] + 2) * 4));
     TRY(dev_reserve(c, &c->tmp, tb));
-    TRY(dev_reserve(c, &c->cnt, 16));
+    TRY(dev_reserve(c, &c->cnt, 2 * NCNT * 4));
+    for (int k = 0; k < NCLS; k++)
+        c->lcap[k] = lc[k];
     c->cap = cap;
     return 0;
 }
 
-/* After a sort: heads, ranks into isa, compaction of the groups of two or
- * more into Vn/Pn and seg; *a and *m get the new active count and groups. */
-template <class K>
-static int rank_groups(gmtf_gpu_bwt_ctx *c, const K *key, const uint32_t *V, const uint32_t *P,
-                       uint32_t A, uint32_t *R, uint32_t *Vn, uint32_t *Pn, uint32_t *a,
-                       uint32_t *m)
+/* The lists of set s (0 or 1). */
+static lists lists_of(gmtf_gpu_bwt_ctx *c, int s)
 {
-    uint8_t *F = (uint8_t *)c->flag.p;
-    uint64_t *S = (uint64_t *)c->s64.p;
-    uint32_t *isa = (uint32_t *)c->isa.p, *cnt = (uint32_t *)c->cnt.p;
-    each(c, A, f_heads<K>{key, P, F, R});
-    TRY(launched(c, "heads"));
-    TRY(scan_max(c, R, A));
-    each(c, A, f_update{V, R, F, A, isa, S});
-    TRY(launched(c, "update"));
-    TRY(scan_sum(c, S, A));
-    each(c, A, f_compact{V, P, F, S, A, Vn, Pn, (uint32_t *)c->seg.p, cnt});
-    TRY(launched(c, "compact"));
-    TRY(copy_d2h(c, c->h_cnt, cnt, 8));
+    lists L;
+    uint64_t *d = (uint64_t *)c->desc.p;
+    size_t nd = 0;
+    for (int k = 0; k < NCLS; k++)
+        nd += c->lcap[k];
+    d += s * nd;
+    for (int k = 0; k < NCLS; k++) {
+        L.d[k] = d;
+        d += c->lcap[k];
+    }
+    L.cnt = (uint32_t *)c->cnt.p + s * NCNT;
+    return L;
+}
+
+/* Reads the counters of set s; checks them against the capacities. */
+static int read_counts(gmtf_gpu_bwt_ctx *c, const lists &L, uint32_t *n, uint32_t np)
+{
+    TRY(copy_d2h(c, c->h_cnt, L.cnt, NCNT * 4));
     TRY(dev_sync(c));
-    *a = c->h_cnt[0];
-    *m = c->h_cnt[1];
-    if (*a > A || *m > *a / 2)
-        return set_err(c, -EIO, "rank_groups", "inconsistent counts");
+    uint64_t members = 0;
+    for (int k = 0; k < NCLS; k++) {
+        n[k] = c->h_cnt[k];
+        if (n[k] > c->lcap[k])
+            return set_err(c, -EIO, "sort_piece", "descriptor list overflow");
+        members += (uint64_t)n[k] * class_min[k];
+    }
+    n[CNT_LARGE] = c->h_cnt[CNT_LARGE];
+    n[CNT_MEMBERS] = c->h_cnt[CNT_MEMBERS];
+    if (members > np || n[CNT_LARGE] > np || n[CNT_MEMBERS] > np || n[CNT_MEMBERS] < members)
+        return set_err(c, -EIO, "sort_piece", "inconsistent group counts");
     return 0;
 }
 
@@ -799,6 +1155,53 @@ static unsigned initial_chars(uint32_t nb, uint64_t *pk, int *end_bit)
     return k;
 }
 
+static uint32_t bit_length(uint64_t x)
+{
+    uint32_t b = 0;
+    while (x) {
+        b++;
+        x >>= 1;
+    }
+    return b;
+}
+
+/* Class-4 groups of a round: one dense array sorted by (group, key), in
+ * chunks of groups whose index fits beside the key in 32 bits. The gather
+ * ran with the other classes' (before any rank changed); this sorts and
+ * ranks. kl/vl hold the gathered keys and values; k2/v2 are the other
+ * halves of the double buffers; R scratch. */
+static int rank_large(gmtf_gpu_bwt_ctx *c, const uint64_t *list, uint32_t n4, uint32_t a4,
+                      uint32_t kbits, uint32_t *kl, uint32_t *vl, uint32_t *k2, uint32_t *v2,
+                      uint32_t *R, uint32_t *sa, uint32_t *isa, const lists &L)
+{
+    const uint32_t *loff = (const uint32_t *)c->loff.p;
+    uint32_t per_chunk = 1u << (32 - kbits);
+    uint32_t *h_loff = c->h_cnt + NCNT; /* pinned scratch: chunk bounds */
+    for (uint32_t g0 = 0; g0 < n4; g0 += per_chunk) {
+        uint32_t g1 = n4 - g0 < per_chunk ? n4 : g0 + per_chunk;
+        uint32_t i0 = 0, n = a4;
+        if (g0 > 0 || g1 < n4) { /* several chunks: read their bounds */
+            TRY(copy_d2h(c, h_loff, loff + g0, 4));
+            TRY(copy_d2h(c, h_loff + 1, loff + g1, 4));
+            TRY(dev_sync(c));
+            i0 = h_loff[0];
+            n = h_loff[1] - h_loff[0];
+            if (h_loff[1] < h_loff[0] || h_loff[1] > a4)
+                return set_err(c, -EIO, "rank_large", "inconsistent offsets");
+        }
+        uint32_t *ks, *vs;
+        int bits = (int)(kbits + bit_length(g1 - g0 - 1));
+        TRY(sort_pairs<uint32_t>(c, kl + i0, k2 + i0, vl + i0, v2 + i0, n, bits, &ks, &vs));
+        each(c, n, f_heads<uint32_t>{ks, R});
+        TRY(launched(c, "large heads"));
+        TRY(scan_max(c, R, n));
+        if (n)
+            launch_rank_large(c, list, loff, ks, vs, R, g0, kbits, i0, n, sa, isa, L);
+        TRY(launched(c, "large rank"));
+    }
+    return 0;
+}
+
 static int sort_piece(gmtf_gpu_bwt_ctx *c, const piece *pc)
 {
     uint32_t np = pc->np, nb = (uint32_t)(pc->b1 - pc->b0);
@@ -806,10 +1209,11 @@ static int sort_piece(gmtf_gpu_bwt_ctx *c, const piece *pc)
     uint8_t *out = (uint8_t *)c->out.p + pc->t0;
     const uint32_t *bs = (const uint32_t *)c->meta.p + pc->m0;
     const uint32_t *so = bs + nb + 1, *step = so + nb + 1;
-    uint32_t *isa = (uint32_t *)c->isa.p, *seg = (uint32_t *)c->seg.p;
+    uint32_t *isa = (uint32_t *)c->isa.p;
     uint32_t *X[6];
     for (int i = 0; i < 6; i++)
         X[i] = (uint32_t *)c->pool.p + (size_t)i * c->cap;
+    uint32_t kbits = bit_length((uint64_t)pc->maxlen + 1);
 
     /* 1. initial keys and their sort: keys in X0X1 / X2X3, values X4 / X5 */
     uint64_t pk;
@@ -822,47 +1226,80 @@ static int sort_piece(gmtf_gpu_bwt_ctx *c, const piece *pc)
     TRY(prof_end(c, GMTF_GPU_BWT_PH_KEYS));
     TRY(prof_begin(c));
     uint64_t *ks;
-    uint32_t *vs;
-    TRY(sort_initial(c, (uint64_t *)X[0], (uint64_t *)X[2], X[4], X[5], np, end_bit, &ks, &vs));
+    uint32_t *sa;
+    TRY(sort_pairs<uint64_t>(c, (uint64_t *)X[0], (uint64_t *)X[2], X[4], X[5], np, end_bit, &ks,
+                             &sa));
     TRY(prof_end(c, GMTF_GPU_BWT_PH_SORT0));
 
-    /* 2. first ranks; the active list goes to the free key pair */
+    /* 2. first ranks and groups; R in the free key pair */
     uint32_t *kfree = ks == (uint64_t *)X[0] ? X[2] : X[0];
-    uint32_t *vfree = vs == X[4] ? X[5] : X[4];
-    uint32_t *V = kfree, *P = kfree + c->cap;
-    uint32_t A, M;
+    uint32_t *vfree = sa == X[4] ? X[5] : X[4];
+    int cur = 0;
+    lists L = lists_of(c, cur);
+    uint32_t n[NCNT];
     TRY(prof_begin(c));
-    TRY(rank_groups<uint64_t>(c, ks, vs, NULL, np, vfree, V, P, &A, &M));
+    TRY(dev_zero(c, L.cnt, NCNT * 4));
+    each(c, np, f_heads<uint64_t>{ks, kfree});
+    TRY(launched(c, "init heads"));
+    TRY(scan_max(c, kfree, np));
+    launch_init_rank(c, ks, sa, kfree, np, isa, L);
+    TRY(launched(c, "init rank"));
+    TRY(read_counts(c, L, n, np));
     TRY(prof_end(c, GMTF_GPU_BWT_PH_RANK0));
-    /* free now: the sorted key pair and both value arrays */
-    uint32_t *fr[4] = {(uint32_t *)ks, (uint32_t *)ks + c->cap, X[4], X[5]};
+    /* from here: key = the first free quarter of the key pairs, class-4
+     * dense arrays in the other three and the free value array */
+    uint32_t *key = X[0], *kl = X[1], *k2 = X[2], *v2 = X[3], *vl = vfree;
+    if (sa != X[4] && sa != X[5])
+        return set_err(c, -EIO, "sort_piece", "unexpected buffers");
+    (void)kfree;
 
     /* 3. doubling */
     uint32_t h = k, rounds = 0;
-    while (A > 0) {
+    for (;;) {
+        uint64_t active = 0;
+        for (int q = 0; q < NCLS - 1; q++)
+            active += n[q];
+        if (!active && !n[NCLS - 1])
+            break;
         if (++rounds > MAX_ROUNDS || h > GMTF_GPU_BWT_MAX_BLOCK)
             return set_err(c, -EIO, "sort_piece", "doubling did not converge");
-        c->prof.active += A;
-        uint32_t *K = fr[0], *K2 = fr[1], *V2 = fr[2], *Pn = fr[3];
+        c->prof.active += n[CNT_MEMBERS];
+        lists C = lists_of(c, cur), N = lists_of(c, cur ^ 1);
+        uint32_t a4 = n[CNT_LARGE];
+        TRY(dev_zero(c, N.cnt, NCNT * 4));
         TRY(prof_begin(c));
-        each(c, A, f_gather{V, isa, h, np - 1, K});
+        for (int q = 0; q < NCLS - 1; q++)
+            launch_gather(c, C.d[q], n[q], sa, isa, h, np - 1, key);
         TRY(launched(c, "gather"));
+        if (n[NCLS - 1]) {
+            uint32_t *loff = (uint32_t *)c->loff.p;
+            each(c, n[NCLS - 1], f_large_sizes{C.d[NCLS - 1], loff});
+            TRY(dev_zero(c, loff + n[NCLS - 1], 4));
+            TRY(launched(c, "large sizes"));
+            TRY(scan_sum(c, loff, n[NCLS - 1] + 1));
+            each(c, a4,
+                 f_large_gather{C.d[NCLS - 1], loff, bs, sa, isa, n[NCLS - 1], nb, h, np - 1, kbits,
+                                1u << (32 - kbits), kl, vl});
+            TRY(launched(c, "large gather"));
+        }
         TRY(prof_end(c, GMTF_GPU_BWT_PH_GATHER));
-        uint32_t *kc, *vc;
         TRY(prof_begin(c));
-        TRY(sort_groups(c, K, K2, V, V2, A, M, seg, &kc, &vc));
-        TRY(prof_end(c, GMTF_GPU_BWT_PH_SEGSORT));
-        uint32_t *kalt = kc == K ? K2 : K, *valt = vc == V ? V2 : V;
+        for (int q = 0; q < 2; q++)
+            launch_rank(c, q, C.d[q], n[q], bs, nb, kbits, sa, key, isa, N);
+        TRY(launched(c, "rank small"));
+        TRY(prof_end(c, GMTF_GPU_BWT_PH_SMALL));
         TRY(prof_begin(c));
-        TRY(rank_groups<uint32_t>(c, kc, vc, P, A, kalt, valt, Pn, &A, &M));
-        TRY(prof_end(c, GMTF_GPU_BWT_PH_RANK));
-        uint32_t *oldP = P;
-        V = valt;
-        P = Pn;
-        fr[0] = kc;
-        fr[1] = kalt;
-        fr[2] = vc;
-        fr[3] = oldP;
+        for (int q = 2; q < 4; q++)
+            launch_rank(c, q, C.d[q], n[q], bs, nb, kbits, sa, key, isa, N);
+        TRY(launched(c, "rank block"));
+        TRY(prof_end(c, GMTF_GPU_BWT_PH_BLOCK));
+        TRY(prof_begin(c));
+        if (n[NCLS - 1])
+            TRY(rank_large(c, C.d[NCLS - 1], n[NCLS - 1], a4, kbits, kl, vl, k2, v2, key, sa, isa,
+                           N));
+        TRY(prof_end(c, GMTF_GPU_BWT_PH_LARGE));
+        TRY(read_counts(c, N, n, np));
+        cur ^= 1;
         h *= 2;
     }
     if (rounds > c->prof.rounds)
@@ -892,7 +1329,7 @@ extern "C" int gmtf_gpu_bwt_create(gmtf_gpu_bwt_ctx **out)
         return -ENOMEM;
     int rc = backend_open(c);
     if (rc == 0)
-        rc = host_alloc((void **)&c->h_cnt, 16);
+        rc = host_alloc((void **)&c->h_cnt, 64);
     if (rc) {
         gmtf_gpu_bwt_destroy(c);
         return rc;
@@ -908,8 +1345,8 @@ extern "C" void gmtf_gpu_bwt_destroy(gmtf_gpu_bwt_ctx *c)
     if (!c)
         return;
     backend_close(c);
-    dbuf *b[] = {&c->in,  &c->out,  &c->idx, &c->meta, &c->isa, &c->flag,
-                 &c->s64, &c->pool, &c->seg, &c->tmp,  &c->cnt};
+    dbuf *b[] = {&c->in,   &c->out,  &c->idx,  &c->meta, &c->isa,
+                 &c->pool, &c->desc, &c->loff, &c->tmp,  &c->cnt};
     for (size_t i = 0; i < sizeof b / sizeof b[0]; i++)
         dev_free(b[i]);
     host_free(c->h_cnt);
@@ -958,8 +1395,8 @@ extern "C" int gmtf_gpu_bwt_get_profile(const gmtf_gpu_bwt_ctx *c, gmtf_gpu_bwt_
 
 extern "C" const char *gmtf_gpu_bwt_phase_name(int phase)
 {
-    static const char *names[GMTF_GPU_BWT_PH_COUNT] = {"keys",    "sort0", "rank0", "gather",
-                                                       "segsort", "rank",  "output"};
+    static const char *names[GMTF_GPU_BWT_PH_COUNT] = {"keys",  "sort0", "rank0", "gather",
+                                                       "small", "block", "large", "output"};
     return phase >= 0 && phase < GMTF_GPU_BWT_PH_COUNT ? names[phase] : NULL;
 }
 
@@ -1009,9 +1446,12 @@ static int plan(gmtf_gpu_bwt_ctx *c, const uint64_t *off, size_t count, const ui
         p->t0 = off[i] - off[0];
         p->i0 = i0;
         np = 0;
+        p->maxlen = 0;
         size_t j = i;
         while (j < count && (j == i || np + (off[j + 1] - off[j]) + 1 <= c->piece_bound)) {
             np += off[j + 1] - off[j] + 1;
+            if (off[j + 1] - off[j] > p->maxlen)
+                p->maxlen = (uint32_t)(off[j + 1] - off[j]);
             j++;
         }
         p->b1 = j;

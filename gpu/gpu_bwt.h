@@ -105,13 +105,14 @@ int gmtf_gpu_bwt_stage_device(gmtf_gpu_bwt_ctx *ctx, void **bwt, void **idx);
 /* Device time by phase over the runs since profiling was switched on
  * (events around each phase; costs a little). */
 enum {
-    GMTF_GPU_BWT_PH_KEYS,    /* initial keys: block id + first chars */
-    GMTF_GPU_BWT_PH_SORT0,   /* radix sort of the initial keys */
-    GMTF_GPU_BWT_PH_RANK0,   /* first ranks, groups, compaction */
-    GMTF_GPU_BWT_PH_GATHER,  /* doubling rounds: rank of the suffix h ahead */
-    GMTF_GPU_BWT_PH_SEGSORT, /* doubling rounds: segmented sort of the groups */
-    GMTF_GPU_BWT_PH_RANK,    /* doubling rounds: new ranks, compaction */
-    GMTF_GPU_BWT_PH_OUTPUT,  /* BWT bytes and sample indexes */
+    GMTF_GPU_BWT_PH_KEYS,   /* initial keys: block id + first chars */
+    GMTF_GPU_BWT_PH_SORT0,  /* radix sort of the initial keys */
+    GMTF_GPU_BWT_PH_RANK0,  /* first ranks and groups */
+    GMTF_GPU_BWT_PH_GATHER, /* doubling rounds: rank of the suffix h ahead */
+    GMTF_GPU_BWT_PH_SMALL,  /* doubling rounds: groups of 2..256, counted by warps */
+    GMTF_GPU_BWT_PH_BLOCK,  /* doubling rounds: groups of 257..4096, one CTA sort each */
+    GMTF_GPU_BWT_PH_LARGE,  /* doubling rounds: larger groups, one device radix sort */
+    GMTF_GPU_BWT_PH_OUTPUT, /* BWT bytes and sample indexes */
     GMTF_GPU_BWT_PH_COUNT
 };
 typedef struct gmtf_gpu_bwt_profile {
