@@ -10,10 +10,16 @@
  *
  * State. sa[slot] holds the suffixes in the order known so far; a group
  * (suffixes sharing their first h characters, the end of the block counting
- * as a character below every byte) is a range of slots, and isa[p] is the
- * slot where p's group starts. Keys compare the block first, so groups and
+ * as a character below every byte) is a range of slots, and p's rank is the
+ * slot where its group starts. Keys compare the block first, so groups and
  * ranks never cross blocks. Groups of two or more are listed as
- * descriptors (start slot, size), in five lists by size.
+ * descriptors (start slot, size), in six lists by size.
+ *
+ * Ranks are versioned: isa[p] = (rank now, rank before the last change,
+ * round of the last change), one 64-bit word. A round reads every rank as
+ * it was when the round began (the older one where the entry changed in
+ * this round), so one kernel can read ranks h ahead and write new ones
+ * without a grid-wide barrier between.
  *
  * 1. Initial keys: block id and the first k characters in base 257
  *    (0 = past the end, byte c = c + 1), k as large as fits 64 bits with
@@ -22,16 +28,17 @@
  * 2. Doubling: a group of depth h holds suffixes of length >= h only (a
  *    shorter one differs from all others within h characters), so the
  *    suffix h ahead of each member lies in the same block, at most at its
- *    sentinel. Each round first gathers key[slot] = isa[sa[slot] + h] for
- *    every listed group, then sorts each group by it in place (depth 2h),
- *    writes the new ranks and lists the subgroups of two or more:
- *      2..32 members: a warp, one member a lane, ranks by counting;
+ *    sentinel. Each round sorts every listed group in place by the ranks h
+ *    ahead (depth 2h), writes the new ranks and lists the subgroups of two
+ *    or more:
+ *      2..8 members: a thread, ranks by counting in registers;
+ *      9..32: a warp, one member a lane, counting by shuffles;
  *      33..256: a warp, eight members a lane, counting over shared memory;
  *      257..1024 and 1025..4096: a CTA each, cub::BlockRadixSort;
  *      more: all such groups in one device radix sort of (group, key).
- *    Descriptors are appended through warp-aggregated atomics; the host
- *    reads the list sizes once a round.
- * 3. Output: row of p = isa[p] - s_b; the byte before p goes to its row,
+ *    Each CTA reserves room for its descriptors with one atomic a list;
+ *    the host reads the list sizes once a round.
+ * 3. Output: row of p = rank - s_b; the byte before p goes to its row,
  *    rows after the primary index's row one place down.
  *
  * The same source builds for the CPU with GMTF_BWT_EMU (loops and std::sort
@@ -67,21 +74,18 @@
 #else
 #define PIECE_MIN ((uint64_t)GMTF_GPU_BWT_MAX_BLOCK + 2)
 #endif
-#define PIECE_MAX (1ull << 30)
+#define PIECE_MAX (1ull << 29) /* ranks are 29-bit fields of isa */
 #define PIECE_DEFAULT ((1ull << 28) + (1ull << 24))
-#define MAX_ROUNDS 40
+#define MAX_ROUNDS 40 /* round numbers are 6-bit fields of isa */
 
-/* Group size classes: the most members of each (the last is unbounded). */
-#define NCLS 5
-#define C0_MAX 32u
-#define C1_MAX 256u
-#define C2_MAX 1024u
-#define C3_MAX 4096u
-/* counters: descriptors per class, the members of class-4 groups, the
- * members of all listed groups */
-#define CNT_LARGE NCLS
-#define CNT_MEMBERS (NCLS + 1)
-#define NCNT 8
+/* Group size classes: the fewest members of each. */
+#define NCLS 6
+#define CT_MAX 8u
+#define CW_MAX 32u
+#define CM_MAX 256u
+#define CB1_MAX 1024u
+#define CB2_MAX 4096u
+#define CL NCLS - 1
 
 /* ---- sample layout ------------------------------------------------------ */
 
@@ -121,12 +125,43 @@ extern "C" uint64_t gmtf_gpu_bwt_index_total(const uint64_t *off, size_t count,
 
 GMTF_HD static inline int size_class(uint32_t s)
 {
-    return s <= C0_MAX ? 0 : s <= C1_MAX ? 1 : s <= C2_MAX ? 2 : s <= C3_MAX ? 3 : 4;
+    return s <= CT_MAX    ? 0
+           : s <= CW_MAX  ? 1
+           : s <= CM_MAX  ? 2
+           : s <= CB1_MAX ? 3
+           : s <= CB2_MAX ? 4
+                          : 5;
 }
 
 GMTF_HD static inline uint64_t desc_make(uint32_t start, uint32_t size)
 {
     return (uint64_t)start | (uint64_t)size << 32;
+}
+
+#define RANK_MASK ((1u << 29) - 1)
+
+GMTF_HD static inline uint64_t isa_pack(uint32_t now, uint32_t before, uint32_t round)
+{
+    return (uint64_t)now | (uint64_t)before << 29 | (uint64_t)round << 58;
+}
+
+GMTF_HD static inline uint32_t isa_now(uint64_t e)
+{
+    return (uint32_t)e & RANK_MASK;
+}
+
+/* The rank as it was when round `round` began. */
+GMTF_HD static inline uint32_t isa_at(uint64_t e, uint32_t round)
+{
+    return (uint32_t)(e >> 58) == round ? (uint32_t)(e >> 29) & RANK_MASK : (uint32_t)e & RANK_MASK;
+}
+
+/* The doubling key of the suffix in slot j: its rank h ahead. */
+GMTF_HD static inline uint32_t key_of(const uint64_t *isa, uint32_t v, uint32_t h, uint32_t last,
+                                      uint32_t round)
+{
+    uint32_t q = v + h;
+    return isa_at(isa[q < last ? q : last], round);
 }
 
 /* The last b with a[b] <= x (a ascending, n >= 1): the block of a
@@ -144,10 +179,19 @@ GMTF_HD static inline uint32_t find_last_le(const uint32_t *a, uint32_t n, uint3
     return lo;
 }
 
-/* Where the next round's descriptors go. */
+/* Where the next round's descriptors go. cnt[c]: descriptors (low word)
+ * and their members (high word) of list c. */
 struct lists {
     uint64_t *d[NCLS];
-    uint32_t *cnt; /* NCNT counters */
+    uint64_t *cnt;
+};
+
+/* What a round's kernels need besides their list. */
+struct round_args {
+    uint32_t *sa;
+    uint64_t *isa;
+    const uint32_t *bs; /* block starts (positions), nb + 1 */
+    uint32_t nb, h, last, round, kbits;
 };
 
 /* ---- element functions (one per kernel) ---------------------------------- */
@@ -187,24 +231,15 @@ template <class K> struct f_heads {
 /* After the initial sort: rank of element j; *size > 0 when j closes a
  * group of two or more. */
 GMTF_HD static inline void init_rank(const uint64_t *key, const uint32_t *sa, const uint32_t *R,
-                                     uint32_t np, uint32_t j, uint32_t *isa, uint32_t *size)
+                                     uint32_t np, uint32_t j, uint64_t *isa, uint32_t *size)
 {
-    isa[sa[j]] = R[j];
+    isa[sa[j]] = isa_pack(R[j], R[j], 0);
     bool last = j + 1 == np || key[j + 1] != key[j];
     uint32_t s = j - R[j] + 1;
     *size = last && s >= 2 ? s : 0;
 }
 
-/* Doubling key of every member of the listed groups (one warp a group on
- * the GPU; any order here). */
-GMTF_HD static inline void gather_one(const uint32_t *sa, const uint32_t *isa, uint32_t h,
-                                      uint32_t last, uint32_t *key, uint32_t j)
-{
-    uint32_t q = sa[j] + h;
-    key[j] = isa[q < last ? q : last];
-}
-
-/* Class-4 groups as one dense array: group g's members at
+/* Class-5 groups as one dense array: group g's members at
  * [loff[g], loff[g+1]); key = (g mod per_chunk) << kbits | rank - block start. */
 struct f_large_sizes {
     const uint64_t *list;
@@ -217,37 +252,37 @@ struct f_large_sizes {
 
 struct f_large_gather {
     const uint64_t *list;
-    const uint32_t *loff, *bs, *sa, *isa;
-    uint32_t n4, nb, h, last, kbits, per_chunk;
+    const uint32_t *loff, *sa;
+    const uint64_t *isa;
+    const uint32_t *bs;
+    uint32_t n4, nb, h, last, round, kbits, per_chunk;
     uint32_t *kl, *vl;
     GMTF_HD void operator()(uint32_t i) const
     {
         uint32_t g = find_last_le(loff, n4, i);
         uint32_t start = (uint32_t)list[g];
         uint32_t v = sa[start + (i - loff[g])];
-        uint32_t q = v + h;
-        uint32_t k = isa[q < last ? q : last];
         uint32_t base = bs[find_last_le(bs, nb, start)];
-        kl[i] = (g % per_chunk) << kbits | (k - base);
+        kl[i] = (g % per_chunk) << kbits | (key_of(isa, v, h, last, round) - base);
         vl[i] = v;
     }
 };
 
-/* After the sort of a chunk of class-4 groups (dense indexes i0..i0+n;
+/* After the sort of a chunk of class-5 groups (dense indexes i0..i0+n;
  * kc, vc, R hold the chunk, R its chunk-relative subgroup heads): member t
  * goes back to its group's slots; *size > 0 when it closes a subgroup of
  * two or more, which starts at slot *at. */
 GMTF_HD static inline void large_rank(const uint64_t *list, const uint32_t *loff,
                                       const uint32_t *kc, const uint32_t *vc, const uint32_t *R,
                                       uint32_t g0, uint32_t kbits, uint32_t i0, uint32_t n,
-                                      uint32_t t, uint32_t *sa, uint32_t *isa, uint32_t *at,
-                                      uint32_t *size)
+                                      uint32_t t, uint32_t round, uint32_t *sa, uint64_t *isa,
+                                      uint32_t *at, uint32_t *size)
 {
     uint32_t g = g0 + (kc[t] >> kbits);
     uint32_t start = (uint32_t)list[g], off = loff[g];
     uint32_t r = start + (i0 + R[t] - off);
     sa[start + (i0 + t - off)] = vc[t];
-    isa[vc[t]] = r;
+    isa[vc[t]] = isa_pack(r, start, round);
     bool last = t + 1 == n || kc[t + 1] != kc[t];
     uint32_t s = t - R[t] + 1;
     *at = r;
@@ -258,7 +293,8 @@ GMTF_HD static inline void large_rank(const uint64_t *list, const uint32_t *loff
  * row; position 0 of a block writes row 0 (the block's last byte). */
 struct f_output {
     const uint8_t *text;
-    const uint32_t *bs, *isa;
+    const uint32_t *bs;
+    const uint64_t *isa;
     uint32_t nb;
     uint8_t *out;
     GMTF_HD void operator()(uint32_t p) const
@@ -271,21 +307,22 @@ struct f_output {
             out[o] = text[o + n - 1];
             return;
         }
-        uint32_t row = isa[p] - s, r0 = isa[s] - s;
+        uint32_t row = isa_now(isa[p]) - s, r0 = isa_now(isa[s]) - s;
         out[o + (row < r0 ? row : row - 1)] = text[o + l - 1];
     }
 };
 
 /* Sample indexes: row of the suffix at k * step[b]. */
 struct f_samples {
-    const uint32_t *bs, *so, *step, *isa;
+    const uint32_t *bs, *so, *step;
+    const uint64_t *isa;
     uint32_t nb;
     uint32_t *idx;
     GMTF_HD void operator()(uint32_t t) const
     {
         uint32_t b = find_last_le(so, nb, t);
         uint32_t s = bs[b];
-        idx[t] = isa[s + (t - so[b]) * step[b]] - s;
+        idx[t] = isa_now(isa[s + (t - so[b]) * step[b]]) - s;
     }
 };
 
@@ -320,7 +357,7 @@ struct gmtf_gpu_bwt_ctx {
     size_t npc, pc_cap;
     uint32_t *h_meta;
     size_t h_meta_cap;
-    uint32_t *h_cnt;
+    uint64_t *h_cnt; /* pinned: NCLS counters, then scratch */
     /* device */
     dbuf in, out, idx, meta, isa, pool, desc, loff, tmp, cnt;
     size_t cap;        /* positions the working buffers hold */
@@ -390,74 +427,144 @@ static int launched(gmtf_gpu_bwt_ctx *c, const char *what)
     return e == cudaSuccess ? 0 : cuda_fail(c, e, what);
 }
 
-/* Appends (start, size) to the list of its class when pred; called by all
- * 32 lanes of a warp together. One atomic per class present in the warp. */
-__device__ __forceinline__ void emit(const lists &L, bool pred, uint32_t start, uint32_t size)
+/* Appends the descriptors (at[e], size[e]) with pred[e] to the lists of
+ * their classes. Called by every thread of a 256-thread CTA together:
+ * warps count in shared memory, then one global atomic a list a CTA. */
+template <int E>
+__device__ __forceinline__ void emit_cta(const lists &L, const bool (&pred)[E],
+                                         const uint32_t (&at)[E], const uint32_t (&size)[E])
 {
-    unsigned any = __ballot_sync(FULL, pred);
-    if (!any)
-        return;
-    unsigned lane = threadIdx.x & 31, lt = (1u << lane) - 1;
-    uint32_t members = __reduce_add_sync(FULL, pred ? size : 0);
-    if (lane == __ffs(any) - 1)
-        atomicAdd(&L.cnt[CNT_MEMBERS], members);
-    int cls = size_class(size);
+    __shared__ uint32_t s_cnt[NCLS], s_mem[NCLS], s_base[NCLS];
+    uint32_t lane = threadIdx.x & 31, ltm = (1u << lane) - 1;
+    if (threadIdx.x < NCLS) {
+        s_cnt[threadIdx.x] = 0;
+        s_mem[threadIdx.x] = 0;
+    }
+    __syncthreads();
+    uint32_t off[E];
 #pragma unroll
-    for (int c = 0; c < NCLS; c++) {
-        unsigned m = __ballot_sync(FULL, pred && cls == c);
-        if (!m)
+    for (int e = 0; e < E; e++) {
+        off[e] = 0;
+        if (!__ballot_sync(FULL, pred[e]))
             continue;
-        unsigned leader = __ffs(m) - 1;
-        uint32_t base = 0;
-        if (lane == leader)
-            base = atomicAdd(&L.cnt[c], (uint32_t)__popc(m));
-        base = __shfl_sync(FULL, base, leader);
-        if (pred && cls == c) {
-            L.d[c][base + __popc(m & lt)] = desc_make(start, size);
-            if (c == NCLS - 1)
-                atomicAdd(&L.cnt[CNT_LARGE], size);
+        int cls = size_class(size[e]);
+#pragma unroll
+        for (int c = 0; c < NCLS; c++) {
+            bool mine = pred[e] && cls == c;
+            unsigned m = __ballot_sync(FULL, mine);
+            if (!m)
+                continue;
+            uint32_t mem = __reduce_add_sync(FULL, mine ? size[e] : 0);
+            unsigned leader = __ffs(m) - 1;
+            uint32_t b = 0;
+            if (lane == leader) {
+                b = atomicAdd(&s_cnt[c], (uint32_t)__popc(m));
+                atomicAdd(&s_mem[c], mem);
+            }
+            b = __shfl_sync(FULL, b, leader);
+            if (mine)
+                off[e] = b + __popc(m & ltm);
         }
+    }
+    __syncthreads();
+    if (threadIdx.x < NCLS && s_cnt[threadIdx.x]) {
+        unsigned long long add = (unsigned long long)s_mem[threadIdx.x] << 32 | s_cnt[threadIdx.x];
+        s_base[threadIdx.x] = (uint32_t)atomicAdd((unsigned long long *)&L.cnt[threadIdx.x], add);
+    }
+    __syncthreads();
+#pragma unroll
+    for (int e = 0; e < E; e++) {
+        if (!pred[e])
+            continue;
+        int cls = size_class(size[e]);
+        uint64_t *d = L.d[0];
+#pragma unroll
+        for (int c = 1; c < NCLS; c++)
+            if (cls == c)
+                d = L.d[c];
+        d[s_base[cls] + off[e]] = desc_make(at[e], size[e]);
     }
 }
 
-/* First ranks and groups, one thread an element (whole warps: emit). */
+/* First ranks and groups: eight elements a thread, striped. */
 __global__ void __launch_bounds__(256)
     k_init_rank(const uint64_t *key, const uint32_t *sa, const uint32_t *R, uint32_t np,
-                uint32_t *isa, lists L)
+                uint64_t *isa, lists L)
 {
-    uint32_t j = blockIdx.x * 256u + threadIdx.x, size = 0;
-    if (j < np)
-        init_rank(key, sa, R, np, j, isa, &size);
-    emit(L, size > 0, j + 1 - size, size);
+    bool pred[8];
+    uint32_t at[8], size[8];
+#pragma unroll
+    for (int u = 0; u < 8; u++) {
+        uint32_t j = blockIdx.x * 2048u + u * 256u + threadIdx.x;
+        size[u] = 0;
+        if (j < np)
+            init_rank(key, sa, R, np, j, isa, &size[u]);
+        pred[u] = size[u] > 0;
+        at[u] = j + 1 - size[u];
+    }
+    emit_cta<8>(L, pred, at, size);
 }
 
-/* Doubling keys of the listed groups: a warp a group. */
+/* Groups of 2..8: a thread a group; ranks by counting in registers. */
 __global__ void __launch_bounds__(256)
-    k_gather(const uint64_t *list, uint32_t n, const uint32_t *sa, const uint32_t *isa, uint32_t h,
-             uint32_t last, uint32_t *key)
+    k_rank_t(const uint64_t *list, uint32_t n, round_args a, lists L)
 {
-    uint32_t g = blockIdx.x * 8u + (threadIdx.x >> 5), lane = threadIdx.x & 31;
-    if (g >= n)
-        return;
-    uint64_t d = list[g];
-    uint32_t start = (uint32_t)d, size = (uint32_t)(d >> 32);
-    for (uint32_t e = lane; e < size; e += 32)
-        gather_one(sa, isa, h, last, key, start + e);
+    uint32_t g = blockIdx.x * 256u + threadIdx.x, start = 0, size = 0;
+    if (g < n) {
+        uint64_t d = list[g];
+        start = (uint32_t)d;
+        size = (uint32_t)(d >> 32);
+    }
+    uint32_t k[CT_MAX], v[CT_MAX];
+#pragma unroll
+    for (int i = 0; i < (int)CT_MAX; i++) {
+        bool in = (uint32_t)i < size;
+        v[i] = in ? a.sa[start + i] : 0;
+        k[i] = in ? key_of(a.isa, v[i], a.h, a.last, a.round) : 0xffffffffu;
+    }
+    bool pred[CT_MAX];
+    uint32_t at[CT_MAX], ne[CT_MAX], pos[CT_MAX];
+#pragma unroll
+    for (int i = 0; i < (int)CT_MAX; i++) {
+        uint32_t lt = 0, eq = 0, eqb = 0;
+#pragma unroll
+        for (int j = 0; j < (int)CT_MAX; j++) {
+            lt += k[j] < k[i];
+            eq += k[j] == k[i];
+            if (j < i)
+                eqb += k[j] == k[i];
+        }
+        bool in = (uint32_t)i < size;
+        pred[i] = in && eqb == 0 && eq >= 2;
+        at[i] = start + lt;
+        ne[i] = eq;
+        pos[i] = lt + eqb;
+    }
+#pragma unroll
+    for (int i = 0; i < (int)CT_MAX; i++)
+        if ((uint32_t)i < size) {
+            a.sa[start + pos[i]] = v[i];
+            a.isa[v[i]] = isa_pack(at[i], start, a.round);
+        }
+    emit_cta<CT_MAX>(L, pred, at, ne);
 }
 
-/* Groups of 2..32: a warp a group, a lane a member. rank = start + members
+/* Groups of 9..32: a warp a group, a lane a member. rank = start + members
  * with a smaller key; equal keys (one match_any set) take consecutive
  * slots. */
-__global__ void __launch_bounds__(256) k_rank_c0(const uint64_t *list, uint32_t n, uint32_t *sa,
-                                                 const uint32_t *key, uint32_t *isa, lists L)
+__global__ void __launch_bounds__(256)
+    k_rank_w(const uint64_t *list, uint32_t n, round_args a, lists L)
 {
     uint32_t g = blockIdx.x * 8u + (threadIdx.x >> 5), lane = threadIdx.x & 31;
-    if (g >= n)
-        return;
-    uint64_t d = list[g];
-    uint32_t start = (uint32_t)d, size = (uint32_t)(d >> 32);
+    uint32_t start = 0, size = 0;
+    if (g < n) {
+        uint64_t d = list[g];
+        start = (uint32_t)d;
+        size = (uint32_t)(d >> 32);
+    }
     bool in = lane < size;
-    uint32_t k = in ? key[start + lane] : 0xffffffffu, v = in ? sa[start + lane] : 0;
+    uint32_t v = in ? a.sa[start + lane] : 0;
+    uint32_t k = in ? key_of(a.isa, v, a.h, a.last, a.round) : 0xffffffffu;
     unsigned eq = __match_any_sync(FULL, k);
     uint32_t lt = 0;
     for (uint32_t i = 0; i < size; i++)
@@ -465,30 +572,34 @@ __global__ void __launch_bounds__(256) k_rank_c0(const uint64_t *list, uint32_t 
     uint32_t before = __popc(eq & ((1u << lane) - 1)), ne = __popc(eq);
     __syncwarp();
     if (in) {
-        sa[start + lt + before] = v;
-        isa[v] = start + lt;
+        a.sa[start + lt + before] = v;
+        a.isa[v] = isa_pack(start + lt, start, a.round);
     }
-    emit(L, in && before == 0 && ne >= 2, start + lt, ne);
+    bool pred[1] = {in && before == 0 && ne >= 2};
+    uint32_t at[1] = {start + lt}, sz[1] = {ne};
+    emit_cta<1>(L, pred, at, sz);
 }
 
 /* Groups of 33..256: a warp a group, eight members a lane; keys in shared
  * memory; equal keys take slots through a shared counter per subgroup. */
-__global__ void __launch_bounds__(256) k_rank_c1(const uint64_t *list, uint32_t n, uint32_t *sa,
-                                                 const uint32_t *key, uint32_t *isa, lists L)
+__global__ void __launch_bounds__(256)
+    k_rank_m(const uint64_t *list, uint32_t n, round_args a, lists L)
 {
-    __shared__ uint32_t sk[8][C1_MAX], sc[8][C1_MAX];
+    __shared__ uint32_t sk[8][CM_MAX], sc[8][CM_MAX];
     uint32_t w = threadIdx.x >> 5, lane = threadIdx.x & 31;
-    uint32_t g = blockIdx.x * 8u + w;
-    if (g >= n)
-        return;
-    uint64_t d = list[g];
-    uint32_t start = (uint32_t)d, size = (uint32_t)(d >> 32);
+    uint32_t g = blockIdx.x * 8u + w, start = 0, size = 0;
+    if (g < n) {
+        uint64_t d = list[g];
+        start = (uint32_t)d;
+        size = (uint32_t)(d >> 32);
+    }
     uint32_t k[8], v[8], lt[8], le[8];
 #pragma unroll
     for (int u = 0; u < 8; u++) {
         uint32_t e = lane + 32u * u;
-        k[u] = e < size ? key[start + e] : 0xffffffffu;
-        v[u] = e < size ? sa[start + e] : 0;
+        bool in = e < size;
+        v[u] = in ? a.sa[start + e] : 0;
+        k[u] = in ? key_of(a.isa, v[u], a.h, a.last, a.round) : 0xffffffffu;
         sk[w][e] = k[u];
         sc[w][e] = 0;
         lt[u] = le[u] = 0;
@@ -502,29 +613,28 @@ __global__ void __launch_bounds__(256) k_rank_c1(const uint64_t *list, uint32_t 
             le[u] += ki <= k[u];
         }
     }
-    uint32_t pos[8];
-#pragma unroll
-    for (int u = 0; u < 8; u++)
-        pos[u] = lane + 32u * u < size ? lt[u] + atomicAdd(&sc[w][lt[u]], 1u) : 0;
-    __syncwarp();
+    bool pred[8];
+    uint32_t at[8], sz[8];
 #pragma unroll
     for (int u = 0; u < 8; u++) {
         bool in = lane + 32u * u < size;
+        uint32_t pos = in ? lt[u] + atomicAdd(&sc[w][lt[u]], 1u) : 0;
         if (in) {
-            sa[start + pos[u]] = v[u];
-            isa[v[u]] = start + lt[u];
+            a.sa[start + pos] = v[u];
+            a.isa[v[u]] = isa_pack(start + lt[u], start, a.round);
         }
-        emit(L, in && pos[u] == lt[u] && le[u] - lt[u] >= 2, start + lt[u], le[u] - lt[u]);
+        pred[u] = in && pos == lt[u] && le[u] - lt[u] >= 2;
+        at[u] = start + lt[u];
+        sz[u] = le[u] - lt[u];
     }
+    emit_cta<8>(L, pred, at, sz);
 }
 
 /* Groups of up to 256 * ITEMS: a CTA a group; block radix sort of
- * (rank - block start, slot value), then heads, a max-scan for each
+ * (rank h ahead - block start, suffix), then heads, a max-scan for each
  * member's subgroup start, and the tails list the subgroups. */
 template <int ITEMS>
-__global__ void __launch_bounds__(256)
-    k_rank_block(const uint64_t *list, const uint32_t *bs, uint32_t nb, uint32_t kbits,
-                 uint32_t *sa, const uint32_t *key, uint32_t *isa, lists L)
+__global__ void __launch_bounds__(256) k_rank_b(const uint64_t *list, round_args a, lists L)
 {
     typedef cub::BlockRadixSort<uint32_t, 256, ITEMS, uint32_t> Sort;
     typedef cub::BlockScan<uint32_t, 256> Scan;
@@ -535,16 +645,16 @@ __global__ void __launch_bounds__(256)
     } sm;
     uint64_t d = list[blockIdx.x];
     uint32_t start = (uint32_t)d, size = (uint32_t)(d >> 32);
-    uint32_t base = bs[find_last_le(bs, nb, start)], pad = (1u << kbits) - 1;
+    uint32_t base = a.bs[find_last_le(a.bs, a.nb, start)], pad = (1u << a.kbits) - 1;
     uint32_t k[ITEMS], v[ITEMS], r[ITEMS];
     uint32_t i0 = threadIdx.x * ITEMS;
 #pragma unroll
     for (int u = 0; u < ITEMS; u++) {
         uint32_t i = i0 + u;
-        k[u] = i < size ? key[start + i] - base : pad;
-        v[u] = i < size ? sa[start + i] : 0;
+        v[u] = i < size ? a.sa[start + i] : 0;
+        k[u] = i < size ? key_of(a.isa, v[u], a.h, a.last, a.round) - base : pad;
     }
-    Sort(sm.sort).Sort(k, v, 0, (int)kbits);
+    Sort(sm.sort).Sort(k, v, 0, (int)a.kbits);
     __syncthreads();
 #pragma unroll
     for (int u = 0; u < ITEMS; u++)
@@ -560,28 +670,35 @@ __global__ void __launch_bounds__(256)
     }
     __syncthreads();
     Scan(sm.scan).InclusiveScan(r, r, max_u32());
+    bool pred[ITEMS];
+    uint32_t at[ITEMS], sz[ITEMS];
 #pragma unroll
     for (int u = 0; u < ITEMS; u++) {
         uint32_t i = i0 + u;
         bool in = i < size;
         if (in) {
-            sa[start + i] = v[u];
-            isa[v[u]] = start + r[u];
+            a.sa[start + i] = v[u];
+            a.isa[v[u]] = isa_pack(start + r[u], start, a.round);
         }
-        emit(L, in && tail[u] && i - r[u] >= 1, start + r[u], i - r[u] + 1);
+        pred[u] = in && tail[u] && i > r[u];
+        at[u] = start + r[u];
+        sz[u] = i - r[u] + 1;
     }
+    emit_cta<ITEMS>(L, pred, at, sz);
 }
 
-/* Class-4 subgroups after the chunk's sort (dense indexes i0..i0+n). */
+/* Class-5 subgroups after a chunk's sort. */
 __global__ void __launch_bounds__(256)
-    k_rank_large(const uint64_t *list, const uint32_t *loff, const uint32_t *kl, const uint32_t *vl,
+    k_rank_large(const uint64_t *list, const uint32_t *loff, const uint32_t *kc, const uint32_t *vc,
                  const uint32_t *R, uint32_t g0, uint32_t kbits, uint32_t i0, uint32_t n,
-                 uint32_t *sa, uint32_t *isa, lists L)
+                 uint32_t round, uint32_t *sa, uint64_t *isa, lists L)
 {
-    uint32_t t = blockIdx.x * 256u + threadIdx.x, at = 0, size = 0;
+    uint32_t t = blockIdx.x * 256u + threadIdx.x;
+    uint32_t at[1] = {0}, size[1] = {0};
     if (t < n)
-        large_rank(list, loff, kl, vl, R, g0, kbits, i0, n, t, sa, isa, &at, &size);
-    emit(L, size > 0, at, size);
+        large_rank(list, loff, kc, vc, R, g0, kbits, i0, n, t, round, sa, isa, &at[0], &size[0]);
+    bool pred[1] = {size[0] > 0};
+    emit_cta<1>(L, pred, at, size);
 }
 
 static int dev_reserve(gmtf_gpu_bwt_ctx *c, dbuf *b, size_t bytes)
@@ -726,44 +843,33 @@ static int scan_sum(gmtf_gpu_bwt_ctx *c, uint32_t *a, uint32_t n)
 }
 
 static void launch_init_rank(gmtf_gpu_bwt_ctx *c, const uint64_t *key, const uint32_t *sa,
-                             const uint32_t *R, uint32_t np, uint32_t *isa, const lists &L)
+                             const uint32_t *R, uint32_t np, uint64_t *isa, const lists &L)
 {
-    k_init_rank<<<(np + 255) / 256, 256, 0, c->st>>>(key, sa, R, np, isa, L);
+    k_init_rank<<<(np + 2047) / 2048, 256, 0, c->st>>>(key, sa, R, np, isa, L);
 }
 
-static void launch_gather(gmtf_gpu_bwt_ctx *c, const uint64_t *list, uint32_t n, const uint32_t *sa,
-                          const uint32_t *isa, uint32_t h, uint32_t last, uint32_t *key)
-{
-    if (n)
-        k_gather<<<(n + 7) / 8, 256, 0, c->st>>>(list, n, sa, isa, h, last, key);
-}
-
-/* Ranks of the groups of class cls (0..3). */
+/* One round's sort of the groups of class cls (0..4). */
 static void launch_rank(gmtf_gpu_bwt_ctx *c, int cls, const uint64_t *list, uint32_t n,
-                        const uint32_t *bs, uint32_t nb, uint32_t kbits, uint32_t *sa,
-                        const uint32_t *key, uint32_t *isa, const lists &L)
+                        const round_args &a, const lists &L)
 {
     if (!n)
         return;
     switch (cls) {
-    case 0: k_rank_c0<<<(n + 7) / 8, 256, 0, c->st>>>(list, n, sa, key, isa, L); break;
-    case 1: k_rank_c1<<<(n + 7) / 8, 256, 0, c->st>>>(list, n, sa, key, isa, L); break;
-    case 2:
-        k_rank_block<C2_MAX / 256><<<n, 256, 0, c->st>>>(list, bs, nb, kbits, sa, key, isa, L);
-        break;
-    default:
-        k_rank_block<C3_MAX / 256><<<n, 256, 0, c->st>>>(list, bs, nb, kbits, sa, key, isa, L);
-        break;
+    case 0: k_rank_t<<<(n + 255) / 256, 256, 0, c->st>>>(list, n, a, L); break;
+    case 1: k_rank_w<<<(n + 7) / 8, 256, 0, c->st>>>(list, n, a, L); break;
+    case 2: k_rank_m<<<(n + 7) / 8, 256, 0, c->st>>>(list, n, a, L); break;
+    case 3: k_rank_b<CB1_MAX / 256><<<n, 256, 0, c->st>>>(list, a, L); break;
+    default: k_rank_b<CB2_MAX / 256><<<n, 256, 0, c->st>>>(list, a, L); break;
     }
 }
 
 static void launch_rank_large(gmtf_gpu_bwt_ctx *c, const uint64_t *list, const uint32_t *loff,
-                              const uint32_t *kl, const uint32_t *vl, const uint32_t *R,
-                              uint32_t g0, uint32_t kbits, uint32_t i0, uint32_t n, uint32_t *sa,
-                              uint32_t *isa, const lists &L)
+                              const uint32_t *kc, const uint32_t *vc, const uint32_t *R,
+                              uint32_t g0, uint32_t kbits, uint32_t i0, uint32_t n,
+                              const round_args &a, const lists &L)
 {
-    k_rank_large<<<(n + 255) / 256, 256, 0, c->st>>>(list, loff, kl, vl, R, g0, kbits, i0, n, sa,
-                                                     isa, L);
+    k_rank_large<<<(n + 255) / 256, 256, 0, c->st>>>(list, loff, kc, vc, R, g0, kbits, i0, n,
+                                                     a.round, a.sa, a.isa, L);
 }
 
 /* Profiling: one event pair around a phase, read after its sync. */
@@ -847,14 +953,12 @@ static int launched(gmtf_gpu_bwt_ctx *, const char *)
 static void emit_host(const lists &L, uint32_t start, uint32_t size)
 {
     int c = size_class(size);
-    L.d[c][L.cnt[c]++] = desc_make(start, size);
-    L.cnt[CNT_MEMBERS] += size;
-    if (c == NCLS - 1)
-        L.cnt[CNT_LARGE] += size;
+    L.d[c][(uint32_t)L.cnt[c]] = desc_make(start, size);
+    L.cnt[c] += 1 + ((uint64_t)size << 32);
 }
 
 static void launch_init_rank(gmtf_gpu_bwt_ctx *, const uint64_t *key, const uint32_t *sa,
-                             const uint32_t *R, uint32_t np, uint32_t *isa, const lists &L)
+                             const uint32_t *R, uint32_t np, uint64_t *isa, const lists &L)
 {
     for (uint32_t j = 0; j < np; j++) {
         uint32_t size;
@@ -864,36 +968,29 @@ static void launch_init_rank(gmtf_gpu_bwt_ctx *, const uint64_t *key, const uint
     }
 }
 
-static void launch_gather(gmtf_gpu_bwt_ctx *, const uint64_t *list, uint32_t n, const uint32_t *sa,
-                          const uint32_t *isa, uint32_t h, uint32_t last, uint32_t *key)
-{
-    /* backwards, to differ from any order a test could depend on */
-    for (uint32_t g = n; g-- > 0;)
-        for (uint32_t e = 0; e < (uint32_t)(list[g] >> 32); e++)
-            gather_one(sa, isa, h, last, key, (uint32_t)list[g] + e);
-}
-
-/* One group sorted by key (equal keys in reverse order of arrival), new
- * ranks, subgroups listed: what every GPU class kernel does. */
-static void launch_rank(gmtf_gpu_bwt_ctx *, int, const uint64_t *list, uint32_t n, const uint32_t *,
-                        uint32_t, uint32_t, uint32_t *sa, const uint32_t *key, uint32_t *isa,
-                        const lists &L)
+/* Every group of the list sorted by key (equal keys in reverse order of
+ * arrival), new ranks, subgroups listed: what every GPU class kernel does.
+ * Groups go backwards, and each is read and written before the next, so
+ * later groups read ranks this round already changed (isa_at must undo). */
+static void launch_rank(gmtf_gpu_bwt_ctx *, int, const uint64_t *list, uint32_t n,
+                        const round_args &a, const lists &L)
 {
     std::vector<std::pair<uint32_t, uint32_t>> m;
-    for (uint32_t g = 0; g < n; g++) {
+    for (uint32_t g = n; g-- > 0;) {
         uint32_t start = (uint32_t)list[g], size = (uint32_t)(list[g] >> 32);
         m.clear();
         for (uint32_t i = 0; i < size; i++)
-            m.push_back(std::make_pair(key[start + i], size - i));
+            m.push_back(
+                std::make_pair(key_of(a.isa, a.sa[start + i], a.h, a.last, a.round), size - i));
         std::sort(m.begin(), m.end());
         std::vector<uint32_t> v(size);
         for (uint32_t i = 0; i < size; i++)
-            v[i] = sa[start + size - m[i].second];
+            v[i] = a.sa[start + size - m[i].second];
         for (uint32_t i = 0, h = 0; i < size; i++) {
             if (m[i].first != m[h].first)
                 h = i;
-            sa[start + i] = v[i];
-            isa[v[i]] = start + h;
+            a.sa[start + i] = v[i];
+            a.isa[v[i]] = isa_pack(start + h, start, a.round);
             if ((i + 1 == size || m[i + 1].first != m[i].first) && i > h)
                 emit_host(L, start + h, i - h + 1);
         }
@@ -901,13 +998,13 @@ static void launch_rank(gmtf_gpu_bwt_ctx *, int, const uint64_t *list, uint32_t 
 }
 
 static void launch_rank_large(gmtf_gpu_bwt_ctx *, const uint64_t *list, const uint32_t *loff,
-                              const uint32_t *kl, const uint32_t *vl, const uint32_t *R,
-                              uint32_t g0, uint32_t kbits, uint32_t i0, uint32_t n, uint32_t *sa,
-                              uint32_t *isa, const lists &L)
+                              const uint32_t *kc, const uint32_t *vc, const uint32_t *R,
+                              uint32_t g0, uint32_t kbits, uint32_t i0, uint32_t n,
+                              const round_args &a, const lists &L)
 {
     for (uint32_t t = 0; t < n; t++) {
         uint32_t at, size;
-        large_rank(list, loff, kl, vl, R, g0, kbits, i0, n, t, sa, isa, &at, &size);
+        large_rank(list, loff, kc, vc, R, g0, kbits, i0, n, t, a.round, a.sa, a.isa, &at, &size);
         if (size)
             emit_host(L, at, size);
     }
@@ -1067,15 +1164,16 @@ static void backend_close(gmtf_gpu_bwt_ctx *)
 
 /* ---- one piece ------------------------------------------------------------ */
 
-static const uint32_t class_min[NCLS] = {2, C0_MAX + 1, C1_MAX + 1, C2_MAX + 1, C3_MAX + 1};
+static const uint32_t class_min[NCLS] = {2,          CT_MAX + 1,  CW_MAX + 1,
+                                         CM_MAX + 1, CB1_MAX + 1, CB2_MAX + 1};
 
 /* Working buffers for pieces of up to np positions:
- *   isa     4 B a position
+ *   isa     8 B a position (versioned ranks)
  *   pool   24 B: initial keys 2 x 8 B, values 2 x 4 B; then sa (one value
- *          array), the doubling keys and the class-4 dense arrays
- *   desc   two sets of five lists, each as long as its class can get
- *          (np / smallest size), 8 B a descriptor: about 8.6 B a position
- *   loff   class-4 offsets; tmp: CUB; cnt: two sets of counters */
+ *          array) and the class-5 dense arrays
+ *   desc   two sets of six lists, each as long as its class can get
+ *          (np / smallest size), 8 B a descriptor: about 10.3 B a position
+ *   loff   class-5 offsets; tmp: CUB; cnt: two sets of counters */
 static int reserve_work(gmtf_gpu_bwt_ctx *c, uint32_t np)
 {
     size_t cap = ((size_t)np + 63) & ~(size_t)63;
@@ -1087,12 +1185,12 @@ static int reserve_work(gmtf_gpu_bwt_ctx *c, uint32_t np)
         nd += lc[k];
     }
     TRY(temp_bytes(c, cap, &tb));
-    TRY(dev_reserve(c, &c->isa, cap * 4));
+    TRY(dev_reserve(c, &c->isa, cap * 8));
     TRY(dev_reserve(c, &c->pool, cap * 24));
     TRY(dev_reserve(c, &c->desc, 2 * nd * 8));
-    TRY(dev_reserve(c, &c->loff, (lc[NCLS - 1] + 2) * 4));
+    TRY(dev_reserve(c, &c->loff, (lc[CL] + 2) * 4));
     TRY(dev_reserve(c, &c->tmp, tb));
-    TRY(dev_reserve(c, &c->cnt, 2 * NCNT * 4));
+    TRY(dev_reserve(c, &c->cnt, 2 * NCLS * 8));
     for (int k = 0; k < NCLS; k++)
         c->lcap[k] = lc[k];
     c->cap = cap;
@@ -1112,25 +1210,25 @@ static lists lists_of(gmtf_gpu_bwt_ctx *c, int s)
         L.d[k] = d;
         d += c->lcap[k];
     }
-    L.cnt = (uint32_t *)c->cnt.p + s * NCNT;
+    L.cnt = (uint64_t *)c->cnt.p + s * NCLS;
     return L;
 }
 
-/* Reads the counters of set s; checks them against the capacities. */
-static int read_counts(gmtf_gpu_bwt_ctx *c, const lists &L, uint32_t *n, uint32_t np)
+/* Reads the counters of set s into n[] (descriptors) and m[] (members);
+ * checks them against the capacities. */
+static int read_counts(gmtf_gpu_bwt_ctx *c, const lists &L, uint32_t *n, uint32_t *m, uint32_t np)
 {
-    TRY(copy_d2h(c, c->h_cnt, L.cnt, NCNT * 4));
+    TRY(copy_d2h(c, c->h_cnt, L.cnt, NCLS * 8));
     TRY(dev_sync(c));
     uint64_t members = 0;
     for (int k = 0; k < NCLS; k++) {
-        n[k] = c->h_cnt[k];
-        if (n[k] > c->lcap[k])
-            return set_err(c, -EIO, "sort_piece", "descriptor list overflow");
-        members += (uint64_t)n[k] * class_min[k];
+        n[k] = (uint32_t)c->h_cnt[k];
+        m[k] = (uint32_t)(c->h_cnt[k] >> 32);
+        if (n[k] > c->lcap[k] || m[k] < (uint64_t)n[k] * class_min[k])
+            return set_err(c, -EIO, "sort_piece", "inconsistent group lists");
+        members += m[k];
     }
-    n[CNT_LARGE] = c->h_cnt[CNT_LARGE];
-    n[CNT_MEMBERS] = c->h_cnt[CNT_MEMBERS];
-    if (members > np || n[CNT_LARGE] > np || n[CNT_MEMBERS] > np || n[CNT_MEMBERS] < members)
+    if (members > np)
         return set_err(c, -EIO, "sort_piece", "inconsistent group counts");
     return 0;
 }
@@ -1165,38 +1263,52 @@ static uint32_t bit_length(uint64_t x)
     return b;
 }
 
-/* Class-4 groups of a round: one dense array sorted by (group, key), in
- * chunks of groups whose index fits beside the key in 32 bits. The gather
- * ran with the other classes' (before any rank changed); this sorts and
- * ranks. kl/vl hold the gathered keys and values; k2/v2 are the other
- * halves of the double buffers; R scratch. */
-static int rank_large(gmtf_gpu_bwt_ctx *c, const uint64_t *list, uint32_t n4, uint32_t a4,
-                      uint32_t kbits, uint32_t *kl, uint32_t *vl, uint32_t *k2, uint32_t *v2,
-                      uint32_t *R, uint32_t *sa, uint32_t *isa, const lists &L)
+/* Class-5 groups of a round, gathered into one dense array: keys in kl,
+ * values in vl. */
+static int gather_large(gmtf_gpu_bwt_ctx *c, const uint64_t *list, uint32_t n5, uint32_t a5,
+                        const round_args &a, uint32_t *kl, uint32_t *vl)
+{
+    uint32_t *loff = (uint32_t *)c->loff.p;
+    each(c, n5, f_large_sizes{list, loff});
+    TRY(dev_zero(c, loff + n5, 4));
+    TRY(launched(c, "large sizes"));
+    TRY(scan_sum(c, loff, n5 + 1));
+    each(c, a5,
+         f_large_gather{list, loff, a.sa, a.isa, a.bs, n5, a.nb, a.h, a.last, a.round, a.kbits,
+                        1u << (32 - a.kbits), kl, vl});
+    return launched(c, "large gather");
+}
+
+/* ... sorted by (group, key) in chunks of groups whose index fits beside
+ * the key in 32 bits, and ranked. k2/v2 are the other halves of the double
+ * buffers; R scratch. */
+static int rank_large(gmtf_gpu_bwt_ctx *c, const uint64_t *list, uint32_t n5, uint32_t a5,
+                      const round_args &a, uint32_t *kl, uint32_t *vl, uint32_t *k2, uint32_t *v2,
+                      uint32_t *R, const lists &L)
 {
     const uint32_t *loff = (const uint32_t *)c->loff.p;
-    uint32_t per_chunk = 1u << (32 - kbits);
-    uint32_t *h_loff = c->h_cnt + NCNT; /* pinned scratch: chunk bounds */
-    for (uint32_t g0 = 0; g0 < n4; g0 += per_chunk) {
-        uint32_t g1 = n4 - g0 < per_chunk ? n4 : g0 + per_chunk;
-        uint32_t i0 = 0, n = a4;
-        if (g0 > 0 || g1 < n4) { /* several chunks: read their bounds */
+    uint32_t per_chunk = 1u << (32 - a.kbits);
+    uint32_t *h_loff = (uint32_t *)(c->h_cnt + NCLS); /* pinned scratch: chunk bounds */
+    for (uint32_t g0 = 0; g0 < n5; g0 += per_chunk) {
+        uint32_t g1 = n5 - g0 < per_chunk ? n5 : g0 + per_chunk;
+        uint32_t i0 = 0, n = a5;
+        if (g0 > 0 || g1 < n5) { /* several chunks: read their bounds */
             TRY(copy_d2h(c, h_loff, loff + g0, 4));
             TRY(copy_d2h(c, h_loff + 1, loff + g1, 4));
             TRY(dev_sync(c));
             i0 = h_loff[0];
             n = h_loff[1] - h_loff[0];
-            if (h_loff[1] < h_loff[0] || h_loff[1] > a4)
+            if (h_loff[1] < h_loff[0] || h_loff[1] > a5)
                 return set_err(c, -EIO, "rank_large", "inconsistent offsets");
         }
         uint32_t *ks, *vs;
-        int bits = (int)(kbits + bit_length(g1 - g0 - 1));
+        int bits = (int)(a.kbits + bit_length(g1 - g0 - 1));
         TRY(sort_pairs<uint32_t>(c, kl + i0, k2 + i0, vl + i0, v2 + i0, n, bits, &ks, &vs));
         each(c, n, f_heads<uint32_t>{ks, R});
         TRY(launched(c, "large heads"));
         TRY(scan_max(c, R, n));
         if (n)
-            launch_rank_large(c, list, loff, ks, vs, R, g0, kbits, i0, n, sa, isa, L);
+            launch_rank_large(c, list, loff, ks, vs, R, g0, a.kbits, i0, n, a, L);
         TRY(launched(c, "large rank"));
     }
     return 0;
@@ -1209,11 +1321,10 @@ static int sort_piece(gmtf_gpu_bwt_ctx *c, const piece *pc)
     uint8_t *out = (uint8_t *)c->out.p + pc->t0;
     const uint32_t *bs = (const uint32_t *)c->meta.p + pc->m0;
     const uint32_t *so = bs + nb + 1, *step = so + nb + 1;
-    uint32_t *isa = (uint32_t *)c->isa.p;
+    uint64_t *isa = (uint64_t *)c->isa.p;
     uint32_t *X[6];
     for (int i = 0; i < 6; i++)
         X[i] = (uint32_t *)c->pool.p + (size_t)i * c->cap;
-    uint32_t kbits = bit_length((uint64_t)pc->maxlen + 1);
 
     /* 1. initial keys and their sort: keys in X0X1 / X2X3, values X4 / X5 */
     uint64_t pk;
@@ -1230,80 +1341,63 @@ static int sort_piece(gmtf_gpu_bwt_ctx *c, const piece *pc)
     TRY(sort_pairs<uint64_t>(c, (uint64_t *)X[0], (uint64_t *)X[2], X[4], X[5], np, end_bit, &ks,
                              &sa));
     TRY(prof_end(c, GMTF_GPU_BWT_PH_SORT0));
+    if (sa != X[4] && sa != X[5])
+        return set_err(c, -EIO, "sort_piece", "unexpected buffers");
 
     /* 2. first ranks and groups; R in the free key pair */
     uint32_t *kfree = ks == (uint64_t *)X[0] ? X[2] : X[0];
     uint32_t *vfree = sa == X[4] ? X[5] : X[4];
     int cur = 0;
     lists L = lists_of(c, cur);
-    uint32_t n[NCNT];
+    uint32_t n[NCLS], m[NCLS];
     TRY(prof_begin(c));
-    TRY(dev_zero(c, L.cnt, NCNT * 4));
+    TRY(dev_zero(c, L.cnt, NCLS * 8));
     each(c, np, f_heads<uint64_t>{ks, kfree});
     TRY(launched(c, "init heads"));
     TRY(scan_max(c, kfree, np));
     launch_init_rank(c, ks, sa, kfree, np, isa, L);
     TRY(launched(c, "init rank"));
-    TRY(read_counts(c, L, n, np));
+    TRY(read_counts(c, L, n, m, np));
     TRY(prof_end(c, GMTF_GPU_BWT_PH_RANK0));
-    /* from here: key = the first free quarter of the key pairs, class-4
-     * dense arrays in the other three and the free value array */
-    uint32_t *key = X[0], *kl = X[1], *k2 = X[2], *v2 = X[3], *vl = vfree;
-    if (sa != X[4] && sa != X[5])
-        return set_err(c, -EIO, "sort_piece", "unexpected buffers");
-    (void)kfree;
 
-    /* 3. doubling */
-    uint32_t h = k, rounds = 0;
+    /* 3. doubling; the class-5 dense arrays in the key pairs and the free
+     * value array */
+    round_args a = {sa, isa, bs, nb, k, np - 1, 0, bit_length((uint64_t)pc->maxlen + 1)};
     for (;;) {
-        uint64_t active = 0;
-        for (int q = 0; q < NCLS - 1; q++)
-            active += n[q];
-        if (!active && !n[NCLS - 1])
+        uint64_t members = 0;
+        for (int q = 0; q < NCLS; q++)
+            members += m[q];
+        if (!members)
             break;
-        if (++rounds > MAX_ROUNDS || h > GMTF_GPU_BWT_MAX_BLOCK)
+        if (++a.round > MAX_ROUNDS || a.h > GMTF_GPU_BWT_MAX_BLOCK)
             return set_err(c, -EIO, "sort_piece", "doubling did not converge");
-        c->prof.active += n[CNT_MEMBERS];
+        c->prof.active += members;
         lists C = lists_of(c, cur), N = lists_of(c, cur ^ 1);
-        uint32_t a4 = n[CNT_LARGE];
-        TRY(dev_zero(c, N.cnt, NCNT * 4));
+        TRY(dev_zero(c, N.cnt, NCLS * 8));
         TRY(prof_begin(c));
-        for (int q = 0; q < NCLS - 1; q++)
-            launch_gather(c, C.d[q], n[q], sa, isa, h, np - 1, key);
-        TRY(launched(c, "gather"));
-        if (n[NCLS - 1]) {
-            uint32_t *loff = (uint32_t *)c->loff.p;
-            each(c, n[NCLS - 1], f_large_sizes{C.d[NCLS - 1], loff});
-            TRY(dev_zero(c, loff + n[NCLS - 1], 4));
-            TRY(launched(c, "large sizes"));
-            TRY(scan_sum(c, loff, n[NCLS - 1] + 1));
-            each(c, a4,
-                 f_large_gather{C.d[NCLS - 1], loff, bs, sa, isa, n[NCLS - 1], nb, h, np - 1, kbits,
-                                1u << (32 - kbits), kl, vl});
-            TRY(launched(c, "large gather"));
-        }
+        if (n[CL])
+            TRY(gather_large(c, C.d[CL], n[CL], m[CL], a, X[0], vfree));
         TRY(prof_end(c, GMTF_GPU_BWT_PH_GATHER));
         TRY(prof_begin(c));
-        for (int q = 0; q < 2; q++)
-            launch_rank(c, q, C.d[q], n[q], bs, nb, kbits, sa, key, isa, N);
+        for (int q = 0; q < 3; q++)
+            launch_rank(c, q, C.d[q], n[q], a, N);
         TRY(launched(c, "rank small"));
         TRY(prof_end(c, GMTF_GPU_BWT_PH_SMALL));
         TRY(prof_begin(c));
-        for (int q = 2; q < 4; q++)
-            launch_rank(c, q, C.d[q], n[q], bs, nb, kbits, sa, key, isa, N);
+        for (int q = 3; q < 5; q++)
+            launch_rank(c, q, C.d[q], n[q], a, N);
         TRY(launched(c, "rank block"));
         TRY(prof_end(c, GMTF_GPU_BWT_PH_BLOCK));
         TRY(prof_begin(c));
-        if (n[NCLS - 1])
-            TRY(rank_large(c, C.d[NCLS - 1], n[NCLS - 1], a4, kbits, kl, vl, k2, v2, key, sa, isa,
-                           N));
+        if (n[CL])
+            TRY(rank_large(c, C.d[CL], n[CL], m[CL], a, X[0], vfree, X[1], X[2], X[3], N));
         TRY(prof_end(c, GMTF_GPU_BWT_PH_LARGE));
-        TRY(read_counts(c, N, n, np));
+        TRY(read_counts(c, N, n, m, np));
         cur ^= 1;
-        h *= 2;
+        a.h *= 2;
     }
-    if (rounds > c->prof.rounds)
-        c->prof.rounds = rounds;
+    if (a.round > c->prof.rounds)
+        c->prof.rounds = a.round;
 
     /* 4. output */
     TRY(prof_begin(c));
@@ -1329,7 +1423,7 @@ extern "C" int gmtf_gpu_bwt_create(gmtf_gpu_bwt_ctx **out)
         return -ENOMEM;
     int rc = backend_open(c);
     if (rc == 0)
-        rc = host_alloc((void **)&c->h_cnt, 64);
+        rc = host_alloc((void **)&c->h_cnt, 128);
     if (rc) {
         gmtf_gpu_bwt_destroy(c);
         return rc;

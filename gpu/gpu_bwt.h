@@ -108,10 +108,10 @@ enum {
     GMTF_GPU_BWT_PH_KEYS,   /* initial keys: block id + first chars */
     GMTF_GPU_BWT_PH_SORT0,  /* radix sort of the initial keys */
     GMTF_GPU_BWT_PH_RANK0,  /* first ranks and groups */
-    GMTF_GPU_BWT_PH_GATHER, /* doubling rounds: rank of the suffix h ahead */
-    GMTF_GPU_BWT_PH_SMALL,  /* doubling rounds: groups of 2..256, counted by warps */
+    GMTF_GPU_BWT_PH_GATHER, /* doubling rounds: keys of the largest groups, gathered */
+    GMTF_GPU_BWT_PH_SMALL,  /* doubling rounds: groups of 2..256, ranks by counting */
     GMTF_GPU_BWT_PH_BLOCK,  /* doubling rounds: groups of 257..4096, one CTA sort each */
-    GMTF_GPU_BWT_PH_LARGE,  /* doubling rounds: larger groups, one device radix sort */
+    GMTF_GPU_BWT_PH_LARGE,  /* doubling rounds: the largest groups, one device radix sort */
     GMTF_GPU_BWT_PH_OUTPUT, /* BWT bytes and sample indexes */
     GMTF_GPU_BWT_PH_COUNT
 };
