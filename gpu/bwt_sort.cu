@@ -13,7 +13,7 @@
  * as a character below every byte) is a range of slots, and p's rank is the
  * slot where its group starts. Keys compare the block first, so groups and
  * ranks never cross blocks. Groups of two or more are listed as
- * descriptors (start slot, size), in six lists by size.
+ * descriptors (start slot, size), in seven lists by size.
  *
  * Ranks are versioned: isa[p] = (rank now, rank before the last change,
  * round of the last change), one 64-bit word. A round reads every rank as
@@ -31,7 +31,7 @@
  *    sentinel. Each round sorts every listed group in place by the ranks h
  *    ahead (depth 2h), writes the new ranks and lists the subgroups of two
  *    or more:
- *      2..8 members: a thread, ranks by counting in registers;
+ *      2..4 and 5..8 members: a thread, ranks by counting in registers;
  *      9..32: a warp, one member a lane, counting by shuffles;
  *      33..256: a warp, eight members a lane, counting over shared memory;
  *      257..1024 and 1025..4096: a CTA each, cub::BlockRadixSort;
@@ -79,7 +79,8 @@
 #define MAX_ROUNDS 40 /* round numbers are 6-bit fields of isa */
 
 /* Group size classes: the fewest members of each. */
-#define NCLS 6
+#define NCLS 7
+#define CT4_MAX 4u
 #define CT_MAX 8u
 #define CW_MAX 32u
 #define CM_MAX 256u
@@ -125,12 +126,13 @@ extern "C" uint64_t gmtf_gpu_bwt_index_total(const uint64_t *off, size_t count,
 
 GMTF_HD static inline int size_class(uint32_t s)
 {
-    return s <= CT_MAX    ? 0
-           : s <= CW_MAX  ? 1
-           : s <= CM_MAX  ? 2
-           : s <= CB1_MAX ? 3
-           : s <= CB2_MAX ? 4
-                          : 5;
+    return s <= CT4_MAX   ? 0
+           : s <= CT_MAX  ? 1
+           : s <= CW_MAX  ? 2
+           : s <= CM_MAX  ? 3
+           : s <= CB1_MAX ? 4
+           : s <= CB2_MAX ? 5
+                          : 6;
 }
 
 GMTF_HD static inline uint64_t desc_make(uint32_t start, uint32_t size)
@@ -505,8 +507,10 @@ __global__ void __launch_bounds__(256)
     emit_cta<8>(L, pred, at, size);
 }
 
-/* Groups of 2..8: a thread a group; ranks by counting in registers. */
-__global__ void __launch_bounds__(256)
+/* Groups of 2..CAP (4 or 8): a thread a group; ranks by counting in
+ * registers. */
+template <int CAP>
+__global__ void __launch_bounds__(256, CAP == 4 ? 8 : 6)
     k_rank_t(const uint64_t *list, uint32_t n, round_args a, lists L)
 {
     uint32_t g = blockIdx.x * 256u + threadIdx.x, start = 0, size = 0;
@@ -515,20 +519,20 @@ __global__ void __launch_bounds__(256)
         start = (uint32_t)d;
         size = (uint32_t)(d >> 32);
     }
-    uint32_t k[CT_MAX], v[CT_MAX];
+    uint32_t k[CAP], v[CAP];
 #pragma unroll
-    for (int i = 0; i < (int)CT_MAX; i++) {
+    for (int i = 0; i < CAP; i++) {
         bool in = (uint32_t)i < size;
         v[i] = in ? a.sa[start + i] : 0;
         k[i] = in ? key_of(a.isa, v[i], a.h, a.last, a.round) : 0xffffffffu;
     }
-    bool pred[CT_MAX];
-    uint32_t at[CT_MAX], ne[CT_MAX], pos[CT_MAX];
+    bool pred[CAP];
+    uint32_t at[CAP], ne[CAP];
 #pragma unroll
-    for (int i = 0; i < (int)CT_MAX; i++) {
+    for (int i = 0; i < CAP; i++) {
         uint32_t lt = 0, eq = 0, eqb = 0;
 #pragma unroll
-        for (int j = 0; j < (int)CT_MAX; j++) {
+        for (int j = 0; j < CAP; j++) {
             lt += k[j] < k[i];
             eq += k[j] == k[i];
             if (j < i)
@@ -538,15 +542,12 @@ __global__ void __launch_bounds__(256)
         pred[i] = in && eqb == 0 && eq >= 2;
         at[i] = start + lt;
         ne[i] = eq;
-        pos[i] = lt + eqb;
-    }
-#pragma unroll
-    for (int i = 0; i < (int)CT_MAX; i++)
-        if ((uint32_t)i < size) {
-            a.sa[start + pos[i]] = v[i];
-            a.isa[v[i]] = isa_pack(at[i], start, a.round);
+        if (in) {
+            a.sa[start + lt + eqb] = v[i];
+            a.isa[v[i]] = isa_pack(start + lt, start, a.round);
         }
-    emit_cta<CT_MAX>(L, pred, at, ne);
+    }
+    emit_cta<CAP>(L, pred, at, ne);
 }
 
 /* Groups of 9..32: a warp a group, a lane a member. rank = start + members
@@ -605,10 +606,14 @@ __global__ void __launch_bounds__(256)
         lt[u] = le[u] = 0;
     }
     __syncwarp();
+    /* only the items some lane holds (size is the same for the warp) */
+    uint32_t nu = (size + 31) / 32;
     for (uint32_t i = 0; i < size; i++) {
         uint32_t ki = sk[w][i];
 #pragma unroll
         for (int u = 0; u < 8; u++) {
+            if ((uint32_t)u >= nu)
+                break;
             lt[u] += ki < k[u];
             le[u] += ki <= k[u];
         }
@@ -630,18 +635,19 @@ __global__ void __launch_bounds__(256)
     emit_cta<8>(L, pred, at, sz);
 }
 
-/* Groups of up to 256 * ITEMS: a CTA a group; block radix sort of
+/* Groups of up to THREADS * ITEMS: a CTA a group; block radix sort of
  * (rank h ahead - block start, suffix), then heads, a max-scan for each
  * member's subgroup start, and the tails list the subgroups. */
-template <int ITEMS>
-__global__ void __launch_bounds__(256) k_rank_b(const uint64_t *list, round_args a, lists L)
+template <int THREADS, int ITEMS>
+__global__ void __launch_bounds__(THREADS, 2048 / THREADS / 2)
+    k_rank_b(const uint64_t *list, round_args a, lists L)
 {
-    typedef cub::BlockRadixSort<uint32_t, 256, ITEMS, uint32_t> Sort;
-    typedef cub::BlockScan<uint32_t, 256> Scan;
+    typedef cub::BlockRadixSort<uint32_t, THREADS, ITEMS, uint32_t> Sort;
+    typedef cub::BlockScan<uint32_t, THREADS> Scan;
     __shared__ union {
         typename Sort::TempStorage sort;
         typename Scan::TempStorage scan;
-        uint32_t keys[256 * ITEMS];
+        uint32_t keys[THREADS * ITEMS];
     } sm;
     uint64_t d = list[blockIdx.x];
     uint32_t start = (uint32_t)d, size = (uint32_t)(d >> 32);
@@ -855,11 +861,12 @@ static void launch_rank(gmtf_gpu_bwt_ctx *c, int cls, const uint64_t *list, uint
     if (!n)
         return;
     switch (cls) {
-    case 0: k_rank_t<<<(n + 255) / 256, 256, 0, c->st>>>(list, n, a, L); break;
-    case 1: k_rank_w<<<(n + 7) / 8, 256, 0, c->st>>>(list, n, a, L); break;
-    case 2: k_rank_m<<<(n + 7) / 8, 256, 0, c->st>>>(list, n, a, L); break;
-    case 3: k_rank_b<CB1_MAX / 256><<<n, 256, 0, c->st>>>(list, a, L); break;
-    default: k_rank_b<CB2_MAX / 256><<<n, 256, 0, c->st>>>(list, a, L); break;
+    case 0: k_rank_t<CT4_MAX><<<(n + 255) / 256, 256, 0, c->st>>>(list, n, a, L); break;
+    case 1: k_rank_t<CT_MAX><<<(n + 255) / 256, 256, 0, c->st>>>(list, n, a, L); break;
+    case 2: k_rank_w<<<(n + 7) / 8, 256, 0, c->st>>>(list, n, a, L); break;
+    case 3: k_rank_m<<<(n + 7) / 8, 256, 0, c->st>>>(list, n, a, L); break;
+    case 4: k_rank_b<256, CB1_MAX / 256><<<n, 256, 0, c->st>>>(list, a, L); break;
+    default: k_rank_b<512, CB2_MAX / 512><<<n, 512, 0, c->st>>>(list, a, L); break;
     }
 }
 
@@ -1164,15 +1171,15 @@ static void backend_close(gmtf_gpu_bwt_ctx *)
 
 /* ---- one piece ------------------------------------------------------------ */
 
-static const uint32_t class_min[NCLS] = {2,          CT_MAX + 1,  CW_MAX + 1,
+static const uint32_t class_min[NCLS] = {2,          CT4_MAX + 1, CT_MAX + 1, CW_MAX + 1,
                                          CM_MAX + 1, CB1_MAX + 1, CB2_MAX + 1};
 
 /* Working buffers for pieces of up to np positions:
  *   isa     8 B a position (versioned ranks)
  *   pool   24 B: initial keys 2 x 8 B, values 2 x 4 B; then sa (one value
  *          array) and the class-5 dense arrays
- *   desc   two sets of six lists, each as long as its class can get
- *          (np / smallest size), 8 B a descriptor: about 10.3 B a position
+ *   desc   two sets of seven lists, each as long as its class can get
+ *          (np / smallest size), 8 B a descriptor: about 13.5 B a position
  *   loff   class-5 offsets; tmp: CUB; cnt: two sets of counters */
 static int reserve_work(gmtf_gpu_bwt_ctx *c, uint32_t np)
 {
@@ -1363,6 +1370,8 @@ static int sort_piece(gmtf_gpu_bwt_ctx *c, const piece *pc)
     /* 3. doubling; the class-5 dense arrays in the key pairs and the free
      * value array */
     round_args a = {sa, isa, bs, nb, k, np - 1, 0, bit_length((uint64_t)pc->maxlen + 1)};
+    /* GMTF_BWT_TRACE with profiling on: per-round groups and times */
+    bool trace = c->profile && getenv("GMTF_BWT_TRACE");
     for (;;) {
         uint64_t members = 0;
         for (int q = 0; q < NCLS; q++)
@@ -1372,26 +1381,38 @@ static int sort_piece(gmtf_gpu_bwt_ctx *c, const piece *pc)
         if (++a.round > MAX_ROUNDS || a.h > GMTF_GPU_BWT_MAX_BLOCK)
             return set_err(c, -EIO, "sort_piece", "doubling did not converge");
         c->prof.active += members;
+        double before[GMTF_GPU_BWT_PH_COUNT];
+        memcpy(before, c->prof.ms, sizeof before);
         lists C = lists_of(c, cur), N = lists_of(c, cur ^ 1);
         TRY(dev_zero(c, N.cnt, NCLS * 8));
         TRY(prof_begin(c));
         if (n[CL])
             TRY(gather_large(c, C.d[CL], n[CL], m[CL], a, X[0], vfree));
         TRY(prof_end(c, GMTF_GPU_BWT_PH_GATHER));
-        TRY(prof_begin(c));
-        for (int q = 0; q < 3; q++)
+        double cls_ms[NCLS] = {0};
+        for (int q = 0; q < CL; q++) {
+            int ph = q < 4 ? GMTF_GPU_BWT_PH_SMALL : GMTF_GPU_BWT_PH_BLOCK;
+            double t0 = c->prof.ms[ph];
+            TRY(prof_begin(c));
             launch_rank(c, q, C.d[q], n[q], a, N);
-        TRY(launched(c, "rank small"));
-        TRY(prof_end(c, GMTF_GPU_BWT_PH_SMALL));
-        TRY(prof_begin(c));
-        for (int q = 3; q < 5; q++)
-            launch_rank(c, q, C.d[q], n[q], a, N);
-        TRY(launched(c, "rank block"));
-        TRY(prof_end(c, GMTF_GPU_BWT_PH_BLOCK));
+            TRY(launched(c, "rank"));
+            TRY(prof_end(c, ph));
+            cls_ms[q] = c->prof.ms[ph] - t0;
+        }
         TRY(prof_begin(c));
         if (n[CL])
             TRY(rank_large(c, C.d[CL], n[CL], m[CL], a, X[0], vfree, X[1], X[2], X[3], N));
         TRY(prof_end(c, GMTF_GPU_BWT_PH_LARGE));
+        if (trace) {
+            fprintf(stderr, "round %2u h %8u:", a.round, a.h);
+            for (int q = 0; q < NCLS; q++)
+                fprintf(stderr, " %u/%u", n[q], m[q]);
+            for (int q = 0; q < CL; q++)
+                fprintf(stderr, " %.3f", cls_ms[q]);
+            for (int q = GMTF_GPU_BWT_PH_GATHER; q <= GMTF_GPU_BWT_PH_LARGE; q++)
+                fprintf(stderr, " %s %.3f", gmtf_gpu_bwt_phase_name(q), c->prof.ms[q] - before[q]);
+            fprintf(stderr, "\n");
+        }
         TRY(read_counts(c, N, n, m, np));
         cur ^= 1;
         a.h *= 2;
