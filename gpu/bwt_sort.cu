@@ -13,7 +13,7 @@
  * as a character below every byte) is a range of slots, and p's rank is the
  * slot where its group starts. Keys compare the block first, so groups and
  * ranks never cross blocks. Groups of two or more are listed as
- * descriptors (start slot, size), in three lists by size.
+ * descriptors (start slot, size), in six lists by size.
  *
  * Ranks are versioned: isa[p] = (rank now, rank before the last change,
  * round of the last change), one 64-bit word. A round reads every rank as
@@ -31,14 +31,11 @@
  *    sentinel. Each round sorts every listed group in place by the ranks h
  *    ahead (depth 2h), writes the new ranks and lists the subgroups of two
  *    or more:
- *      2..256 members: one kernel, 32 groups a warp: a lane sorts a group of
- *        up to 8 in registers; the warp takes each larger one in turn, a
- *        lane a member (counting by shuffles) or eight members a lane
- *        (counting over shared memory);
- *      257..4096: a CTA each, cub::BlockRadixSort;
+ *      2..8 members: a thread, ranks by counting in registers;
+ *      9..32: a warp, one member a lane, counting by shuffles;
+ *      33..256: a warp, eight members a lane, counting over shared memory;
+ *      257..1024 and 1025..4096: a CTA each, cub::BlockRadixSort;
  *      more: all such groups in one device radix sort of (group, key).
- *    One kernel a class: each pass over the batch pulls the rank array
- *    through L2 again, so fewer passes a round is faster (BWT_NOTES.md).
  *    Each CTA reserves room for its descriptors with one atomic a list;
  *    the host reads the list sizes once a round.
  * 3. Output: row of p = rank - s_b; the byte before p goes to its row,
@@ -82,12 +79,13 @@
 #define MAX_ROUNDS 40 /* round numbers are 6-bit fields of isa */
 
 /* Group size classes: the fewest members of each. */
-#define NCLS 3
-#define CS_MAX 256u  /* one kernel: a thread a group up to CT_MAX, a warp above */
-#define CB_MAX 4096u /* a CTA a group */
-#define CL (NCLS - 1)
+#define NCLS 6
 #define CT_MAX 8u
 #define CW_MAX 32u
+#define CM_MAX 256u
+#define CB1_MAX 1024u
+#define CB2_MAX 4096u
+#define CL NCLS - 1
 
 /* ---- sample layout ------------------------------------------------------ */
 
@@ -127,7 +125,12 @@ extern "C" uint64_t gmtf_gpu_bwt_index_total(const uint64_t *off, size_t count,
 
 GMTF_HD static inline int size_class(uint32_t s)
 {
-    return s <= CS_MAX ? 0 : s <= CB_MAX ? 1 : 2;
+    return s <= CT_MAX    ? 0
+           : s <= CW_MAX  ? 1
+           : s <= CM_MAX  ? 2
+           : s <= CB1_MAX ? 3
+           : s <= CB2_MAX ? 4
+                          : 5;
 }
 
 GMTF_HD static inline uint64_t desc_make(uint32_t start, uint32_t size)
@@ -236,7 +239,7 @@ GMTF_HD static inline void init_rank(const uint64_t *key, const uint32_t *sa, co
     *size = last && s >= 2 ? s : 0;
 }
 
-/* Class-2 groups as one dense array: group g's members at
+/* Class-5 groups as one dense array: group g's members at
  * [loff[g], loff[g+1]); key = (g mod per_chunk) << kbits | rank - block start. */
 struct f_large_sizes {
     const uint64_t *list;
@@ -265,7 +268,7 @@ struct f_large_gather {
     }
 };
 
-/* After the sort of a chunk of class-2 groups (dense indexes i0..i0+n;
+/* After the sort of a chunk of class-5 groups (dense indexes i0..i0+n;
  * kc, vc, R hold the chunk, R its chunk-relative subgroup heads): member t
  * goes back to its group's slots; *size > 0 when it closes a subgroup of
  * two or more, which starts at slot *at. */
@@ -502,27 +505,32 @@ __global__ void __launch_bounds__(256)
     emit_cta<8>(L, pred, at, size);
 }
 
-/* Round kernels. Each sorts the groups it is given in place by their keys
- * (the ranks h ahead), writes the new ranks and proposes the subgroups of
- * two or more (pred/at/sz) for emit_cta. */
-
-/* A thread's own group of up to 8 members (size 0: none): ranks by
- * counting in registers. */
-__device__ __forceinline__ void rank_thread(uint32_t start, uint32_t size, const round_args &a,
-                                            bool (&pred)[8], uint32_t (&at)[8], uint32_t (&sz)[8])
+/* Groups of 2..8: a thread a group; ranks by counting in registers.
+ * (Split into 2..4 and 5..8 it ran 9% slower overall: BWT_NOTES.md.) */
+template <int CAP>
+__global__ void __launch_bounds__(256)
+    k_rank_t(const uint64_t *list, uint32_t n, round_args a, lists L)
 {
-    uint32_t k[CT_MAX], v[CT_MAX];
+    uint32_t g = blockIdx.x * 256u + threadIdx.x, start = 0, size = 0;
+    if (g < n) {
+        uint64_t d = list[g];
+        start = (uint32_t)d;
+        size = (uint32_t)(d >> 32);
+    }
+    uint32_t k[CAP], v[CAP];
 #pragma unroll
-    for (int i = 0; i < (int)CT_MAX; i++) {
+    for (int i = 0; i < CAP; i++) {
         bool in = (uint32_t)i < size;
         v[i] = in ? a.sa[start + i] : 0;
         k[i] = in ? key_of(a.isa, v[i], a.h, a.last, a.round) : 0xffffffffu;
     }
+    bool pred[CAP];
+    uint32_t at[CAP], ne[CAP];
 #pragma unroll
-    for (int i = 0; i < (int)CT_MAX; i++) {
+    for (int i = 0; i < CAP; i++) {
         uint32_t lt = 0, eq = 0, eqb = 0;
 #pragma unroll
-        for (int j = 0; j < (int)CT_MAX; j++) {
+        for (int j = 0; j < CAP; j++) {
             lt += k[j] < k[i];
             eq += k[j] == k[i];
             if (j < i)
@@ -531,20 +539,28 @@ __device__ __forceinline__ void rank_thread(uint32_t start, uint32_t size, const
         bool in = (uint32_t)i < size;
         pred[i] = in && eqb == 0 && eq >= 2;
         at[i] = start + lt;
-        sz[i] = eq;
+        ne[i] = eq;
         if (in) {
             a.sa[start + lt + eqb] = v[i];
             a.isa[v[i]] = isa_pack(start + lt, start, a.round);
         }
     }
+    emit_cta<CAP>(L, pred, at, ne);
 }
 
-/* The warp's group of up to 32 (size the same in every lane; 0: none): a
- * lane a member; equal keys (one match_any set) take consecutive slots. */
-__device__ __forceinline__ void rank_warp(uint32_t start, uint32_t size, const round_args &a,
-                                          bool (&pred)[8], uint32_t (&at)[8], uint32_t (&sz)[8])
+/* Groups of 9..32: a warp a group, a lane a member. rank = start + members
+ * with a smaller key; equal keys (one match_any set) take consecutive
+ * slots. */
+__global__ void __launch_bounds__(256)
+    k_rank_w(const uint64_t *list, uint32_t n, round_args a, lists L)
 {
-    uint32_t lane = threadIdx.x & 31;
+    uint32_t g = blockIdx.x * 8u + (threadIdx.x >> 5), lane = threadIdx.x & 31;
+    uint32_t start = 0, size = 0;
+    if (g < n) {
+        uint64_t d = list[g];
+        start = (uint32_t)d;
+        size = (uint32_t)(d >> 32);
+    }
     bool in = lane < size;
     uint32_t v = in ? a.sa[start + lane] : 0;
     uint32_t k = in ? key_of(a.isa, v, a.h, a.last, a.round) : 0xffffffffu;
@@ -558,39 +574,40 @@ __device__ __forceinline__ void rank_warp(uint32_t start, uint32_t size, const r
         a.sa[start + lt + before] = v;
         a.isa[v] = isa_pack(start + lt, start, a.round);
     }
-#pragma unroll
-    for (int u = 0; u < 8; u++)
-        pred[u] = false;
-    pred[0] = in && before == 0 && ne >= 2;
-    at[0] = start + lt;
-    sz[0] = ne;
+    bool pred[1] = {in && before == 0 && ne >= 2};
+    uint32_t at[1] = {start + lt}, sz[1] = {ne};
+    emit_cta<1>(L, pred, at, sz);
 }
 
-/* The warp's group of up to 256: eight members a lane; keys in shared
- * memory (sk, sc: this warp's 256 words each); equal keys take slots
- * through a shared counter per subgroup. */
-__device__ __forceinline__ void rank_warp8(uint32_t start, uint32_t size, const round_args &a,
-                                           uint32_t *sk, uint32_t *sc, bool (&pred)[8],
-                                           uint32_t (&at)[8], uint32_t (&sz)[8])
+/* Groups of 33..256: a warp a group, eight members a lane; keys in shared
+ * memory; equal keys take slots through a shared counter per subgroup. */
+__global__ void __launch_bounds__(256)
+    k_rank_m(const uint64_t *list, uint32_t n, round_args a, lists L)
 {
-    uint32_t lane = threadIdx.x & 31;
+    __shared__ uint32_t sk[8][CM_MAX], sc[8][CM_MAX];
+    uint32_t w = threadIdx.x >> 5, lane = threadIdx.x & 31;
+    uint32_t g = blockIdx.x * 8u + w, start = 0, size = 0;
+    if (g < n) {
+        uint64_t d = list[g];
+        start = (uint32_t)d;
+        size = (uint32_t)(d >> 32);
+    }
     uint32_t k[8], v[8], lt[8], le[8];
-    __syncwarp();
 #pragma unroll
     for (int u = 0; u < 8; u++) {
         uint32_t e = lane + 32u * u;
         bool in = e < size;
         v[u] = in ? a.sa[start + e] : 0;
         k[u] = in ? key_of(a.isa, v[u], a.h, a.last, a.round) : 0xffffffffu;
-        sk[e] = k[u];
-        sc[e] = 0;
+        sk[w][e] = k[u];
+        sc[w][e] = 0;
         lt[u] = le[u] = 0;
     }
     __syncwarp();
     /* only the items some lane holds (size is the same for the warp) */
     uint32_t nu = (size + 31) / 32;
     for (uint32_t i = 0; i < size; i++) {
-        uint32_t ki = sk[i];
+        uint32_t ki = sk[w][i];
 #pragma unroll
         for (int u = 0; u < 8; u++) {
             if ((uint32_t)u >= nu)
@@ -599,10 +616,12 @@ __device__ __forceinline__ void rank_warp8(uint32_t start, uint32_t size, const 
             le[u] += ki <= k[u];
         }
     }
+    bool pred[8];
+    uint32_t at[8], sz[8];
 #pragma unroll
     for (int u = 0; u < 8; u++) {
         bool in = lane + 32u * u < size;
-        uint32_t pos = in ? lt[u] + atomicAdd(&sc[lt[u]], 1u) : 0;
+        uint32_t pos = in ? lt[u] + atomicAdd(&sc[w][lt[u]], 1u) : 0;
         if (in) {
             a.sa[start + pos] = v[u];
             a.isa[v[u]] = isa_pack(start + lt[u], start, a.round);
@@ -611,72 +630,25 @@ __device__ __forceinline__ void rank_warp8(uint32_t start, uint32_t size, const 
         at[u] = start + lt[u];
         sz[u] = le[u] - lt[u];
     }
+    emit_cta<8>(L, pred, at, sz);
 }
 
-/* Groups of 2..256 in one sweep, 32 list entries a warp: each lane sorts
- * its own group of up to 8, then the warp takes its larger groups one at a
- * time (a lane a member up to 32, eight a lane up to 256). One kernel for
- * all of them keeps the random rank reads of a round in one pass over the
- * batch (each extra pass pulls the rank array through L2 again). */
-__global__ void __launch_bounds__(256)
-    k_rank_s(const uint64_t *list, uint32_t n, round_args a, lists L)
+/* Groups of up to THREADS * ITEMS: a CTA a group; block radix sort of
+ * (rank h ahead - block start, suffix), then heads, a max-scan for each
+ * member's subgroup start, and the tails list the subgroups. */
+template <int THREADS, int ITEMS>
+__global__ void __launch_bounds__(THREADS, 2048 / THREADS / 2)
+    k_rank_b(const uint64_t *list, round_args a, lists L)
 {
-    __shared__ uint32_t sk[8][CS_MAX], sc[8][CS_MAX];
-    __shared__ uint32_t s_iters;
-    uint32_t w = threadIdx.x >> 5, lane = threadIdx.x & 31;
-    uint32_t g = blockIdx.x * 256u + threadIdx.x, start = 0, size = 0;
-    if (g < n) {
-        uint64_t d = list[g];
-        start = (uint32_t)d;
-        size = (uint32_t)(d >> 32);
-    }
-    bool pred[8];
-    uint32_t at[8], sz[8];
-    rank_thread(start, size <= CT_MAX ? size : 0, a, pred, at, sz);
-    if (threadIdx.x == 0)
-        s_iters = 0;
-    emit_cta<8>(L, pred, at, sz); /* its barriers order the reset */
-    unsigned big = __ballot_sync(FULL, size > CT_MAX);
-    if (lane == 0 && big)
-        atomicMax(&s_iters, (uint32_t)__popc(big));
-    __syncthreads();
-    uint32_t iters = s_iters;
-    for (uint32_t it = 0; it < iters; it++) {
-        uint32_t gs = 0, gz = 0;
-        if (big) {
-            uint32_t src = __ffs(big) - 1;
-            big &= big - 1;
-            gs = __shfl_sync(FULL, start, src);
-            gz = __shfl_sync(FULL, size, src);
-        }
-        if (gz <= CW_MAX)
-            rank_warp(gs, gz, a, pred, at, sz);
-        else
-            rank_warp8(gs, gz, a, sk[w], sc[w], pred, at, sz);
-        emit_cta<8>(L, pred, at, sz);
-    }
-}
-
-/* Groups of 257..4096: a CTA a group; block radix sort of (rank h ahead -
- * block start, suffix) with 2 or 8 items a thread by size, then heads, a
- * max-scan for each member's subgroup start, and the tails propose the
- * subgroups. */
-#define B_THREADS 512
-typedef cub::BlockRadixSort<uint32_t, B_THREADS, 2, uint32_t> SortB2;
-typedef cub::BlockRadixSort<uint32_t, B_THREADS, 8, uint32_t> SortB8;
-typedef cub::BlockScan<uint32_t, B_THREADS> ScanB;
-union smem_b {
-    SortB2::TempStorage s2;
-    SortB8::TempStorage s8;
-    ScanB::TempStorage scan;
-    uint32_t keys[B_THREADS * 8];
-};
-
-template <int ITEMS, class Sort>
-__device__ __forceinline__ void rank_block(smem_b &sm, typename Sort::TempStorage &st,
-                                           uint32_t start, uint32_t size, const round_args &a,
-                                           const lists &L)
-{
+    typedef cub::BlockRadixSort<uint32_t, THREADS, ITEMS, uint32_t> Sort;
+    typedef cub::BlockScan<uint32_t, THREADS> Scan;
+    __shared__ union {
+        typename Sort::TempStorage sort;
+        typename Scan::TempStorage scan;
+        uint32_t keys[THREADS * ITEMS];
+    } sm;
+    uint64_t d = list[blockIdx.x];
+    uint32_t start = (uint32_t)d, size = (uint32_t)(d >> 32);
     uint32_t base = a.bs[find_last_le(a.bs, a.nb, start)], pad = (1u << a.kbits) - 1;
     uint32_t k[ITEMS], v[ITEMS], r[ITEMS];
     uint32_t i0 = threadIdx.x * ITEMS;
@@ -686,7 +658,7 @@ __device__ __forceinline__ void rank_block(smem_b &sm, typename Sort::TempStorag
         v[u] = i < size ? a.sa[start + i] : 0;
         k[u] = i < size ? key_of(a.isa, v[u], a.h, a.last, a.round) - base : pad;
     }
-    Sort(st).Sort(k, v, 0, (int)a.kbits);
+    Sort(sm.sort).Sort(k, v, 0, (int)a.kbits);
     __syncthreads();
 #pragma unroll
     for (int u = 0; u < ITEMS; u++)
@@ -701,7 +673,7 @@ __device__ __forceinline__ void rank_block(smem_b &sm, typename Sort::TempStorag
         r[u] = head ? i : 0;
     }
     __syncthreads();
-    ScanB(sm.scan).InclusiveScan(r, r, max_u32());
+    Scan(sm.scan).InclusiveScan(r, r, max_u32());
     bool pred[ITEMS];
     uint32_t at[ITEMS], sz[ITEMS];
 #pragma unroll
@@ -719,19 +691,7 @@ __device__ __forceinline__ void rank_block(smem_b &sm, typename Sort::TempStorag
     emit_cta<ITEMS>(L, pred, at, sz);
 }
 
-__global__ void __launch_bounds__(B_THREADS, 2)
-    k_rank_b(const uint64_t *list, round_args a, lists L)
-{
-    __shared__ smem_b sm;
-    uint64_t d = list[blockIdx.x];
-    uint32_t start = (uint32_t)d, size = (uint32_t)(d >> 32);
-    if (size <= B_THREADS * 2)
-        rank_block<2, SortB2>(sm, sm.s2, start, size, a, L);
-    else
-        rank_block<8, SortB8>(sm, sm.s8, start, size, a, L);
-}
-
-/* Class-2 subgroups after a chunk's sort. */
+/* Class-5 subgroups after a chunk's sort. */
 __global__ void __launch_bounds__(256)
     k_rank_large(const uint64_t *list, const uint32_t *loff, const uint32_t *kc, const uint32_t *vc,
                  const uint32_t *R, uint32_t g0, uint32_t kbits, uint32_t i0, uint32_t n,
@@ -898,10 +858,13 @@ static void launch_rank(gmtf_gpu_bwt_ctx *c, int cls, const uint64_t *list, uint
 {
     if (!n)
         return;
-    if (cls == 0)
-        k_rank_s<<<(n + 255) / 256, 256, 0, c->st>>>(list, n, a, L);
-    else
-        k_rank_b<<<n, B_THREADS, 0, c->st>>>(list, a, L);
+    switch (cls) {
+    case 0: k_rank_t<CT_MAX><<<(n + 255) / 256, 256, 0, c->st>>>(list, n, a, L); break;
+    case 1: k_rank_w<<<(n + 7) / 8, 256, 0, c->st>>>(list, n, a, L); break;
+    case 2: k_rank_m<<<(n + 7) / 8, 256, 0, c->st>>>(list, n, a, L); break;
+    case 3: k_rank_b<256, CB1_MAX / 256><<<n, 256, 0, c->st>>>(list, a, L); break;
+    default: k_rank_b<512, CB2_MAX / 512><<<n, 512, 0, c->st>>>(list, a, L); break;
+    }
 }
 
 static void launch_rank_large(gmtf_gpu_bwt_ctx *c, const uint64_t *list, const uint32_t *loff,
@@ -1205,15 +1168,16 @@ static void backend_close(gmtf_gpu_bwt_ctx *)
 
 /* ---- one piece ------------------------------------------------------------ */
 
-static const uint32_t class_min[NCLS] = {2, CS_MAX + 1, CB_MAX + 1};
+static const uint32_t class_min[NCLS] = {2,          CT_MAX + 1,  CW_MAX + 1,
+                                         CM_MAX + 1, CB1_MAX + 1, CB2_MAX + 1};
 
 /* Working buffers for pieces of up to np positions:
  *   isa     8 B a position (versioned ranks)
  *   pool   24 B: initial keys 2 x 8 B, values 2 x 4 B; then sa (one value
- *          array) and the class-2 dense arrays
- *   desc   two sets of three lists, each as long as its class can get
- *          (np / smallest size), 8 B a descriptor: about 8.1 B a position
- *   loff   class-2 offsets; tmp: CUB; cnt: two sets of counters */
+ *          array) and the class-5 dense arrays
+ *   desc   two sets of six lists, each as long as its class can get
+ *          (np / smallest size), 8 B a descriptor: about 10.3 B a position
+ *   loff   class-5 offsets; tmp: CUB; cnt: two sets of counters */
 static int reserve_work(gmtf_gpu_bwt_ctx *c, uint32_t np)
 {
     size_t cap = ((size_t)np + 63) & ~(size_t)63;
@@ -1303,7 +1267,7 @@ static uint32_t bit_length(uint64_t x)
     return b;
 }
 
-/* Class-2 groups of a round, gathered into one dense array: keys in kl,
+/* Class-5 groups of a round, gathered into one dense array: keys in kl,
  * values in vl. */
 static int gather_large(gmtf_gpu_bwt_ctx *c, const uint64_t *list, uint32_t n5, uint32_t a5,
                         const round_args &a, uint32_t *kl, uint32_t *vl)
@@ -1400,7 +1364,7 @@ static int sort_piece(gmtf_gpu_bwt_ctx *c, const piece *pc)
     TRY(read_counts(c, L, n, m, np));
     TRY(prof_end(c, GMTF_GPU_BWT_PH_RANK0));
 
-    /* 3. doubling; the class-2 dense arrays in the key pairs and the free
+    /* 3. doubling; the class-5 dense arrays in the key pairs and the free
      * value array */
     round_args a = {sa, isa, bs, nb, k, np - 1, 0, bit_length((uint64_t)pc->maxlen + 1)};
     /* GMTF_BWT_TRACE with profiling on: per-round groups and times */
@@ -1424,7 +1388,7 @@ static int sort_piece(gmtf_gpu_bwt_ctx *c, const piece *pc)
         TRY(prof_end(c, GMTF_GPU_BWT_PH_GATHER));
         double cls_ms[NCLS] = {0};
         for (int q = 0; q < CL; q++) {
-            int ph = q == 0 ? GMTF_GPU_BWT_PH_SMALL : GMTF_GPU_BWT_PH_BLOCK;
+            int ph = q < 3 ? GMTF_GPU_BWT_PH_SMALL : GMTF_GPU_BWT_PH_BLOCK;
             double t0 = c->prof.ms[ph];
             TRY(prof_begin(c));
             launch_rank(c, q, C.d[q], n[q], a, N);
