@@ -62,15 +62,9 @@
 #include <cub/block/block_scan.cuh>
 #include <cub/device/device_radix_sort.cuh>
 #include <cub/device/device_scan.cuh>
-#include <cub/device/device_select.cuh>
 #include <cuda_runtime.h>
 #include "gpu.h"
 #define GMTF_HD __host__ __device__
-#endif
-#ifdef __CUDACC__
-#define GMTF_UNROLL _Pragma("unroll")
-#else
-#define GMTF_UNROLL
 #endif
 
 #include "gpu_bwt.h"
@@ -144,54 +138,6 @@ GMTF_HD static inline uint64_t desc_make(uint32_t start, uint32_t size)
     return (uint64_t)start | (uint64_t)size << 32;
 }
 
-/* Class 0 is a list of units rather than groups: a range of 2..8 slots
- * (start, size) and a head mask (bit i: slot start + i begins a group). A
- * unit is sorted in place round after round, its groups splitting inside
- * it, until every group in it is single; then it leaves the list. So the
- * smallest groups need no new descriptors each round. */
-GMTF_HD static inline uint64_t unit_make(uint32_t start, uint32_t size, uint32_t mask)
-{
-    return (uint64_t)start | (uint64_t)(size - 1) << 29 | (uint64_t)mask << 32;
-}
-
-GMTF_HD static inline bool unit_live(uint64_t u)
-{
-    uint32_t size = ((uint32_t)(u >> 29) & 7) + 1, mask = (uint32_t)(u >> 32) & 0xff;
-    return mask != (1u << size) - 1;
-}
-
-struct unit_live_op {
-    GMTF_HD bool operator()(const uint64_t &u) const
-    {
-        return unit_live(u);
-    }
-};
-
-/* Highest and lowest set bit (x != 0). */
-GMTF_HD static inline uint32_t hi_bit(uint32_t x)
-{
-#ifdef __CUDA_ARCH__
-    return 31 - __clz(x);
-#else
-    return 31 - __builtin_clz(x);
-#endif
-}
-
-GMTF_HD static inline uint32_t lo_bit(uint32_t x)
-{
-#ifdef __CUDA_ARCH__
-    return __ffs(x) - 1;
-#else
-    return __builtin_ctz(x);
-#endif
-}
-
-/* Descriptor of a new group in its list: class 0 takes it as a unit. */
-GMTF_HD static inline uint64_t entry_make(int cls, uint32_t start, uint32_t size)
-{
-    return cls == 0 ? unit_make(start, size, 1) : desc_make(start, size);
-}
-
 #define RANK_MASK ((1u << 29) - 1)
 
 GMTF_HD static inline uint64_t isa_pack(uint32_t now, uint32_t before, uint32_t round)
@@ -249,49 +195,6 @@ struct round_args {
 };
 
 /* ---- element functions (one per kernel) ---------------------------------- */
-
-/* One round of unit g: every group of two or more in it sorted by key (by
- * counting), new ranks, the split groups' heads added to the mask. Returns
- * how many members were in such groups. */
-GMTF_HD static inline uint32_t rank_unit(uint64_t *list, uint32_t g, const round_args &a)
-{
-    uint64_t u = list[g];
-    uint32_t start = (uint32_t)u & RANK_MASK, size = ((uint32_t)(u >> 29) & 7) + 1;
-    uint32_t mask = (uint32_t)(u >> 32) & 0xff;
-    uint32_t hb[CT_MAX], k[CT_MAX], v[CT_MAX], nact = 0;
-    bool act[CT_MAX];
-    GMTF_UNROLL
-    for (int i = 0; i < (int)CT_MAX; i++) {
-        uint32_t upto = (2u << i) - 1;
-        hb[i] = hi_bit(mask & upto);                       /* head of i's group */
-        uint32_t he = lo_bit((mask | 1u << size) & ~upto); /* next head */
-        act[i] = (uint32_t)i < size && he - hb[i] >= 2;
-        v[i] = act[i] ? a.sa[start + i] : 0;
-        k[i] = act[i] ? key_of(a.isa, v[i], a.h, a.last, a.round) : 0;
-        nact += act[i];
-    }
-    uint32_t nmask = mask;
-    GMTF_UNROLL
-    for (int i = 0; i < (int)CT_MAX; i++) {
-        if (!act[i])
-            continue;
-        uint32_t lt = 0, eqb = 0;
-        GMTF_UNROLL
-        for (int j = 0; j < (int)CT_MAX; j++) {
-            bool same = act[j] && hb[j] == hb[i];
-            lt += same && k[j] < k[i];
-            if (j < i)
-                eqb += same && k[j] == k[i];
-        }
-        uint32_t at = hb[i] + lt;
-        a.sa[start + at + eqb] = v[i];
-        a.isa[v[i]] = isa_pack(start + at, start + hb[i], a.round);
-        nmask |= 1u << at;
-    }
-    if (nmask != mask)
-        list[g] = unit_make(start, size, nmask);
-    return nact;
-}
 
 /* Initial key of every position: b * 257^k + first k characters. */
 struct f_init_keys {
@@ -579,7 +482,7 @@ __device__ __forceinline__ void emit_cta(const lists &L, const bool (&pred)[E],
         for (int c = 1; c < NCLS; c++)
             if (cls == c)
                 d = L.d[c];
-        d[s_base[cls] + off[e]] = entry_make(cls, at[e], size[e]);
+        d[s_base[cls] + off[e]] = desc_make(at[e], size[e]);
     }
 }
 
@@ -602,18 +505,47 @@ __global__ void __launch_bounds__(256)
     emit_cta<8>(L, pred, at, size);
 }
 
-/* Units (class 0): a thread a unit. stat (profiling only) counts the
- * members still in groups of two or more. */
+/* Groups of 2..8: a thread a group; ranks by counting in registers.
+ * (Split into 2..4 and 5..8 it ran 9% slower overall: BWT_NOTES.md.) */
+template <int CAP>
 __global__ void __launch_bounds__(256)
-    k_rank_units(uint64_t *list, const uint32_t *count, round_args a, unsigned long long *stat)
+    k_rank_t(const uint64_t *list, uint32_t n, round_args a, lists L)
 {
-    uint32_t g = blockIdx.x * 256u + threadIdx.x;
-    uint32_t act = g < *count ? rank_unit(list, g, a) : 0;
-    if (stat) {
-        uint32_t s = __reduce_add_sync(FULL, act);
-        if ((threadIdx.x & 31) == 0 && s)
-            atomicAdd(stat, (unsigned long long)s);
+    uint32_t g = blockIdx.x * 256u + threadIdx.x, start = 0, size = 0;
+    if (g < n) {
+        uint64_t d = list[g];
+        start = (uint32_t)d;
+        size = (uint32_t)(d >> 32);
     }
+    uint32_t k[CAP], v[CAP];
+#pragma unroll
+    for (int i = 0; i < CAP; i++) {
+        bool in = (uint32_t)i < size;
+        v[i] = in ? a.sa[start + i] : 0;
+        k[i] = in ? key_of(a.isa, v[i], a.h, a.last, a.round) : 0xffffffffu;
+    }
+    bool pred[CAP];
+    uint32_t at[CAP], ne[CAP];
+#pragma unroll
+    for (int i = 0; i < CAP; i++) {
+        uint32_t lt = 0, eq = 0, eqb = 0;
+#pragma unroll
+        for (int j = 0; j < CAP; j++) {
+            lt += k[j] < k[i];
+            eq += k[j] == k[i];
+            if (j < i)
+                eqb += k[j] == k[i];
+        }
+        bool in = (uint32_t)i < size;
+        pred[i] = in && eqb == 0 && eq >= 2;
+        at[i] = start + lt;
+        ne[i] = eq;
+        if (in) {
+            a.sa[start + lt + eqb] = v[i];
+            a.isa[v[i]] = isa_pack(start + lt, start, a.round);
+        }
+    }
+    emit_cta<CAP>(L, pred, at, ne);
 }
 
 /* Groups of 9..32: a warp a group, a lane a member. rank = start + members
@@ -883,10 +815,6 @@ static int temp_bytes(gmtf_gpu_bwt_ctx *c, size_t cap, size_t *bytes)
     CK(c, cub::DeviceScan::ExclusiveSum(NULL, t, (uint32_t *)NULL, (uint32_t *)NULL, (uint32_t)cap,
                                         c->st));
     m = t > m ? t : m;
-    t = 0;
-    CK(c, cub::DeviceSelect::If(NULL, t, (const uint64_t *)NULL, (uint64_t *)NULL, (uint32_t *)NULL,
-                                (uint32_t)(cap / 2 + 1), unit_live_op(), c->st));
-    m = t > m ? t : m;
     *bytes = m + 256;
     return 0;
 }
@@ -931,34 +859,12 @@ static void launch_rank(gmtf_gpu_bwt_ctx *c, int cls, const uint64_t *list, uint
     if (!n)
         return;
     switch (cls) {
+    case 0: k_rank_t<CT_MAX><<<(n + 255) / 256, 256, 0, c->st>>>(list, n, a, L); break;
     case 1: k_rank_w<<<(n + 7) / 8, 256, 0, c->st>>>(list, n, a, L); break;
     case 2: k_rank_m<<<(n + 7) / 8, 256, 0, c->st>>>(list, n, a, L); break;
     case 3: k_rank_b<256, CB1_MAX / 256><<<n, 256, 0, c->st>>>(list, a, L); break;
     default: k_rank_b<512, CB2_MAX / 512><<<n, 512, 0, c->st>>>(list, a, L); break;
     }
-}
-
-/* One round of the units list[0..*count) (ub >= *count, known here). */
-static void launch_units(gmtf_gpu_bwt_ctx *c, uint64_t *list, const uint32_t *count, uint32_t ub,
-                         const round_args &a, unsigned long long *stat)
-{
-    if (ub)
-        k_rank_units<<<(ub + 255) / 256, 256, 0, c->st>>>(list, count, a, stat);
-}
-
-/* The live units of in[0..n) to out; their number to *count (device). */
-static int select_units(gmtf_gpu_bwt_ctx *c, const uint64_t *in, uint32_t n, uint64_t *out,
-                        uint32_t *count)
-{
-    size_t t = c->tmp.cap;
-    CK(c, cub::DeviceSelect::If(c->tmp.p, t, in, out, count, n, unit_live_op(), c->st));
-    return 0;
-}
-
-static int dev_copy(gmtf_gpu_bwt_ctx *c, void *dst, const void *src, size_t n)
-{
-    CK(c, cudaMemcpyAsync(dst, src, n, cudaMemcpyDeviceToDevice, c->st));
-    return 0;
 }
 
 static void launch_rank_large(gmtf_gpu_bwt_ctx *c, const uint64_t *list, const uint32_t *loff,
@@ -1051,7 +957,7 @@ static int launched(gmtf_gpu_bwt_ctx *, const char *)
 static void emit_host(const lists &L, uint32_t start, uint32_t size)
 {
     int c = size_class(size);
-    L.d[c][(uint32_t)L.cnt[c]] = entry_make(c, start, size);
+    L.d[c][(uint32_t)L.cnt[c]] = desc_make(start, size);
     L.cnt[c] += 1 + ((uint64_t)size << 32);
 }
 
@@ -1106,34 +1012,6 @@ static void launch_rank_large(gmtf_gpu_bwt_ctx *, const uint64_t *list, const ui
         if (size)
             emit_host(L, at, size);
     }
-}
-
-static void launch_units(gmtf_gpu_bwt_ctx *, uint64_t *list, const uint32_t *count, uint32_t,
-                         const round_args &a, unsigned long long *stat)
-{
-    /* backwards: later units read ranks this round already changed */
-    for (uint32_t g = *count; g-- > 0;) {
-        uint32_t act = rank_unit(list, g, a);
-        if (stat)
-            *stat += act;
-    }
-}
-
-static int select_units(gmtf_gpu_bwt_ctx *, const uint64_t *in, uint32_t n, uint64_t *out,
-                        uint32_t *count)
-{
-    uint32_t k = 0;
-    for (uint32_t i = 0; i < n; i++)
-        if (unit_live(in[i]))
-            out[k++] = in[i];
-    *count = k;
-    return 0;
-}
-
-static int dev_copy(gmtf_gpu_bwt_ctx *, void *dst, const void *src, size_t n)
-{
-    memcpy(dst, src, n);
-    return 0;
 }
 
 static int dev_reserve(gmtf_gpu_bwt_ctx *c, dbuf *b, size_t bytes)
@@ -1316,7 +1194,7 @@ static int reserve_work(gmtf_gpu_bwt_ctx *c, uint32_t np)
     TRY(dev_reserve(c, &c->desc, 2 * nd * 8));
     TRY(dev_reserve(c, &c->loff, (lc[CL] + 2) * 4));
     TRY(dev_reserve(c, &c->tmp, tb));
-    TRY(dev_reserve(c, &c->cnt, (2 * NCLS + 2) * 8)); /* two sets, unit count, stat */
+    TRY(dev_reserve(c, &c->cnt, 2 * NCLS * 8));
     for (int k = 0; k < NCLS; k++)
         c->lcap[k] = lc[k];
     c->cap = cap;
@@ -1350,8 +1228,7 @@ static int read_counts(gmtf_gpu_bwt_ctx *c, const lists &L, uint32_t *n, uint32_
     for (int k = 0; k < NCLS; k++) {
         n[k] = (uint32_t)c->h_cnt[k];
         m[k] = (uint32_t)(c->h_cnt[k] >> 32);
-        /* class 0 counts the units carried over and new, members only new */
-        if (n[k] > c->lcap[k] || (k > 0 && m[k] < (uint64_t)n[k] * class_min[k]))
+        if (n[k] > c->lcap[k] || m[k] < (uint64_t)n[k] * class_min[k])
             return set_err(c, -EIO, "sort_piece", "inconsistent group lists");
         members += m[k];
     }
@@ -1485,36 +1362,26 @@ static int sort_piece(gmtf_gpu_bwt_ctx *c, const piece *pc)
     launch_init_rank(c, ks, sa, kfree, np, isa, L);
     TRY(launched(c, "init rank"));
     TRY(read_counts(c, L, n, m, np));
-    /* the units' count, then the members the unit kernels saw (profiling) */
-    uint32_t *ucount = (uint32_t *)((uint64_t *)c->cnt.p + 2 * NCLS);
-    unsigned long long *stat = (unsigned long long *)c->cnt.p + 2 * NCLS + 1;
-    TRY(dev_copy(c, ucount, L.cnt, 4));
-    TRY(dev_zero(c, stat, 8));
     TRY(prof_end(c, GMTF_GPU_BWT_PH_RANK0));
 
     /* 3. doubling; the class-5 dense arrays in the key pairs and the free
-     * value array. Units of round r are list 0 of set cur, at most ub of
-     * them (*ucount exactly); units made this round go after them in the
-     * same list, and the live ones of both move to set cur ^ 1. */
+     * value array */
     round_args a = {sa, isa, bs, nb, k, np - 1, 0, bit_length((uint64_t)pc->maxlen + 1)};
-    uint32_t ub = n[0];
     /* GMTF_BWT_TRACE with profiling on: per-round groups and times */
     bool trace = c->profile && getenv("GMTF_BWT_TRACE");
     for (;;) {
         uint64_t members = 0;
-        for (int q = 1; q < NCLS; q++)
+        for (int q = 0; q < NCLS; q++)
             members += m[q];
-        if (!members && !ub)
+        if (!members)
             break;
         if (++a.round > MAX_ROUNDS || a.h > GMTF_GPU_BWT_MAX_BLOCK)
             return set_err(c, -EIO, "sort_piece", "doubling did not converge");
         c->prof.active += members;
         double before[GMTF_GPU_BWT_PH_COUNT];
         memcpy(before, c->prof.ms, sizeof before);
-        lists C = lists_of(c, cur), N = lists_of(c, cur ^ 1), E = N;
-        E.d[0] = C.d[0];
+        lists C = lists_of(c, cur), N = lists_of(c, cur ^ 1);
         TRY(dev_zero(c, N.cnt, NCLS * 8));
-        TRY(dev_copy(c, N.cnt, ucount, 4));
         TRY(prof_begin(c));
         if (n[CL])
             TRY(gather_large(c, C.d[CL], n[CL], m[CL], a, X[0], vfree));
@@ -1524,21 +1391,18 @@ static int sort_piece(gmtf_gpu_bwt_ctx *c, const piece *pc)
             int ph = q < 3 ? GMTF_GPU_BWT_PH_SMALL : GMTF_GPU_BWT_PH_BLOCK;
             double t0 = c->prof.ms[ph];
             TRY(prof_begin(c));
-            if (q == 0)
-                launch_units(c, C.d[0], ucount, ub, a, c->profile ? stat : NULL);
-            else
-                launch_rank(c, q, C.d[q], n[q], a, E);
+            launch_rank(c, q, C.d[q], n[q], a, N);
             TRY(launched(c, "rank"));
             TRY(prof_end(c, ph));
             cls_ms[q] = c->prof.ms[ph] - t0;
         }
         TRY(prof_begin(c));
         if (n[CL])
-            TRY(rank_large(c, C.d[CL], n[CL], m[CL], a, X[0], vfree, X[1], X[2], X[3], E));
+            TRY(rank_large(c, C.d[CL], n[CL], m[CL], a, X[0], vfree, X[1], X[2], X[3], N));
         TRY(prof_end(c, GMTF_GPU_BWT_PH_LARGE));
         if (trace) {
-            fprintf(stderr, "round %2u h %8u: units <=%u", a.round, a.h, ub);
-            for (int q = 1; q < NCLS; q++)
+            fprintf(stderr, "round %2u h %8u:", a.round, a.h);
+            for (int q = 0; q < NCLS; q++)
                 fprintf(stderr, " %u/%u", n[q], m[q]);
             for (int q = 0; q < CL; q++)
                 fprintf(stderr, " %.3f", cls_ms[q]);
@@ -1547,21 +1411,8 @@ static int sort_piece(gmtf_gpu_bwt_ctx *c, const piece *pc)
             fprintf(stderr, "\n");
         }
         TRY(read_counts(c, N, n, m, np));
-        /* units: the live ones of this round's list (old and new) move on */
-        ub = n[0];
-        TRY(prof_begin(c));
-        if (ub)
-            TRY(select_units(c, C.d[0], ub, N.d[0], ucount));
-        else
-            TRY(dev_zero(c, ucount, 4));
-        TRY(prof_end(c, GMTF_GPU_BWT_PH_SMALL));
         cur ^= 1;
         a.h *= 2;
-    }
-    if (c->profile) {
-        TRY(copy_d2h(c, c->h_cnt + NCLS + 1, stat, 8));
-        TRY(dev_sync(c));
-        c->prof.active += c->h_cnt[NCLS + 1];
     }
     if (a.round > c->prof.rounds)
         c->prof.rounds = a.round;
