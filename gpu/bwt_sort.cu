@@ -365,7 +365,11 @@ struct gmtf_gpu_bwt_ctx {
 #ifndef GMTF_BWT_EMU
     cudaStream_t st;
     cudaEvent_t e0, e1, p0, p1;
+    /* side streams: a round's class kernels run side by side */
+    cudaStream_t side[NCLS - 1];
+    cudaEvent_t fork, join[NCLS - 1];
 #endif
+    int concurrent; /* GMTF_BWT_STREAMS=0 runs them one after another */
 };
 
 static int set_err(gmtf_gpu_bwt_ctx *c, int rc, const char *what, const char *detail)
@@ -876,6 +880,40 @@ static void launch_rank_large(gmtf_gpu_bwt_ctx *c, const uint64_t *list, const u
                                                      a.round, a.sa, a.isa, L);
 }
 
+/* Class q's kernels go to side stream q after everything queued so far on
+ * the main stream (fork), and the main stream waits for all (join). */
+static int fork_sides(gmtf_gpu_bwt_ctx *c)
+{
+    CK(c, cudaEventRecord(c->fork, c->st));
+    for (int i = 0; i < NCLS - 1; i++)
+        CK(c, cudaStreamWaitEvent(c->side[i], c->fork, 0));
+    return 0;
+}
+
+/* Runs the launches that follow on side stream q (q < 0: no change);
+ * returns the stream to restore. */
+static cudaStream_t use_side(gmtf_gpu_bwt_ctx *c, int q)
+{
+    cudaStream_t m = c->st;
+    if (q >= 0)
+        c->st = c->side[q];
+    return m;
+}
+
+static void restore_stream(gmtf_gpu_bwt_ctx *c, cudaStream_t m)
+{
+    c->st = m;
+}
+
+static int join_sides(gmtf_gpu_bwt_ctx *c)
+{
+    for (int i = 0; i < NCLS - 1; i++) {
+        CK(c, cudaEventRecord(c->join[i], c->side[i]));
+        CK(c, cudaStreamWaitEvent(c->st, c->join[i], 0));
+    }
+    return 0;
+}
+
 /* Profiling: one event pair around a phase, read after its sync. */
 static int prof_begin(gmtf_gpu_bwt_ctx *c)
 {
@@ -920,7 +958,11 @@ static int backend_open(gmtf_gpu_bwt_ctx *c)
     bool fail = cudaSetDevice(0) != cudaSuccess ||
                 cudaStreamCreateWithFlags(&c->st, cudaStreamNonBlocking) != cudaSuccess ||
                 cudaEventCreate(&c->e0) != cudaSuccess || cudaEventCreate(&c->e1) != cudaSuccess ||
-                cudaEventCreate(&c->p0) != cudaSuccess || cudaEventCreate(&c->p1) != cudaSuccess;
+                cudaEventCreate(&c->p0) != cudaSuccess || cudaEventCreate(&c->p1) != cudaSuccess ||
+                cudaEventCreateWithFlags(&c->fork, cudaEventDisableTiming) != cudaSuccess;
+    for (int i = 0; i < NCLS - 1 && !fail; i++)
+        fail = cudaStreamCreateWithFlags(&c->side[i], cudaStreamNonBlocking) != cudaSuccess ||
+               cudaEventCreateWithFlags(&c->join[i], cudaEventDisableTiming) != cudaSuccess;
     if (fail) {
         cudaGetLastError();
         return -ENODEV;
@@ -932,10 +974,18 @@ static void backend_close(gmtf_gpu_bwt_ctx *c)
 {
     if (c->st)
         cudaStreamSynchronize(c->st);
-    cudaEvent_t ev[] = {c->e0, c->e1, c->p0, c->p1};
+    cudaEvent_t ev[] = {c->e0, c->e1, c->p0, c->p1, c->fork};
     for (size_t i = 0; i < sizeof ev / sizeof ev[0]; i++)
         if (ev[i])
             cudaEventDestroy(ev[i]);
+    for (int i = 0; i < NCLS - 1; i++) {
+        if (c->side[i])
+            cudaStreamSynchronize(c->side[i]);
+        if (c->join[i])
+            cudaEventDestroy(c->join[i]);
+        if (c->side[i])
+            cudaStreamDestroy(c->side[i]);
+    }
     if (c->st)
         cudaStreamDestroy(c->st);
     cudaGetLastError();
@@ -1145,6 +1195,27 @@ static int run_end(gmtf_gpu_bwt_ctx *, double *ms)
     if (ms)
         *ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - emu_t0)
                   .count();
+    return 0;
+}
+
+typedef int cudaStream_t;
+
+static int fork_sides(gmtf_gpu_bwt_ctx *)
+{
+    return 0;
+}
+
+static cudaStream_t use_side(gmtf_gpu_bwt_ctx *, int)
+{
+    return 0;
+}
+
+static void restore_stream(gmtf_gpu_bwt_ctx *, cudaStream_t)
+{
+}
+
+static int join_sides(gmtf_gpu_bwt_ctx *)
+{
     return 0;
 }
 
@@ -1386,12 +1457,19 @@ static int sort_piece(gmtf_gpu_bwt_ctx *c, const piece *pc)
         if (n[CL])
             TRY(gather_large(c, C.d[CL], n[CL], m[CL], a, X[0], vfree));
         TRY(prof_end(c, GMTF_GPU_BWT_PH_GATHER));
+        /* the classes' groups are disjoint and ranks versioned: their
+         * kernels may run side by side (not when profiling by phase) */
+        bool side = c->concurrent && !c->profile;
+        if (side)
+            TRY(fork_sides(c));
         double cls_ms[NCLS] = {0};
         for (int q = 0; q < CL; q++) {
             int ph = q < 3 ? GMTF_GPU_BWT_PH_SMALL : GMTF_GPU_BWT_PH_BLOCK;
             double t0 = c->prof.ms[ph];
             TRY(prof_begin(c));
+            cudaStream_t main = use_side(c, side ? q : -1);
             launch_rank(c, q, C.d[q], n[q], a, N);
+            restore_stream(c, main);
             TRY(launched(c, "rank"));
             TRY(prof_end(c, ph));
             cls_ms[q] = c->prof.ms[ph] - t0;
@@ -1400,6 +1478,8 @@ static int sort_piece(gmtf_gpu_bwt_ctx *c, const piece *pc)
         if (n[CL])
             TRY(rank_large(c, C.d[CL], n[CL], m[CL], a, X[0], vfree, X[1], X[2], X[3], N));
         TRY(prof_end(c, GMTF_GPU_BWT_PH_LARGE));
+        if (side)
+            TRY(join_sides(c));
         if (trace) {
             fprintf(stderr, "round %2u h %8u:", a.round, a.h);
             for (int q = 0; q < NCLS; q++)
@@ -1448,6 +1528,8 @@ extern "C" int gmtf_gpu_bwt_create(gmtf_gpu_bwt_ctx **out)
     }
     c->ok = 1;
     c->piece_bound = PIECE_DEFAULT;
+    const char *st = getenv("GMTF_BWT_STREAMS");
+    c->concurrent = !(st && *st == '0');
     *out = c;
     return 0;
 }

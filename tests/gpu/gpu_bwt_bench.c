@@ -4,11 +4,13 @@
  * block per thread, in the same run; per-phase device times; every GPU
  * output checked against the CPU one.
  *
- * usage: gpu_bwt_bench --input FILE [--mib 256] [--blocks 1,2,4,16]
- *                      [--reps 5] [--cpu-reps 3] [--threads N] [--no-cpu]
- *                      [--json FILE]
+ * usage: gpu_bwt_bench (--input FILE | --pattern P) [--mib 256]
+ *                      [--blocks 1,2,4,16] [--reps 5] [--cpu-reps 3]
+ *                      [--threads N] [--no-cpu] [--json FILE]
  * FILE is raw data (e.g. a prefix of the Linux tar), tiled to --mib MiB
- * when shorter; --blocks are block sizes in MiB. */
+ * when shorter; P makes the input instead: zero (one byte repeated),
+ * abab, fib (the Fibonacci word), random. --blocks are block sizes in
+ * MiB. */
 #include <errno.h>
 #include <pthread.h>
 #include <stdio.h>
@@ -94,19 +96,57 @@ static double cpu_bwt(const uint8_t *src, uint8_t *dst, uint32_t *idx, const uin
 
 static void usage(void)
 {
-    fprintf(stderr, "usage: gpu_bwt_bench --input FILE [--mib 256] [--blocks 1,2,4,16] [--reps 5]\n"
-                    "                     [--cpu-reps 3] [--threads N] [--no-cpu] [--json FILE]\n");
+    fprintf(stderr,
+            "usage: gpu_bwt_bench (--input FILE | --pattern zero|abab|fib|random)\n"
+            "                     [--mib 256] [--blocks 1,2,4,16] [--reps 5] [--cpu-reps 3]\n"
+            "                     [--threads N] [--no-cpu] [--json FILE]\n");
     exit(2);
+}
+
+/* Synthetic inputs: 0 when the pattern is unknown. */
+static int make_pattern(const char *p, uint8_t *dst, size_t n)
+{
+    if (!strcmp(p, "zero"))
+        memset(dst, 0, n);
+    else if (!strcmp(p, "abab"))
+        for (size_t i = 0; i < n; i++)
+            dst[i] = "ab"[i & 1];
+    else if (!strcmp(p, "fib")) {
+        /* Fibonacci word: s(k) = s(k-1) s(k-2), grown in place */
+        size_t a = 1, b = 2; /* lengths of s(k-1) = "a", s(k) = "ab" */
+        dst[0] = 'a';
+        if (n > 1)
+            dst[1] = 'b';
+        while (b < n) {
+            size_t m = a < n - b ? a : n - b;
+            memcpy(dst + b, dst, m);
+            size_t t = a + b;
+            a = b;
+            b = t;
+        }
+    } else if (!strcmp(p, "random")) {
+        uint64_t x = 0x9e3779b97f4a7c15ull;
+        for (size_t i = 0; i < n; i++) {
+            x ^= x << 13;
+            x ^= x >> 7;
+            x ^= x << 17;
+            dst[i] = (uint8_t)(x >> 24);
+        }
+    } else
+        return 0;
+    return 1;
 }
 
 int main(int argc, char **argv)
 {
-    const char *input = NULL, *json = NULL, *blocks = "1,2,4,16";
+    const char *input = NULL, *json = NULL, *blocks = "1,2,4,16", *pattern = NULL;
     size_t mib = 256;
     int reps = 5, cpu_reps = 3, threads = (int)sysconf(_SC_NPROCESSORS_ONLN), no_cpu = 0;
     for (int i = 1; i < argc; i++) {
         if (!strcmp(argv[i], "--input") && i + 1 < argc)
             input = argv[++i];
+        else if (!strcmp(argv[i], "--pattern") && i + 1 < argc)
+            pattern = argv[++i];
         else if (!strcmp(argv[i], "--mib") && i + 1 < argc)
             mib = strtoul(argv[++i], NULL, 10);
         else if (!strcmp(argv[i], "--blocks") && i + 1 < argc)
@@ -124,7 +164,7 @@ int main(int argc, char **argv)
         else
             usage();
     }
-    if (!input || !mib || reps < 1 || reps > 100 || cpu_reps < 1 || threads < 1)
+    if (!input == !pattern || !mib || reps < 1 || reps > 100 || cpu_reps < 1 || threads < 1)
         usage();
     if (!gmtf_gpu_available()) {
         printf("no usable CUDA device\n");
@@ -137,10 +177,18 @@ int main(int argc, char **argv)
         fprintf(stderr, "out of memory\n");
         return 1;
     }
-    FILE *f = fopen(input, "rb");
-    size_t got = f ? fread(src, 1, n, f) : 0;
-    if (f)
-        fclose(f);
+    size_t got = 0;
+    if (pattern) {
+        if (!make_pattern(pattern, src, n))
+            usage();
+        got = n;
+        input = pattern;
+    } else {
+        FILE *f = fopen(input, "rb");
+        got = f ? fread(src, 1, n, f) : 0;
+        if (f)
+            fclose(f);
+    }
     if (!got) {
         fprintf(stderr, "%s: cannot read\n", input);
         return 1;
