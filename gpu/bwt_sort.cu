@@ -1584,6 +1584,11 @@ extern "C" int gmtf_gpu_bwt_get_profile(const gmtf_gpu_bwt_ctx *c, gmtf_gpu_bwt_
     if (!p)
         return -EINVAL;
     *p = c->prof;
+    const dbuf *b[] = {&c->in,   &c->out,  &c->idx,  &c->meta, &c->isa,
+                       &c->pool, &c->desc, &c->loff, &c->tmp,  &c->cnt};
+    p->device_bytes = 0;
+    for (size_t i = 0; i < sizeof b / sizeof b[0]; i++)
+        p->device_bytes += b[i]->cap;
     return 0;
 }
 

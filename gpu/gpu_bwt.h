@@ -121,7 +121,8 @@ typedef struct gmtf_gpu_bwt_profile {
     uint64_t active;    /* sum over doubling rounds of the suffixes still unsorted */
     uint32_t rounds;    /* doubling rounds (most of any piece) */
     uint32_t pieces;
-    uint32_t init_chars; /* characters in the initial key (last piece) */
+    uint32_t init_chars;   /* characters in the initial key (last piece) */
+    uint64_t device_bytes; /* device memory the context holds now */
 } gmtf_gpu_bwt_profile;
 /* on = 1 starts (and clears) profiling, 0 stops it. */
 int gmtf_gpu_bwt_set_profile(gmtf_gpu_bwt_ctx *ctx, int on);

@@ -308,10 +308,12 @@ int main(int argc, char **argv)
             sum += pr.ms[p];
         }
         printf("(sum %.1f)\n   %u pieces, %u rounds, initial chars %u, positions %llu, "
-               "active over rounds %llu (%.2f x positions)\n",
+               "active over rounds %llu (%.2f x positions); device memory %.2f GB (%.1f B a "
+               "byte)\n",
                sum, pr.pieces, pr.rounds, pr.init_chars, (unsigned long long)pr.positions,
                (unsigned long long)pr.active,
-               pr.positions ? (double)pr.active / (double)pr.positions : 0);
+               pr.positions ? (double)pr.active / (double)pr.positions : 0, pr.device_bytes / 1e9,
+               (double)pr.device_bytes / (double)n);
         slen += (size_t)snprintf(summary + slen, sizeof summary - slen,
                                  "%3zu MiB blocks: kernel %7.3f GB/s  h2h pinned %7.3f  pageable "
                                  "%7.3f  CPU x%d %7.3f  %s\n",
