@@ -343,6 +343,19 @@ struct piece {
     uint64_t m0;     /* bs, so, step of this piece at meta + m0 */
 };
 
+/* A host-to-host batch of one piece in block ranges: range j is uploaded,
+ * then its initial keys computed, while range j+1 is uploaded; at the end
+ * range j is output and downloaded while range j+1 is output. */
+#define NCHUNK 8
+struct overlap {
+    int n;                     /* ranges (0: no overlap) */
+    uint32_t pos[NCHUNK + 1];  /* their positions in the piece */
+    uint64_t byte[NCHUNK + 1]; /* their bytes, relative to the batch */
+    const uint8_t *src;        /* batch bytes (pinned), at the batch start */
+    uint8_t *dst;              /* output (pinned), at the batch start */
+    uint32_t *idx;             /* indexes (pinned) */
+};
+
 struct gmtf_gpu_bwt_ctx {
     int ok;
     char err[256];
@@ -368,6 +381,9 @@ struct gmtf_gpu_bwt_ctx {
     /* side streams: a round's class kernels run side by side */
     cudaStream_t side[NCLS - 1];
     cudaEvent_t fork, join[NCLS - 1];
+    /* copies of an overlapped batch */
+    cudaStream_t cp;
+    cudaEvent_t ev_up[NCHUNK], ev_out[NCHUNK + 1];
 #endif
     int concurrent; /* GMTF_BWT_STREAMS=0 runs them one after another */
 };
@@ -423,6 +439,20 @@ template <class F> static void each(gmtf_gpu_bwt_ctx *c, uint32_t n, const F &f)
 {
     if (n)
         k_each<<<(n + 255) / 256, 256, 0, c->st>>>(n, f);
+}
+
+template <class F> __global__ void __launch_bounds__(256) k_each_from(uint32_t p0, uint32_t n, F f)
+{
+    uint32_t i = blockIdx.x * 256u + threadIdx.x;
+    if (i < n)
+        f(p0 + i);
+}
+
+/* f(p0 .. p0 + n - 1) */
+template <class F> static void each_from(gmtf_gpu_bwt_ctx *c, uint32_t p0, uint32_t n, const F &f)
+{
+    if (n)
+        k_each_from<<<(n + 255) / 256, 256, 0, c->st>>>(p0, n, f);
 }
 
 static int launched(gmtf_gpu_bwt_ctx *c, const char *what)
@@ -880,6 +910,47 @@ static void launch_rank_large(gmtf_gpu_bwt_ctx *c, const uint64_t *list, const u
                                                      a.round, a.sa, a.isa, L);
 }
 
+/* Overlapped batch: range j's upload on the copy stream. */
+static int ov_upload(gmtf_gpu_bwt_ctx *c, const overlap *ov)
+{
+    for (int j = 0; j < ov->n; j++) {
+        size_t b = ov->byte[j], n = ov->byte[j + 1] - b;
+        CK(c,
+           cudaMemcpyAsync((uint8_t *)c->in.p + b, ov->src + b, n, cudaMemcpyHostToDevice, c->cp));
+        CK(c, cudaEventRecord(c->ev_up[j], c->cp));
+    }
+    return 0;
+}
+
+/* The main stream waits for range j's upload. */
+static int ov_wait_upload(gmtf_gpu_bwt_ctx *c, int j)
+{
+    CK(c, cudaStreamWaitEvent(c->st, c->ev_up[j], 0));
+    return 0;
+}
+
+/* Range j's output (or, j = n, the indexes) goes down once the main stream
+ * has written it. */
+static int ov_download(gmtf_gpu_bwt_ctx *c, const overlap *ov, int j, uint32_t nidx)
+{
+    CK(c, cudaEventRecord(c->ev_out[j], c->st));
+    CK(c, cudaStreamWaitEvent(c->cp, c->ev_out[j], 0));
+    if (j < ov->n) {
+        size_t b = ov->byte[j], n = ov->byte[j + 1] - b;
+        CK(c,
+           cudaMemcpyAsync(ov->dst + b, (uint8_t *)c->out.p + b, n, cudaMemcpyDeviceToHost, c->cp));
+    } else if (nidx)
+        CK(c, cudaMemcpyAsync(ov->idx, c->idx.p, (size_t)nidx * 4, cudaMemcpyDeviceToHost, c->cp));
+    return 0;
+}
+
+static int ov_finish(gmtf_gpu_bwt_ctx *c)
+{
+    CK(c, cudaStreamSynchronize(c->cp));
+    CK(c, cudaStreamSynchronize(c->st));
+    return 0;
+}
+
 /* Class q's kernels go to side stream q after everything queued so far on
  * the main stream (fork), and the main stream waits for all (join). */
 static int fork_sides(gmtf_gpu_bwt_ctx *c)
@@ -963,6 +1034,11 @@ static int backend_open(gmtf_gpu_bwt_ctx *c)
     for (int i = 0; i < NCLS - 1 && !fail; i++)
         fail = cudaStreamCreateWithFlags(&c->side[i], cudaStreamNonBlocking) != cudaSuccess ||
                cudaEventCreateWithFlags(&c->join[i], cudaEventDisableTiming) != cudaSuccess;
+    fail = fail || cudaStreamCreateWithFlags(&c->cp, cudaStreamNonBlocking) != cudaSuccess;
+    for (int i = 0; i < NCHUNK + 1 && !fail; i++)
+        fail = (i < NCHUNK &&
+                cudaEventCreateWithFlags(&c->ev_up[i], cudaEventDisableTiming) != cudaSuccess) ||
+               cudaEventCreateWithFlags(&c->ev_out[i], cudaEventDisableTiming) != cudaSuccess;
     if (fail) {
         cudaGetLastError();
         return -ENODEV;
@@ -986,6 +1062,16 @@ static void backend_close(gmtf_gpu_bwt_ctx *c)
         if (c->side[i])
             cudaStreamDestroy(c->side[i]);
     }
+    for (int i = 0; i < NCHUNK + 1; i++) {
+        if (i < NCHUNK && c->ev_up[i])
+            cudaEventDestroy(c->ev_up[i]);
+        if (c->ev_out[i])
+            cudaEventDestroy(c->ev_out[i]);
+    }
+    if (c->cp) {
+        cudaStreamSynchronize(c->cp);
+        cudaStreamDestroy(c->cp);
+    }
     if (c->st)
         cudaStreamDestroy(c->st);
     cudaGetLastError();
@@ -999,7 +1085,42 @@ template <class F> static void each(gmtf_gpu_bwt_ctx *, uint32_t n, const F &f)
         f(i);
 }
 
+template <class F> static void each_from(gmtf_gpu_bwt_ctx *, uint32_t p0, uint32_t n, const F &f)
+{
+    for (uint32_t i = 0; i < n; i++)
+        f(p0 + i);
+}
+
 static int launched(gmtf_gpu_bwt_ctx *, const char *)
+{
+    return 0;
+}
+
+/* The emulation has no streams: the same steps in order. */
+static int ov_upload(gmtf_gpu_bwt_ctx *c, const overlap *ov)
+{
+    for (int j = 0; j < ov->n; j++)
+        memcpy((uint8_t *)c->in.p + ov->byte[j], ov->src + ov->byte[j],
+               ov->byte[j + 1] - ov->byte[j]);
+    return 0;
+}
+
+static int ov_wait_upload(gmtf_gpu_bwt_ctx *, int)
+{
+    return 0;
+}
+
+static int ov_download(gmtf_gpu_bwt_ctx *c, const overlap *ov, int j, uint32_t nidx)
+{
+    if (j < ov->n)
+        memcpy(ov->dst + ov->byte[j], (uint8_t *)c->out.p + ov->byte[j],
+               ov->byte[j + 1] - ov->byte[j]);
+    else
+        memcpy(ov->idx, c->idx.p, (size_t)nidx * 4);
+    return 0;
+}
+
+static int ov_finish(gmtf_gpu_bwt_ctx *)
 {
     return 0;
 }
@@ -1095,6 +1216,11 @@ static int host_alloc(void **p, size_t bytes)
 static void host_free(void *p)
 {
     free(p);
+}
+
+static bool is_pinned(const void *)
+{
+    return true; /* the emulation takes the overlapped batch path */
 }
 
 static int copy_h2d(gmtf_gpu_bwt_ctx *, void *d, const void *h, size_t n)
@@ -1389,7 +1515,7 @@ static int rank_large(gmtf_gpu_bwt_ctx *c, const uint64_t *list, uint32_t n5, ui
     return 0;
 }
 
-static int sort_piece(gmtf_gpu_bwt_ctx *c, const piece *pc)
+static int sort_piece(gmtf_gpu_bwt_ctx *c, const piece *pc, const overlap *ov)
 {
     uint32_t np = pc->np, nb = (uint32_t)(pc->b1 - pc->b0);
     const uint8_t *text = (const uint8_t *)c->in.p + pc->t0;
@@ -1407,7 +1533,14 @@ static int sort_piece(gmtf_gpu_bwt_ctx *c, const piece *pc)
     unsigned k = initial_chars(nb, &pk, &end_bit);
     c->prof.init_chars = k;
     TRY(prof_begin(c));
-    each(c, np, f_init_keys{text, bs, nb, k, pk, (uint64_t *)X[0], X[4]});
+    f_init_keys fk = {text, bs, nb, k, pk, (uint64_t *)X[0], X[4]};
+    if (ov) /* range by range as the upload goes */
+        for (int j = 0; j < ov->n; j++) {
+            TRY(ov_wait_upload(c, j));
+            each_from(c, ov->pos[j], ov->pos[j + 1] - ov->pos[j], fk);
+        }
+    else
+        each(c, np, fk);
     TRY(launched(c, "init_keys"));
     TRY(prof_end(c, GMTF_GPU_BWT_PH_KEYS));
     TRY(prof_begin(c));
@@ -1499,10 +1632,20 @@ static int sort_piece(gmtf_gpu_bwt_ctx *c, const piece *pc)
 
     /* 4. output */
     TRY(prof_begin(c));
-    each(c, np, f_output{text, bs, isa, nb, out});
+    f_output fo = {text, bs, isa, nb, out};
+    if (ov) /* each range goes down while the next is output */
+        for (int j = 0; j < ov->n; j++) {
+            each_from(c, ov->pos[j], ov->pos[j + 1] - ov->pos[j], fo);
+            TRY(launched(c, "output"));
+            TRY(ov_download(c, ov, j, 0));
+        }
+    else
+        each(c, np, fo);
     TRY(launched(c, "output"));
     each(c, pc->ni, f_samples{bs, so, step, isa, nb, (uint32_t *)c->idx.p + pc->i0});
     TRY(launched(c, "samples"));
+    if (ov)
+        TRY(ov_download(c, ov, ov->n, pc->ni));
     TRY(prof_end(c, GMTF_GPU_BWT_PH_OUTPUT));
     c->prof.positions += np;
     c->prof.pieces++;
@@ -1683,6 +1826,21 @@ static int plan(gmtf_gpu_bwt_ctx *c, const uint64_t *off, size_t count, const ui
     return (k == npc && i0 == nidx) ? 0 : set_err(c, -EIO, "plan", "inconsistent pieces");
 }
 
+/* Plans the batch and sizes the device buffers for it (count > 0). */
+static int stage_prepare(gmtf_gpu_bwt_ctx *c, const uint64_t *off, size_t count,
+                         const uint32_t *step)
+{
+    TRY(plan(c, off, count, step));
+    uint32_t maxnp = 0;
+    for (size_t i = 0; i < c->npc; i++)
+        maxnp = c->pc[i].np > maxnp ? c->pc[i].np : maxnp;
+    TRY(dev_reserve(c, &c->in, c->nbytes + 16));
+    TRY(dev_reserve(c, &c->out, c->nbytes + 16));
+    TRY(dev_reserve(c, &c->idx, c->nidx * 4 + 16));
+    TRY(dev_reserve(c, &c->meta, (3 * count + 2 * c->npc) * 4));
+    return reserve_work(c, maxnp);
+}
+
 extern "C" int gmtf_gpu_bwt_stage_upload(gmtf_gpu_bwt_ctx *c, const uint8_t *src,
                                          const uint64_t *off, size_t count, const uint32_t *step)
 {
@@ -1693,19 +1851,12 @@ extern "C" int gmtf_gpu_bwt_stage_upload(gmtf_gpu_bwt_ctx *c, const uint8_t *src
     c->staged = 0;
     if (!off || (count && !src))
         return -EINVAL;
-    TRY(plan(c, off, count, step));
     if (count == 0) {
+        TRY(plan(c, off, count, step));
         c->staged = 1;
         return 0;
     }
-    uint32_t maxnp = 0;
-    for (size_t i = 0; i < c->npc; i++)
-        maxnp = c->pc[i].np > maxnp ? c->pc[i].np : maxnp;
-    TRY(dev_reserve(c, &c->in, c->nbytes + 16));
-    TRY(dev_reserve(c, &c->out, c->nbytes + 16));
-    TRY(dev_reserve(c, &c->idx, c->nidx * 4 + 16));
-    TRY(dev_reserve(c, &c->meta, (3 * count + 2 * c->npc) * 4));
-    TRY(reserve_work(c, maxnp));
+    TRY(stage_prepare(c, off, count, step));
     TRY(copy_h2d(c, c->in.p, src + off[0], c->nbytes));
     TRY(copy_h2d(c, c->meta.p, c->h_meta, (3 * count + 2 * c->npc) * 4));
     TRY(dev_sync(c));
@@ -1724,7 +1875,7 @@ extern "C" int gmtf_gpu_bwt_stage_run(gmtf_gpu_bwt_ctx *c, double *kernel_ms)
     c->staged = 1;
     TRY(run_begin(c));
     for (size_t i = 0; i < c->npc && c->count; i++) {
-        int rc = sort_piece(c, &c->pc[i]);
+        int rc = sort_piece(c, &c->pc[i], NULL);
         if (rc) {
             dev_sync(c);
             return rc;
@@ -1773,6 +1924,39 @@ extern "C" int gmtf_gpu_bwt_batch(gmtf_gpu_bwt_ctx *c, const uint8_t *src, const
         return -ENODEV;
     if (count && (!dst || !idx || !src || !off))
         return -EINVAL;
+    if (count >= 2 && c->ok && is_pinned(src) && is_pinned(dst) && is_pinned(idx)) {
+        /* one piece from pinned memory: copies overlap the first and last
+         * kernels (struct overlap) */
+        c->staged = 0;
+        TRY(stage_prepare(c, off, count, step));
+        if (c->npc == 1) {
+            const piece *pc = &c->pc[0];
+            overlap ov;
+            ov.n = count < NCHUNK ? (int)count : NCHUNK;
+            ov.src = src + off[0];
+            ov.dst = dst + off[0];
+            ov.idx = idx;
+            size_t b = 0;
+            for (int j = 0; j <= ov.n; j++) {
+                /* the first block boundary at or past j/n of the bytes */
+                uint64_t want = j == ov.n ? c->nbytes : c->nbytes * (uint64_t)j / (uint64_t)ov.n;
+                while (b < count && off[b] - off[0] < want)
+                    b++;
+                ov.byte[j] = off[b] - off[0];
+                ov.pos[j] = c->h_meta[pc->m0 + b];
+            }
+            TRY(copy_h2d(c, c->meta.p, c->h_meta, (3 * count + 2 * c->npc) * 4));
+            TRY(ov_upload(c, &ov));
+            int rc = sort_piece(c, pc, &ov);
+            if (rc) {
+                ov_finish(c);
+                return rc;
+            }
+            TRY(ov_finish(c));
+            c->staged = 2;
+            return 0;
+        }
+    }
     TRY(gmtf_gpu_bwt_stage_upload(c, src, off, count, step));
     TRY(gmtf_gpu_bwt_stage_run(c, NULL));
     if (count == 0)
