@@ -28,7 +28,7 @@
  *
  * A context owns its device buffers, pinned staging and stream; they grow to
  * the largest batch seen and are reused. Device memory: the batch's input
- * and output (2 bytes per input byte), plus about 41 bytes per byte of the
+ * and output (2 bytes per input byte), plus about 42.5 bytes per byte of the
  * largest piece sorted at once; batches over the piece bound (default
  * 272 Mi bytes) are sorted in pieces of whole blocks. Not thread-safe: one
  * context per thread. */
@@ -73,7 +73,7 @@ const char *gmtf_gpu_bwt_error(const gmtf_gpu_bwt_ctx *ctx);
 
 /* Most input bytes sorted at once (plus one per block); 0 = default.
  * Values below 2^24 + 2 are raised to it (one block always fits), values
- * over 2^30 lowered to it. Device memory is about 41 bytes per byte of it. */
+ * over 2^29 lowered to it. Device memory is about 42.5 bytes per byte of it. */
 int gmtf_gpu_bwt_set_piece(gmtf_gpu_bwt_ctx *ctx, uint64_t bytes);
 
 /* ---- batch, host to host ------------------------------------------------ */
