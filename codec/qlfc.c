@@ -1,0 +1,89 @@
+/* QLFC coders of BWT output (qlfc.h): the method rule, workspaces, the
+ * dispatch on the payload's method byte and the rank transform both
+ * methods share. */
+#include <errno.h>
+#include <string.h>
+
+#include "gmtf_codec.h"
+#include "qlfc.h"
+#include "qlfc_internal.h"
+
+size_t gmtf_qlfc_ranks(const uint8_t *s, size_t a, size_t b, uint8_t *rk, uint8_t *init,
+                       uint16_t *ninit)
+{
+    size_t k = 0;
+    for (size_t i = a; i < b; k++) {
+        uint8_t c = s[i];
+        while (i < b && s[i] == c)
+            i++;
+    }
+    size_t runs = k;
+    /* Backwards, a move-to-front list: a run's rank is its byte's place in
+     * the list of bytes by next use. */
+    uint8_t list[256], seen[256];
+    for (unsigned i = 0; i < 256; i++) {
+        list[i] = (uint8_t)i;
+        seen[i] = 0;
+    }
+    unsigned nseen = 0;
+    size_t i = b;
+    while (i > a) {
+        uint8_t c = s[i - 1];
+        while (i > a && s[i - 1] == c)
+            i--;
+        unsigned p = 0;
+        while (list[p] != c)
+            p++;
+        memmove(list + 1, list, p);
+        list[0] = c;
+        rk[--k] = seen[c] ? (uint8_t)p : 0;
+        if (!seen[c]) {
+            seen[c] = 1;
+            nseen++;
+        }
+    }
+    /* the bytes seen are the front of the list, by first occurrence */
+    memcpy(init, list, nseen);
+    *ninit = (uint16_t)nseen;
+    return runs;
+}
+
+unsigned gmtf_qlfc_method(size_t n)
+{
+    return n >= GMTF_QLFC_LANES_MIN ? GMTF_QLFC_METHOD_LANES : GMTF_QLFC_METHOD_ADAPTIVE;
+}
+
+static size_t max_sz(size_t a, size_t b)
+{
+    return a > b ? a : b;
+}
+
+size_t gmtf_qlfc_workspace_size(size_t max_block)
+{
+    return max_sz(gmtf_lanes_workspace_size(max_block), gmtf_cm_workspace_size(max_block));
+}
+
+size_t gmtf_qlfc_decode_workspace_size(void)
+{
+    return max_sz(gmtf_lanes_decode_workspace_size(), gmtf_cm_decode_workspace_size());
+}
+
+long gmtf_qlfc_encode(const uint8_t *bwt, size_t n, uint8_t *dst, size_t cap, void *ws)
+{
+    if (n == 0 || n > GMTF_BLOCK_MAX)
+        return -EINVAL;
+    if (gmtf_qlfc_method(n) == GMTF_QLFC_METHOD_LANES)
+        return gmtf_lanes_encode(bwt, n, dst, cap, ws);
+    return gmtf_adaptive_qlfc_encode(bwt, n, dst, cap, ws);
+}
+
+int gmtf_qlfc_decode(const uint8_t *src, size_t len, uint8_t *bwt, size_t n, void *ws)
+{
+    if (len < 1 || n == 0 || n > GMTF_BLOCK_MAX)
+        return GMTF_E_CORRUPT;
+    if (src[0] == GMTF_QLFC_METHOD_LANES)
+        return gmtf_lanes_decode(src, len, bwt, n, ws);
+    if (src[0] == GMTF_QLFC_METHOD_ADAPTIVE)
+        return gmtf_adaptive_qlfc_decode(src, len, bwt, n, ws);
+    return GMTF_E_CORRUPT;
+}

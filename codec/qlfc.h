@@ -1,0 +1,53 @@
+/* Entropy coders of the BWT output for frame version 2 (docs/entropy.md):
+ * QLFC (quantised local frequency coding, after bsc) models the BWT
+ * output as runs of equal bytes: each run's length, and its rank, which
+ * says how many distinct bytes come before the run's byte comes back. The
+ * decoder knows a run's byte before it decodes the run, so every model is
+ * conditioned on it.
+ *
+ *   method 2 "lanes": 32 independent lanes per block, semi-static tables
+ *       (several sets, chosen per 4 KiB of output by selectors), rANS; a
+ *       GPU warp or SIMD lanes decode one block in parallel;
+ *   method 3 "adaptive": one adaptive binary coder with mixed context
+ *       models over the whole block, for blocks under GMTF_QLFC_LANES_MIN.
+ *
+ * The method is a function of the block length alone (gmtf_qlfc_method),
+ * so every encoder (CPU or GPU, any thread count) makes the same bytes.
+ * Internal to libgmtf; frame.c calls gmtf_qlfc_encode/decode. */
+#ifndef GMTF_QLFC_H
+#define GMTF_QLFC_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#define GMTF_QLFC_METHOD_LANES 2
+#define GMTF_QLFC_METHOD_ADAPTIVE 3
+/* Blocks of at least this many bytes take method 2, smaller ones method 3. */
+#define GMTF_QLFC_LANES_MIN (1u << 20)
+#define GMTF_QLFC_NLANES 32
+
+/* The method gmtf_qlfc_encode uses for a block of n bytes. */
+unsigned gmtf_qlfc_method(size_t n);
+
+/* Scratch bytes for encoding blocks up to max_block bytes (about
+ * 6.3 x max_block plus 0.5 MiB), and for decoding only (a fixed size). */
+size_t gmtf_qlfc_workspace_size(size_t max_block);
+size_t gmtf_qlfc_decode_workspace_size(void);
+
+/* Encodes the BWT output bwt[0..n) (1 <= n <= GMTF_BLOCK_MAX, n no larger
+ * than the workspace's max_block) into dst. Returns the payload length, or
+ * -ENOSPC when it would exceed cap (the bytes never depend on cap). */
+long gmtf_qlfc_encode(const uint8_t *bwt, size_t n, uint8_t *dst, size_t cap, void *ws);
+
+/* Decodes exactly n bytes of BWT output. src is untrusted: returns 0, or a
+ * negative GMTF_E_* code; never reads past src + len, writes past
+ * bwt + n, or loops without bound. ws: either workspace size. */
+int gmtf_qlfc_decode(const uint8_t *src, size_t len, uint8_t *bwt, size_t n, void *ws);
+
+/* The two methods apart, for tests and benchmarks: any n >= 1. */
+long gmtf_lanes_encode(const uint8_t *bwt, size_t n, uint8_t *dst, size_t cap, void *ws);
+int gmtf_lanes_decode(const uint8_t *src, size_t len, uint8_t *bwt, size_t n, void *ws);
+long gmtf_adaptive_qlfc_encode(const uint8_t *bwt, size_t n, uint8_t *dst, size_t cap, void *ws);
+int gmtf_adaptive_qlfc_decode(const uint8_t *src, size_t len, uint8_t *bwt, size_t n, void *ws);
+
+#endif
