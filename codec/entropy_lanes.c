@@ -30,6 +30,9 @@
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
+#if defined(__SSE2__)
+#include <emmintrin.h>
+#endif
 
 #include "gmtf_codec.h"
 #include "qlfc.h"
@@ -82,6 +85,13 @@ static unsigned lsym_of(uint32_t len) /* len >= 1 */
 #define T_OFF (MAX_SETS * TPS) /* 8 offset tables, shared by all sets */
 #define T_LBIG (T_OFF + 8)     /* bit count of escaped lengths */
 #define NTABLES (T_LBIG + 1)
+#define T_NONE NTABLES /* decoder only: one symbol of probability 1 */
+
+/* The offset table of each rank symbol (T_NONE: no offset, or raw). */
+static const uint16_t off_table[NSYM] = {
+    T_NONE,    T_NONE,    T_NONE,    T_NONE,    T_NONE,    T_OFF + 0, T_OFF + 1, T_OFF + 2,
+    T_OFF + 3, T_OFF + 4, T_OFF + 5, T_OFF + 6, T_OFF + 7, T_NONE,    T_NONE,    T_NONE,
+};
 
 static const uint8_t e_q[16] = {0, 1, 2, 3, 4, 5, 6, 7, 8, 8, 9, 9, 10, 10, 11, 11};
 static const uint8_t h_q[16] = {0, 1, 2, 3, 3, 4, 4, 4, 4, 4, 4, 4, 4, 4, 4, 4};
@@ -165,9 +175,13 @@ static void normalise(const uint32_t *w, unsigned a, uint16_t *cum)
 
 /* ---- workspace ------------------------------------------------------------ */
 
+#ifndef GROUP_BYTES
 #define GROUP_BYTES 4096
+#endif
 #define MAX_GROUPS (GMTF_BLOCK_MAX / GROUP_BYTES + GMTF_QLFC_NLANES)
+#ifndef ITERATIONS
 #define ITERATIONS 3
+#endif
 
 typedef struct {
     uint8_t list[256]; /* the lane's bytes; the first `active` are live */
@@ -176,19 +190,19 @@ typedef struct {
 
 /* Decoding state of one lane. */
 typedef struct {
-    uint32_t x;
+    uint64_t x[2];            /* rANS states A and B */
     uint32_t pos, end, start; /* output position, end and start of the lane */
     const uint8_t *in, *in_end;
     uint32_t over;
     uint32_t active;
-    uint32_t prev; /* previous run's rank symbol */
     uint32_t group_base;
+    uint32_t c, rtab, ltab; /* the next run: byte, rank table, length tables */
     lane_hist h;
 } lane_dec;
 
 typedef struct {
-    uint16_t cum[NTABLES][NSYM + 2];
-    uint8_t emq[NTABLES][NSYM]; /* decoder: count bit lengths (contexts) */
+    uint16_t cum[NTABLES + 1][NSYM + 2]; /* + T_NONE */
+    uint8_t emq[NTABLES][NSYM];          /* decoder: count bit lengths (contexts) */
     uint8_t sel[MAX_GROUPS];
     lane_dec lane[GMTF_QLFC_NLANES];
     qbit hdr[QLFC_HDR_MODEL];
@@ -427,7 +441,7 @@ static unsigned count_kind(unsigned t, unsigned y)
 {
     if (t < T_OFF) {
         unsigned r = t % TPS;
-        return r < NRCTX ? y : 16 + y;
+        return (r < NRCTX ? y : 16 + y) + (t >= TPS ? 41 : 0);
     }
     return t < T_LBIG ? 32 + (t - T_OFF) : 40;
 }
@@ -445,6 +459,8 @@ static unsigned count_neighbour_table(unsigned t)
 {
     if (t < T_OFF) {
         unsigned r = t % TPS;
+        if (t >= TPS) /* the same context in the previous set */
+            return t - TPS;
         return r == 0 || r == NRCTX ? NTABLES : t - 1;
     }
     return NTABLES;
@@ -675,74 +691,101 @@ static long put_header(lanes_enc_fixed *w, unsigned nsets, const uint8_t *sel, u
         put_selectors(&e, m, sel, ng, nsets);
     put_tables(&e, m, w, nsets);
     for (unsigned j = 0; j < GMTF_QLFC_NLANES; j++)
-        qgamma_enc(&e, &m[QLFC_HDR_LEN], (w->lane_len[j] - 4) / 2 + 1);
+        qgamma_enc(&e, &m[QLFC_HDR_LEN], (w->lane_len[j] - 16) / 4 + 1);
     return qrc_enc_finish(&e, dst);
 }
 
 /* ---- rANS ------------------------------------------------------------------ */
 
-#define RANS_L (1u << 16)
-#define RAW_MAX 16
+/* Two 64-bit states per lane, so that two dependency chains run at once:
+ * state A codes the rank and length symbols, state B the offsets, raw bits
+ * and escaped lengths. Both share the lane's stream of 32-bit words. A
+ * state is renormalised once per group of steps, not per step: in
+ * [2^32, 2^64) at every group boundary, a group takes at most 32 bits
+ * (rank + length symbol; offset + length bits; ...), and the decoder reads
+ * a word after a group when the state fell below 2^32. For the encoder a
+ * group is one step of frequency F = (product of the steps' frequencies)
+ * on a scale of 2^P (P = the steps' bits), so the interval of states it
+ * maps back into [2^32, 2^64) is [K, 2^32 K) with K = F 2^(32 - P): the
+ * encoder writes a word first when x >= 2^32 K. */
+#define RANS_L (1ull << 32)
+#define XA 0
+#define XB 1
 
 typedef struct {
-    uint32_t x;
+    uint64_t x[2];
     uint8_t *p, *lo; /* words are written downwards from p, not below lo */
     int overflow;
 } rans_enc;
 
-static inline void rans_emit(rans_enc *r)
+/* A group's steps, gathered in decoding order and coded in reverse. */
+typedef struct {
+    unsigned n, bits;
+    uint64_t freq;
+    uint16_t f[4], c[4]; /* frequency and start; raw steps: f = 0, c = value */
+    uint8_t nb[4];       /* bits of the step: 12 for a table symbol */
+} rans_group;
+
+static inline void group_init(rans_group *g)
 {
-    if (r->p - r->lo < 2) {
-        r->overflow = 1;
-        r->x >>= 16;
+    g->n = 0;
+    g->bits = 0;
+    g->freq = 1;
+}
+
+static inline void group_sym(rans_group *g, const uint16_t *cum, unsigned y)
+{
+    g->f[g->n] = (uint16_t)(cum[y + 1] - cum[y]);
+    g->c[g->n] = cum[y];
+    g->nb[g->n++] = QLFC_PROB_BITS;
+    g->bits += QLFC_PROB_BITS;
+    g->freq *= (uint64_t)(cum[y + 1] - cum[y]);
+}
+
+static inline void group_raw(rans_group *g, uint32_t v, unsigned nb)
+{
+    if (nb == 0)
         return;
+    g->f[g->n] = 0;
+    g->c[g->n] = (uint16_t)v;
+    g->nb[g->n++] = (uint8_t)nb;
+    g->bits += nb;
+}
+
+static inline void group_put(rans_enc *r, unsigned st, const rans_group *g)
+{
+    uint64_t x = r->x[st];
+    uint64_t k = g->freq << (32 - g->bits); /* bits <= 32 */
+    if ((x >> 32) >= k) {
+        if (r->p - r->lo < 4) {
+            r->overflow = 1;
+        } else {
+            r->p -= 4;
+            for (int q = 0; q < 4; q++)
+                r->p[q] = (uint8_t)(x >> (8 * q));
+        }
+        x >>= 32;
     }
-    r->p -= 2;
-    r->p[0] = (uint8_t)r->x;
-    r->p[1] = (uint8_t)(r->x >> 8);
-    r->x >>= 16;
-}
-
-static inline void rans_put(rans_enc *r, const uint16_t *cum, unsigned y)
-{
-    uint32_t f = (uint32_t)cum[y + 1] - cum[y];
-    if ((r->x >> (32 - QLFC_PROB_BITS)) >= f) /* x >= f 2^20 (f may be 4096) */
-        rans_emit(r);
-    r->x = ((r->x / f) << QLFC_PROB_BITS) + r->x % f + cum[y];
-}
-
-static inline void rans_put_raw(rans_enc *r, uint32_t v, unsigned nb)
-{
-    if (r->x >= 1u << (32 - nb))
-        rans_emit(r);
-    r->x = r->x << nb | v;
-}
-
-/* Raw bits of up to 23: the high part first in decoding order. */
-static inline void rans_put_bits(rans_enc *r, uint32_t v, unsigned nb)
-{
-    if (nb > RAW_MAX) {
-        rans_put_raw(r, v & ((1u << RAW_MAX) - 1), RAW_MAX);
-        rans_put_raw(r, v >> RAW_MAX, nb - RAW_MAX);
-    } else if (nb) {
-        rans_put_raw(r, v, nb);
+    for (unsigned i = g->n; i-- > 0;) {
+        if (g->f[i])
+            x = ((x / g->f[i]) << QLFC_PROB_BITS) + x % g->f[i] + g->c[i];
+        else
+            x = x << g->nb[i] | g->c[i];
     }
+    r->x[st] = x;
 }
 
-/* Encodes lane [a, b) backwards into [lo, hi); returns the stream start or
- * NULL when it does not fit. */
+/* Encodes lane [a, b) of k runs backwards into [lo, hi); returns the
+ * stream start or NULL when it does not fit. Decoding order of a run:
+ * A: rank symbol, length symbol | B: offset, length bits; an escaped
+ * length instead: B: offset | lbig symbol, up to 16 bits | the rest. */
 static uint8_t *lane_encode(const lanes_enc_fixed *w, const uint8_t *s, size_t a, size_t b,
-                            const uint8_t *rk, const uint16_t *keys, const uint8_t *sel,
+                            size_t k, const uint8_t *rk, const uint16_t *keys, const uint8_t *sel,
                             uint8_t *lo, uint8_t *hi)
 {
-    rans_enc r = {RANS_L, hi, lo, 0};
+    rans_enc r = {{RANS_L, RANS_L}, hi, lo, 0};
+    const uint16_t(*cum)[NSYM + 2] = w->d.cum;
     size_t i = b;
-    size_t k = 0;
-    for (size_t q = a; q < b; k++) { /* run count */
-        uint8_t c = s[q];
-        while (q < b && s[q] == c)
-            q++;
-    }
     while (i > a) {
         uint8_t c = s[i - 1];
         size_t end = i;
@@ -753,35 +796,52 @@ static uint8_t *lane_encode(const lanes_enc_fixed *w, const uint8_t *s, size_t a
         unsigned set = sel[(i - a) / GROUP_BYTES];
         unsigned rkey = keys[2 * k], lkey = keys[2 * k + 1];
         unsigned rsym = rkey & 15, lsym = lkey & 15;
-        const uint16_t(*cum)[NSYM + 2] = w->d.cum;
-        /* length: escape (bit count, raw bits) or class (raw bits) */
-        if (lsym == LSYM_ESC) {
-            unsigned eb = 31 - (unsigned)__builtin_clz(len);
-            rans_put_bits(&r, len & ((1u << eb) - 1), eb);
-            rans_put(&r, cum[T_LBIG], eb - LBIG_MIN);
-        } else {
-            rans_put_bits(&r, len - lbase[lsym], lbits[lsym]);
-        }
-        rans_put(&r, cum[set * TPS + (lkey >> 4)], lsym);
-        /* rank: offset, then the class */
+        rans_group ga, gb;
+        group_init(&ga);
+        group_sym(&ga, cum[set * TPS + (rkey >> 4)], rsym);
+        group_sym(&ga, cum[set * TPS + (lkey >> 4)], lsym);
+        group_init(&gb);
         if (rsym >= RSYM_RAW_FIRST)
-            rans_put_raw(&r, rk[k] - rbase[rsym], 6);
+            group_raw(&gb, rk[k] - rbase[rsym], 6);
         else if (rsym >= RSYM_OFF_FIRST)
-            rans_put(&r, cum[T_OFF + rsym - RSYM_OFF_FIRST], rk[k] - rbase[rsym]);
-        rans_put(&r, cum[set * TPS + (rkey >> 4)], rsym);
+            group_sym(&gb, cum[T_OFF + rsym - RSYM_OFF_FIRST], rk[k] - rbase[rsym]);
+        if (lsym == LSYM_ESC) {
+            unsigned eb = 31 - (unsigned)__builtin_clz(len), lo_bits = eb < 16 ? eb : 16;
+            uint32_t low = len & ((1u << eb) - 1);
+            rans_group g2, g3;
+            group_init(&g2);
+            group_sym(&g2, cum[T_LBIG], eb - LBIG_MIN);
+            group_raw(&g2, low >> (eb - lo_bits), lo_bits);
+            group_init(&g3);
+            group_raw(&g3, low & ((1u << (eb - lo_bits)) - 1), eb - lo_bits);
+            group_put(&r, XB, &g3);
+            group_put(&r, XB, &g2);
+        } else {
+            group_raw(&gb, len - lbase[lsym], lbits[lsym]);
+        }
+        group_put(&r, XB, &gb);
+        group_put(&r, XA, &ga);
     }
-    if (r.overflow || r.p - lo < 4)
+    if (r.overflow || r.p - lo < 16)
         return NULL;
-    r.p -= 4;
-    for (int q = 0; q < 4; q++)
-        r.p[q] = (uint8_t)(r.x >> (8 * q));
+    r.p -= 16;
+    for (int q = 0; q < 8; q++) {
+        r.p[q] = (uint8_t)(r.x[XA] >> (8 * q));
+        r.p[8 + q] = (uint8_t)(r.x[XB] >> (8 * q));
+    }
     return r.p;
 }
 
 /* ---- encoder ----------------------------------------------------------------- */
 
+#ifndef SET_CHOICES
 #define SET_CHOICES 5
-static const uint8_t set_choice[SET_CHOICES] = {1, 2, 3, 4, 6};
+#define SET_LIST                                                                                   \
+    {                                                                                              \
+        1, 2, 3, 4, 6                                                                              \
+    }
+#endif
+static const uint8_t set_choice[SET_CHOICES] = SET_LIST;
 
 long gmtf_lanes_encode(const uint8_t *bwt, size_t n, uint8_t *dst, size_t cap, void *ws)
 {
@@ -824,7 +884,7 @@ long gmtf_lanes_encode(const uint8_t *bwt, size_t n, uint8_t *dst, size_t cap, v
         uint64_t est = choose_selectors(w, nsets, keys, ng, sel, tmp);
         quantise_tables(w, nsets);
         for (unsigned j = 0; j < GMTF_QLFC_NLANES; j++)
-            w->lane_len[j] = 4;
+            w->lane_len[j] = 16;
         long h = put_header(w, nsets, sel, ng, scratch + 8 * (size_t)ng, scap - 8 * (size_t)ng);
         if (h < 0)
             return -ENOSPC;
@@ -846,8 +906,8 @@ long gmtf_lanes_encode(const uint8_t *bwt, size_t n, uint8_t *dst, size_t cap, v
         size_t a, b;
         lane_range(n, j, &a, &b);
         uint32_t r0 = w->nruns[j];
-        uint8_t *p = lane_encode(w, bwt, a, b, rk + r0, keys + 2 * (size_t)r0, sel + w->ngroups[j],
-                                 scratch + used, scratch + scap);
+        uint8_t *p = lane_encode(w, bwt, a, b, w->nruns[j + 1] - r0, rk + r0, keys + 2 * (size_t)r0,
+                                 sel + w->ngroups[j], scratch + used, scratch + scap);
         if (!p)
             return -ENOSPC;
         size_t len = (size_t)(scratch + scap - p);
@@ -869,89 +929,156 @@ long gmtf_lanes_encode(const uint8_t *bwt, size_t n, uint8_t *dst, size_t cap, v
 
 /* ---- decoder ----------------------------------------------------------------- */
 
-static inline __attribute__((always_inline)) void lane_renorm(lane_dec *l)
+/* The end of a group of steps: a word when the state fell below 2^32.
+ * Branch-free on the data. `safe`: at least 4 bytes are left (a constant
+ * in the fast path, which checks once per run that 16 are). */
+static inline __attribute__((always_inline)) void lane_renorm(lane_dec *l, unsigned st, int safe)
 {
-    if (l->x < RANS_L) {
-        if (l->in_end - l->in >= 2) {
-            l->x = l->x << 16 | (uint32_t)l->in[0] | (uint32_t)l->in[1] << 8;
-            l->in += 2;
-        } else {
-            l->over++;
-            l->x <<= 16;
-        }
+    uint64_t x = l->x[st];
+    uint64_t need = x < RANS_L;
+    if (safe || l->in_end - l->in >= 4) {
+        uint32_t wd;
+        memcpy(&wd, l->in, 4);
+#if __BYTE_ORDER__ == __ORDER_BIG_ENDIAN__
+        wd = __builtin_bswap32(wd);
+#endif
+        l->x[st] = need ? x << 32 | wd : x;
+        l->in += 4 * need;
+    } else if (need) {
+        l->over++;
+        l->x[st] = x << 32;
     }
 }
 
 /* The symbol whose interval holds the slot: the count of cum[1..15] <= slot
- * (cum[16] = 4096 never is). */
-static inline __attribute__((always_inline)) unsigned rans_get(lane_dec *l, const uint16_t *cum)
+ * (cum[16] = 4096 never is; cum never decreases). */
+static inline __attribute__((always_inline)) unsigned find_symbol(const uint16_t *cum,
+                                                                  uint32_t slot)
 {
-    uint32_t slot = l->x & (QLFC_PROB_ONE - 1);
+#if defined(__SSE2__)
+    __m128i sv = _mm_set1_epi16((short)slot);
+    __m128i a = _mm_cmpgt_epi16(_mm_loadu_si128((const __m128i *)(cum + 1)), sv);
+    __m128i b = _mm_cmpgt_epi16(_mm_loadu_si128((const __m128i *)(cum + 9)), sv);
+    unsigned above = (unsigned)_mm_movemask_epi8(_mm_packs_epi16(a, b));
+    return (unsigned)__builtin_ctz(above); /* cum[1 + i] > slot from i = y on */
+#else
     unsigned y = 0;
     for (unsigned i = 1; i < NSYM; i++)
         y += cum[i] <= slot;
-    /* slot >= cum[y] and f * (x >> 12) < 2^32: no wrap for any state */
-    l->x = (uint32_t)(cum[y + 1] - cum[y]) * (l->x >> QLFC_PROB_BITS) + slot - cum[y];
-    lane_renorm(l);
+    return y;
+#endif
+}
+
+/* One table step (no renormalisation: see lane_renorm). Any 64-bit state
+ * decodes without wrapping: f (x >> 12) + slot - cum < 2^64. */
+static inline __attribute__((always_inline)) unsigned rans_get(lane_dec *l, unsigned st,
+                                                               const uint16_t *cum)
+{
+    uint64_t x = l->x[st];
+    uint32_t slot = (uint32_t)x & (QLFC_PROB_ONE - 1);
+    unsigned y = find_symbol(cum, slot);
+    l->x[st] = (uint64_t)(cum[y + 1] - cum[y]) * (x >> QLFC_PROB_BITS) + slot - cum[y];
     return y;
 }
 
-static inline __attribute__((always_inline)) uint32_t rans_get_raw(lane_dec *l, unsigned nb)
+/* nb <= 16 raw bits; nb = 0 reads nothing and changes nothing. */
+static inline __attribute__((always_inline)) uint32_t rans_get_raw(lane_dec *l, unsigned st,
+                                                                   unsigned nb)
 {
-    uint32_t v = l->x & ((1u << nb) - 1);
-    l->x >>= nb;
-    lane_renorm(l);
+    uint32_t v = (uint32_t)l->x[st] & ((1u << nb) - 1);
+    l->x[st] >>= nb;
     return v;
 }
 
-static inline __attribute__((always_inline)) uint32_t rans_get_bits(lane_dec *l, unsigned nb)
+/* The list's front byte c goes back to place r; places 1..r move up. */
+static inline __attribute__((always_inline)) void list_reinsert(uint8_t *list, unsigned r,
+                                                                unsigned c)
 {
-    if (nb > RAW_MAX) {
-        uint32_t hi = rans_get_raw(l, nb - RAW_MAX);
-        return hi << RAW_MAX | rans_get_raw(l, RAW_MAX);
+#if defined(__SSE2__)
+    if (r < 16) {
+        static const uint8_t idx[16] = {0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15};
+        __m128i i = _mm_loadu_si128((const __m128i *)idx);
+        __m128i rv = _mm_set1_epi8((char)r);
+        __m128i lt = _mm_cmplt_epi8(i, rv), eq = _mm_cmpeq_epi8(i, rv);
+        __m128i cur = _mm_loadu_si128((const __m128i *)list);
+        __m128i up = _mm_loadu_si128((const __m128i *)(list + 1));
+        __m128i v = _mm_or_si128(_mm_and_si128(lt, up), _mm_andnot_si128(lt, cur));
+        v = _mm_or_si128(_mm_and_si128(eq, _mm_set1_epi8((char)c)), _mm_andnot_si128(eq, v));
+        _mm_storeu_si128((__m128i *)list, v);
+        return;
     }
-    return nb ? rans_get_raw(l, nb) : 0;
+#endif
+    memmove(list, list + 1, r);
+    list[r] = (uint8_t)c;
 }
 
-/* One run of a lane whose pos < end. */
+/* What the next run of a lane needs before its first symbol: its byte,
+ * its rank table and the base of its length tables. Done at the end of
+ * the previous run, off the next run's critical path. */
+static inline __attribute__((always_inline)) void lane_next(const lanes_dec_ws *w, lane_dec *l,
+                                                            unsigned prev)
+{
+    unsigned c = l->h.list[0];
+    unsigned set = w->sel[l->group_base + (l->pos - l->start) / GROUP_BYTES];
+    l->c = c;
+    l->rtab = set * TPS + rctx_of(l->h.er[c], l->h.hr[c], prev);
+    l->ltab = set * TPS + lctx_of(l->h.el[c], 0);
+}
+
+/* One run of a lane whose pos < end; safe: 16 bytes of words are left (a
+ * run reads at most 4 words). */
 static inline __attribute__((always_inline)) int lane_run(const lanes_dec_ws *w, lane_dec *l,
-                                                          uint8_t *out)
+                                                          uint8_t *out, int safe)
 {
     if (l->active == 0)
         return GMTF_E_CORRUPT;
-    unsigned c = l->h.list[0];
-    unsigned set = w->sel[l->group_base + (l->pos - l->start) / GROUP_BYTES];
+    unsigned c = l->c;
     const uint16_t(*cum)[NSYM + 2] = w->cum;
-    unsigned rsym = rans_get(l, cum[set * TPS + rctx_of(l->h.er[c], l->h.hr[c], l->prev)]);
-    unsigned r;
-    if (rsym == RSYM_RETIRE) {
-        r = l->active - 1;
-    } else {
-        r = rsym;
-        if (rsym >= RSYM_RAW_FIRST)
-            r = rbase[rsym] + rans_get_raw(l, 6);
-        else if (rsym >= RSYM_OFF_FIRST)
-            r = rbase[rsym] + rans_get(l, cum[T_OFF + rsym - RSYM_OFF_FIRST]);
-        if (r >= l->active)
-            return GMTF_E_CORRUPT;
-    }
-    unsigned lsym = rans_get(l, cum[set * TPS + lctx_of(l->h.el[c], rsym)]);
+    unsigned rsym = rans_get(l, XA, cum[l->rtab]);
+    unsigned lsym = rans_get(l, XA, cum[l->ltab + r_q[rsym]]);
+    lane_renorm(l, XA, safe);
+    /* the offset: a table symbol (the one-symbol table T_NONE, which
+     * changes nothing, for classes without one) or, rarely, raw bits */
+    unsigned r = rbase[rsym];
+    if (__builtin_expect(rsym >= RSYM_RAW_FIRST, 0))
+        r += rans_get_raw(l, XB, 6);
+    else
+        r += rans_get(l, XB, cum[off_table[rsym]]);
+    unsigned retire = rsym == RSYM_RETIRE;
+    r = retire ? l->active - 1 : r;
+    if (r >= l->active)
+        return GMTF_E_CORRUPT;
     uint32_t len;
-    if (lsym == LSYM_ESC) {
-        unsigned eb = LBIG_MIN + rans_get(l, cum[T_LBIG]);
-        len = 1u << eb | rans_get_bits(l, eb);
+    if (__builtin_expect(lsym == LSYM_ESC, 0)) {
+        lane_renorm(l, XB, safe);
+        unsigned eb = LBIG_MIN + rans_get(l, XB, cum[T_LBIG]);
+        unsigned lo_bits = eb < 16 ? eb : 16;
+        uint32_t hi = rans_get_raw(l, XB, lo_bits);
+        lane_renorm(l, XB, safe);
+        uint32_t low = rans_get_raw(l, XB, eb - lo_bits);
+        len = 1u << eb | hi << (eb - lo_bits) | low;
     } else {
-        len = lbase[lsym] + rans_get_bits(l, lbits[lsym]);
+        len = lbase[lsym] + rans_get_raw(l, XB, lbits[lsym]);
     }
+    lane_renorm(l, XB, safe);
     if (len > l->end - l->pos)
         return GMTF_E_CORRUPT;
-    memset(out + l->pos, (int)c, len);
+    uint8_t *o = out + l->pos;
+    if (len <= 16 && l->end - l->pos >= 16) {
+        /* most runs are short: two stores beat a memset call; the bytes
+         * past the run are still this lane's and are written later */
+        uint64_t v = 0x0101010101010101ull * c;
+        memcpy(o, &v, 8);
+        memcpy(o + 8, &v, 8);
+    } else {
+        memset(o, (int)c, len);
+    }
     l->pos += len;
-    memmove(l->h.list, l->h.list + 1, r);
-    l->h.list[r] = (uint8_t)c;
-    l->active -= rsym == RSYM_RETIRE;
+    list_reinsert(l->h.list, r, c);
+    l->active -= retire;
     hist_update(&l->h, c, rsym, lsym);
-    l->prev = rsym;
+    if (l->pos < l->end)
+        lane_next(w, l, rsym);
     return 0;
 }
 
@@ -985,7 +1112,6 @@ static int lanes_read_header(lanes_dec_ws *w, const uint8_t *src, size_t len, si
         l->active = cnt;
         l->pos = l->start = (uint32_t)a;
         l->end = (uint32_t)b;
-        l->prev = 1;
         l->group_base = ng;
         hist_init(&l->h);
         ng += lane_groups(b - a);
@@ -1000,18 +1126,28 @@ static int lanes_read_header(lanes_dec_ws *w, const uint8_t *src, size_t len, si
     int err = get_tables(&d, m, w, nsets, w->emq);
     if (err)
         return err;
+    w->cum[T_NONE][0] = 0;
+    for (unsigned y = 1; y <= NSYM; y++)
+        w->cum[T_NONE][y] = QLFC_PROB_ONE;
+    for (unsigned j = 0; j < GMTF_QLFC_NLANES; j++)
+        if (w->lane[j].active)
+            lane_next(w, &w->lane[j], 1);
     size_t at = 5 + h, left = len - at;
     for (unsigned j = 0; j < GMTF_QLFC_NLANES; j++) {
         uint32_t v = qgamma_dec(&d, &m[QLFC_HDR_LEN], 25);
         if (v == 0)
             return GMTF_E_CORRUPT;
-        size_t ll = 4 + 2 * (size_t)(v - 1);
+        size_t ll = 16 + 4 * (size_t)(v - 1);
         if (ll > left)
             return GMTF_E_CORRUPT;
         lane_dec *l = &w->lane[j];
         const uint8_t *p = src + at;
-        l->x = (uint32_t)p[0] | (uint32_t)p[1] << 8 | (uint32_t)p[2] << 16 | (uint32_t)p[3] << 24;
-        l->in = p + 4;
+        for (unsigned st = 0; st < 2; st++) {
+            l->x[st] = 0;
+            for (int q = 7; q >= 0; q--)
+                l->x[st] = l->x[st] << 8 | p[8 * st + (unsigned)q];
+        }
+        l->in = p + 16;
         l->in_end = p + ll;
         l->over = 0;
         at += ll;
@@ -1021,6 +1157,77 @@ static int lanes_read_header(lanes_dec_ws *w, const uint8_t *src, size_t len, si
         return GMTF_E_CORRUPT;
     *lanes_at = at;
     return 0;
+}
+
+/* Runs of 4 live lanes at once, each phase for the 4 lanes in turn, so
+ * that the core works on 4 independent rANS chains together (a run's own
+ * steps depend on each other). Every lane has 16 bytes of words left. */
+#define BATCH 4
+static inline __attribute__((always_inline)) int lanes_run_batch(const lanes_dec_ws *w,
+                                                                 lane_dec *lb, uint8_t *out)
+{
+    const uint16_t(*cum)[NSYM + 2] = w->cum;
+    unsigned rsym[BATCH], lsym[BATCH], r[BATCH];
+    uint32_t len[BATCH];
+    unsigned bad = 0;
+#pragma GCC unroll 4
+    for (unsigned k = 0; k < BATCH; k++) {
+        lane_dec *l = &lb[k];
+        rsym[k] = rans_get(l, XA, cum[l->rtab]);
+        lsym[k] = rans_get(l, XA, cum[l->ltab + r_q[rsym[k]]]);
+        lane_renorm(l, XA, 1);
+    }
+#pragma GCC unroll 4
+    for (unsigned k = 0; k < BATCH; k++) {
+        lane_dec *l = &lb[k];
+        unsigned rr = rbase[rsym[k]];
+        if (__builtin_expect(rsym[k] >= RSYM_RAW_FIRST, 0))
+            rr += rans_get_raw(l, XB, 6);
+        else
+            rr += rans_get(l, XB, cum[off_table[rsym[k]]]);
+        r[k] = rsym[k] == RSYM_RETIRE ? l->active - 1 : rr;
+        bad |= (r[k] >= l->active) | (l->active == 0);
+        if (__builtin_expect(lsym[k] == LSYM_ESC, 0)) {
+            lane_renorm(l, XB, 1);
+            unsigned eb = LBIG_MIN + rans_get(l, XB, cum[T_LBIG]);
+            unsigned lo_bits = eb < 16 ? eb : 16;
+            uint32_t hi = rans_get_raw(l, XB, lo_bits);
+            lane_renorm(l, XB, 1);
+            uint32_t low = rans_get_raw(l, XB, eb - lo_bits);
+            len[k] = 1u << eb | hi << (eb - lo_bits) | low;
+        } else {
+            len[k] = lbase[lsym[k]] + rans_get_raw(l, XB, lbits[lsym[k]]);
+        }
+        lane_renorm(l, XB, 1);
+        bad |= len[k] > l->end - l->pos;
+    }
+    if (bad)
+        return GMTF_E_CORRUPT;
+#pragma GCC unroll 4
+    for (unsigned k = 0; k < BATCH; k++) {
+        lane_dec *l = &lb[k];
+        unsigned c = l->c;
+        uint8_t *o = out + l->pos;
+        if (len[k] <= 16 && l->end - l->pos >= 16) {
+            uint64_t v = 0x0101010101010101ull * c;
+            memcpy(o, &v, 8);
+            memcpy(o + 8, &v, 8);
+        } else {
+            memset(o, (int)c, len[k]);
+        }
+        l->pos += len[k];
+        list_reinsert(l->h.list, r[k], c);
+        l->active -= rsym[k] == RSYM_RETIRE;
+        hist_update(&l->h, c, rsym[k], lsym[k]);
+        if (l->pos < l->end)
+            lane_next(w, l, rsym[k]);
+    }
+    return 0;
+}
+
+static inline int lane_fits_batch(const lane_dec *l)
+{
+    return l->pos < l->end && l->in_end - l->in >= 16;
 }
 
 int gmtf_lanes_decode(const uint8_t *src, size_t len, uint8_t *out, size_t n, void *ws)
@@ -1038,19 +1245,35 @@ int gmtf_lanes_decode(const uint8_t *src, size_t len, uint8_t *out, size_t n, vo
     for (unsigned j = 0; j < GMTF_QLFC_NLANES; j++)
         live += w->lane[j].pos < w->lane[j].end;
     while (live) {
-        for (unsigned j = 0; j < GMTF_QLFC_NLANES; j++) {
-            lane_dec *l = &w->lane[j];
-            if (l->pos >= l->end)
+        for (unsigned j = 0; j < GMTF_QLFC_NLANES; j += BATCH) {
+            lane_dec *lb = &w->lane[j];
+            if (lane_fits_batch(&lb[0]) && lane_fits_batch(&lb[1]) && lane_fits_batch(&lb[2]) &&
+                lane_fits_batch(&lb[3])) {
+                err = lanes_run_batch(w, lb, out);
+                if (err)
+                    return err;
+                for (unsigned k = 0; k < BATCH; k++)
+                    live -= lb[k].pos == lb[k].end;
                 continue;
-            err = lane_run(w, l, out);
-            if (err)
-                return err;
-            live -= l->pos == l->end;
+            }
+            for (unsigned k = 0; k < BATCH; k++) {
+                lane_dec *l = &lb[k];
+                if (l->pos >= l->end)
+                    continue;
+                if (__builtin_expect(l->in_end - l->in >= 16, 1))
+                    err = lane_run(w, l, out, 1);
+                else
+                    err = lane_run(w, l, out, 0);
+                if (err)
+                    return err;
+                live -= l->pos == l->end;
+            }
         }
     }
     for (unsigned j = 0; j < GMTF_QLFC_NLANES; j++) {
         const lane_dec *l = &w->lane[j];
-        if (l->active != 0 || l->x != RANS_L || l->in != l->in_end || l->over)
+        if (l->active != 0 || l->x[XA] != RANS_L || l->x[XB] != RANS_L || l->in != l->in_end ||
+            l->over)
             return GMTF_E_CORRUPT;
     }
     return 0;

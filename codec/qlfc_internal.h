@@ -15,7 +15,7 @@
 #define QLFC_HDR_EMPTY (QLFC_HDR_SEL + 16) /* 4: empty-table flags by kind */
 #define QLFC_HDR_LEN (QLFC_HDR_EMPTY + 4)  /* 32: lane stream lengths */
 #define QLFC_HDR_COUNT (QLFC_HDR_LEN + 32) /* count trees: kind x neighbour x 32 */
-#define QLFC_COUNT_KINDS 41
+#define QLFC_COUNT_KINDS 73
 #define QLFC_COUNT_NEIGH 14
 #define QLFC_HDR_MODEL (QLFC_HDR_COUNT + QLFC_COUNT_KINDS * QLFC_COUNT_NEIGH * 32)
 
