@@ -13,6 +13,7 @@
 #include "bwt.h"
 #include "codec_internal.h"
 #include "gmtf_config.h"
+#include "qlfc.h"
 #include "rank_coder.h"
 
 const char *gmtf_version(void)
@@ -33,12 +34,14 @@ const char *gmtf_strerror(int err)
     }
 }
 
-/* The rank decoder uses only the coder's fixed tables, the start of any
- * workspace (rank_coder.h): the size for a zero-length block. The encoder
- * adds 7.25 x max_block behind them, which a decoder never touches. */
+/* The entropy coders' workspace: either frame version's coder (rank_coder.h
+ * for version 1, qlfc.h for version 2), never both at once. A decoder
+ * needs fixed tables only; an encoder adds about 7.25 x max_block. */
 static size_t rank_ws_size(size_t max_block, int enc)
 {
-    return gmtf_rank_workspace_size(enc ? max_block : 0);
+    size_t v1 = gmtf_rank_workspace_size(enc ? max_block : 0);
+    size_t v2 = enc ? gmtf_qlfc_workspace_size(max_block) : gmtf_qlfc_decode_workspace_size();
+    return v1 > v2 ? v1 : v2;
 }
 
 int gmtf_workspace_init(gmtf_workspace *w, size_t max_block)
@@ -100,7 +103,7 @@ int gmtf_codec_create(gmtf_codec **out, const gmtf_codec_options *opt)
         o = *opt;
     if (o.threads == 0)
         o.threads = 1;
-    if (o.threads > 1024 || o.max_block > GMTF_BLOCK_MAX)
+    if (o.threads > 1024 || o.max_block > GMTF_BLOCK_MAX || o.frame_version > GMTF_FRAME_VERSION)
         return -EINVAL;
     if (o.max_block == 0)
         o.max_block = GMTF_BLOCK_MAX;
@@ -114,6 +117,7 @@ int gmtf_codec_create(gmtf_codec **out, const gmtf_codec_options *opt)
     c->batch_mtf = gmtf_mtf_batch_backend(o.mtf, mtf);
     c->max_block = o.max_block;
     c->threads = o.threads;
+    c->frame_version = o.frame_version ? o.frame_version : GMTF_FRAME_VERSION;
     c->ws = calloc(o.threads, sizeof *c->ws);
     if (!c->ws) {
         free(c);
@@ -180,7 +184,7 @@ long gmtf_frame_encode(gmtf_codec *c, const void *src, size_t n, void *dst, size
     gmtf_workspace *w = gmtf_codec_workspace_enc(c, 0);
     if (!w)
         return -ENOMEM;
-    return gmtf_frame_encode_ws(c->mtf, w, src, n, dst, cap);
+    return gmtf_frame_encode_ws(c->mtf, w, src, n, dst, cap, c->frame_version);
 }
 
 long gmtf_frame_decode(gmtf_codec *c, const void *src, size_t len, void *dst, size_t cap)
@@ -224,7 +228,7 @@ static void batch_encode_one(void *ctx, size_t i, unsigned worker)
     }
     size_t n = b->off[i + 1] - b->off[i];
     long r = gmtf_frame_encode_ws(b->c->mtf, w, b->src + b->off[i], n, b->dst + b->slot[i],
-                                  gmtf_frame_bound(n));
+                                  gmtf_frame_bound(n), b->c->frame_version);
     if (r < 0)
         batch_set_err(&b->err, (int)r);
     else
@@ -271,10 +275,11 @@ static int stage_reserve(gmtf_codec *c, uint64_t n)
 
 /* Per-block state of a staged batch. */
 struct stage_block {
-    uint32_t idx[GMTF_BWT_MAX_INDEXES];
+    uint32_t idx[GMTF_BWT_MAX_SAMPLES];
     gmtf_frame_info fi;
     uint32_t crc;
-    int bwt; /* 1: the block goes through BWT and MTF */
+    int bwt; /* the block goes through BWT and MTF (GMTF_DECODE_RANKS), or
+              * decodes to BWT output with no MTF (GMTF_DECODE_BWT_V2) */
 };
 
 struct staged {
@@ -393,7 +398,9 @@ int gmtf_batch_encode(gmtf_codec *c, const uint8_t *src, const uint64_t *off, si
         pos += gmtf_frame_bound(off[i + 1] - off[i]);
     }
     struct batch_enc b = {c, src, off, dst, slot, len, 0};
-    if (batch_use_staged(c, off[count]) && c->batch_mtf->batch_encode)
+    /* Only version 1 frames have an MTF stage to batch. */
+    if (c->frame_version == GMTF_FRAME_V1 && batch_use_staged(c, off[count]) &&
+        c->batch_mtf->batch_encode)
         b.err = batch_encode_staged(c, src, off, count, dst, slot, len);
     else
         gmtf_pool_run(c->pool, batch_encode_one, &b, count);
@@ -455,8 +462,8 @@ static void staged_decode_ranks(void *ctx, size_t i, unsigned worker)
         r = gmtf_frame_decode_begin(
             s->src + s->off[i], s->off[i + 1] - s->off[i], s->dst + s->slot[i], cap, ranks,
             cap < w->max_block ? cap : w->max_block, w->rank_ws, &b->fi, b->idx);
-    if (r == 1 && b->fi.orig_len == cap) {
-        b->bwt = 1;
+    if ((r == GMTF_DECODE_RANKS || r == GMTF_DECODE_BWT_V2) && b->fi.orig_len == cap) {
+        b->bwt = (int)r; /* version 2: the batch MTF's output for it is unused */
         return;
     }
     memset(ranks, 0, cap); /* the batch MTF then reads defined bytes */
@@ -478,9 +485,11 @@ static void staged_decode_bwt(void *ctx, size_t i, unsigned worker)
         s->status[i] = -ENOMEM;
         return;
     }
-    if (b->bwt && s->mtf_failed)
+    if (b->bwt == GMTF_DECODE_RANKS && s->mtf_failed)
         s->c->mtf->decode(s->c->stage_a + s->stage[i], out, b->fi.orig_len);
-    long r = gmtf_frame_decode_end(out, s->dst + s->slot[i], &b->fi, b->idx, w->bwt_ws);
+    if (b->bwt == GMTF_DECODE_BWT_V2)
+        out = s->c->stage_a + s->stage[i];
+    long r = gmtf_frame_decode_end(out, s->dst + s->slot[i], &b->fi, b->idx, w->bwt_ws, b->bwt);
     s->status[i] = r < 0 ? (int)r : 0;
 }
 

@@ -71,6 +71,7 @@ struct gmtf_codec {
     const gmtf_mtf_backend *batch_mtf; /* batch hooks (GPU), NULL when none */
     uint32_t max_block;
     unsigned threads;
+    unsigned frame_version; /* written by encoders: 1 or 2 */
     gmtf_pool *pool;    /* NULL when threads == 1 */
     gmtf_workspace *ws; /* one per thread, allocated lazily */
     /* Staging buffers for batch MTF backends (grown, never shrunk). */
@@ -86,21 +87,32 @@ gmtf_workspace *gmtf_codec_workspace_enc(gmtf_codec *c, unsigned i);
 
 /* Frame layer (frame.c). */
 #define GMTF_FRAME_MAGIC 0x46544D47u /* "GMTF" */
-#define GMTF_FRAME_VERSION 1
-#define GMTF_FRAME_FIXED 24 /* header bytes without BWT indexes */
+#define GMTF_FRAME_V1 1      /* MTF ranks, rank coder methods 0/1 */
+#define GMTF_FRAME_V2 2      /* QLFC coder methods 2/3, evenly spaced BWT samples */
+#define GMTF_FRAME_VERSION 2 /* newest: what encoders write by default */
+#define GMTF_FRAME_FIXED 24  /* header bytes without BWT indexes */
 
 /* Writes a frame header for the given fields into dst; returns its size. */
 size_t gmtf_frame_write_header(uint8_t *dst, uint8_t method, uint32_t orig_len,
                                uint32_t payload_len, uint32_t data_crc, const uint32_t *idx,
                                unsigned nidx);
-/* Parses and checks a header; *hdr_len and idx[] (GMTF_BWT_MAX_INDEXES)
- * receive the header size and BWT indexes. */
+/* Version 2 header: its length for a block of n bytes, and the writer
+ * (idx: gmtf_bwt_sample_count(n) rows, BWT frames only). */
+size_t gmtf_frame_header_len_v2(uint8_t method, size_t n);
+size_t gmtf_frame_write_header_v2(uint8_t *dst, uint8_t method, uint32_t orig_len,
+                                  uint32_t payload_len, uint32_t data_crc, const uint32_t *idx);
+/* Parses and checks a header of either version; *hdr_len and idx[]
+ * (GMTF_BWT_MAX_SAMPLES entries) receive the header size and BWT indexes,
+ * *version the frame version. */
 int gmtf_frame_parse(const uint8_t *src, size_t len, gmtf_frame_info *info, unsigned *hdr_len,
                      uint32_t *idx, unsigned *nidx);
+int gmtf_frame_parse_version(const uint8_t *src, size_t len, gmtf_frame_info *info,
+                             unsigned *hdr_len, uint32_t *idx, unsigned *nidx, unsigned *version);
 
-/* Whole-frame encode/decode with an explicit MTF backend and workspace. */
+/* Whole-frame encode/decode with an explicit MTF backend and workspace;
+ * version: the frame version to write (1 or 2). */
 long gmtf_frame_encode_ws(const gmtf_mtf_backend *mtf, gmtf_workspace *w, const uint8_t *src,
-                          size_t n, uint8_t *dst, size_t cap);
+                          size_t n, uint8_t *dst, size_t cap, unsigned version);
 long gmtf_frame_decode_ws(const gmtf_mtf_backend *mtf, gmtf_workspace *w, const uint8_t *src,
                           size_t len, uint8_t *dst, size_t cap);
 
@@ -111,15 +123,20 @@ long gmtf_frame_encode_special(const uint8_t *src, size_t n, uint8_t *dst, uint3
 /* Entropy-codes MTF ranks into a BWT frame (raw frame when that is smaller). */
 long gmtf_frame_encode_ranks(const uint8_t *src, const uint8_t *ranks, size_t n,
                              const uint32_t *idx, uint32_t crc, uint8_t *dst, void *rank_ws);
-/* Parses a frame; raw and run frames are decoded into dst (returns 0), BWT
- * frames have their ranks decoded into ranks[0..orig_len) (returns 1);
- * -EINVAL when a BWT frame is larger than ranks_cap. */
+/* Parses a frame; raw and run frames are decoded into dst (returns 0);
+ * version 1 BWT frames have their MTF ranks decoded into ranks[0..orig_len)
+ * (returns GMTF_DECODE_RANKS), version 2 ones their BWT output (returns
+ * GMTF_DECODE_BWT_V2: no inverse MTF); -EINVAL when a BWT frame is larger
+ * than ranks_cap. idx holds GMTF_BWT_MAX_SAMPLES entries. */
+#define GMTF_DECODE_RANKS 1
+#define GMTF_DECODE_BWT_V2 2
 long gmtf_frame_decode_begin(const uint8_t *src, size_t len, uint8_t *dst, size_t cap,
                              uint8_t *ranks, size_t ranks_cap, void *rank_ws, gmtf_frame_info *fi,
                              uint32_t *idx);
-/* Inverse BWT of the inverse-MTF output (BWT frames) and the data check.
+/* Inverse BWT of the inverse-MTF output (BWT frames) and the data check;
+ * kind: what gmtf_frame_decode_begin returned (the sample layout).
  * mtf_out may be dst itself: the inverse BWT reads all of it first. */
 long gmtf_frame_decode_end(const uint8_t *mtf_out, uint8_t *dst, const gmtf_frame_info *fi,
-                           const uint32_t *idx, void *bwt_ws);
+                           const uint32_t *idx, void *bwt_ws, long kind);
 
 #endif
