@@ -155,8 +155,7 @@ int gmtf_bwt_inverse(const uint8_t *bwt, uint8_t *dst, size_t n, const uint32_t 
     return bwt_inverse(bwt, dst, n, idx, k, bwt_segment(n, k), ws);
 }
 
-int gmtf_bwt_inverse_step(const uint8_t *bwt, uint8_t *dst, size_t n, const uint32_t *idx,
-                          void *ws)
+int gmtf_bwt_inverse_step(const uint8_t *bwt, uint8_t *dst, size_t n, const uint32_t *idx, void *ws)
 {
     if (n == 0 || n > GMTF_BLOCK_MAX)
         return GMTF_E_CORRUPT;

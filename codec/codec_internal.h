@@ -72,8 +72,8 @@ struct gmtf_codec {
     uint32_t max_block;
     unsigned threads;
     unsigned frame_version; /* written by encoders: 1 or 2 */
-    gmtf_pool *pool;    /* NULL when threads == 1 */
-    gmtf_workspace *ws; /* one per thread, allocated lazily */
+    gmtf_pool *pool;        /* NULL when threads == 1 */
+    gmtf_workspace *ws;     /* one per thread, allocated lazily */
     /* Staging buffers for batch MTF backends (grown, never shrunk). */
     uint8_t *stage_a, *stage_b;
     uint64_t stage_cap;
@@ -87,10 +87,10 @@ gmtf_workspace *gmtf_codec_workspace_enc(gmtf_codec *c, unsigned i);
 
 /* Frame layer (frame.c). */
 #define GMTF_FRAME_MAGIC 0x46544D47u /* "GMTF" */
-#define GMTF_FRAME_V1 1      /* MTF ranks, rank coder methods 0/1 */
-#define GMTF_FRAME_V2 2      /* QLFC coder methods 2/3, evenly spaced BWT samples */
-#define GMTF_FRAME_VERSION 2 /* newest: what encoders write by default */
-#define GMTF_FRAME_FIXED 24  /* header bytes without BWT indexes */
+#define GMTF_FRAME_V1 1              /* MTF ranks, rank coder methods 0/1 */
+#define GMTF_FRAME_V2 2              /* QLFC coder methods 2/3, evenly spaced BWT samples */
+#define GMTF_FRAME_VERSION 2         /* newest: what encoders write by default */
+#define GMTF_FRAME_FIXED 24          /* header bytes without BWT indexes */
 
 /* Writes a frame header for the given fields into dst; returns its size. */
 size_t gmtf_frame_write_header(uint8_t *dst, uint8_t method, uint32_t orig_len,

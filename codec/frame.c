@@ -222,7 +222,8 @@ static long frame_raw(const uint8_t *src, size_t n, uint8_t *dst, uint32_t crc)
 
 static long frame_raw_v2(const uint8_t *src, size_t n, uint8_t *dst, uint32_t crc)
 {
-    size_t h = gmtf_frame_write_header_v2(dst, GMTF_METHOD_RAW, (uint32_t)n, (uint32_t)n, crc, NULL);
+    size_t h =
+        gmtf_frame_write_header_v2(dst, GMTF_METHOD_RAW, (uint32_t)n, (uint32_t)n, crc, NULL);
     memcpy(dst + h, src, n);
     return (long)(h + n);
 }
@@ -368,6 +369,6 @@ long gmtf_frame_decode_ws(const gmtf_mtf_backend *mtf, gmtf_workspace *w, const 
      * BWT output in buf_a already. */
     if (r == GMTF_DECODE_RANKS)
         mtf->decode(w->buf_a, dst, fi.orig_len);
-    return gmtf_frame_decode_end(r == GMTF_DECODE_BWT_V2 ? w->buf_a : dst, dst, &fi, idx,
-                                 w->bwt_ws, r);
+    return gmtf_frame_decode_end(r == GMTF_DECODE_BWT_V2 ? w->buf_a : dst, dst, &fi, idx, w->bwt_ws,
+                                 r);
 }
