@@ -89,8 +89,10 @@ gmtf_workspace *gmtf_codec_workspace_enc(gmtf_codec *c, unsigned i);
 #define GMTF_FRAME_MAGIC 0x46544D47u /* "GMTF" */
 #define GMTF_FRAME_V1 1              /* MTF ranks, rank coder methods 0/1 */
 #define GMTF_FRAME_V2 2              /* QLFC coder methods 2/3, evenly spaced BWT samples */
+#ifndef GMTF_FRAME_VERSION           /* a build may default to 1, for comparisons */
 #define GMTF_FRAME_VERSION 2         /* newest: what encoders write by default */
-#define GMTF_FRAME_FIXED 24          /* header bytes without BWT indexes */
+#endif
+#define GMTF_FRAME_FIXED 24 /* header bytes without BWT indexes */
 
 /* Writes a frame header for the given fields into dst; returns its size. */
 size_t gmtf_frame_write_header(uint8_t *dst, uint8_t method, uint32_t orig_len,

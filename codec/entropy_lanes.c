@@ -79,7 +79,7 @@ static unsigned lsym_of(uint32_t len) /* len >= 1 */
  * its last rank value (0: none yet); eL, the same mean of its length
  * symbols. */
 #define ER_INIT 48
-#define NRCTX (12 * 5 * 4)     /* quantised eR x hR x previous rank */
+#define NRCTX (12 * 3 * 3)     /* quantised eR x hR x previous rank */
 #define NLCTX (12 * 5)         /* quantised eL x this run's rank */
 #define TPS (NRCTX + NLCTX)    /* tables per set */
 #define T_OFF (MAX_SETS * TPS) /* 8 offset tables, shared by all sets */
@@ -94,8 +94,8 @@ static const uint16_t off_table[NSYM] = {
 };
 
 static const uint8_t e_q[16] = {0, 1, 2, 3, 4, 5, 6, 7, 8, 8, 9, 9, 10, 10, 11, 11};
-static const uint8_t h_q[16] = {0, 1, 2, 3, 3, 4, 4, 4, 4, 4, 4, 4, 4, 4, 4, 4};
-static const uint8_t p_q[16] = {3, 0, 1, 2, 2, 3, 3, 3, 3, 3, 3, 3, 3, 3, 3, 3};
+static const uint8_t h_q[16] = {0, 1, 2, 2, 2, 2, 2, 2, 2, 2, 2, 2, 2, 2, 2, 2};
+static const uint8_t p_q[16] = {2, 0, 1, 2, 2, 2, 2, 2, 2, 2, 2, 2, 2, 2, 2, 2};
 static const uint8_t r_q[16] = {0, 1, 2, 3, 3, 4, 4, 4, 4, 4, 4, 4, 4, 4, 4, 4};
 
 static inline unsigned rank_value(unsigned rsym)
@@ -105,7 +105,7 @@ static inline unsigned rank_value(unsigned rsym)
 
 static inline unsigned rctx_of(unsigned er, unsigned hr, unsigned prev)
 {
-    return (e_q[(er + 8) >> 4] * 5 + h_q[hr]) * 4 + p_q[prev];
+    return (e_q[(er + 8) >> 4] * 3 + h_q[hr]) * 3 + p_q[prev];
 }
 
 static inline unsigned lctx_of(unsigned el, unsigned rsym)

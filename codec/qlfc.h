@@ -22,8 +22,11 @@
 
 #define GMTF_QLFC_METHOD_LANES 2
 #define GMTF_QLFC_METHOD_ADAPTIVE 3
-/* Blocks of at least this many bytes take method 2, smaller ones method 3. */
-#define GMTF_QLFC_LANES_MIN (1u << 20)
+/* Blocks of at least this many bytes take method 2, smaller ones method 3:
+ * a full block of gmtfc's default size (900 KiB) or of the filesystem's
+ * (2 MiB) decodes fast and in parallel; file tails, small files and the
+ * blocks of small-block settings get the adaptive method's ratio. */
+#define GMTF_QLFC_LANES_MIN (900u << 10)
 #define GMTF_QLFC_NLANES 32
 
 /* The method gmtf_qlfc_encode uses for a block of n bytes. */
