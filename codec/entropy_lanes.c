@@ -44,7 +44,7 @@
 #define NSYM 16
 #define RSYM_RETIRE 0
 #define RSYM_OFF_FIRST 5  /* classes with a table-coded offset: 5..12 */
-#define RSYM_RAW_FIRST 13 /* classes with 6 raw offset bits: 13..15 */
+#define RSYM_BIG_FIRST 13 /* classes 13..15: 6 offset bits, the top 4 a table symbol */
 #define LSYM_ESC 15
 #define LBIG_MIN 8 /* escaped lengths have 8.. bits below their leading one */
 
@@ -82,15 +82,16 @@ static unsigned lsym_of(uint32_t len) /* len >= 1 */
 #define NRCTX (12 * 3 * 3)     /* quantised eR x hR x previous rank */
 #define NLCTX (12 * 5)         /* quantised eL x this run's rank */
 #define TPS (NRCTX + NLCTX)    /* tables per set */
-#define T_OFF (MAX_SETS * TPS) /* 8 offset tables, shared by all sets */
-#define T_LBIG (T_OFF + 8)     /* bit count of escaped lengths */
+#define T_OFF (MAX_SETS * TPS) /* 11 offset tables, shared by all sets */
+#define T_LBIG (T_OFF + 11)    /* bit count of escaped lengths */
 #define NTABLES (T_LBIG + 1)
 #define T_NONE NTABLES /* decoder only: one symbol of probability 1 */
 
-/* The offset table of each rank symbol (T_NONE: no offset, or raw). */
+/* The offset table of each rank symbol (T_NONE: no offset); classes 13..15
+ * code the top 4 of their 6 offset bits there, the low 2 raw. */
 static const uint16_t off_table[NSYM] = {
     T_NONE,    T_NONE,    T_NONE,    T_NONE,    T_NONE,    T_OFF + 0, T_OFF + 1, T_OFF + 2,
-    T_OFF + 3, T_OFF + 4, T_OFF + 5, T_OFF + 6, T_OFF + 7, T_NONE,    T_NONE,    T_NONE,
+    T_OFF + 3, T_OFF + 4, T_OFF + 5, T_OFF + 6, T_OFF + 7, T_OFF + 8, T_OFF + 9, T_OFF + 10,
 };
 
 static const uint8_t e_q[16] = {0, 1, 2, 3, 4, 5, 6, 7, 8, 8, 9, 9, 10, 10, 11, 11};
@@ -119,8 +120,10 @@ static unsigned table_alphabet(unsigned t)
 {
     if (t < T_OFF)
         return NSYM;
-    if (t < T_LBIG)
+    if (t < T_OFF + 8)
         return 2u << ((t - T_OFF) >> 1); /* 2, 2, 4, 4, 8, 8, 16, 16 */
+    if (t < T_LBIG)
+        return NSYM; /* the top 4 of classes 13..15's 6 bits */
     return NSYM;
 }
 
@@ -306,7 +309,9 @@ static void lane_keys(const uint8_t *s, size_t a, size_t b, const uint8_t *rk, u
             gstart[g++] = run0 + (uint32_t)k;
         unsigned rsym = rk[k] ? rsym_of(rk[k]) : RSYM_RETIRE;
         unsigned lsym = lsym_of((uint32_t)(i - st));
-        if (rsym >= RSYM_OFF_FIRST && rsym < RSYM_RAW_FIRST)
+        if (rsym >= RSYM_BIG_FIRST)
+            shared[rsym - RSYM_OFF_FIRST][(rk[k] - rbase[rsym]) >> 2]++;
+        else if (rsym >= RSYM_OFF_FIRST)
             shared[rsym - RSYM_OFF_FIRST][rk[k] - rbase[rsym]]++;
         if (lsym == LSYM_ESC)
             shared[T_LBIG - T_OFF][31 - __builtin_clz((uint32_t)(i - st)) - LBIG_MIN]++;
@@ -436,14 +441,15 @@ static uint64_t choose_selectors(lanes_enc_fixed *w, unsigned nsets, const uint1
 /* ---- header: lists, selectors, tables, lane lengths ----------------------- */
 
 /* Kind of a count for its tree: rank tables by symbol (0..15), length
- * tables by symbol (16..31), offset tables (32..39), escaped lengths (40). */
+ * tables by symbol (16..31), offset tables (32..42), escaped lengths (43); the
+ * same plus 44 for sets after the first. */
 static unsigned count_kind(unsigned t, unsigned y)
 {
     if (t < T_OFF) {
         unsigned r = t % TPS;
-        return (r < NRCTX ? y : 16 + y) + (t >= TPS ? 41 : 0);
+        return (r < NRCTX ? y : 16 + y) + (t >= TPS ? 44 : 0);
     }
-    return t < T_LBIG ? 32 + (t - T_OFF) : 40;
+    return t < T_LBIG ? 32 + (t - T_OFF) : 43;
 }
 
 static unsigned empty_kind(unsigned t)
@@ -801,9 +807,10 @@ static uint8_t *lane_encode(const lanes_enc_fixed *w, const uint8_t *s, size_t a
         group_sym(&ga, cum[set * TPS + (rkey >> 4)], rsym);
         group_sym(&ga, cum[set * TPS + (lkey >> 4)], lsym);
         group_init(&gb);
-        if (rsym >= RSYM_RAW_FIRST)
-            group_raw(&gb, rk[k] - rbase[rsym], 6);
-        else if (rsym >= RSYM_OFF_FIRST)
+        if (rsym >= RSYM_BIG_FIRST) {
+            group_sym(&gb, cum[T_OFF + rsym - RSYM_OFF_FIRST], (rk[k] - rbase[rsym]) >> 2);
+            group_raw(&gb, (rk[k] - rbase[rsym]) & 3, 2);
+        } else if (rsym >= RSYM_OFF_FIRST)
             group_sym(&gb, cum[T_OFF + rsym - RSYM_OFF_FIRST], rk[k] - rbase[rsym]);
         if (lsym == LSYM_ESC) {
             unsigned eb = 31 - (unsigned)__builtin_clz(len), lo_bits = eb < 16 ? eb : 16;
@@ -843,7 +850,10 @@ static uint8_t *lane_encode(const lanes_enc_fixed *w, const uint8_t *s, size_t a
 #endif
 static const uint8_t set_choice[SET_CHOICES] = SET_LIST;
 
-long gmtf_lanes_encode(const uint8_t *bwt, size_t n, uint8_t *dst, size_t cap, void *ws)
+/* choose: apply the method rule (qlfc.h): GMTF_QLFC_BIG_SHARE of the lanes'
+ * runs or more with ranks of 65 and above: -EXDEV (take method 3). */
+static long lanes_encode(const uint8_t *bwt, size_t n, uint8_t *dst, size_t cap, void *ws,
+                         int choose)
 {
     if (n == 0 || n > GMTF_BLOCK_MAX)
         return -EINVAL;
@@ -868,6 +878,13 @@ long gmtf_lanes_encode(const uint8_t *bwt, size_t n, uint8_t *dst, size_t cap, v
         ng += lane_groups(b - a);
     }
     w->nruns[GMTF_QLFC_NLANES] = runs;
+    if (choose) {
+        uint32_t big = 0;
+        for (uint32_t k = 0; k < runs; k++)
+            big += rk[k] >= GMTF_QLFC_BIG_RANK;
+        if ((uint64_t)big * GMTF_QLFC_BIG_DIV >= runs)
+            return -EXDEV;
+    }
     w->ngroups[GMTF_QLFC_NLANES] = ng;
     w->gstart[ng] = runs;
 
@@ -925,6 +942,16 @@ long gmtf_lanes_encode(const uint8_t *bwt, size_t n, uint8_t *dst, size_t cap, v
         dst[1 + q] = (uint8_t)((uint32_t)h >> (8 * q));
     memcpy(dst + 5 + h, scratch, used);
     return (long)(5 + (size_t)h + used);
+}
+
+long gmtf_lanes_encode(const uint8_t *bwt, size_t n, uint8_t *dst, size_t cap, void *ws)
+{
+    return lanes_encode(bwt, n, dst, cap, ws, 0);
+}
+
+long gmtf_lanes_encode_or_defer(const uint8_t *bwt, size_t n, uint8_t *dst, size_t cap, void *ws)
+{
+    return lanes_encode(bwt, n, dst, cap, ws, 1);
 }
 
 /* ---- decoder ----------------------------------------------------------------- */
@@ -1039,11 +1066,9 @@ static inline __attribute__((always_inline)) int lane_run(const lanes_dec_ws *w,
     lane_renorm(l, XA, safe);
     /* the offset: a table symbol (the one-symbol table T_NONE, which
      * changes nothing, for classes without one) or, rarely, raw bits */
-    unsigned r = rbase[rsym];
-    if (__builtin_expect(rsym >= RSYM_RAW_FIRST, 0))
-        r += rans_get_raw(l, XB, 6);
-    else
-        r += rans_get(l, XB, cum[off_table[rsym]]);
+    unsigned r = rbase[rsym] + rans_get(l, XB, cum[off_table[rsym]]);
+    if (__builtin_expect(rsym >= RSYM_BIG_FIRST, 0))
+        r = rbase[rsym] + ((r - rbase[rsym]) << 2 | rans_get_raw(l, XB, 2));
     unsigned retire = rsym == RSYM_RETIRE;
     r = retire ? l->active - 1 : r;
     if (r >= l->active)
@@ -1180,11 +1205,10 @@ static inline __attribute__((always_inline)) int lanes_run_batch(const lanes_dec
 #pragma GCC unroll 4
     for (unsigned k = 0; k < BATCH; k++) {
         lane_dec *l = &lb[k];
-        unsigned rr = rbase[rsym[k]];
-        if (__builtin_expect(rsym[k] >= RSYM_RAW_FIRST, 0))
-            rr += rans_get_raw(l, XB, 6);
-        else
-            rr += rans_get(l, XB, cum[off_table[rsym[k]]]);
+        unsigned off = rans_get(l, XB, cum[off_table[rsym[k]]]);
+        if (__builtin_expect(rsym[k] >= RSYM_BIG_FIRST, 0))
+            off = off << 2 | rans_get_raw(l, XB, 2);
+        unsigned rr = rbase[rsym[k]] + off;
         r[k] = rsym[k] == RSYM_RETIRE ? l->active - 1 : rr;
         bad |= (r[k] >= l->active) | (l->active == 0);
         if (__builtin_expect(lsym[k] == LSYM_ESC, 0)) {

@@ -48,9 +48,26 @@ size_t gmtf_qlfc_ranks(const uint8_t *s, size_t a, size_t b, uint8_t *rk, uint8_
     return runs;
 }
 
-unsigned gmtf_qlfc_method(size_t n)
+/* The share of big ranks among the lanes' runs (method 2's transform). */
+static int lanes_defer(const uint8_t *bwt, size_t n, uint8_t *rk)
 {
-    return n >= GMTF_QLFC_LANES_MIN ? GMTF_QLFC_METHOD_LANES : GMTF_QLFC_METHOD_ADAPTIVE;
+    size_t seg = (n + GMTF_QLFC_NLANES - 1) / GMTF_QLFC_NLANES, runs = 0, big = 0;
+    for (size_t a = 0; a < n; a += seg) {
+        uint8_t init[256];
+        uint16_t d;
+        size_t k = gmtf_qlfc_ranks(bwt, a, a + seg < n ? a + seg : n, rk, init, &d);
+        for (size_t i = 0; i < k; i++)
+            big += rk[i] >= GMTF_QLFC_BIG_RANK;
+        runs += k;
+    }
+    return (uint64_t)big * GMTF_QLFC_BIG_DIV >= runs;
+}
+
+unsigned gmtf_qlfc_method(const uint8_t *bwt, size_t n, void *ws)
+{
+    if (n < GMTF_QLFC_LANES_MIN || lanes_defer(bwt, n, ws))
+        return GMTF_QLFC_METHOD_ADAPTIVE;
+    return GMTF_QLFC_METHOD_LANES;
 }
 
 static size_t max_sz(size_t a, size_t b)
@@ -72,8 +89,11 @@ long gmtf_qlfc_encode(const uint8_t *bwt, size_t n, uint8_t *dst, size_t cap, vo
 {
     if (n == 0 || n > GMTF_BLOCK_MAX)
         return -EINVAL;
-    if (gmtf_qlfc_method(n) == GMTF_QLFC_METHOD_LANES)
-        return gmtf_lanes_encode(bwt, n, dst, cap, ws);
+    if (n >= GMTF_QLFC_LANES_MIN) {
+        long r = gmtf_lanes_encode_or_defer(bwt, n, dst, cap, ws);
+        if (r != -EXDEV)
+            return r;
+    }
     return gmtf_adaptive_qlfc_encode(bwt, n, dst, cap, ws);
 }
 

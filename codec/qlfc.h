@@ -11,8 +11,9 @@
  *   method 3 "adaptive": one adaptive binary coder with mixed context
  *       models over the whole block, for blocks under GMTF_QLFC_LANES_MIN.
  *
- * The method is a function of the block length alone (gmtf_qlfc_method),
- * so every encoder (CPU or GPU, any thread count) makes the same bytes.
+ * The method is a function of the block (gmtf_qlfc_method: its length and
+ * one count of method 2's transform), so every encoder (CPU or GPU, any
+ * thread count) makes the same bytes.
  * Internal to libgmtf; frame.c calls gmtf_qlfc_encode/decode. */
 #ifndef GMTF_QLFC_H
 #define GMTF_QLFC_H
@@ -22,15 +23,22 @@
 
 #define GMTF_QLFC_METHOD_LANES 2
 #define GMTF_QLFC_METHOD_ADAPTIVE 3
-/* Blocks of at least this many bytes take method 2, smaller ones method 3:
- * a full block of gmtfc's default size (900 KiB) or of the filesystem's
- * (2 MiB) decodes fast and in parallel; file tails, small files and the
- * blocks of small-block settings get the adaptive method's ratio. */
+/* The method rule. Blocks under GMTF_QLFC_LANES_MIN take method 3: file
+ * tails, small files and small-block settings get the adaptive method's
+ * ratio, while a full block of gmtfc's default size (900 KiB) or of the
+ * filesystem's (2 MiB) decodes fast and in parallel. Larger blocks take
+ * method 2 unless at least 1/GMTF_QLFC_BIG_DIV of the runs of its 32 lanes
+ * have ranks of GMTF_QLFC_BIG_RANK or more (binary tables such as
+ * spreadsheets, where the semi-static model loses 10-50%); those take
+ * method 3 too. */
 #define GMTF_QLFC_LANES_MIN (900u << 10)
+#define GMTF_QLFC_BIG_RANK 65
+#define GMTF_QLFC_BIG_DIV 4
 #define GMTF_QLFC_NLANES 32
 
-/* The method gmtf_qlfc_encode uses for a block of n bytes. */
-unsigned gmtf_qlfc_method(size_t n);
+/* The method gmtf_qlfc_encode uses for the BWT output bwt[0..n); ws: an
+ * encoding workspace (gmtf_qlfc_workspace_size(n)). */
+unsigned gmtf_qlfc_method(const uint8_t *bwt, size_t n, void *ws);
 
 /* Scratch bytes for encoding blocks up to max_block bytes (about
  * 6.3 x max_block plus 0.5 MiB), and for decoding only (a fixed size). */

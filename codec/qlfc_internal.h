@@ -15,7 +15,7 @@
 #define QLFC_HDR_EMPTY (QLFC_HDR_SEL + 16) /* 4: empty-table flags by kind */
 #define QLFC_HDR_LEN (QLFC_HDR_EMPTY + 4)  /* 32: lane stream lengths */
 #define QLFC_HDR_COUNT (QLFC_HDR_LEN + 32) /* count trees: kind x neighbour x 32 */
-#define QLFC_COUNT_KINDS 73
+#define QLFC_COUNT_KINDS 76
 #define QLFC_COUNT_NEIGH 14
 #define QLFC_HDR_MODEL (QLFC_HDR_COUNT + QLFC_COUNT_KINDS * QLFC_COUNT_NEIGH * 32)
 
@@ -25,6 +25,9 @@
  * order of first occurrence, *ninit their count. Returns the run count. */
 size_t gmtf_qlfc_ranks(const uint8_t *s, size_t a, size_t b, uint8_t *rk, uint8_t *init,
                        uint16_t *ninit);
+
+/* Method 2 under the method rule: -EXDEV when the block takes method 3. */
+long gmtf_lanes_encode_or_defer(const uint8_t *bwt, size_t n, uint8_t *dst, size_t cap, void *ws);
 
 size_t gmtf_lanes_workspace_size(size_t max_block);
 size_t gmtf_lanes_decode_workspace_size(void);
