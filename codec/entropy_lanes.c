@@ -884,8 +884,8 @@ static uint8_t *lane_encode(const lanes_enc_fixed *w, const uint8_t *s, size_t a
 #endif
 static const uint8_t set_choice[SET_CHOICES] = SET_LIST;
 
-/* choose: apply the method rule (qlfc.h): GMTF_QLFC_BIG_SHARE of the lanes'
- * runs or more with ranks of 65 and above: -EXDEV (take method 3). */
+/* choose: apply the method rule (qlfc.h): big ranks or long runs on
+ * average: -EXDEV (take method 3). */
 static long lanes_encode(const uint8_t *bwt, size_t n, uint8_t *dst, size_t cap, void *ws,
                          int choose)
 {
@@ -916,7 +916,7 @@ static long lanes_encode(const uint8_t *bwt, size_t n, uint8_t *dst, size_t cap,
         uint32_t big = 0;
         for (uint32_t k = 0; k < runs; k++)
             big += rk[k] >= GMTF_QLFC_BIG_RANK;
-        if ((uint64_t)big * GMTF_QLFC_BIG_DIV >= runs)
+        if ((uint64_t)big * GMTF_QLFC_BIG_DIV >= runs || (uint64_t)runs * GMTF_QLFC_SPARSE < n)
             return -EXDEV;
     }
     w->ngroups[GMTF_QLFC_NLANES] = ng;

@@ -48,7 +48,7 @@ size_t gmtf_qlfc_ranks(const uint8_t *s, size_t a, size_t b, uint8_t *rk, uint8_
     return runs;
 }
 
-/* The share of big ranks among the lanes' runs (method 2's transform). */
+/* Method 2's transform says method 3: many big ranks, or long runs. */
 static int lanes_defer(const uint8_t *bwt, size_t n, uint8_t *rk)
 {
     size_t seg = (n + GMTF_QLFC_NLANES - 1) / GMTF_QLFC_NLANES, runs = 0, big = 0;
@@ -60,7 +60,7 @@ static int lanes_defer(const uint8_t *bwt, size_t n, uint8_t *rk)
             big += rk[i] >= GMTF_QLFC_BIG_RANK;
         runs += k;
     }
-    return (uint64_t)big * GMTF_QLFC_BIG_DIV >= runs;
+    return (uint64_t)big * GMTF_QLFC_BIG_DIV >= runs || (uint64_t)runs * GMTF_QLFC_SPARSE < n;
 }
 
 unsigned gmtf_qlfc_method(const uint8_t *bwt, size_t n, void *ws)

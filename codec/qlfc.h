@@ -29,11 +29,15 @@
  * filesystem's (2 MiB) decodes fast and in parallel. Larger blocks take
  * method 2 unless at least 1/GMTF_QLFC_BIG_DIV of the runs of its 32 lanes
  * have ranks of GMTF_QLFC_BIG_RANK or more (binary tables such as
- * spreadsheets, where the semi-static model loses 10-50%); those take
+ * spreadsheets, where the semi-static model loses 10-50%), or its runs are
+ * GMTF_QLFC_SPARSE bytes long or more on average (highly compressible
+ * blocks: the adaptive method codes them 4-15% smaller, and its decoding
+ * time goes by runs, so they still decode at 100 MB/s or more); those take
  * method 3 too. */
 #define GMTF_QLFC_LANES_MIN (900u << 10)
 #define GMTF_QLFC_BIG_RANK 65
 #define GMTF_QLFC_BIG_DIV 4
+#define GMTF_QLFC_SPARSE 16
 #define GMTF_QLFC_NLANES 32
 
 /* The method gmtf_qlfc_encode uses for the BWT output bwt[0..n); ws: an
