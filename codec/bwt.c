@@ -17,6 +17,7 @@
  * data checksum. */
 #include <divsufsort.h>
 #include <errno.h>
+#include <string.h>
 
 #include "bwt.h"
 #include "gmtf_codec.h"
@@ -98,17 +99,29 @@ int gmtf_bwt_forward_step(const uint8_t *src, uint8_t *dst, size_t n, uint32_t *
     return bwt_forward(src, dst, n, idx, gmtf_bwt_sample_count(n), (size_t)1 << shift, shift, ws);
 }
 
-/* Follows nchains chains of len bytes each, interleaved. */
+/* Follows nchains chains of len bytes each, interleaved. The chains' bytes
+ * go to a small buffer of LINE bytes per chain first, then out a line at a
+ * time: written straight to dst[k * seg + t], many chains a power of two
+ * apart (version 2's steps) would all hit the same cache sets. */
+#define WALK_LINE 64
 static void bwt_walk(const uint32_t *e, uint32_t p, uint32_t *row, uint8_t *dst, size_t seg,
                      unsigned nchains, size_t from, size_t len)
 {
-    for (size_t t = from; t < from + len; t++) {
-        for (unsigned k = 0; k < nchains; k++) {
-            uint32_t v = e[row[k]];
-            dst[k * seg + t] = (uint8_t)(v >> 24);
-            uint32_t w = v & 0xffffff;
-            row[k] = w + (w >= p);
+    uint8_t buf[GMTF_BWT_MAX_SAMPLES * WALK_LINE];
+    size_t t = from, end = from + len;
+    while (t < end) {
+        size_t m = end - t < WALK_LINE ? end - t : WALK_LINE;
+        for (size_t i = 0; i < m; i++) {
+            for (unsigned k = 0; k < nchains; k++) {
+                uint32_t v = e[row[k]];
+                buf[k * WALK_LINE + i] = (uint8_t)(v >> 24);
+                uint32_t w = v & 0xffffff;
+                row[k] = w + (w >= p);
+            }
         }
+        for (unsigned k = 0; k < nchains; k++)
+            memcpy(dst + k * seg + t, buf + k * WALK_LINE, m);
+        t += m;
     }
 }
 
