@@ -211,6 +211,50 @@ static void test_header_bit_flips(void **state)
     gmtf_codec_destroy(c);
 }
 
+/* Version 1 frames are the bytes the code before frame version 2 wrote
+ * (commit 8f400ce: length and CRC-32C of its frames of these inputs), and
+ * the default codec (writing version 2) reads them. */
+static void gen_text(uint8_t *b, size_t n, uint64_t seed)
+{
+    uint64_t x = seed;
+    for (size_t i = 0; i < n; i++) {
+        x = x * 6364136223846793005ull + 1442695040888963407ull;
+        unsigned v = (unsigned)(x >> 59);
+        b[i] = (uint8_t)(v < 20 ? (unsigned)(uint8_t) "etaoinshrdlu cmfwyp."[v]
+                                : 'a' + (unsigned)(x >> 40) % 26);
+    }
+}
+
+static void test_v1_bytes_as_before(void **state)
+{
+    (void)state;
+    static const struct {
+        size_t n;
+        uint64_t seed;
+        long len;
+        uint32_t crc;
+    } before[] = {
+        {100, 7, 124, 0x04a19110},
+        {5000, 8, 3184, 0x54a9ebd9},
+        {70000, 9, 42428, 0x390d5d74},
+        {300000, 10, 180215, 0xcc486bcd},
+    };
+    gmtf_codec *v1 = new_codec_version(1, 0, 1), *v2 = new_codec(1, 0);
+    for (size_t i = 0; i < sizeof before / sizeof before[0]; i++) {
+        size_t n = before[i].n;
+        uint8_t *src = tu_malloc(n), *f = tu_malloc(gmtf_frame_bound(n)), *back = tu_malloc(n);
+        gen_text(src, n, before[i].seed);
+        long r = gmtf_frame_encode(v1, src, n, f, gmtf_frame_bound(n));
+        assert_int_equal(r, before[i].len);
+        assert_int_equal(gmtf_crc32c(0, f, (size_t)r), before[i].crc);
+        assert_int_equal(gmtf_frame_decode(v2, f, (size_t)r, back, n), (long)n);
+        assert_memory_equal(back, src, n);
+        free(back), free(f), free(src);
+    }
+    gmtf_codec_destroy(v1);
+    gmtf_codec_destroy(v2);
+}
+
 /* Headers with a valid checksum around fields this version must refuse. */
 static void test_crafted_headers(void **state)
 {
@@ -421,6 +465,7 @@ int main(void)
         cmocka_unit_test(test_truncated),
         cmocka_unit_test(test_header_bit_flips),
         cmocka_unit_test(test_crafted_headers),
+        cmocka_unit_test(test_v1_bytes_as_before),
         cmocka_unit_test(test_codec_options),
         cmocka_unit_test(test_capacities),
         cmocka_unit_test(test_strerror),
