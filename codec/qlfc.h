@@ -34,7 +34,9 @@
  * blocks: the adaptive method codes them 4-15% smaller, and its decoding
  * time goes by runs, so they still decode at 100 MB/s or more); those take
  * method 3 too. */
+#ifndef GMTF_QLFC_LANES_MIN /* a build may move it, for comparisons */
 #define GMTF_QLFC_LANES_MIN (900u << 10)
+#endif
 #define GMTF_QLFC_BIG_RANK 65
 #define GMTF_QLFC_BIG_DIV 4
 #define GMTF_QLFC_SPARSE 16
