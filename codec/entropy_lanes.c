@@ -10,8 +10,8 @@
  *
  *   rank symbol (16): retire, 1, 2, 3, 4, 5-6, 7-8, 9-12, 13-16, 17-24,
  *       25-32, 33-48, 49-64, 65-128, 129-192, 193-255; then the offset in
- *       the class: a table symbol for classes 5-6 .. 49-64, 6 raw bits
- *       above;
+ *       the class: a table symbol for classes 5-6 .. 49-64; for the three
+ *       last ones its top 4 bits by table and the low 2 raw;
  *   length symbol (16): 1, 2, 3, 4-5, 6-7, 8-11, ..., 192-255, escape;
  *       then the bits below the class raw; an escape codes the bit count
  *       of the length (a table symbol) and all bits below its leading one
@@ -20,13 +20,14 @@
  * The rank symbol's table is chosen by the run byte's history in the lane
  * (a running mean of its rank symbols and its last one) and the previous
  * run's rank; the length symbol's by the byte's mean length symbol and the
- * rank just coded. Up to 8 sets of those tables; a selector per lane and
- * 4 KiB of output picks the set (bzip2's idea). Tables are counts sent in
- * a header, normalised to 12-bit frequencies by both sides.
+ * rank just coded. Up to 8 sets of those tables (the encoder tries 1 and
+ * 2); a selector per lane and 4 KiB of output picks the set (bzip2's
+ * idea). Tables are counts sent in a header, normalised to 12-bit
+ * frequencies by both sides.
  *
- * Each lane has its own rANS state and word stream, so lanes decode in
- * any order: one GPU thread or SIMD lane per lane, or interleaved on a CPU
- * core. */
+ * Each lane has its own two 64-bit rANS states and word stream, so lanes
+ * decode in any order: one GPU thread or SIMD lane per lane, or two at a
+ * time on a CPU core. */
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
