@@ -1,0 +1,450 @@
+/* Base images, the oracle of committed states, the walk, the bounded runner
+ * (hwork.h). */
+#include "hwork.h"
+
+#include <errno.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/resource.h>
+#include <sys/stat.h>
+#include <sys/sysmacros.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "fs_test_util.h"
+
+#if defined(__SANITIZE_ADDRESS__)
+#define HAVE_ASAN 1
+#elif defined(__has_feature)
+#if __has_feature(address_sanitizer)
+#define HAVE_ASAN 1
+#endif
+#endif
+
+/* ---- facts ------------------------------------------------------------------ */
+
+static uint64_t hash_bytes(uint64_t h, const void *p, size_t n)
+{
+    const uint8_t *b = p;
+    for (size_t i = 0; i < n; i++)
+        h = (h ^ b[i]) * 0x100000001b3ull;
+    return h;
+}
+
+static uint64_t fact_key(const char *path, const char *kind, const char *extra)
+{
+    uint64_t h = hash_bytes(0xcbf29ce484222325ull, path, strlen(path) + 1);
+    h = hash_bytes(h, kind, strlen(kind) + 1);
+    if (extra)
+        h = hash_bytes(h, extra, strlen(extra) + 1);
+    return h;
+}
+
+static void fact_add(hfacts *f, uint64_t key, uint64_t value)
+{
+    if (!f)
+        return;
+    if (f->n == f->cap) {
+        size_t cap = f->cap ? f->cap * 2 : 256;
+        uint64_t(*v)[2] = realloc(f->v, cap * sizeof *v);
+        if (!v)
+            abort();
+        f->v = v;
+        f->cap = cap;
+    }
+    f->v[f->n][0] = key;
+    f->v[f->n][1] = value;
+    f->n++;
+}
+
+void hfacts_free(hfacts *f)
+{
+    free(f->v);
+    memset(f, 0, sizeof *f);
+}
+
+static int fact_cmp(const void *a, const void *b)
+{
+    const uint64_t *x = a, *y = b;
+    if (x[0] != y[0])
+        return x[0] < y[0] ? -1 : 1;
+    return x[1] < y[1] ? -1 : x[1] > y[1];
+}
+
+void hfacts_sort(hfacts *f)
+{
+    if (!f->n)
+        return;
+    qsort(f->v, f->n, sizeof *f->v, fact_cmp);
+    size_t k = 1;
+    for (size_t i = 1; i < f->n; i++)
+        if (fact_cmp(f->v[i], f->v[k - 1]))
+            memcpy(f->v[k++], f->v[i], sizeof *f->v);
+    f->n = k;
+}
+
+int hfacts_has(const hfacts *f, uint64_t key, uint64_t value)
+{
+    uint64_t want[2] = {key, value};
+    return f->n && bsearch(want, f->v, f->n, sizeof *f->v, fact_cmp) != NULL;
+}
+
+/* ---- walk ------------------------------------------------------------------- */
+
+#define WALK_DEPTH 64
+#define WALK_ENTRIES 100000
+#define WALK_BYTES (64ull << 20)
+#define WALK_FULL (4ull << 20) /* files up to this size are read whole */
+
+typedef struct went {
+    uint64_t ino;
+    char name[256];
+} went;
+
+typedef struct wctx {
+    gmtf_fs *fs;
+    hfacts *facts;
+    hwalk_stats *st;
+    uint64_t *seen;
+    size_t nseen, capseen;
+    unsigned entries;
+    uint64_t budget; /* bytes left to read */
+    uint8_t *buf;
+} wctx;
+
+typedef struct wlist {
+    went *v;
+    size_t n, cap;
+    unsigned *entries;
+} wlist;
+
+static int list_fill(void *arg, const char *name, const struct stat *st, uint64_t off)
+{
+    (void)off;
+    wlist *l = arg;
+    if (!strcmp(name, ".") || !strcmp(name, ".."))
+        return 0;
+    if (*l->entries >= WALK_ENTRIES)
+        return 1;
+    if (l->n == l->cap) {
+        size_t cap = l->cap ? l->cap * 2 : 16;
+        went *v = realloc(l->v, cap * sizeof *v);
+        if (!v)
+            return 1;
+        l->v = v;
+        l->cap = cap;
+    }
+    l->v[l->n].ino = st->st_ino;
+    snprintf(l->v[l->n].name, sizeof l->v[l->n].name, "%s", name);
+    l->n++;
+    (*l->entries)++;
+    return 0;
+}
+
+static int seen_add(wctx *w, uint64_t ino)
+{
+    for (size_t i = 0; i < w->nseen; i++)
+        if (w->seen[i] == ino)
+            return 1;
+    if (w->nseen == w->capseen) {
+        size_t cap = w->capseen ? w->capseen * 2 : 64;
+        uint64_t *v = realloc(w->seen, cap * sizeof *v);
+        if (!v)
+            return 1;
+        w->seen = v;
+        w->capseen = cap;
+    }
+    w->seen[w->nseen++] = ino;
+    return 0;
+}
+
+static void walk_xattrs(wctx *w, uint64_t ino, const char *path)
+{
+    char names[4096];
+    long n = gmtf_fs_listxattr(w->fs, ino, names, sizeof names);
+    if (n < 0) {
+        if (n != -ERANGE)
+            w->st->errors++;
+        return;
+    }
+    for (long i = 0; i < n;) {
+        const char *nm = names + i;
+        size_t nl = strnlen(nm, (size_t)(n - i));
+        long v = gmtf_fs_getxattr(w->fs, ino, nm, w->buf, 256u << 10);
+        if (v < 0)
+            w->st->errors++;
+        else {
+            w->st->xattrs++;
+            fact_add(w->facts, fact_key(path, "x", nm), hash_bytes(7, w->buf, (size_t)v));
+        }
+        i += (long)nl + 1;
+    }
+}
+
+static void walk_file(wctx *w, uint64_t ino, const char *path, uint64_t size)
+{
+    uint64_t h = 11, off = 0;
+    int sparse = size > WALK_FULL;
+    while (off < size && w->budget) {
+        if (sparse) { /* data regions only */
+            int64_t d = gmtf_fs_lseek(w->fs, ino, (int64_t)off, SEEK_DATA);
+            if (d < 0 || (uint64_t)d >= size)
+                break;
+            off = (uint64_t)d;
+        }
+        size_t want = 256u << 10;
+        if (want > size - off)
+            want = (size_t)(size - off);
+        if (want > w->budget)
+            want = (size_t)w->budget;
+        long n = gmtf_fs_read(w->fs, ino, w->buf, want, off);
+        if (n < 0) {
+            w->st->errors++;
+            return;
+        }
+        if (n == 0)
+            break;
+        h = hash_bytes(h, w->buf, (size_t)n);
+        off += (uint64_t)n;
+        w->budget -= (uint64_t)n;
+        w->st->bytes += (uint64_t)n;
+    }
+    w->st->files++;
+    /* A file too big to read whole or cut by the budget is no committed
+     * content: its fact says so. */
+    fact_add(w->facts, fact_key(path, "f", NULL), sparse || off < size ? ~0ull : h);
+}
+
+static void walk_dir(wctx *w, uint64_t dir, const char *path, int depth)
+{
+    if (depth > WALK_DEPTH || seen_add(w, dir))
+        return;
+    w->st->dirs++;
+    wlist l = {.entries = &w->entries};
+    if (gmtf_fs_readdir(w->fs, dir, 0, list_fill, &l))
+        w->st->errors++;
+    char *p = malloc(strlen(path) + 300);
+    if (!p) {
+        free(l.v);
+        return;
+    }
+    for (size_t i = 0; i < l.n; i++) {
+        sprintf(p, "%s/%s", path, l.v[i].name);
+        gmtf_entry e;
+        /* by name, as a program would: the entry's inode and attributes */
+        if (gmtf_fs_lookup(w->fs, dir, l.v[i].name, &e)) {
+            w->st->errors++;
+            continue;
+        }
+        struct stat *st = &e.attr;
+        walk_xattrs(w, st->st_ino, p);
+        if (S_ISDIR(st->st_mode)) {
+            fact_add(w->facts, fact_key(p, "d", NULL), 0);
+            walk_dir(w, st->st_ino, p, depth + 1);
+        } else if (S_ISREG(st->st_mode)) {
+            walk_file(w, st->st_ino, p, (uint64_t)st->st_size);
+        } else if (S_ISLNK(st->st_mode)) {
+            char t[4096];
+            long n = gmtf_fs_readlink(w->fs, st->st_ino, t, sizeof t);
+            if (n < 0)
+                w->st->errors++;
+            else {
+                w->st->links++;
+                fact_add(w->facts, fact_key(p, "l", NULL),
+                         hash_bytes(3, t, (size_t)n < sizeof t ? (size_t)n : sizeof t));
+            }
+        } else {
+            w->st->others++;
+            fact_add(w->facts, fact_key(p, "o", NULL),
+                     (uint64_t)(st->st_mode & S_IFMT) << 32 ^ (uint64_t)st->st_rdev);
+        }
+    }
+    free(p);
+    free(l.v);
+}
+
+void hwalk(gmtf_fs *fs, hfacts *facts, hwalk_stats *st)
+{
+    memset(st, 0, sizeof *st);
+    wctx w = {.fs = fs, .facts = facts, .st = st, .budget = WALK_BYTES};
+    w.buf = malloc(256u << 10);
+    if (!w.buf) {
+        st->errors++;
+        return;
+    }
+    walk_xattrs(&w, GMTF_ROOT_INO, "");
+    walk_dir(&w, GMTF_ROOT_INO, "", 0);
+    free(w.seen);
+    free(w.buf);
+}
+
+/* ---- base images ------------------------------------------------------------ */
+
+typedef struct work {
+    gmtf_fs *fs;
+    hfacts *oracle;
+} work;
+
+static uint64_t mk(work *w, uint64_t dir, const char *name, size_t size, uint32_t seed)
+{
+    gmtf_entry e;
+    if (gmtf_fs_create(w->fs, dir, name, 0644, 1000, 1000, 0, &e))
+        abort();
+    if (size) {
+        uint8_t *b = malloc(size);
+        fill_pattern(b, size, seed);
+        if (gmtf_fs_write(w->fs, e.attr.st_ino, b, size, 0) != (long)size)
+            abort();
+        free(b);
+    }
+    gmtf_fs_release(w->fs, e.attr.st_ino);
+    return e.attr.st_ino;
+}
+
+static void put(work *w, uint64_t ino, uint64_t off, size_t n, uint32_t seed)
+{
+    uint8_t *b = malloc(n);
+    fill_pattern(b, n, seed);
+    if (gmtf_fs_write(w->fs, ino, b, n, off) != (long)n)
+        abort();
+    free(b);
+}
+
+/* A commit point: everything durable, and what the tree holds is a state a
+ * damaged image may fall back to. */
+static void commit(work *w, uint64_t fsync_ino)
+{
+    int rc = fsync_ino ? gmtf_fs_fsync(w->fs, fsync_ino, 0) : gmtf_fs_syncfs(w->fs);
+    if (rc)
+        abort();
+    hwalk_stats st;
+    hwalk(w->fs, w->oracle, &st);
+}
+
+int hwork_build(int variant, uint8_t **img, size_t *len, hfacts *oracle)
+{
+    rec_img *r = rec_image_new(NULL, 0);
+    gmtf_image *mi = rec_image_attach(r);
+    gmtf_mkfs_options mo = {.block_size = 64u << 10, .label = "hostile"};
+    if (variant == 2)
+        mo.capacity = 8u << 20;
+    uint8_t uuid[16] = "hostile-uuid-01";
+    mo.uuid = uuid;
+    if (gmtf_fs_mkfs(mi, &mo))
+        abort();
+    gmtf_image_close(mi);
+    work w = {.oracle = oracle};
+    gmtf_fs_options o = {.threads = 1, .journal_bytes = 64u << 10};
+    if (gmtf_fs_mount(rec_image_attach(r), &o, &w.fs))
+        abort();
+    commit(&w, 0); /* the empty tree (mkfs's state) */
+    gmtf_fs *fs = w.fs;
+    gmtf_entry d1, d2, e;
+    if (gmtf_fs_mkdir(fs, GMTF_ROOT_INO, "d1", 0755, 0, 0, &d1) ||
+        gmtf_fs_mkdir(fs, d1.attr.st_ino, "d2", 0700, 0, 0, &d2))
+        abort();
+    uint64_t d1i = d1.attr.st_ino, d2i = d2.attr.st_ino;
+    mk(&w, GMTF_ROOT_INO, "empty", 0, 0);
+    uint64_t f1 = mk(&w, GMTF_ROOT_INO, "small", 100, 1);
+    mk(&w, d1i, "f2.txt", 5000, 2);
+    uint64_t f3 = mk(&w, d2i, "f3.c", 70000, 3);
+    uint64_t big = mk(&w, GMTF_ROOT_INO, "big", 200000, 4);
+    for (int i = 0; i < 6; i++) { /* small files packed into shared frames */
+        char nm[16];
+        snprintf(nm, sizeof nm, "p%d.h", i);
+        mk(&w, d1i, nm, 300 + 700 * (size_t)i, 10 + (uint32_t)i);
+    }
+    uint64_t sp = mk(&w, GMTF_ROOT_INO, "sparse", 1000, 5);
+    put(&w, sp, 3u * (64u << 10) + 10, 1000, 6);
+    char longt[301];
+    memset(longt, 'x', 300);
+    longt[300] = 0;
+    if (gmtf_fs_symlink(fs, GMTF_ROOT_INO, "l1", "d1/f2.txt", 0, 0, &e) ||
+        gmtf_fs_symlink(fs, d1i, "l2", longt, 0, 0, &e) || gmtf_fs_link(fs, f1, d2i, "hard", &e) ||
+        gmtf_fs_mknod(fs, GMTF_ROOT_INO, "fifo", S_IFIFO | 0600, 0, 0, 0, &e) ||
+        gmtf_fs_mknod(fs, d1i, "dev", S_IFCHR | 0600, makedev(1, 3), 0, 0, &e))
+        abort();
+    uint8_t xv[200];
+    memset(xv, 'v', sizeof xv);
+    if (gmtf_fs_setxattr(fs, f1, "user.a", "x", 1, 0) ||
+        gmtf_fs_setxattr(fs, d1i, "user.b", xv, sizeof xv, 0) ||
+        gmtf_fs_setxattr(fs, GMTF_ROOT_INO, "trusted.r", "root", 4, 0))
+        abort();
+    commit(&w, 0);
+    /* Changes: overwrite, truncate, rename, unlink, xattr, append. */
+    put(&w, big, 70000, 3000, 7);
+    struct stat st = {.st_size = 30000};
+    if (gmtf_fs_setattr(fs, f3, &st, GMTF_SET_SIZE, NULL) ||
+        gmtf_fs_rename(fs, GMTF_ROOT_INO, "empty", d1i, "g0", 0) || gmtf_fs_unlink(fs, d1i, "l2") ||
+        gmtf_fs_setxattr(fs, f1, "user.a", "yy", 2, 0) || gmtf_fs_unlink(fs, d1i, "p3.h"))
+        abort();
+    put(&w, f1, 100, 400, 8);
+    commit(&w, 0);
+    /* A small fsync: bytes staged in the journal. */
+    put(&w, big, 5000, 100, 9);
+    commit(&w, big);
+    size_t n;
+    const uint8_t *p;
+    if (variant == 1) {
+        if (gmtf_fs_unmount(fs))
+            abort();
+        p = rec_image_data(r, &n);
+    } else {
+        p = rec_image_data(r, &n);
+    }
+    *img = malloc(n);
+    memcpy(*img, p, n);
+    *len = n;
+    if (variant != 1)
+        gmtf_fs_unmount(fs); /* after the copy: the image stays as of the last commit */
+    rec_image_free(r);
+    if (oracle)
+        hfacts_sort(oracle);
+    return 0;
+}
+
+gmtf_image *himage_mem(const uint8_t *p, size_t len)
+{
+    gmtf_image *img;
+    return gmtf_image_open_mem(p, len, &img) ? NULL : img;
+}
+
+/* ---- the bounded runner ------------------------------------------------------ */
+
+int hbound_run(int (*fn)(void *arg), void *arg, unsigned seconds, uint64_t mem, char *why,
+               size_t whylen)
+{
+    fflush(stdout);
+    fflush(stderr);
+    pid_t pid = fork();
+    if (pid < 0) {
+        snprintf(why, whylen, "fork: %s", strerror(errno));
+        return -1;
+    }
+    if (pid == 0) {
+#ifndef HAVE_ASAN
+        struct rlimit rl = {mem, mem};
+        setrlimit(RLIMIT_AS, &rl);
+#else
+        (void)mem; /* ASan: max_allocation_size_mb and the RSS limit instead */
+#endif
+        alarm(seconds);
+        _exit(fn(arg) & 0xff);
+    }
+    int status;
+    while (waitpid(pid, &status, 0) < 0)
+        if (errno != EINTR) {
+            snprintf(why, whylen, "waitpid: %s", strerror(errno));
+            return -1;
+        }
+    if (WIFEXITED(status))
+        return WEXITSTATUS(status);
+    int sig = WTERMSIG(status);
+    if (sig == SIGALRM)
+        snprintf(why, whylen, "timeout (%u s)", seconds);
+    else
+        snprintf(why, whylen, "killed by signal %d (%s)", sig, strsignal(sig));
+    return -1;
+}

@@ -1,0 +1,511 @@
+/* Hostile images: regression tests. Each builds a real image (mkfs + the
+ * workload of tests/fs/hostile/hwork.c), edits one structure with the fs's
+ * own encoders and every checksum recomputed (tests/fs/hostile/himg.c), and
+ * checks the outcome in a child process bounded in time and memory:
+ *   - issue "Integrity" defect 5: an inode number or frame id far above what
+ *     the image holds must not size any table (fsck took 36 s and 2.1 GB);
+ *   - defect 6: a frame offset far past the end must be refused at load,
+ *     repaired by fsck -y (its blocks become holes), and never grow the host
+ *     file; a repair that cannot complete writes nothing;
+ *   - the cases the mutator (test_fs_mutate) found, by seed. */
+#include <errno.h>
+#include <fcntl.h>
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <cmocka.h>
+
+#include "fs_internal.h"
+#include "fs_test_util.h"
+#include "hostile/himg.h"
+#include "hostile/hwork.h"
+
+#define CASE_SECONDS 10
+#define CASE_MEMORY (1ull << 30)
+
+#if defined(__SANITIZE_ADDRESS__) || defined(__has_feature)
+#if defined(__SANITIZE_ADDRESS__) || __has_feature(address_sanitizer)
+/* Under ASan the memory bound is on single allocations (RLIMIT_AS cannot be
+ * used beside ASan's shadow); a failed allocation returns NULL, as it would
+ * under the limit. */
+const char *__asan_default_options(void);
+const char *__asan_default_options(void)
+{
+    return "allocator_may_return_null=1:max_allocation_size_mb=256";
+}
+#endif
+#endif
+
+static void quiet(void *arg, const char *msg)
+{
+    (void)arg;
+    if (getenv("GMTF_HOSTILE_VERBOSE"))
+        fprintf(stderr, "  | %s\n", msg);
+}
+
+static uint8_t *base_img[HWORK_VARIANTS];
+static size_t base_len[HWORK_VARIANTS];
+static hfacts base_oracle[HWORK_VARIANTS];
+
+static const uint8_t *base(int v, size_t *len)
+{
+    if (!base_img[v])
+        hwork_build(v, &base_img[v], &base_len[v], &base_oracle[v]);
+    *len = base_len[v];
+    return base_img[v];
+}
+
+/* ---- what each case runs (in the bounded child) ----------------------------- */
+
+/* fsck of the image in *p; what a repair writes replaces it. */
+static int check_mem(uint8_t **p, size_t *len, int repair, gmtf_fs_check_report *rep)
+{
+    gmtf_image *mi = himage_mem(*p, *len);
+    gmtf_fs_check_options co = {.repair = repair, .verify_data = 1, .threads = 1, .log = quiet};
+    int rc = gmtf_fs_check(mi, &co, rep);
+    size_t n;
+    const uint8_t *q = gmtf_image_mem_data(mi, &n);
+    uint8_t *np = malloc(n ? n : 1);
+    memcpy(np, q, n);
+    free(*p);
+    *p = np;
+    *len = n;
+    gmtf_image_close(mi);
+    return rc;
+}
+
+/* GMTF_HOSTILE_DUMP=DIR: the edited images are written there (for fsck.gmtf
+ * and the mount tool by hand). */
+static void dump(const char *name, const uint8_t *p, size_t len)
+{
+    const char *dir = getenv("GMTF_HOSTILE_DUMP");
+    if (!dir)
+        return;
+    char path[512];
+    snprintf(path, sizeof path, "%s/%s.img", dir, name);
+    FILE *f = fopen(path, "wb");
+    if (f) {
+        fwrite(p, 1, len, f);
+        fclose(f);
+    }
+}
+
+static gmtf_fs *mount_ro(const uint8_t *p, size_t len, int *rc)
+{
+    gmtf_fs_options o = {.read_only = 1, .threads = 1, .log = quiet};
+    gmtf_fs *fs = NULL;
+    *rc = gmtf_fs_mount(himage_mem(p, len), &o, &fs);
+    return *rc ? NULL : fs;
+}
+
+/* ---- edits -------------------------------------------------------------------- */
+
+/* Appends one record as a new journal chunk. */
+static void add_journal_record(himg *h, const uint8_t *rec, uint32_t len)
+{
+    h->jr = realloc(h->jr, (h->njr + 1) * sizeof *h->jr);
+    memset(&h->jr[h->njr], 0, sizeof *h->jr);
+    assert_int_equal(hchunk_insert(&h->jr[h->njr], 0, rec, len), 0);
+    h->njr++;
+}
+
+static void inode_record(wbuf *w, uint64_t ino, uint32_t mode)
+{
+    struct inode t = {.ino = ino, .gen = 5, .mode = mode, .nlink = 1, .parent = 0};
+    rec_start(w, R_INODE);
+    rec_put_inode(w, &t);
+    put_le32(w->p + 4, (uint32_t)(w->len - REC_HDR));
+}
+
+/* Field i of record r as a number (width from the field table). */
+static uint64_t field_get(const hrec *r, size_t i)
+{
+    size_t n;
+    const hfield *f = hrec_fields(hrec_type(r), &n);
+    long off = hrec_field_off(r, i);
+    assert_true(off >= 0);
+    const uint8_t *p = r->p + REC_HDR + off;
+    return f[i].width == 8   ? get_le64(p)
+           : f[i].width == 4 ? get_le32(p)
+                             : (uint64_t)p[0] | p[1] << 8;
+}
+
+static void field_set(hrec *r, size_t i, uint64_t v)
+{
+    size_t n;
+    const hfield *f = hrec_fields(hrec_type(r), &n);
+    long off = hrec_field_off(r, i);
+    assert_true(off >= 0);
+    uint8_t *p = r->p + REC_HDR + off;
+    if (f[i].width == 8)
+        put_le64(p, v);
+    else if (f[i].width == 4)
+        put_le32(p, (uint32_t)v);
+    else {
+        p[0] = (uint8_t)v;
+        p[1] = (uint8_t)(v >> 8);
+    }
+}
+
+/* The inode number of path (from a clean read-only mount of the image). */
+static uint64_t ino_of(const uint8_t *img, size_t len, const char *dir1, const char *dir2,
+                       const char *name)
+{
+    int rc;
+    gmtf_fs *fs = mount_ro(img, len, &rc);
+    assert_non_null(fs);
+    uint64_t at = GMTF_ROOT_INO;
+    const char *parts[3] = {dir1, dir2, name};
+    for (int i = 0; i < 3; i++) {
+        if (!parts[i])
+            continue;
+        gmtf_entry e;
+        assert_int_equal(gmtf_fs_lookup(fs, at, parts[i], &e), 0);
+        at = e.attr.st_ino;
+    }
+    gmtf_fs_unmount(fs);
+    return at;
+}
+
+/* Every chunk of the image: the snapshot's, then the journal's. */
+static hchunk *chunk_at(himg *h, size_t i)
+{
+    return i < h->nsnap ? &h->snap[i] : i < h->nsnap + h->njr ? &h->jr[i - h->nsnap] : NULL;
+}
+
+/* The FRAME record of the first mapped block of ino (its last EXT record
+ * names the frame; the frame's last FRAME record before it defines it). */
+static hrec *frame_record_of(himg *h, uint64_t ino, uint32_t *id)
+{
+    *id = 0;
+    hchunk *c;
+    for (size_t k = 0; (c = chunk_at(h, k)); k++)
+        for (size_t i = 0; i < c->n; i++) {
+            hrec *r = &c->v[i];
+            if (hrec_type(r) == R_EXT && field_get(r, 0) == ino && field_get(r, 1) == 0)
+                *id = (uint32_t)field_get(r, 2);
+        }
+    assert_true(*id != 0);
+    hrec *found = NULL;
+    for (size_t k = 0; (c = chunk_at(h, k)); k++)
+        for (size_t i = 0; i < c->n; i++) {
+            hrec *r = &c->v[i];
+            if (hrec_type(r) == R_FRAME && field_get(r, 0) == *id)
+                found = r;
+        }
+    if (!found)
+        fail_msg("no FRAME record for frame %u", *id);
+    return found;
+}
+
+/* ---- defect 5: inode numbers and frame ids far above what the image holds ---- */
+
+struct huge_ino {
+    uint8_t *img;
+    size_t len;
+    uint64_t ino;
+};
+
+static int run_huge_ino(void *arg)
+{
+    struct huge_ino *c = arg;
+    gmtf_fs_check_report rep;
+    /* 1: fsck -n sees the stray inode (not reachable), quickly */
+    if (check_mem(&c->img, &c->len, 0, &rep) || rep.errors == 0)
+        return 1;
+    /* 2: a read-only mount has it */
+    int rc;
+    gmtf_fs *fs = mount_ro(c->img, c->len, &rc);
+    if (!fs)
+        return 2;
+    struct stat st;
+    rc = gmtf_fs_getattr(fs, c->ino, &st);
+    gmtf_fs_info info;
+    gmtf_fs_get_info(fs, &info);
+    gmtf_fs_unmount(fs);
+    if (rc || !S_ISREG(st.st_mode))
+        return 3;
+    /* 3: fsck -y puts it in lost+found; fsck -n is then clean */
+    if (check_mem(&c->img, &c->len, 1, &rep) || rep.fixed == 0)
+        return 4;
+    if (check_mem(&c->img, &c->len, 0, &rep) || rep.errors)
+        return 5;
+    fs = mount_ro(c->img, c->len, &rc);
+    if (!fs)
+        return 6;
+    gmtf_entry lf, e;
+    char name[32];
+    snprintf(name, sizeof name, "#%llu", (unsigned long long)c->ino);
+    rc = gmtf_fs_lookup(fs, GMTF_ROOT_INO, "lost+found", &lf);
+    if (!rc)
+        rc = gmtf_fs_lookup(fs, lf.attr.st_ino, name, &e);
+    gmtf_fs_unmount(fs);
+    if (rc || e.attr.st_ino != c->ino)
+        return 7;
+    return 0;
+}
+
+/* One INODE record (100 bytes of body) with a huge number, appended to the
+ * journal of an image that was cleanly unmounted. */
+static void test_inode_number_huge(void **state)
+{
+    (void)state;
+    const uint64_t inos[] = {1ull << 27, (1ull << 39) + 12345, (1ull << 40) - 1};
+    for (size_t k = 0; k < sizeof inos / sizeof inos[0]; k++) {
+        size_t len;
+        const uint8_t *img = base(1, &len);
+        himg h;
+        assert_int_equal(himg_parse(&h, img, len), 0);
+        wbuf w;
+        inode_record(&w, inos[k], S_IFREG | 0644);
+        assert_int_equal(w.len, 100); /* the record of the issue */
+        add_journal_record(&h, w.p, (uint32_t)w.len);
+        wb_free(&w);
+        assert_int_equal(himg_build(&h), 0);
+        char nm[64];
+        snprintf(nm, sizeof nm, "inode-%llu", (unsigned long long)inos[k]);
+        dump(nm, h.p, h.len);
+        struct huge_ino c = {h.p, h.len, inos[k]};
+        char why[128] = "";
+        int rc = hbound_run(run_huge_ino, &c, CASE_SECONDS, CASE_MEMORY, why, sizeof why);
+        if (rc)
+            fail_msg("inode %llu: step %d failed %s", (unsigned long long)inos[k], rc, why);
+        himg_free(&h);
+    }
+}
+
+struct same_tree {
+    uint8_t *img;
+    size_t len;
+    const hfacts *want; /* the unedited image's walk */
+};
+
+static int run_same_tree(void *arg)
+{
+    struct same_tree *c = arg;
+    gmtf_fs_check_report rep;
+    if (check_mem(&c->img, &c->len, 0, &rep))
+        return 1;
+    if (rep.errors)
+        return 2;
+    int rc;
+    gmtf_fs *fs = mount_ro(c->img, c->len, &rc);
+    if (!fs)
+        return 3;
+    hfacts got = {0};
+    hwalk_stats st;
+    hwalk(fs, &got, &st);
+    gmtf_fs_unmount(fs);
+    hfacts_sort(&got);
+    int same = got.n == c->want->n && !memcmp(got.v, c->want->v, got.n * sizeof *got.v);
+    hfacts_free(&got);
+    return st.errors ? 4 : same ? 0 : 5;
+}
+
+/* Frame ids are the image's own numbers: one far above the others must not
+ * size the frame table; the image is otherwise sound and reads as before. */
+static void test_frame_id_huge(void **state)
+{
+    (void)state;
+    const uint32_t ids[] = {1u << 27, (1u << 31) - 1, 0xfffffffeu};
+    size_t len;
+    const uint8_t *img = base(1, &len);
+    hfacts want = {0};
+    int rc;
+    gmtf_fs *fs = mount_ro(img, len, &rc);
+    assert_non_null(fs);
+    hwalk_stats st;
+    hwalk(fs, &want, &st);
+    gmtf_fs_unmount(fs);
+    hfacts_sort(&want);
+    uint64_t f3 = ino_of(img, len, "d1", "d2", "f3.c");
+    for (size_t k = 0; k < sizeof ids / sizeof ids[0]; k++) {
+        himg h;
+        assert_int_equal(himg_parse(&h, img, len), 0);
+        uint32_t old;
+        hrec *fr = frame_record_of(&h, f3, &old);
+        field_set(fr, 0, ids[k]);
+        hchunk *ch;
+        for (size_t c = 0; (ch = chunk_at(&h, c)); c++)
+            for (size_t i = 0; i < ch->n; i++) {
+                hrec *r = &ch->v[i];
+                if (hrec_type(r) == R_EXT && field_get(r, 2) == old)
+                    field_set(r, 2, ids[k]);
+            }
+        assert_int_equal(himg_build(&h), 0);
+        char nm[64];
+        snprintf(nm, sizeof nm, "frame-id-%u", ids[k]);
+        dump(nm, h.p, h.len);
+        struct same_tree c = {h.p, h.len, &want};
+        char why[128] = "";
+        rc = hbound_run(run_same_tree, &c, CASE_SECONDS, CASE_MEMORY, why, sizeof why);
+        if (rc)
+            fail_msg("frame id %u: step %d failed %s", ids[k], rc, why);
+        himg_free(&h);
+    }
+    hfacts_free(&want);
+}
+
+/* ---- defect 6: a frame offset far past the end ----------------------------- */
+
+struct past_end {
+    uint8_t *img;
+    size_t len;
+    uint64_t ino; /* the file whose first block the frame holds */
+    const char *path;
+};
+
+static int read_first(gmtf_fs *fs, uint64_t ino, uint8_t *buf, size_t n)
+{
+    long r = gmtf_fs_read(fs, ino, buf, n, 0);
+    return r < 0 ? (int)r : 0;
+}
+
+static int run_past_end(void *arg)
+{
+    struct past_end *c = arg;
+    size_t len0 = c->len;
+    uint8_t *orig = malloc(len0);
+    memcpy(orig, c->img, len0);
+    gmtf_fs_check_report rep;
+    /* fsck -n reports it and writes nothing */
+    if (check_mem(&c->img, &c->len, 0, &rep) || rep.errors == 0)
+        return 1;
+    if (memcmp(orig, c->img, c->len))
+        return 2;
+    /* a read-only mount: that block is an error, never other bytes */
+    int rc;
+    gmtf_fs *fs = mount_ro(c->img, c->len, &rc);
+    if (!fs)
+        return 3;
+    uint8_t buf[4096];
+    rc = read_first(fs, c->ino, buf, sizeof buf);
+    gmtf_fs_unmount(fs);
+    if (rc != -EIO)
+        return 4;
+    /* fsck -y: the block becomes a hole (data lost, noted); then clean. A
+     * repair that does not complete leaves the image as it was. */
+    rc = check_mem(&c->img, &c->len, 1, &rep);
+    if (rc || rep.fixed != rep.errors) {
+        if (c->len != len0 || memcmp(orig, c->img, len0))
+            return 9;
+        return 5;
+    }
+    if (rep.errors == 0)
+        return 5;
+    if (check_mem(&c->img, &c->len, 0, &rep) || rep.errors)
+        return 6;
+    fs = mount_ro(c->img, c->len, &rc);
+    if (!fs)
+        return 7;
+    memset(buf, 1, sizeof buf);
+    rc = read_first(fs, c->ino, buf, sizeof buf);
+    gmtf_fs_unmount(fs);
+    for (size_t i = 0; i < sizeof buf && !rc; i++)
+        if (buf[i])
+            rc = 1;
+    free(orig);
+    return rc ? 8 : 0;
+}
+
+/* On a file: a read-write mount and fsck -y never grow the host file. */
+static int run_past_end_file(void *arg)
+{
+    struct past_end *c = arg;
+    int fd = open(c->path, O_RDWR | O_CREAT | O_TRUNC, 0600);
+    if (fd < 0 || write(fd, c->img, c->len) != (ssize_t)c->len)
+        return 20;
+    close(fd);
+    gmtf_image *img;
+    gmtf_fs_options o = {.threads = 1, .log = quiet};
+    gmtf_fs *fs;
+    if (gmtf_image_open_file(c->path, 0, &img))
+        return 21;
+    if (gmtf_fs_mount(img, &o, &fs) == 0) {
+        uint8_t buf[4096];
+        int rc = read_first(fs, c->ino, buf, sizeof buf);
+        gmtf_fs_unmount(fs);
+        if (rc != -EIO)
+            return 22;
+    }
+    struct stat st;
+    if (stat(c->path, &st) || (uint64_t)st.st_size > c->len + (16u << 20))
+        return 23;
+    if (gmtf_image_open_file(c->path, 0, &img))
+        return 24;
+    gmtf_fs_check_options co = {.repair = 1, .threads = 1, .log = quiet};
+    gmtf_fs_check_report rep;
+    gmtf_fs_check(img, &co, &rep);
+    gmtf_image_close(img);
+    if (stat(c->path, &st) || (uint64_t)st.st_size > c->len + (16u << 20))
+        return 25;
+    return 0;
+}
+
+static void test_frame_past_end(void **state)
+{
+    (void)state;
+    /* 8 TiB; at the end; across the end (with a capacity: just past it) */
+    const uint64_t offs[] = {8ull << 40, 0, 1};
+    for (int v = 0; v < HWORK_VARIANTS; v++)
+        for (size_t k = 0; k < sizeof offs / sizeof offs[0]; k++) {
+            size_t len;
+            const uint8_t *img = base(v, &len);
+            uint64_t f3 = ino_of(img, len, "d1", "d2", "f3.c");
+            himg h;
+            assert_int_equal(himg_parse(&h, img, len), 0);
+            uint32_t id;
+            hrec *fr = frame_record_of(&h, f3, &id);
+            assert_int_equal(himg_build(&h), 0); /* the length it will have */
+            uint64_t clen = field_get(fr, 2), off = offs[k];
+            if (k == 1)
+                off = h.len;
+            else if (k == 2)
+                off = h.len - clen / 2;
+            if (v == 2 && k) /* a capacity: across it, and just past it */
+                off = h.sb[h.cur].capacity - clen + (k == 1 ? clen : 1);
+            field_set(fr, 1, off);
+            assert_int_equal(himg_build(&h), 0);
+            char nm[64];
+            snprintf(nm, sizeof nm, "frame-off-v%d-%zu", v, k);
+            dump(nm, h.p, h.len);
+            struct past_end c = {h.p, h.len, f3, NULL};
+            char why[128] = "";
+            int rc = hbound_run(run_past_end, &c, CASE_SECONDS, CASE_MEMORY, why, sizeof why);
+            if (rc)
+                fail_msg("variant %d, frame %u at %llu: step %d failed %s", v, id,
+                         (unsigned long long)off, rc, why);
+            char path[] = "/tmp/gmtf-hostile-XXXXXX";
+            int fd = mkstemp(path);
+            assert_true(fd >= 0);
+            close(fd);
+            c.path = path;
+            rc = hbound_run(run_past_end_file, &c, CASE_SECONDS, CASE_MEMORY, why, sizeof why);
+            unlink(path);
+            if (rc)
+                fail_msg("variant %d, frame %u at %llu, file image: step %d failed %s", v, id,
+                         (unsigned long long)off, rc, why);
+            himg_free(&h);
+        }
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_inode_number_huge),
+        cmocka_unit_test(test_frame_id_huge),
+        cmocka_unit_test(test_frame_past_end),
+    };
+    int rc = cmocka_run_group_tests(tests, NULL, NULL);
+    for (int v = 0; v < HWORK_VARIANTS; v++) {
+        free(base_img[v]);
+        hfacts_free(&base_oracle[v]);
+    }
+    return rc;
+}
