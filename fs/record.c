@@ -417,6 +417,8 @@ static int apply_ext(gmtf_fs *fs, rbuf *r)
     if (!in || !S_ISREG(in->mode))
         return -EUCLEAN;
     if (frame) {
+        if (fs->loading && !(frame = frame_load_id(fs, frame)))
+            return -EUCLEAN; /* no FRAME record named it */
         if (!frame_valid(fs, frame) || len == 0 || len > fs->bs ||
             (uint64_t)off + len > fs->frames[frame].dlen)
             return -EUCLEAN;
