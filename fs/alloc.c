@@ -203,12 +203,17 @@ int alloc_rebuild(gmtf_fs *fs)
     if (!v)
         return -ENOMEM;
     for (uint32_t id = 1; id < fs->nframes; id++)
-        if (fs->frames[id].clen && n < cap)
+        if (fs->frames[id].clen && !fs->frames[id].outside && n < cap)
             v[n++] = (struct ext){fs->frames[id].off, fs->frames[id].clen};
     if (fs->sb.snap_len && n < cap)
         v[n++] = (struct ext){fs->sb.snap_off, fs->sb.snap_len};
-    if (fs->sb.jrnl_len && n < cap)
-        v[n++] = (struct ext){fs->sb.jrnl_off, fs->sb.jrnl_len};
+    /* A journal region past the end of the image (cut short, or hostile) is
+     * only what is there: the end is never moved to where it claims to be. */
+    uint64_t size, jlen = fs->sb.jrnl_len;
+    if (jlen && !img_size(fs, &size) && fs->sb.jrnl_off + jlen > size)
+        jlen = fs->sb.jrnl_off < size ? size - fs->sb.jrnl_off : 0;
+    if (jlen && n < cap)
+        v[n++] = (struct ext){fs->sb.jrnl_off, jlen};
     qsort(v, n, sizeof *v, ext_cmp);
     fs->free.n = 0;
     fs->pending.n = 0;
