@@ -275,10 +275,13 @@ static void check_contents(checker *c)
         if (S_ISREG(in->mode) && in->u.ext.n) {
             struct fref *last = &in->u.ext.v[in->u.ext.n - 1];
             if ((uint64_t)last->blk * fs->bs >= in->size) {
-                problem(c, c->repair, "inode %llu: block %u mapped past the size %llu",
-                        (unsigned long long)ino, last->blk, (unsigned long long)in->size);
-                if (c->repair)
-                    rec_size(fs, ino, in->size);
+                problem(c, c->repair, "inode %llu: block %u mapped past the size %llu%s",
+                        (unsigned long long)ino, last->blk, (unsigned long long)in->size,
+                        c->repair ? ": unmapped" : "");
+                while (c->repair && in->u.ext.n &&
+                       (uint64_t)in->u.ext.v[in->u.ext.n - 1].blk * fs->bs >= in->size &&
+                       !rec_ext(fs, ino, in->u.ext.v[in->u.ext.n - 1].blk, 0, 0, 0))
+                    ;
             }
         }
     }
