@@ -23,6 +23,7 @@
 
 #include "fs_internal.h"
 #include "fs_test_util.h"
+#include "hostile/hcase.h"
 #include "hostile/himg.h"
 #include "hostile/hwork.h"
 
@@ -495,12 +496,86 @@ static void test_frame_past_end(void **state)
         }
 }
 
+/* ---- what the mutator found (test_fs_mutate), by seed ------------------------ */
+
+/* Seeds of test_fs_mutate cases that failed before their fix (with the
+ * default GMTF_HOSTILE_SEED). Each must now pass every check. */
+static const struct {
+    uint64_t seed;
+    const char *what;
+} found[] = {
+    {10, "SIZE record removed: fsck -y's fix (truncate to the size it had) did nothing"},
+    {1152, "a SIZE of 16 TiB: SEEK_DATA stepped through every block of the holes (hang)"},
+};
+
+static void test_mutator_seeds(void **state)
+{
+    (void)state;
+    size_t len[HWORK_VARIANTS];
+    uint8_t *img[HWORK_VARIANTS];
+    for (int v = 0; v < HWORK_VARIANTS; v++) {
+        base(v, &len[v]);
+        img[v] = base_img[v];
+    }
+    hcase_verbose = getenv("GMTF_HOSTILE_VERBOSE") != NULL;
+    for (size_t i = 0; i < sizeof found / sizeof found[0]; i++) {
+        char why[160], what[768];
+        int raw;
+        int rc = hcase_seed(found[i].seed, img, len, base_oracle, why, sizeof why, what,
+                            sizeof what, &raw);
+        if (rc < HCASE_CLEAN)
+            fail_msg("seed %llu (%s): step %d %s; edits: %s", (unsigned long long)found[i].seed,
+                     found[i].what, rc, why, what);
+    }
+}
+
+/* SEEK_DATA / SEEK_HOLE on a file of 16 TiB with two mapped blocks: bounded
+ * by the blocks the file has, not by its size. */
+static int run_seek_sparse(void *arg)
+{
+    (void)arg;
+    rec_img *r = mkfs_rec(64u << 10, 0);
+    gmtf_fs *fs = mount_rec(r, 0);
+    gmtf_entry e;
+    uint8_t b[100] = {1};
+    struct stat st = {.st_size = 16ll << 40};
+    if (!fs || gmtf_fs_create(fs, GMTF_ROOT_INO, "s", 0644, 0, 0, 0, &e) ||
+        gmtf_fs_write(fs, e.attr.st_ino, b, sizeof b, 0) != sizeof b ||
+        gmtf_fs_setattr(fs, e.attr.st_ino, &st, GMTF_SET_SIZE, NULL) ||
+        gmtf_fs_write(fs, e.attr.st_ino, b, sizeof b, (8ull << 40) + 5) != sizeof b)
+        return 1;
+    uint64_t ino = e.attr.st_ino;
+    for (int flushed = 0; flushed < 2; flushed++) { /* dirty blocks, then mapped ones */
+        if (gmtf_fs_lseek(fs, ino, 70000, SEEK_DATA) != (int64_t)(8ull << 40) ||
+            gmtf_fs_lseek(fs, ino, 0, SEEK_HOLE) != 64 << 10 ||
+            gmtf_fs_lseek(fs, ino, (8ll << 40) + 1, SEEK_HOLE) !=
+                (int64_t)(8ull << 40) + (64 << 10) ||
+            gmtf_fs_lseek(fs, ino, (8ll << 40) + (64 << 10), SEEK_DATA) != -ENXIO)
+            return 2 + flushed;
+        if (gmtf_fs_syncfs(fs))
+            return 4;
+    }
+    gmtf_fs_release(fs, ino);
+    gmtf_fs_unmount(fs);
+    rec_image_free(r);
+    return 0;
+}
+
+static void test_seek_sparse_huge(void **state)
+{
+    (void)state;
+    char why[128] = "";
+    int rc = hbound_run(run_seek_sparse, NULL, CASE_SECONDS, CASE_MEMORY, why, sizeof why);
+    if (rc)
+        fail_msg("step %d failed %s", rc, why);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_inode_number_huge),
-        cmocka_unit_test(test_frame_id_huge),
-        cmocka_unit_test(test_frame_past_end),
+        cmocka_unit_test(test_inode_number_huge), cmocka_unit_test(test_frame_id_huge),
+        cmocka_unit_test(test_frame_past_end),    cmocka_unit_test(test_seek_sparse_huge),
+        cmocka_unit_test(test_mutator_seeds),
     };
     int rc = cmocka_run_group_tests(tests, NULL, NULL);
     for (int v = 0; v < HWORK_VARIANTS; v++) {

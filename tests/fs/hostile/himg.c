@@ -213,7 +213,7 @@ static int add_chunk(hchunk **v, size_t *n)
  * HIMG_CHUNK_MAX bytes, twice what the fs writes. */
 #define HIMG_CHUNK_MAX (2u * SNAP_CHUNK)
 
-static gmtf_codec *himg_codec(void)
+gmtf_codec *himg_codec(void)
 {
     static gmtf_codec *codec;
     gmtf_codec_options co = {.threads = 1, .max_block = HIMG_CHUNK_MAX};

@@ -49,6 +49,8 @@ int himg_parse(himg *h, const uint8_t *img, size_t len);
  * the end of the image (the superblock then names the new place). */
 int himg_build(himg *h);
 void himg_free(himg *h);
+/* The codec these use (one per process, blocks up to 2 MiB). */
+gmtf_codec *himg_codec(void);
 
 /* Records */
 int hchunk_insert(hchunk *c, size_t at, const uint8_t *rec, uint32_t len);

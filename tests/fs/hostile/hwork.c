@@ -285,7 +285,16 @@ void hwalk(gmtf_fs *fs, hfacts *facts, hwalk_stats *st)
 typedef struct work {
     gmtf_fs *fs;
     hfacts *oracle;
+    uint64_t inos[64]; /* every inode made: their times are set before commits */
+    int n;
 } work;
+
+static uint64_t made(work *w, uint64_t ino)
+{
+    if (w->n < 64)
+        w->inos[w->n++] = ino;
+    return ino;
+}
 
 static uint64_t mk(work *w, uint64_t dir, const char *name, size_t size, uint32_t seed)
 {
@@ -300,7 +309,7 @@ static uint64_t mk(work *w, uint64_t dir, const char *name, size_t size, uint32_
         free(b);
     }
     gmtf_fs_release(w->fs, e.attr.st_ino);
-    return e.attr.st_ino;
+    return made(w, e.attr.st_ino);
 }
 
 static void put(work *w, uint64_t ino, uint64_t off, size_t n, uint32_t seed)
@@ -316,6 +325,13 @@ static void put(work *w, uint64_t ino, uint64_t off, size_t n, uint32_t seed)
  * damaged image may fall back to. */
 static void commit(work *w, uint64_t fsync_ino)
 {
+    /* Fixed times: the same seed gives the same image bytes on every run. */
+    struct stat t = {
+        .st_atim = {1700000000, 1}, .st_mtim = {1700000000, 2}, .st_ctim = {1700000000, 3}};
+    unsigned set = GMTF_SET_ATIME | GMTF_SET_MTIME | GMTF_SET_CTIME;
+    gmtf_fs_setattr(w->fs, GMTF_ROOT_INO, &t, set, NULL);
+    for (int i = 0; i < w->n; i++)
+        gmtf_fs_setattr(w->fs, w->inos[i], &t, set, NULL); /* -ENOENT once unlinked */
     int rc = fsync_ino ? gmtf_fs_fsync(w->fs, fsync_ino, 0) : gmtf_fs_syncfs(w->fs);
     if (rc)
         abort();
@@ -345,7 +361,7 @@ int hwork_build(int variant, uint8_t **img, size_t *len, hfacts *oracle)
     if (gmtf_fs_mkdir(fs, GMTF_ROOT_INO, "d1", 0755, 0, 0, &d1) ||
         gmtf_fs_mkdir(fs, d1.attr.st_ino, "d2", 0700, 0, 0, &d2))
         abort();
-    uint64_t d1i = d1.attr.st_ino, d2i = d2.attr.st_ino;
+    uint64_t d1i = made(&w, d1.attr.st_ino), d2i = made(&w, d2.attr.st_ino);
     mk(&w, GMTF_ROOT_INO, "empty", 0, 0);
     uint64_t f1 = mk(&w, GMTF_ROOT_INO, "small", 100, 1);
     mk(&w, d1i, "f2.txt", 5000, 2);
