@@ -164,6 +164,10 @@ int alloc_space(gmtf_fs *fs, uint64_t len, uint64_t *off)
 
 void alloc_release_now(gmtf_fs *fs, uint64_t off, uint64_t len)
 {
+    if (off >= fs->end) /* never this image's space (an old region past the end) */
+        return;
+    if (len > fs->end - off)
+        len = fs->end - off;
     if (!len)
         return;
     fs->used -= len < fs->used ? len : fs->used;
