@@ -641,6 +641,13 @@ static void check_load(checker *c, const sb_info slot[2], const int res[2])
         problem(c, c->repair, "%d metadata records could not be applied%s", fs->corrupt_records,
                 c->repair ? ": left out" : "");
     uint64_t size = 0;
+    const sb_info *sb = &fs->sb;
+    if (sb->jrnl_len && !img_size(fs, &size) && sb->jrnl_off + sb->jrnl_len > size)
+        problem(c, c->repair,
+                "the journal at %llu (%llu bytes) lies past the end of the image (%llu bytes): "
+                "what it held is lost%s",
+                (unsigned long long)sb->jrnl_off, (unsigned long long)sb->jrnl_len,
+                (unsigned long long)size, c->repair ? "; a new one is written" : "");
     if (!img_size(fs, &size) && size < fs->end && !fs->img->is_blockdev)
         problem(c, 0, "image is %llu bytes, but data is allocated up to %llu",
                 (unsigned long long)size, (unsigned long long)fs->end);

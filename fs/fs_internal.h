@@ -23,6 +23,10 @@
 #define PUNCH_MIN (1u << 20)          /* free extents this large are punched */
 #define PUNCH_ALIGN 4096u             /* punched ranges: whole host pages */
 #define FILE_BLOCKS_MAX 0xffffffffull /* blocks of one file (block numbers are u32) */
+/* Directory cookies (readdir offsets) are below this: the kernel's offsets
+ * are signed, and cookie + 1 must not wrap to 0 (a listing restarting for
+ * ever). A DADD record at or above it does not apply. */
+#define COOKIE_LIMIT (1ull << 62)
 
 /* ---- buf.c: little-endian byte buffers ---------------------------------------- */
 typedef struct wbuf {

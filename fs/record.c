@@ -348,7 +348,7 @@ static int apply_dadd(gmtf_fs *fs, rbuf *r)
     uint16_t n = rb_u16(r);
     const char *name = (const char *)rb_bytes(r, n);
     struct inode *dir = inode_get(fs, parent);
-    if (r->err || !dir || !S_ISDIR(dir->mode) || cookie < 3 || ino == 0)
+    if (r->err || !dir || !S_ISDIR(dir->mode) || cookie < 3 || cookie >= COOKIE_LIMIT || ino == 0)
         return -EUCLEAN;
     int rc = dent_insert(fs, dir, ino, cookie, name, n);
     return rc == -EINVAL || rc == -EEXIST ? -EUCLEAN : rc;
