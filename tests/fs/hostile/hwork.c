@@ -23,6 +23,25 @@
 #endif
 #endif
 
+#ifdef HAVE_ASAN
+/* Under ASan the memory bound is on single allocations (RLIMIT_AS cannot be
+ * used beside ASan's shadow); a failed allocation returns NULL, as it would
+ * under the limit. */
+const char *__asan_default_options(void);
+const char *__asan_default_options(void)
+{
+    return "allocator_may_return_null=1:max_allocation_size_mb=256";
+}
+
+/* Undefined behaviour fails the case (the child stops) instead of a line in
+ * the log. */
+const char *__ubsan_default_options(void);
+const char *__ubsan_default_options(void)
+{
+    return "halt_on_error=1:print_stacktrace=1";
+}
+#endif
+
 /* ---- facts ------------------------------------------------------------------ */
 
 static uint64_t hash_bytes(uint64_t h, const void *p, size_t n)
@@ -366,7 +385,7 @@ int hwork_build(int variant, uint8_t **img, size_t *len, hfacts *oracle)
     uint64_t f1 = mk(&w, GMTF_ROOT_INO, "small", 100, 1);
     mk(&w, d1i, "f2.txt", 5000, 2);
     uint64_t f3 = mk(&w, d2i, "f3.c", 70000, 3);
-    uint64_t big = mk(&w, GMTF_ROOT_INO, "big", 200000, 4);
+    uint64_t big = mk(&w, GMTF_ROOT_INO, "big", 140000, 4);
     for (int i = 0; i < 6; i++) { /* small files packed into shared frames */
         char nm[16];
         snprintf(nm, sizeof nm, "p%d.h", i);
@@ -419,6 +438,54 @@ int hwork_build(int variant, uint8_t **img, size_t *len, hfacts *oracle)
     if (oracle)
         hfacts_sort(oracle);
     return 0;
+}
+
+int hwork_session(gmtf_fs *fs)
+{
+    int bad = 0;
+    wlist l = {.entries = &(unsigned){0}};
+    if (gmtf_fs_readdir(fs, GMTF_ROOT_INO, 0, list_fill, &l))
+        bad++;
+    uint64_t files[2] = {0, 0}, dir = 0;
+    int nf = 0;
+    for (size_t i = 0; i < l.n; i++) {
+        gmtf_entry e;
+        if (gmtf_fs_lookup(fs, GMTF_ROOT_INO, l.v[i].name, &e))
+            continue;
+        if (S_ISREG(e.attr.st_mode) && nf < 2) {
+            files[nf++] = e.attr.st_ino;
+            if (nf == 2 && gmtf_fs_unlink(fs, GMTF_ROOT_INO, l.v[i].name))
+                bad++;
+        } else if (S_ISDIR(e.attr.st_mode) && !dir)
+            dir = e.attr.st_ino;
+    }
+    free(l.v);
+    enum { N = 70000 }; /* two blocks */
+    uint8_t *b = malloc(N);
+    fill_pattern(b, N, 77);
+    gmtf_entry e, d;
+    if (gmtf_fs_create(fs, GMTF_ROOT_INO, "new-file", 0644, 0, 0, 0, &e) == 0) {
+        bad += gmtf_fs_write(fs, e.attr.st_ino, b, N, 0) != N;
+        bad += gmtf_fs_fsync(fs, e.attr.st_ino, 0) != 0;
+        bad += gmtf_fs_write(fs, e.attr.st_ino, b, 100, 7) != 100;
+        bad += gmtf_fs_fsync(fs, e.attr.st_ino, 0) != 0; /* staged */
+        gmtf_fs_release(fs, e.attr.st_ino);
+        if (gmtf_fs_mkdir(fs, dir ? dir : GMTF_ROOT_INO, "new-dir", 0755, 0, 0, &d) == 0)
+            bad += gmtf_fs_rename(fs, GMTF_ROOT_INO, "new-file", d.attr.st_ino, "moved", 0) != 0;
+        else
+            bad++;
+    } else {
+        bad++;
+    }
+    if (files[0]) {
+        struct stat st = {.st_size = 3000};
+        bad += gmtf_fs_write(fs, files[0], b, 5000, 1000) != 5000;
+        bad += gmtf_fs_setattr(fs, files[0], &st, GMTF_SET_SIZE, NULL) != 0;
+    }
+    bad += gmtf_fs_setxattr(fs, GMTF_ROOT_INO, "user.session", "s", 1, 0) != 0;
+    bad += gmtf_fs_syncfs(fs) != 0;
+    free(b);
+    return bad;
 }
 
 gmtf_image *himage_mem(const uint8_t *p, size_t len)

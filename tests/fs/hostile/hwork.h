@@ -40,6 +40,12 @@ typedef struct hwalk_stats {
  * inode, at most 64 levels deep. facts (may be NULL) gets what it saw. */
 void hwalk(gmtf_fs *fs, hfacts *facts, hwalk_stats *st);
 
+/* A session of changes on a read-write mount, as a user would make them:
+ * create, write, fsync, mkdir, rename, overwrite and truncate the first
+ * file of the root, unlink the second, setxattr, syncfs. Returns how many
+ * operations failed (on a sound image: none). */
+int hwork_session(gmtf_fs *fs);
+
 /* Runs fn(arg) in a child process limited to seconds of time and (outside
  * ASan, which reserves terabytes of shadow) mem bytes of address space.
  * Returns fn's result (0..255), or -1 with why set (timeout, signal). */
