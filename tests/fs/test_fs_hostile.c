@@ -483,40 +483,108 @@ static void test_frame_past_end(void **state)
         }
 }
 
-/* ---- what the mutator found (test_fs_mutate), by seed ------------------------ */
+/* ---- what the mutator found (test_fs_mutate) ---------------------------------
+ * Each finding is kept as the edit itself (seeds name other edits once the
+ * mutator or the base images change), with the seed that found it and the
+ * commit of the mutator then. Each case must now pass every check of
+ * hostile/hcase.c. */
 
-/* Seeds of test_fs_mutate cases that failed before their fix (with the
- * default GMTF_HOSTILE_SEED). Each must now pass every check. */
-static const struct {
-    uint64_t seed;
+/* The last record of type naming ino in its first field: (chunk, index). */
+static hrec *record_of(himg *h, uint16_t type, uint64_t ino, hchunk **in, size_t *at)
+{
+    hrec *found = NULL;
+    hchunk *c;
+    for (size_t k = 0; (c = chunk_at(h, k)); k++)
+        for (size_t i = 0; i < c->n; i++)
+            if (hrec_type(&c->v[i]) == type && hrec_field_off(&c->v[i], 0) >= 0 &&
+                field_get(&c->v[i], 0) == ino) {
+                found = &c->v[i];
+                if (in)
+                    *in = c;
+                if (at)
+                    *at = i;
+            }
+    return found;
+}
+
+/* Seed 10 (fb75b19): a file's SIZE record removed (size 0, blocks mapped):
+ * fsck -y "fixed" it with a SIZE of the same size, which unmaps nothing. */
+static void edit_size_removed(himg *h, const uint8_t *img, size_t len)
+{
+    uint64_t f3 = ino_of(img, len, "d1", "d2", "f3.c");
+    hchunk *c;
+    size_t i;
+    while (record_of(h, R_SIZE, f3, &c, &i))
+        hchunk_remove(c, i);
+}
+
+/* Seed 1152 (fb75b19): a SIZE of 16 TiB: SEEK_DATA stepped through every
+ * block of the holes (the walk hung). */
+static void edit_size_huge(himg *h, const uint8_t *img, size_t len)
+{
+    hrec *r = record_of(h, R_SIZE, ino_of(img, len, NULL, NULL, "big"), NULL, NULL);
+    assert_non_null(r);
+    field_set(r, 1, (16ull << 40) + 12);
+}
+
+/* Seed 5040 (4241ec5): the journal region named past the end of the image:
+ * a rw mount released it as free space, put frames there, and trimming cut
+ * the image below them; fsck -n said clean. */
+static void edit_journal_past_end(himg *h, const uint8_t *img, size_t len)
+{
+    (void)img;
+    (void)len;
+    h->sb[h->cur].jrnl_off = h->len; /* after the build: the superblock alone */
+    uint8_t b[SB_SLOT_SIZE];
+    sb_encode(&h->sb[h->cur], b);
+    memcpy(h->p + (size_t)h->cur * SB_SLOT_SIZE, b, sizeof b);
+}
+
+/* Seed 5196 (4241ec5): a DADD cookie of 2^64 - 1 in the root: its next
+ * cookie wrapped to 0, no entry could be added, readdir offsets restart. */
+static void edit_cookie_max(himg *h, const uint8_t *img, size_t len)
+{
+    (void)img;
+    (void)len;
+    hrec *r = record_of(h, R_DADD, GMTF_ROOT_INO, NULL, NULL);
+    assert_non_null(r);
+    field_set(r, 2, UINT64_MAX);
+}
+
+static const struct finding {
+    int variant;
+    void (*edit)(himg *h, const uint8_t *img, size_t len);
+    int after_build; /* the edit is of the superblock of the built image */
     const char *what;
-} found[] = {
-    {10, "SIZE record removed: fsck -y's fix (truncate to the size it had) did nothing"},
-    {1152, "a SIZE of 16 TiB: SEEK_DATA stepped through every block of the holes (hang)"},
-    {5040, "journal region past the end: a rw mount freed it, wrote frames there, then cut "
-           "the image below them (data lost); fsck -n said clean"},
-    {5196, "a DADD cookie of 2^64 - 1: the directory's next cookie wrapped to 0, no entry "
-           "could be added (and readdir offsets restart: an endless listing)"},
+} findings[] = {
+    {1, edit_size_removed, 0, "SIZE record removed"},
+    {0, edit_size_huge, 0, "SIZE of 16 TiB"},
+    {0, edit_journal_past_end, 1, "journal region past the end"},
+    {2, edit_journal_past_end, 1, "journal region past the end, with a capacity"},
+    {0, edit_cookie_max, 0, "DADD cookie 2^64 - 1"},
 };
 
-static void test_mutator_seeds(void **state)
+static void test_mutator_findings(void **state)
 {
     (void)state;
-    size_t len[HWORK_VARIANTS];
-    uint8_t *img[HWORK_VARIANTS];
-    for (int v = 0; v < HWORK_VARIANTS; v++) {
-        base(v, &len[v]);
-        img[v] = base_img[v];
-    }
     hcase_verbose = getenv("GMTF_HOSTILE_VERBOSE") != NULL;
-    for (size_t i = 0; i < sizeof found / sizeof found[0]; i++) {
-        char why[160], what[768];
-        int raw;
-        int rc = hcase_seed(found[i].seed, img, len, base_oracle, why, sizeof why, what,
-                            sizeof what, &raw);
+    for (size_t i = 0; i < sizeof findings / sizeof findings[0]; i++) {
+        const struct finding *f = &findings[i];
+        size_t len;
+        const uint8_t *img = base(f->variant, &len);
+        himg h;
+        assert_int_equal(himg_parse(&h, img, len), 0);
+        if (!f->after_build)
+            f->edit(&h, img, len);
+        assert_int_equal(himg_build(&h), 0);
+        if (f->after_build)
+            f->edit(&h, img, len);
+        hcase c = {h.p, h.len, 0, &base_oracle[f->variant]};
+        char why[160] = "";
+        int rc = hbound_run(hcase_run, &c, HCASE_SECONDS, HCASE_MEMORY, why, sizeof why);
         if (rc < HCASE_CLEAN)
-            fail_msg("seed %llu (%s): step %d %s; edits: %s", (unsigned long long)found[i].seed,
-                     found[i].what, rc, why, what);
+            fail_msg("%s (variant %d): step %d %s", f->what, f->variant, rc, why);
+        himg_free(&h);
     }
 }
 
@@ -566,7 +634,7 @@ int main(void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_inode_number_huge), cmocka_unit_test(test_frame_id_huge),
         cmocka_unit_test(test_frame_past_end),    cmocka_unit_test(test_seek_sparse_huge),
-        cmocka_unit_test(test_mutator_seeds),
+        cmocka_unit_test(test_mutator_findings),
     };
     int rc = cmocka_run_group_tests(tests, NULL, NULL);
     for (int v = 0; v < HWORK_VARIANTS; v++) {

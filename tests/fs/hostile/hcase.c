@@ -100,7 +100,8 @@ static int session(hcase *c, const uint8_t *p, size_t len, int sound)
     }
     hwalk_stats st;
     hwalk(fs, NULL, &st);
-    int bad = hwork_session(fs);
+    int durable;
+    int bad = hwork_session(fs, &durable);
     rc = gmtf_fs_unmount(fs);
     if (hcase_verbose)
         fprintf(stderr, "  session: %d operations failed, unmount %d\n", bad, rc);
@@ -113,6 +114,16 @@ static int session(hcase *c, const uint8_t *p, size_t len, int sound)
         out = case_fail(c, step, "unmount: out of memory");
     else if (sound && (bad || rc))
         out = case_fail(c, step, "on the repaired image %d changes failed, unmount %d", bad, rc);
+    if (!out && durable && !rc) { /* what was synced reads back after a remount */
+        gmtf_fs_options ro = {.read_only = 1, .threads = 1, .log = logline};
+        rc = gmtf_fs_mount(himage_mem(q, n), &ro, &fs);
+        int got = rc ? rc : hwork_session_check(fs);
+        if (!rc)
+            gmtf_fs_unmount(fs);
+        if (got)
+            out = case_fail(c, step, "a file written and synced in the session: %s after remount",
+                            strerror(-got));
+    }
     if (!out && sound) {
         gmtf_fs_check_report rep;
         uint8_t *c2 = NULL;

@@ -440,9 +440,20 @@ int hwork_build(int variant, uint8_t **img, size_t *len, hfacts *oracle)
     return 0;
 }
 
-int hwork_session(gmtf_fs *fs)
+#define SESSION_N 70000 /* the new file: two blocks */
+
+/* What new-dir/moved holds after a session. */
+static uint8_t *session_bytes(void)
 {
-    int bad = 0;
+    uint8_t *b = malloc(SESSION_N);
+    fill_pattern(b, SESSION_N, 77);
+    memmove(b + 7, b, 100); /* the second write: b[0..100) at 7 */
+    return b;
+}
+
+int hwork_session(gmtf_fs *fs, int *durable)
+{
+    int bad = 0, ok = 0;
     wlist l = {.entries = &(unsigned){0}};
     if (gmtf_fs_readdir(fs, GMTF_ROOT_INO, 0, list_fill, &l))
         bad++;
@@ -460,22 +471,22 @@ int hwork_session(gmtf_fs *fs)
             dir = e.attr.st_ino;
     }
     free(l.v);
-    enum { N = 70000 }; /* two blocks */
-    uint8_t *b = malloc(N);
-    fill_pattern(b, N, 77);
+    uint8_t *b = malloc(SESSION_N);
+    fill_pattern(b, SESSION_N, 77);
     gmtf_entry e, d;
     if (gmtf_fs_create(fs, GMTF_ROOT_INO, "new-file", 0644, 0, 0, 0, &e) == 0) {
-        bad += gmtf_fs_write(fs, e.attr.st_ino, b, N, 0) != N;
-        bad += gmtf_fs_fsync(fs, e.attr.st_ino, 0) != 0;
-        bad += gmtf_fs_write(fs, e.attr.st_ino, b, 100, 7) != 100;
-        bad += gmtf_fs_fsync(fs, e.attr.st_ino, 0) != 0; /* staged */
+        ok = gmtf_fs_write(fs, e.attr.st_ino, b, SESSION_N, 0) == SESSION_N &&
+             !gmtf_fs_fsync(fs, e.attr.st_ino, 0) &&
+             gmtf_fs_write(fs, e.attr.st_ino, b, 100, 7) == 100 &&
+             !gmtf_fs_fsync(fs, e.attr.st_ino, 0); /* staged */
         gmtf_fs_release(fs, e.attr.st_ino);
-        if (gmtf_fs_mkdir(fs, dir ? dir : GMTF_ROOT_INO, "new-dir", 0755, 0, 0, &d) == 0)
-            bad += gmtf_fs_rename(fs, GMTF_ROOT_INO, "new-file", d.attr.st_ino, "moved", 0) != 0;
-        else
-            bad++;
-    } else {
-        bad++;
+        ok = ok && !gmtf_fs_mkdir(fs, GMTF_ROOT_INO, "new-dir", 0755, 0, 0, &d) &&
+             !gmtf_fs_rename(fs, GMTF_ROOT_INO, "new-file", d.attr.st_ino, "moved", 0);
+    }
+    bad += !ok;
+    if (dir && gmtf_fs_create(fs, dir, "another", 0600, 0, 0, 0, &e) == 0) {
+        bad += gmtf_fs_write(fs, e.attr.st_ino, b, 3000, 0) != 3000;
+        gmtf_fs_release(fs, e.attr.st_ino);
     }
     if (files[0]) {
         struct stat st = {.st_size = 3000};
@@ -483,9 +494,25 @@ int hwork_session(gmtf_fs *fs)
         bad += gmtf_fs_setattr(fs, files[0], &st, GMTF_SET_SIZE, NULL) != 0;
     }
     bad += gmtf_fs_setxattr(fs, GMTF_ROOT_INO, "user.session", "s", 1, 0) != 0;
-    bad += gmtf_fs_syncfs(fs) != 0;
+    int synced = !gmtf_fs_syncfs(fs);
+    bad += !synced;
+    *durable = ok && synced;
     free(b);
     return bad;
+}
+
+int hwork_session_check(gmtf_fs *fs)
+{
+    gmtf_entry d, e;
+    if (gmtf_fs_lookup(fs, GMTF_ROOT_INO, "new-dir", &d) ||
+        gmtf_fs_lookup(fs, d.attr.st_ino, "moved", &e))
+        return -ENOENT;
+    uint8_t *want = session_bytes(), *got = malloc(SESSION_N + 1);
+    long n = gmtf_fs_read(fs, e.attr.st_ino, got, SESSION_N + 1, 0);
+    int rc = n < 0 ? (int)n : n != SESSION_N || memcmp(got, want, SESSION_N) ? -EBADMSG : 0;
+    free(want);
+    free(got);
+    return rc;
 }
 
 gmtf_image *himage_mem(const uint8_t *p, size_t len)

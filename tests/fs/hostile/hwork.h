@@ -41,10 +41,15 @@ typedef struct hwalk_stats {
 void hwalk(gmtf_fs *fs, hfacts *facts, hwalk_stats *st);
 
 /* A session of changes on a read-write mount, as a user would make them:
- * create, write, fsync, mkdir, rename, overwrite and truncate the first
- * file of the root, unlink the second, setxattr, syncfs. Returns how many
- * operations failed (on a sound image: none). */
-int hwork_session(gmtf_fs *fs);
+ * create new-file, write two blocks, fsync, change 100 bytes, fsync
+ * (staged), mkdir new-dir, rename it to new-dir/moved; create a file in the
+ * first directory; overwrite and truncate the first file of the root,
+ * unlink the second; setxattr; syncfs. Returns how many operations failed
+ * (on a sound image: none); *durable: new-dir/moved was made and synced. */
+int hwork_session(gmtf_fs *fs, int *durable);
+/* After a session (remounted): new-dir/moved holds what was written: 0,
+ * -ENOENT, -EBADMSG (other bytes) or the read's error. */
+int hwork_session_check(gmtf_fs *fs);
 
 /* Runs fn(arg) in a child process limited to seconds of time and (outside
  * ASan, which reserves terabytes of shadow) mem bytes of address space.
