@@ -551,6 +551,20 @@ static void edit_cookie_max(himg *h, const uint8_t *img, size_t len)
     field_set(r, 2, UINT64_MAX);
 }
 
+/* fuzz_image (clang UBSan, 2026-11-24): an empty snapshot chunk: snapshot_load
+ * decoded it into a NULL buffer, and the codec added an offset to NULL. */
+static void edit_empty_chunk(himg *h, const uint8_t *img, size_t len)
+{
+    (void)img;
+    (void)len;
+    hchunk *t = realloc(h->snap, (h->nsnap + 1) * sizeof *t);
+    assert_non_null(t);
+    h->snap = t;
+    memmove(h->snap + 1, h->snap, h->nsnap * sizeof *h->snap);
+    memset(&h->snap[0], 0, sizeof h->snap[0]);
+    h->nsnap++;
+}
+
 static const struct finding {
     int variant;
     void (*edit)(himg *h, const uint8_t *img, size_t len);
@@ -562,6 +576,7 @@ static const struct finding {
     {0, edit_journal_past_end, 1, "journal region past the end"},
     {2, edit_journal_past_end, 1, "journal region past the end, with a capacity"},
     {0, edit_cookie_max, 0, "DADD cookie 2^64 - 1"},
+    {1, edit_empty_chunk, 0, "an empty snapshot chunk first"},
 };
 
 static void test_mutator_findings(void **state)

@@ -35,6 +35,15 @@ typedef struct hwalk_stats {
     uint64_t bytes; /* file bytes read */
 } hwalk_stats;
 
+typedef struct hdirent {
+    uint64_t ino;
+    char name[256];
+} hdirent;
+
+/* The entries of directory dir (no "." and ".."), at most 100000: a
+ * malloc'd array (NULL when none) of *n. */
+hdirent *hwalk_list(gmtf_fs *fs, uint64_t dir, size_t *n);
+
 /* Reads every directory, file (data regions only past 4 MiB, at most 64 MiB
  * in all), symlink and xattr reachable from the root, once per directory
  * inode, at most 64 levels deep. facts (may be NULL) gets what it saw. */
