@@ -215,7 +215,8 @@ int alloc_rebuild(gmtf_fs *fs)
      * only what is there: the end is never moved to where it claims to be. */
     uint64_t size, jlen = fs->sb.jrnl_len;
     if (jlen && !img_size(fs, &size) && fs->sb.jrnl_off + jlen > size)
-        jlen = fs->sb.jrnl_off < size ? size - fs->sb.jrnl_off : 0;
+        fs->sb.jrnl_len = jlen = fs->sb.jrnl_off < size ? size - fs->sb.jrnl_off : 0;
+    /* (in memory too: the checkpoint releases what was referenced here) */
     if (jlen && n < cap)
         v[n++] = (struct ext){fs->sb.jrnl_off, jlen};
     qsort(v, n, sizeof *v, ext_cmp);
