@@ -640,8 +640,12 @@ static void check_load(checker *c, const sb_info slot[2], const int res[2])
     if (fs->corrupt_records)
         problem(c, c->repair, "%d metadata records could not be applied%s", fs->corrupt_records,
                 c->repair ? ": left out" : "");
+    /* The journal as the slot names it (loading keeps only what is there). */
     uint64_t size = 0;
     const sb_info *sb = &fs->sb;
+    for (int i = 0; i < 2; i++)
+        if (res[i] == 0 && slot[i].gen == fs->sb.gen)
+            sb = &slot[i];
     if (sb->jrnl_len && !img_size(fs, &size) && sb->jrnl_off + sb->jrnl_len > size)
         problem(c, c->repair,
                 "the journal at %llu (%llu bytes) lies past the end of the image (%llu bytes): "

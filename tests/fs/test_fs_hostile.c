@@ -540,6 +540,21 @@ static void edit_journal_past_end(himg *h, const uint8_t *img, size_t len)
     memcpy(h->p + (size_t)h->cur * SB_SLOT_SIZE, b, sizeof b);
 }
 
+/* Seed 21158 (087de8b): the journal region made longer than the image: the
+ * load kept only what is there, but the repair's checkpoint released the
+ * whole claimed region, freeing its own new snapshot and journal, and
+ * trimming cut the image to 8192 bytes. */
+static void edit_journal_longer(himg *h, const uint8_t *img, size_t len)
+{
+    (void)img;
+    (void)len;
+    sb_info *sb = &h->sb[h->cur];
+    sb->jrnl_len = h->len - sb->jrnl_off + (512u << 10);
+    uint8_t b[SB_SLOT_SIZE];
+    sb_encode(sb, b);
+    memcpy(h->p + (size_t)h->cur * SB_SLOT_SIZE, b, sizeof b);
+}
+
 /* Seed 5196 (4241ec5): a DADD cookie of 2^64 - 1 in the root: its next
  * cookie wrapped to 0, no entry could be added, readdir offsets restart. */
 static void edit_cookie_max(himg *h, const uint8_t *img, size_t len)
@@ -576,6 +591,8 @@ static const struct finding {
     {0, edit_journal_past_end, 1, "journal region past the end"},
     {2, edit_journal_past_end, 1, "journal region past the end, with a capacity"},
     {0, edit_cookie_max, 0, "DADD cookie 2^64 - 1"},
+    {0, edit_journal_longer, 1, "journal region longer than the image"},
+    {2, edit_journal_longer, 1, "journal region longer than the image, with a capacity"},
     {1, edit_empty_chunk, 0, "an empty snapshot chunk first"},
 };
 
