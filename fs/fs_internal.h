@@ -20,6 +20,7 @@
 #define JOURNAL_FLOOR (16u << 10)     /* smallest journal (tests force checkpoints) */
 #define STAGE_MAX (256u << 10)        /* fsync stages at most this much uncompressed */
 #define STAGE_PAGE 4096u              /* granularity of staged ranges */
+#define STAGE_REPLAY_MIN (256u << 20) /* replayed staged blocks may fill this much at least */
 #define PUNCH_MIN (1u << 20)          /* free extents this large are punched */
 #define PUNCH_ALIGN 4096u             /* punched ranges: whole host pages */
 #define FILE_BLOCKS_MAX 0xffffffffull /* blocks of one file (block numbers are u32) */

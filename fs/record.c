@@ -265,6 +265,21 @@ int xattr_blob_check(const uint8_t *b, uint32_t len)
     return 0;
 }
 
+/* Replaying STAGE records makes whole dirty blocks from a few bytes each:
+ * bounded, so that memory follows what the image holds. A journal written
+ * here never needs more: staged blocks are dirty blocks, which the writer
+ * keeps under its dirty limit (the mount's, or STAGE_REPLAY_MIN at least). */
+static int stage_replay_room(gmtf_fs *fs, struct inode *in, uint32_t blk, uint32_t need)
+{
+    uint64_t limit = fs->dirty_limit > STAGE_REPLAY_MIN ? fs->dirty_limit : STAGE_REPLAY_MIN;
+    if (dirty_find(fs, in->ino, blk) || fs->dirty_bytes + need <= limit)
+        return 0;
+    if (!fs->corrupt_records)
+        fs_log(fs, "journal: staged blocks past %llu MiB (the dirty cache limit): not replayed",
+               (unsigned long long)(limit >> 20));
+    return -EUCLEAN;
+}
+
 static int valid_type(uint32_t mode)
 {
     switch (mode & S_IFMT) {
@@ -482,7 +497,9 @@ int rec_apply(gmtf_fs *fs, const uint8_t *rec, size_t len)
             return 0;
         if (!S_ISREG(in->mode))
             return -EUCLEAN;
-        rc = dirty_stage_apply(fs, in, blk, off, data, n);
+        rc = stage_replay_room(fs, in, blk, off + n);
+        if (!rc)
+            rc = dirty_stage_apply(fs, in, blk, off, data, n);
         break;
     }
     default: return -EUCLEAN;
