@@ -19,7 +19,8 @@ typedef struct checker {
     const gmtf_fs_check_options *opt;
     gmtf_fs_check_report *rep;
     int repair;
-    int unfixable; /* a problem the repair cannot fix: nothing may be written */
+    int unfixable;            /* a problem the repair cannot fix: nothing may be written */
+    int hold_snap, hold_jrnl; /* the image's snapshot or journal overlaps: never freed */
     /* per inode, by index in inos (sorted numbers) */
     uint64_t *inos;
     size_t n;
@@ -164,6 +165,16 @@ static int frame_sound(gmtf_fs *fs, uint32_t id)
     return frames_verify(fs, &id, 1, &st) ? -ENOMEM : st;
 }
 
+/* The image's snapshot or journal shares bytes with something else: the
+ * repair's checkpoint must not free them (they may be a kept frame's). */
+static void hold_region(checker *c, const struct sp *s)
+{
+    if (s->kind == SP_SNAPSHOT)
+        c->hold_snap = 1;
+    else if (s->kind == SP_JOURNAL)
+        c->hold_jrnl = 1;
+}
+
 /* Two extents overlap: decide which frame loses its blocks (bad) or maps
  * the other (same). The snapshot and journal of the image are replaced by
  * a repair, so an overlap with them costs a frame only when it is unsound. */
@@ -175,6 +186,8 @@ static void overlap(checker *c, const struct sp *a, const struct sp *b, uint8_t 
     if (a->kind != SP_FRAME && b->kind != SP_FRAME) {
         problem(c, c->repair, "%s overlaps %s", sp_name(a, na, sizeof na),
                 sp_name(b, nb, sizeof nb));
+        hold_region(c, a);
+        hold_region(c, b);
         return;
     }
     if (a->kind == SP_FRAME && b->kind == SP_FRAME) {
@@ -190,13 +203,15 @@ static void overlap(checker *c, const struct sp *a, const struct sp *b, uint8_t 
     problem(c, c->repair, "%s overlaps %s", sp_name(a, na, sizeof na), sp_name(b, nb, sizeof nb));
     int sa = a->kind == SP_FRAME ? frame_sound(fs, a->id) : 0;
     int sb = b->kind == SP_FRAME ? frame_sound(fs, b->id) : 0;
-    if (a->kind == SP_FRAME && (sa || b->kind == SP_FRAME))
-        bad[a->id] = sa != 0;
-    if (b->kind == SP_FRAME && (sb || a->kind == SP_FRAME))
-        bad[b->id] = sb != 0;
+    if (a->kind == SP_FRAME && sa)
+        bad[a->id] = 1;
+    if (b->kind == SP_FRAME && sb)
+        bad[b->id] = 1;
     /* Two sound frames sharing bytes: the one further on loses. */
     if (a->kind == SP_FRAME && b->kind == SP_FRAME && !sa && !sb)
         bad[b->id] = 1;
+    hold_region(c, a);
+    hold_region(c, b);
 }
 
 static void check_space(checker *c)
@@ -249,6 +264,11 @@ static void check_space(checker *c)
         nbad += bad[id];
         nsame += same[id] != 0;
     }
+    /* Their bytes may be a kept frame's (or not this image's): once their
+     * blocks are gone, nothing may free them. */
+    for (uint32_t id = 1; id < fs->nframes; id++)
+        if (bad[id] || same[id])
+            fs->frames[id].outside = 1;
     if (nbad || nsame)
         remap_blocks(c, bad, nsame ? same : NULL, "its frame lies past the end or overlaps");
 out:
@@ -741,6 +761,10 @@ int gmtf_fs_check(gmtf_image *img, const gmtf_fs_check_options *opt, gmtf_fs_che
                     strerror(-rc));
         } else {
             fs->ro = 0;
+            if (c.hold_snap) /* the checkpoint frees the old regions: not these */
+                fs->sb.snap_len = 0;
+            if (c.hold_jrnl)
+                fs->sb.jrnl_len = 0;
             rc = fs_checkpoint(fs, JOURNAL_MIN);
             if (rc)
                 problem(&c, 0, "writing the repaired metadata failed: %s", strerror(-rc));

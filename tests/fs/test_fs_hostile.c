@@ -597,7 +597,8 @@ static void test_stage_replay_bounded(void **state)
     assert_int_equal(himg_build(&h), 0);
     struct staged sc = {h.p, h.len};
     char why[128] = "";
-    int rc = hbound_run(run_staged, &sc, CASE_SECONDS, CASE_MEMORY, why, sizeof why);
+    /* 256 MiB of staged blocks are made (and paged in): more time than a case */
+    int rc = hbound_run(run_staged, &sc, 3 * CASE_SECONDS, CASE_MEMORY, why, sizeof why);
     if (rc)
         fail_msg("step %d failed %s", rc, why);
     himg_free(&h);
@@ -675,6 +676,21 @@ static void edit_journal_longer(himg *h, const uint8_t *img, size_t len)
     memcpy(h->p + (size_t)h->cur * SB_SLOT_SIZE, b, sizeof b);
 }
 
+/* Seed 30472 (b4f2b8b): the journal named 100 bytes before the end of a
+ * cleanly unmounted image, over the tail of the last frame: fsck -y's
+ * checkpoint freed the old journal's bytes, which were the frame's, and
+ * trimming cut the frame. */
+static void edit_journal_over_frame(himg *h, const uint8_t *img, size_t len)
+{
+    (void)img;
+    (void)len;
+    sb_info *sb = &h->sb[h->cur];
+    sb->jrnl_off = h->len - 100;
+    uint8_t b[SB_SLOT_SIZE];
+    sb_encode(sb, b);
+    memcpy(h->p + (size_t)h->cur * SB_SLOT_SIZE, b, sizeof b);
+}
+
 /* Seed 5196 (4241ec5): a DADD cookie of 2^64 - 1 in the root: its next
  * cookie wrapped to 0, no entry could be added, readdir offsets restart. */
 static void edit_cookie_max(himg *h, const uint8_t *img, size_t len)
@@ -714,6 +730,7 @@ static const struct finding {
     {0, edit_journal_longer, 1, "journal region longer than the image"},
     {2, edit_journal_longer, 1, "journal region longer than the image, with a capacity"},
     {1, edit_empty_chunk, 0, "an empty snapshot chunk first"},
+    {1, edit_journal_over_frame, 1, "journal over the last frame's tail"},
 };
 
 static void test_mutator_findings(void **state)

@@ -54,7 +54,8 @@ void hwalk(gmtf_fs *fs, hfacts *facts, hwalk_stats *st);
  * (staged), mkdir new-dir, rename it to new-dir/moved; create a file in the
  * first directory; overwrite and truncate the first file of the root,
  * unlink the second; setxattr; syncfs. Returns how many operations failed
- * (on a sound image: none); *durable: new-dir/moved was made and synced. */
+ * for another reason than -ENOSPC (on a sound image: none); *durable:
+ * new-dir/moved was made and synced. */
 int hwork_session(gmtf_fs *fs, int *durable);
 /* After a session (remounted): new-dir/moved holds what was written: 0,
  * -ENOENT, -EBADMSG (other bytes) or the read's error. */
