@@ -61,8 +61,9 @@ int hwork_session(gmtf_fs *fs, int *durable);
  * -ENOENT, -EBADMSG (other bytes) or the read's error. */
 int hwork_session_check(gmtf_fs *fs);
 
-/* Runs fn(arg) in a child process limited to seconds of time and (outside
- * ASan, which reserves terabytes of shadow) mem bytes of address space.
+/* Runs fn(arg) in a child process limited to seconds of time (six times
+ * that under ASan, times $GMTF_HOSTILE_TIME_SCALE if set) and (outside ASan,
+ * which reserves terabytes of shadow) mem bytes of address space.
  * Returns fn's result (0..255), or -1 with why set (timeout, signal). */
 int hbound_run(int (*fn)(void *arg), void *arg, unsigned seconds, uint64_t mem, char *why,
                size_t whylen);
