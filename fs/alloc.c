@@ -130,6 +130,21 @@ int alloc_space(gmtf_fs *fs, uint64_t len, uint64_t *off)
         *off = 0;
         return 0;
     }
+    /* Data never takes what the next checkpoint needs (fs->room leaves it
+     * out); when space is tight, that space is taken on the host now. */
+    if (!fs->loading) {
+        if (fs->room < len)
+            alloc_room(fs);
+        uint64_t need = alloc_ckpt_need(fs);
+        if (fs->room >= len && fs->room < 8 * need && fs->spare.len < need) {
+            int rc = alloc_spare_ensure(fs);
+            if (rc)
+                return rc;
+        }
+        if (fs->room < len)
+            return -ENOSPC;
+        fs->room -= len;
+    }
     /* First fit from the start keeps the image compact, so its end can be
      * given back to the host. */
     for (size_t i = 0; i < fs->free.n; i++) {
@@ -162,6 +177,76 @@ int alloc_space(gmtf_fs *fs, uint64_t len, uint64_t *off)
     return 0;
 }
 
+static int alloc_meta_free(gmtf_fs *fs, uint64_t len, uint64_t *off);
+
+int alloc_meta(gmtf_fs *fs, uint64_t len, uint64_t *off)
+{
+    len = alloc_meta_len(fs, len);
+    if (len == 0 || fs->data_start < DATA_START)
+        return alloc_space(fs, len, off);
+    if (fs->spare.len >= len) { /* kept for this: allocated on the host too */
+        *off = fs->spare.off;
+        fs->spare.off += len;
+        fs->spare.len -= len;
+        return 0;
+    }
+    return alloc_meta_free(fs, len, off);
+}
+
+uint64_t alloc_meta_len(const gmtf_fs *fs, uint64_t len)
+{
+    if (fs->data_start < DATA_START)
+        return len; /* a version 1 image: byte-granular, as it was written */
+    return (len + META_ALIGN - 1) / META_ALIGN * META_ALIGN;
+}
+
+/* Page-aligned space from the free map (or past the end). */
+static int alloc_meta_free(gmtf_fs *fs, uint64_t len, uint64_t *off)
+{
+    /* First fit of an aligned start inside a free extent. */
+    for (size_t i = 0; i < fs->free.n; i++) {
+        const struct ext *x = &fs->free.v[i];
+        uint64_t a = (x->off + META_ALIGN - 1) / META_ALIGN * META_ALIGN;
+        if (a >= x->off + x->len || x->off + x->len - a < len)
+            continue;
+        if (ev_remove(&fs->free, a, len))
+            return -ENOMEM;
+        *off = a;
+        fs->used += len;
+        unpunch(fs, a, len);
+        return 0;
+    }
+    /* Past the end: the tail free extent (if it touches the end) and any
+     * gap up to the alignment stay free. */
+    uint64_t start = fs->end;
+    if (fs->free.n && fs->free.v[fs->free.n - 1].off + fs->free.v[fs->free.n - 1].len == fs->end)
+        start = fs->free.v[fs->free.n - 1].off;
+    uint64_t a = (start + META_ALIGN - 1) / META_ALIGN * META_ALIGN;
+    if (a + len > capacity_of(fs) || a + len < a)
+        return -ENOSPC;
+    if (a > fs->end && ev_add(&fs->free, fs->end, a - fs->end))
+        return -ENOMEM;
+    if (a < fs->end && ev_remove(&fs->free, a, fs->end - a))
+        return -ENOMEM;
+    *off = a;
+    fs->end = a + len;
+    fs->used += len;
+    unpunch(fs, a, len);
+    return 0;
+}
+
+int alloc_claim(gmtf_fs *fs, uint64_t off, uint64_t len)
+{
+    if (off + len > fs->end) {
+        if (off + len > capacity_of(fs))
+            return -ENOSPC;
+        if (ev_add(&fs->free, fs->end, off + len - fs->end))
+            return -ENOMEM;
+        fs->end = off + len;
+    }
+    return ev_remove(&fs->free, off, len);
+}
+
 void alloc_release_now(gmtf_fs *fs, uint64_t off, uint64_t len)
 {
     if (off >= fs->end) /* never this image's space (an old region past the end) */
@@ -171,7 +256,21 @@ void alloc_release_now(gmtf_fs *fs, uint64_t off, uint64_t len)
     if (!len)
         return;
     fs->used -= len < fs->used ? len : fs->used;
+    if (off < fs->data_start) { /* an upgraded image's old metadata: slots now */
+        uint64_t cut = fs->data_start - off;
+        if (cut >= len)
+            return;
+        off += cut;
+        len -= cut;
+    }
     if (ev_add(&fs->free, off, len))
+        fs_log(fs, "out of memory: %llu bytes at %llu leak until remount", (unsigned long long)len,
+               (unsigned long long)off);
+}
+
+void alloc_retire(gmtf_fs *fs, uint64_t off, uint64_t len)
+{
+    if (len && ev_add(&fs->retired_cur, off, len))
         fs_log(fs, "out of memory: %llu bytes at %llu leak until remount", (unsigned long long)len,
                (unsigned long long)off);
 }
@@ -179,8 +278,6 @@ void alloc_release_now(gmtf_fs *fs, uint64_t off, uint64_t len)
 void alloc_release(gmtf_fs *fs, uint64_t off, uint64_t len)
 {
     if (!len)
-        return;
-    if (fs->loading) /* the free map is rebuilt after replay */
         return;
     if (ev_add(&fs->pending, off, len))
         fs_log(fs, "out of memory: %llu bytes at %llu leak until remount", (unsigned long long)len,
@@ -194,6 +291,65 @@ void alloc_commit_pending(gmtf_fs *fs)
     fs->pending.n = 0;
 }
 
+/* The snapshot and journal copies sb names, as allocated. */
+/* The snapshot and journal copies sb names, as far as they lie inside the
+ * image: what an image claims past its end is not its space (neither
+ * referenced at the rebuild nor retired later). */
+static size_t sb_regions(const gmtf_fs *fs, const sb_info *sb, struct ext out[4])
+{
+    size_t n = 0;
+    uint64_t sl = sb->version >= FMT_VERSION ? alloc_meta_len(fs, sb->snap_len) : sb->snap_len;
+    uint64_t jl = sb->version >= FMT_VERSION ? alloc_meta_len(fs, sb->jrnl_len) : sb->jrnl_len;
+    if (sl)
+        out[n++] = (struct ext){sb->snap_off, sl};
+    if (sl && sb->snap2_off)
+        out[n++] = (struct ext){sb->snap2_off, sl};
+    if (jl)
+        out[n++] = (struct ext){sb->jrnl_off, jl};
+    if (jl && sb->jrnl2_off)
+        out[n++] = (struct ext){sb->jrnl2_off, jl};
+    uint64_t size;
+    if (img_size((gmtf_fs *)fs, &size))
+        return n;
+    size_t k = 0;
+    for (size_t i = 0; i < n; i++)
+        if (out[i].off < size) {
+            out[k] = out[i];
+            if (out[k].len > size - out[k].off)
+                out[k].len = size - out[k].off;
+            k++;
+        }
+    return k;
+}
+
+int alloc_retire_list(gmtf_fs *fs, extvec *out)
+{
+    memset(out, 0, sizeof *out);
+    struct ext r[4];
+    size_t n = sb_regions(fs, &fs->sb, r);
+    int rc = 0;
+    for (size_t i = 0; i < n && !rc; i++)
+        rc = ev_add(out, r[i].off, r[i].len);
+    for (size_t i = 0; i < fs->retired_cur.n && !rc; i++)
+        rc = ev_add(out, fs->retired_cur.v[i].off, fs->retired_cur.v[i].len);
+    for (size_t i = 0; i < fs->pending.n && !rc; i++)
+        rc = ev_add(out, fs->pending.v[i].off, fs->pending.v[i].len);
+    if (rc)
+        ev_free(out);
+    return rc;
+}
+
+void alloc_generation_done(gmtf_fs *fs, extvec *retire)
+{
+    for (size_t i = 0; i < fs->retired_prev.n; i++)
+        alloc_release_now(fs, fs->retired_prev.v[i].off, fs->retired_prev.v[i].len);
+    ev_free(&fs->retired_prev);
+    fs->retired_prev = *retire;
+    memset(retire, 0, sizeof *retire);
+    fs->retired_cur.n = 0;
+    fs->pending.n = 0;
+}
+
 static int ext_cmp(const void *a, const void *b)
 {
     const struct ext *x = a, *y = b;
@@ -202,32 +358,45 @@ static int ext_cmp(const void *a, const void *b)
 
 int alloc_rebuild(gmtf_fs *fs)
 {
-    size_t n = 0, cap = fs->live_frames + 2;
+    size_t n = 0, cap = fs->live_frames + 4 + fs->retired_cur.n + fs->retired_prev.n;
     struct ext *v = malloc(cap * sizeof *v);
     if (!v)
         return -ENOMEM;
-    for (uint32_t id = 1; id < fs->nframes; id++)
-        if (fs->frames[id].clen && !fs->frames[id].outside && n < cap)
+    for (uint32_t id = 1; id < fs->nframes && n < cap; id++)
+        if (fs->frames[id].clen && !(fs->frames[id].flags & FRAME_OUTSIDE))
             v[n++] = (struct ext){fs->frames[id].off, fs->frames[id].clen};
-    if (fs->sb.snap_len && n < cap)
-        v[n++] = (struct ext){fs->sb.snap_off, fs->sb.snap_len};
-    /* A journal region past the end of the image (cut short, or hostile) is
-     * only what is there: the end is never moved to where it claims to be. */
-    uint64_t size, jlen = fs->sb.jrnl_len;
-    if (jlen && !img_size(fs, &size) && fs->sb.jrnl_off + jlen > size)
-        fs->sb.jrnl_len = jlen = fs->sb.jrnl_off < size ? size - fs->sb.jrnl_off : 0;
-    /* (in memory too: the checkpoint releases what was referenced here) */
-    if (jlen && n < cap)
-        v[n++] = (struct ext){fs->sb.jrnl_off, jlen};
+    n += sb_regions(fs, &fs->sb, v + n);
+    for (size_t i = 0; i < fs->retired_cur.n; i++)
+        v[n++] = fs->retired_cur.v[i];
+    for (size_t i = 0; i < fs->retired_prev.n; i++)
+        v[n++] = fs->retired_prev.v[i];
+    /* What lies past the end of the image (cut short, or hostile) is not
+     * there: the end is never moved to where an image claims space. */
+    uint64_t size;
+    if (!img_size(fs, &size)) {
+        size_t k = 0;
+        for (size_t i = 0; i < n; i++)
+            if (v[i].off < size) {
+                v[k] = v[i];
+                if (v[k].len > size - v[k].off)
+                    v[k].len = size - v[k].off;
+                k++;
+            }
+        n = k;
+    }
     qsort(v, n, sizeof *v, ext_cmp);
     fs->free.n = 0;
     fs->pending.n = 0;
-    fs->held.n = 0;
     fs->punched.n = 0; /* unknown after mount: punched again (once) */
-    uint64_t pos = DATA_START, used = 0;
+    uint64_t pos = fs->data_start, used = 0;
     int rc = 0;
     for (size_t i = 0; i < n; i++) {
-        if (v[i].off < pos) {
+        if (v[i].off < fs->data_start) { /* retired old metadata of an upgraded image */
+            uint64_t end = v[i].off + v[i].len;
+            v[i].off = fs->data_start;
+            v[i].len = end > v[i].off ? end - v[i].off : 0;
+        }
+        if (v[i].off < pos && v[i].len) {
             fs_log(fs, "space at %llu (%llu bytes) is referenced twice",
                    (unsigned long long)v[i].off, (unsigned long long)v[i].len);
             rc = -EUCLEAN;
@@ -240,8 +409,93 @@ int alloc_rebuild(gmtf_fs *fs)
     }
     fs->end = pos;
     fs->used = used;
+    fs->spare = (struct ext){0, 0};
     free(v);
+    alloc_room(fs);
     return rc;
+}
+
+uint64_t alloc_ckpt_need(const gmtf_fs *fs)
+{
+    uint64_t s = fs->sb.snap_len + fs->sb.snap_len / 4 + 4096;
+    return 2 * alloc_meta_len(fs, s) + 2 * alloc_meta_len(fs, JOURNAL_MIN);
+}
+
+uint64_t alloc_retired_bytes(const gmtf_fs *fs)
+{
+    uint64_t n = 0;
+    for (size_t i = 0; i < fs->retired_cur.n; i++)
+        n += fs->retired_cur.v[i].len;
+    for (size_t i = 0; i < fs->retired_prev.n; i++)
+        n += fs->retired_prev.v[i].len;
+    return n;
+}
+
+uint64_t alloc_room(gmtf_fs *fs)
+{
+    uint64_t inside = alloc_free_bytes(fs), grow = 0, host, alloc;
+    if (fs->sb.capacity) {
+        grow = fs->sb.capacity > fs->end ? fs->sb.capacity - fs->end : 0;
+    } else if (!img_host_free(fs, &host)) {
+        grow = host;
+        /* Free space inside the image counts as far as the host has it:
+         * below the file's length (past it, growing takes host space), and
+         * not in holes punched out of it (in the host's free space). */
+        uint64_t size;
+        if (!img_size(fs, &size)) {
+            inside = 0;
+            for (size_t i = 0; i < fs->free.n; i++) {
+                const struct ext *x = &fs->free.v[i];
+                if (x->off < size)
+                    inside += (x->off + x->len < size ? x->len : size - x->off);
+            }
+        }
+        if (!img_allocated(fs, &alloc)) {
+            uint64_t live = fs->used + fs->data_start;
+            alloc = alloc > live ? alloc - live : 0;
+            inside = alloc < inside ? alloc : inside;
+        }
+    } else {
+        grow = UINT64_MAX / 4; /* no host to ask (memory image): unbounded */
+    }
+    uint64_t room = inside + grow, need = alloc_ckpt_need(fs);
+    if (fs->spare.len < need) /* the next checkpoint comes out of this */
+        room = room > need - fs->spare.len ? room - (need - fs->spare.len) : 0;
+    fs->room = room;
+    return room;
+}
+
+int alloc_spare_ensure(gmtf_fs *fs)
+{
+    uint64_t need = alloc_ckpt_need(fs);
+    if (fs->ro || fs->spare.len >= need || fs->data_start < DATA_START)
+        return 0;
+    uint64_t room = alloc_room(fs);
+    if (fs->spare.len == 0 && room >= 8 * need)
+        return 0; /* plenty: a checkpoint finds its space anyway */
+    /* Tight: keep the next checkpoint's space, allocated on the host. */
+    if (fs->spare.len)
+        alloc_release_now(fs, fs->spare.off, fs->spare.len);
+    fs->spare.len = 0;
+    uint64_t off;
+    int rc = alloc_meta_free(fs, need, &off);
+    if (!rc) {
+        rc = img_reserve(fs, off, need);
+        if (rc == -EOPNOTSUPP)
+            rc = 0; /* a host without fallocate: the free map keeps it at least */
+        if (rc)
+            alloc_release_now(fs, off, need);
+    }
+    if (rc) {
+        fs_log(fs, "no room for the next checkpoint (%llu bytes; room %llu, end %llu): %s",
+               (unsigned long long)need, (unsigned long long)room, (unsigned long long)fs->end,
+               strerror(-rc));
+        alloc_room(fs);
+        return rc == -ENOMEM ? rc : -ENOSPC;
+    }
+    fs->spare = (struct ext){off, need};
+    alloc_room(fs);
+    return 0;
 }
 
 /* Punches the page-aligned part of every free extent of PUNCH_MIN or more

@@ -2,7 +2,7 @@
  * holds, optionally decodes every frame, and with repair fixes what it can
  * in memory and writes one clean checkpoint. A repair writes nothing unless
  * it can complete: a problem it cannot fix, or no room for the checkpoint,
- * and the image is left as it was (-ENOTRECOVERABLE, -ENOSPC).
+ * and the image is left as it was (report.unrepairable: fsck exit 8).
  *
  * Order: space (frames past the end, overlaps), inode contents, names
  * (dangling entries, second names of directories), reachability (lost+found),
@@ -19,12 +19,23 @@ typedef struct checker {
     const gmtf_fs_check_options *opt;
     gmtf_fs_check_report *rep;
     int repair;
-    int unfixable;            /* a problem the repair cannot fix: nothing may be written */
     int hold_snap, hold_jrnl; /* the image's snapshot or journal overlaps: never freed */
     /* per inode, by index in inos (sorted numbers) */
     uint64_t *inos;
     size_t n;
 } checker;
+
+/* A repair that cannot be made safely: nothing is written (fsck exit 8). */
+static void unrepairable(checker *c, const char *why)
+{
+    if (!c->opt->repair || c->rep->unrepairable)
+        return;
+    c->rep->unrepairable = 1;
+    char line[460];
+    snprintf(line, sizeof line, "cannot repair: %s; the image is left unchanged", why);
+    if (c->opt->log)
+        c->opt->log(c->opt->log_arg, line);
+}
 
 static void problem(checker *c, int fixed, const char *fmt, ...)
     __attribute__((format(printf, 3, 4)));
@@ -39,8 +50,8 @@ static void problem(checker *c, int fixed, const char *fmt, ...)
     c->rep->errors++;
     if (fixed)
         c->rep->fixed++;
-    else if (c->repair)
-        c->unfixable = 1;
+    else
+        unrepairable(c, msg);
     char line[460];
     snprintf(line, sizeof line, "%s%s", msg,
              fixed       ? " (fixed)"
@@ -130,11 +141,11 @@ static const char *verify_error(int st)
 
 /* ---- space: frames past the end, anything referenced twice ------------------ */
 
-enum { SP_FRAME, SP_SNAPSHOT, SP_JOURNAL };
+enum { SP_FRAME, SP_SNAPSHOT, SP_JOURNAL, SP_RETIRED_PREV, SP_RETIRED_CUR };
 
 struct sp {
     uint64_t off, len;
-    uint32_t id;
+    uint32_t id; /* frame id, or index in the retired list */
     int kind;
 };
 
@@ -148,12 +159,13 @@ static int sp_cmp(const void *a, const void *b)
 
 static const char *sp_name(const struct sp *s, char *buf, size_t n)
 {
+    static const char *kind[] = {"frame", "the snapshot", "the journal", "retired space",
+                                 "retired space"};
     if (s->kind == SP_FRAME)
         snprintf(buf, n, "frame %u at %llu (%llu bytes)", s->id, (unsigned long long)s->off,
                  (unsigned long long)s->len);
     else
-        snprintf(buf, n, "the %s at %llu (%llu bytes)",
-                 s->kind == SP_SNAPSHOT ? "snapshot" : "journal", (unsigned long long)s->off,
+        snprintf(buf, n, "%s at %llu (%llu bytes)", kind[s->kind], (unsigned long long)s->off,
                  (unsigned long long)s->len);
     return buf;
 }
@@ -166,7 +178,7 @@ static int frame_sound(gmtf_fs *fs, uint32_t id)
 }
 
 /* The image's snapshot or journal shares bytes with something else: the
- * repair's checkpoint must not free them (they may be a kept frame's). */
+ * repair's checkpoint must not retire them (they may be a kept frame's). */
 static void hold_region(checker *c, const struct sp *s)
 {
     if (s->kind == SP_SNAPSHOT)
@@ -175,21 +187,21 @@ static void hold_region(checker *c, const struct sp *s)
         c->hold_jrnl = 1;
 }
 
-/* Two extents overlap: decide which frame loses its blocks (bad) or maps
- * the other (same). The snapshot and journal of the image are replaced by
- * a repair, so an overlap with them costs a frame only when it is unsound. */
+static int is_retired(const struct sp *s)
+{
+    return s->kind == SP_RETIRED_PREV || s->kind == SP_RETIRED_CUR;
+}
+
+/* Two extents overlap: decide what loses. A frame loses its blocks (bad) or
+ * maps the other (same) when it is unsound, or when two sound frames share
+ * bytes (the one further on); retired space (to be freed later) is dropped
+ * from its list (drop); the image's snapshot and journal are replaced by the
+ * repair, and not freed by it (hold). */
 static void overlap(checker *c, const struct sp *a, const struct sp *b, uint8_t *bad,
-                    uint32_t *same)
+                    uint32_t *same, uint8_t *drop[2])
 {
     gmtf_fs *fs = c->fs;
     char na[96], nb[96];
-    if (a->kind != SP_FRAME && b->kind != SP_FRAME) {
-        problem(c, c->repair, "%s overlaps %s", sp_name(a, na, sizeof na),
-                sp_name(b, nb, sizeof nb));
-        hold_region(c, a);
-        hold_region(c, b);
-        return;
-    }
     if (a->kind == SP_FRAME && b->kind == SP_FRAME) {
         const struct frame *fa = &fs->frames[a->id], *fb = &fs->frames[b->id];
         if (fa->off == fb->off && fa->clen == fb->clen && fa->dlen == fb->dlen &&
@@ -201,17 +213,47 @@ static void overlap(checker *c, const struct sp *a, const struct sp *b, uint8_t 
         }
     }
     problem(c, c->repair, "%s overlaps %s", sp_name(a, na, sizeof na), sp_name(b, nb, sizeof nb));
-    int sa = a->kind == SP_FRAME ? frame_sound(fs, a->id) : 0;
-    int sb = b->kind == SP_FRAME ? frame_sound(fs, b->id) : 0;
-    if (a->kind == SP_FRAME && sa)
-        bad[a->id] = 1;
-    if (b->kind == SP_FRAME && sb)
-        bad[b->id] = 1;
+    const struct sp *x[2] = {a, b};
+    int sound[2] = {0, 0};
+    for (int k = 0; k < 2; k++) {
+        if (x[k]->kind == SP_FRAME && (sound[k] = frame_sound(fs, x[k]->id)))
+            bad[x[k]->id] = 1;
+        if (is_retired(x[k]))
+            drop[x[k]->kind == SP_RETIRED_CUR][x[k]->id] = 1;
+        hold_region(c, x[k]);
+    }
     /* Two sound frames sharing bytes: the one further on loses. */
-    if (a->kind == SP_FRAME && b->kind == SP_FRAME && !sa && !sb)
+    if (a->kind == SP_FRAME && b->kind == SP_FRAME && !sound[0] && !sound[1])
         bad[b->id] = 1;
-    hold_region(c, a);
-    hold_region(c, b);
+}
+
+/* The image's snapshot and journal copies (as alloc.c counts them). */
+static size_t regions(gmtf_fs *fs, struct sp out[4])
+{
+    const sb_info *sb = &fs->sb;
+    int v2 = sb->version >= FMT_VERSION;
+    uint64_t sl = v2 ? alloc_meta_len(fs, sb->snap_len) : sb->snap_len;
+    uint64_t jl = v2 ? alloc_meta_len(fs, sb->jrnl_len) : sb->jrnl_len;
+    size_t n = 0;
+    if (sl)
+        out[n++] = (struct sp){sb->snap_off, sl, 0, SP_SNAPSHOT};
+    if (sl && sb->snap2_off)
+        out[n++] = (struct sp){sb->snap2_off, sl, 0, SP_SNAPSHOT};
+    if (jl)
+        out[n++] = (struct sp){sb->jrnl_off, jl, 0, SP_JOURNAL};
+    if (jl && sb->jrnl2_off)
+        out[n++] = (struct sp){sb->jrnl2_off, jl, 0, SP_JOURNAL};
+    return n;
+}
+
+/* Ranges of a retired list not marked in drop, kept in order. */
+static void retired_keep(extvec *e, const uint8_t *drop)
+{
+    size_t k = 0;
+    for (size_t i = 0; i < e->n; i++)
+        if (!drop[i])
+            e->v[k++] = e->v[i];
+    e->n = k;
 }
 
 static void check_space(checker *c)
@@ -220,11 +262,13 @@ static void check_space(checker *c)
     uint64_t size = UINT64_MAX;
     if (img_size(fs, &size))
         size = UINT64_MAX;
+    size_t np = fs->retired_prev.n, nc = fs->retired_cur.n;
     uint8_t *bad = calloc(fs->nframes ? fs->nframes : 1, 1);
     uint32_t *same = calloc(fs->nframes ? fs->nframes : 1, sizeof *same);
-    struct sp *v = malloc((fs->live_frames + 2) * sizeof *v);
+    uint8_t *drop[2] = {calloc(np + 1, 1), calloc(nc + 1, 1)};
+    struct sp *v = malloc((fs->live_frames + 4 + np + nc) * sizeof *v);
     size_t n = 0, nbad = 0, nsame = 0;
-    if (!bad || !same || !v) {
+    if (!bad || !same || !v || !drop[0] || !drop[1]) {
         problem(c, 0, "out of memory checking the space of %llu frames",
                 (unsigned long long)fs->live_frames);
         goto out;
@@ -233,7 +277,7 @@ static void check_space(checker *c)
         const struct frame *f = &fs->frames[id];
         if (!f->clen)
             continue;
-        if (f->outside) {
+        if (f->flags & FRAME_OUTSIDE) {
             problem(c, c->repair, "frame %u at %llu (%u bytes) lies past the %s (%llu bytes)", id,
                     (unsigned long long)f->off, f->clen,
                     fs->sb.capacity && f->off + f->clen > fs->sb.capacity ? "capacity"
@@ -245,17 +289,29 @@ static void check_space(checker *c)
         }
         v[n++] = (struct sp){f->off, f->clen, id, SP_FRAME};
     }
-    v[n++] = (struct sp){fs->sb.snap_off, fs->sb.snap_len, 0, SP_SNAPSHOT};
-    if (fs->sb.jrnl_len && fs->sb.jrnl_off < size) /* a journal cut short: what is there */
-        v[n++] = (struct sp){fs->sb.jrnl_off,
-                             fs->sb.jrnl_len < size - fs->sb.jrnl_off ? fs->sb.jrnl_len
-                                                                      : size - fs->sb.jrnl_off,
-                             0, SP_JOURNAL};
+    n += regions(fs, v + n);
+    for (size_t i = 0; i < np; i++)
+        v[n++] = (struct sp){fs->retired_prev.v[i].off, fs->retired_prev.v[i].len, (uint32_t)i,
+                             SP_RETIRED_PREV};
+    for (size_t i = 0; i < nc; i++)
+        v[n++] = (struct sp){fs->retired_cur.v[i].off, fs->retired_cur.v[i].len, (uint32_t)i,
+                             SP_RETIRED_CUR};
+    /* Past the end of the image nothing is there to share (loading counts
+     * only what is there, alloc.c). */
+    size_t k = 0;
+    for (size_t i = 0; i < n; i++)
+        if (v[i].off < size) {
+            v[k] = v[i];
+            if (v[k].len > size - v[k].off)
+                v[k].len = size - v[k].off;
+            k++;
+        }
+    n = k;
     qsort(v, n, sizeof *v, sp_cmp);
     size_t last = 0; /* the extent reaching furthest so far */
     for (size_t i = 1; i < n; i++) {
         if (v[i].off < v[last].off + v[last].len)
-            overlap(c, &v[last], &v[i], bad, same);
+            overlap(c, &v[last], &v[i], bad, same, drop);
         if (v[i].off + v[i].len > v[last].off + v[last].len &&
             !(v[i].kind == SP_FRAME && (bad[v[i].id] || same[v[i].id])))
             last = i;
@@ -268,16 +324,42 @@ static void check_space(checker *c)
      * blocks are gone, nothing may free them. */
     for (uint32_t id = 1; id < fs->nframes; id++)
         if (bad[id] || same[id])
-            fs->frames[id].outside = 1;
+            fs->frames[id].flags |= FRAME_OUTSIDE;
     if (nbad || nsame)
         remap_blocks(c, bad, nsame ? same : NULL, "its frame lies past the end or overlaps");
+    if (c->repair) {
+        retired_keep(&fs->retired_prev, drop[0]);
+        retired_keep(&fs->retired_cur, drop[1]);
+    }
 out:
     free(bad);
     free(same);
+    free(drop[0]);
+    free(drop[1]);
     free(v);
 }
 
 /* ---- inode contents ------------------------------------------------------------ */
+
+static void check_mapped_past_size(checker *c, struct inode *in)
+{
+    gmtf_fs *fs = c->fs;
+    uint64_t nblk = (in->size + fs->bs - 1) / fs->bs;
+    uint32_t part = (uint32_t)(in->size % fs->bs);
+    for (uint32_t i = in->u.ext.n; i-- > 0;) {
+        struct fref e = in->u.ext.v[i];
+        if (e.blk < nblk && !(e.blk == nblk - 1 && part && e.len > part))
+            break; /* sorted by block: the rest lie below */
+        problem(c, c->repair, "inode %llu: block %u maps %u bytes, past the size %llu",
+                (unsigned long long)in->ino, e.blk, e.len, (unsigned long long)in->size);
+        if (!c->repair)
+            continue;
+        if (e.blk >= nblk)
+            rec_ext(fs, in->ino, e.blk, 0, 0, 0);
+        else
+            rec_ext(fs, in->ino, e.blk, e.frame, e.off, part);
+    }
+}
 
 static void check_contents(checker *c)
 {
@@ -292,18 +374,8 @@ static void check_contents(checker *c)
                 rec_idel(fs, ino);
             continue;
         }
-        if (S_ISREG(in->mode) && in->u.ext.n) {
-            struct fref *last = &in->u.ext.v[in->u.ext.n - 1];
-            if ((uint64_t)last->blk * fs->bs >= in->size) {
-                problem(c, c->repair, "inode %llu: block %u mapped past the size %llu%s",
-                        (unsigned long long)ino, last->blk, (unsigned long long)in->size,
-                        c->repair ? ": unmapped" : "");
-                while (c->repair && in->u.ext.n &&
-                       (uint64_t)in->u.ext.v[in->u.ext.n - 1].blk * fs->bs >= in->size &&
-                       !rec_ext(fs, ino, in->u.ext.v[in->u.ext.n - 1].blk, 0, 0, 0))
-                    ;
-            }
-        }
+        if (S_ISREG(in->mode))
+            check_mapped_past_size(c, in);
     }
 }
 
@@ -607,71 +679,113 @@ static void verify_frames(checker *c)
 
 /* ---- the repair's room ------------------------------------------------------------ */
 
+/* A copy of the allocator's state, to try allocations and undo them. */
+typedef struct alloc_state {
+    extvec free, punched;
+    uint64_t end, used, room;
+    struct ext spare;
+} alloc_state;
+
+static int ev_copy(extvec *dst, const extvec *src)
+{
+    memset(dst, 0, sizeof *dst);
+    if (!src->n)
+        return 0;
+    dst->v = malloc(src->n * sizeof *dst->v);
+    if (!dst->v)
+        return -ENOMEM;
+    memcpy(dst->v, src->v, src->n * sizeof *dst->v);
+    dst->n = dst->cap = src->n;
+    return 0;
+}
+
 /* With a capacity, the checkpoint must find room for the snapshot (at most
- * the frames' bound of its chunks) and a journal before it writes anything. */
+ * the frames' bound of its chunks) and a journal, two copies of each in a
+ * version 2 image, before it writes anything: tried, then undone. */
 static int repair_fits(gmtf_fs *fs)
 {
     if (!fs->sb.capacity)
         return 0; /* growable: the host's space, found out by writing */
+    extvec retire;
+    int rc = alloc_retire_list(fs, &retire);
+    if (rc)
+        return rc;
     wbuf w = {0};
     uint32_t *ends = NULL;
     size_t nch = 0;
-    int rc = snapshot_serialize(fs, &w, SNAP_CHUNK, &ends, &nch);
+    rc = snapshot_serialize(fs, &retire, &w, SNAP_CHUNK, &ends, &nch);
+    ev_free(&retire);
     if (rc)
         return rc;
-    uint64_t need = SNAP_HDR_SIZE, prev = 0;
+    uint64_t need = SNAP_HDR_SIZE + 4096, prev = 0;
     for (size_t i = 0; i < nch; i++) {
         need += gmtf_frame_bound(ends[i] - prev);
         prev = ends[i];
     }
     wb_free(&w);
     free(ends);
-    uint64_t a, b, end = fs->end;
-    rc = alloc_space(fs, need, &a);
-    if (!rc) {
-        rc = alloc_space(fs, JOURNAL_MIN, &b);
-        if (!rc)
-            alloc_release_now(fs, b, JOURNAL_MIN);
-        alloc_release_now(fs, a, need);
+    alloc_state st = {.end = fs->end, .used = fs->used, .room = fs->room, .spare = fs->spare};
+    if (ev_copy(&st.free, &fs->free) || ev_copy(&st.punched, &fs->punched)) {
+        ev_free(&st.free);
+        return -ENOMEM;
     }
-    if (fs->end > end) { /* give the tail back as it was */
-        while (fs->free.n && fs->free.v[fs->free.n - 1].off >= end)
-            fs->free.n--;
-        if (fs->free.n && fs->free.v[fs->free.n - 1].off + fs->free.v[fs->free.n - 1].len > end)
-            fs->free.v[fs->free.n - 1].len = end - fs->free.v[fs->free.n - 1].off;
-        fs->end = end;
-    }
+    int copies = fs->sb.version >= FMT_VERSION ? 2 : 1;
+    uint64_t off;
+    for (int k = 0; k < copies && !rc; k++)
+        rc = alloc_meta(fs, need, &off);
+    for (int k = 0; k < copies && !rc; k++)
+        rc = alloc_meta(fs, JOURNAL_MIN, &off);
+    ev_free(&fs->free);
+    ev_free(&fs->punched);
+    fs->free = st.free;
+    fs->punched = st.punched;
+    fs->end = st.end;
+    fs->used = st.used;
+    fs->room = st.room;
+    fs->spare = st.spare;
     return rc;
 }
 
 /* ---- fsck ------------------------------------------------------------------------- */
 
-/* What loading found: a newer state that did not load, records that did
- * not apply, space past the end. */
-static void check_load(checker *c, const sb_info slot[2], const int res[2])
+static void check_superblocks(checker *c)
 {
     gmtf_fs *fs = c->fs;
-    for (int i = 0; i < 2; i++)
-        if (res[i] == 0 && slot[i].gen > fs->sb.gen)
-            problem(c, c->repair,
-                    "superblock slot %d (generation %llu) names metadata that does not load: "
-                    "the filesystem is as of generation %llu",
-                    i, (unsigned long long)slot[i].gen, (unsigned long long)fs->sb.gen);
+    int repair = c->repair;
+    if (fs->sb.incompat & SB_INCOMPLETE) {
+        problem(c, 0, "the image is incomplete: the mkfs that made it did not finish");
+        unrepairable(c, "an incomplete image holds nothing to repair; make it again");
+    }
+    if (fs->fell_back) {
+        char why[200];
+        snprintf(why, sizeof why,
+                 "generation %llu is damaged beyond its copies; generation %llu (read-only "
+                 "mounts show it) would lose what changed after it",
+                 (unsigned long long)fs->lost_gen, (unsigned long long)fs->sb.gen);
+        problem(c, 0, "%s", why);
+        unrepairable(c, why);
+        return;
+    }
+    if (fs->sb_twin_bad)
+        problem(c, repair, "one copy of the superblock of generation %llu is damaged",
+                (unsigned long long)fs->sb.gen);
+    if (fs->sb_pair_lost)
+        problem(c, repair, "both superblock slots of the older generation are unreadable");
+    if (fs->root_nlink_bad)
+        problem(c, repair, "the root directory had link count %u", fs->root_nlink_bad - 1);
+    if (fs->meta_damaged)
+        problem(c, repair, "%d damaged piece(s) of metadata copies (the other copy served)",
+                fs->meta_damaged);
+}
+
+/* What loading found beside: records that did not apply, space past the end. */
+static void check_load(checker *c)
+{
+    gmtf_fs *fs = c->fs;
     if (fs->corrupt_records)
         problem(c, c->repair, "%d metadata records could not be applied%s", fs->corrupt_records,
                 c->repair ? ": left out" : "");
-    /* The journal as the slot names it (loading keeps only what is there). */
     uint64_t size = 0;
-    const sb_info *sb = &fs->sb;
-    for (int i = 0; i < 2; i++)
-        if (res[i] == 0 && slot[i].gen == fs->sb.gen)
-            sb = &slot[i];
-    if (sb->jrnl_len && !img_size(fs, &size) && sb->jrnl_off + sb->jrnl_len > size)
-        problem(c, c->repair,
-                "the journal at %llu (%llu bytes) lies past the end of the image (%llu bytes): "
-                "what it held is lost%s",
-                (unsigned long long)sb->jrnl_off, (unsigned long long)sb->jrnl_len,
-                (unsigned long long)size, c->repair ? "; a new one is written" : "");
     if (!img_size(fs, &size) && size < fs->end && !fs->img->is_blockdev)
         problem(c, 0, "image is %llu bytes, but data is allocated up to %llu",
                 (unsigned long long)size, (unsigned long long)fs->end);
@@ -721,17 +835,6 @@ int gmtf_fs_check(gmtf_image *img, const gmtf_fs_check_options *opt, gmtf_fs_che
     if (rc)
         return rc;
     gmtf_fs *fs = c.fs;
-    /* Superblock slots: one torn slot is normal after a crash. */
-    sb_info slot[2];
-    int res[2];
-    sb_read_slots(fs, slot, res);
-    for (int i = 0; i < 2; i++)
-        if (res[i] == -EINVAL || res[i] == -EUCLEAN) {
-            char msg[100];
-            snprintf(msg, sizeof msg, "superblock slot %d at offset %d %s", i, i * SB_SLOT_SIZE,
-                     res[i] == -EINVAL ? "is empty" : "is damaged");
-            note(&c, msg);
-        }
     fs->ro = 1; /* load without writing, even to repair */
     rc = fs_load(fs);
     if (!rc && fs->bs > SNAP_CHUNK && fs->bs != GMTF_FS_BLOCK_DEFAULT)
@@ -742,32 +845,33 @@ int gmtf_fs_check(gmtf_image *img, const gmtf_fs_check_options *opt, gmtf_fs_che
         fs_destroy(fs, 0);
         return rc;
     }
+    check_superblocks(&c);
     if (fs->replayed && fs->sb.jrnl_len) {
         char msg[100];
         snprintf(msg, sizeof msg, "journal replayed: %llu records",
                  (unsigned long long)fs->replayed);
         note(&c, msg); /* normal after a crash: not a problem */
     }
-    check_load(&c, slot, res);
+    check_load(&c);
     rc = check_all(&c);
-    if (!rc && o.repair && rep->errors) {
-        if (c.unfixable) {
-            if (o.log)
-                o.log(o.log_arg, "repair not written: problems remain that it cannot fix; "
-                                 "the image is unchanged");
-            rc = -ENOTRECOVERABLE;
-        } else if ((rc = repair_fits(fs))) {
-            problem(&c, 0, "no room for the repaired metadata (%s): the image is unchanged",
-                    strerror(-rc));
+    /* A repair writes only when there is something to write, only when it
+     * fixed every problem, and never over a state it could not read whole. */
+    if (!rc && o.repair && !rep->unrepairable && (rep->errors || fs->replayed)) {
+        int room = repair_fits(fs);
+        if (room) {
+            char why[120];
+            snprintf(why, sizeof why, "no room for the repaired metadata (%s)", strerror(-room));
+            problem(&c, 0, "%s", why);
         } else {
             fs->ro = 0;
-            if (c.hold_snap) /* the checkpoint frees the old regions: not these */
+            if (c.hold_snap) /* the checkpoint retires the old regions: not these */
                 fs->sb.snap_len = 0;
             if (c.hold_jrnl)
                 fs->sb.jrnl_len = 0;
             rc = fs_checkpoint(fs, JOURNAL_MIN);
             if (rc)
                 problem(&c, 0, "writing the repaired metadata failed: %s", strerror(-rc));
+            rc = 0;
         }
     }
     if (!rc)

@@ -416,8 +416,9 @@ int flush_dirty(gmtf_fs *fs, uint64_t only_ino)
     return flush_some(fs, only_ino, 0, 0);
 }
 
-int flush_some(gmtf_fs *fs, uint64_t only_ino, uint64_t max_bytes, int unlocked)
+int flush_some(gmtf_fs *fs, uint64_t only_ino, uint64_t max_bytes, unsigned flags)
 {
+    int unlocked = (flags & FLUSH_UNLOCKED) != 0;
     if (unlocked && (!max_bytes || max_bytes > BATCH_BYTES - fs->bs))
         max_bytes = BATCH_BYTES - fs->bs; /* one sub-batch: see flush_pieces */
     if (fs->ro)
@@ -440,7 +441,8 @@ int flush_some(gmtf_fs *fs, uint64_t only_ino, uint64_t max_bytes, int unlocked)
     while (d && !(max_bytes && taken >= max_bytes)) {
         struct dblock *next = d->gprev;
         struct inode *in = inode_get(fs, d->ino);
-        if ((only_ino && d->ino != only_ino) || (unlocked && d->inflight)) {
+        if ((only_ino && d->ino != only_ino) || (unlocked && d->inflight) ||
+            ((flags & FLUSH_STAGED) && !d->staged)) {
             d = next;
             continue;
         }

@@ -190,7 +190,7 @@ static int frame_load_set_id(gmtf_fs *fs, uint32_t *id, int *outside, uint64_t e
 int frame_set(gmtf_fs *fs, uint32_t id, uint64_t off, uint32_t clen, uint32_t dlen, uint32_t crc)
 {
     if (id == 0 || clen == 0 || dlen == 0 || dlen > fs->bs || clen > gmtf_frame_bound(fs->bs) ||
-        off < DATA_START || off + clen < off)
+        off < fs->data_start || off + clen < off)
         return -EUCLEAN;
     int outside = 0, rc;
     if (fs->loading)
@@ -203,7 +203,11 @@ int frame_set(gmtf_fs *fs, uint32_t id, uint64_t off, uint32_t clen, uint32_t dl
         return rc;
     if (fs->frames[id].clen)
         return -EUCLEAN;
-    fs->frames[id] = (struct frame){off, clen, dlen, crc, 0, 0, 0, (uint8_t)outside};
+    /* From the snapshot: made before the generation began. */
+    uint32_t flags = fs->loading == LOADING_SNAPSHOT ? 0 : FRAME_FRESH;
+    if (outside)
+        flags |= FRAME_OUTSIDE;
+    fs->frames[id] = (struct frame){off, clen, dlen, crc, 0, 0, flags};
     fs->live_frames++;
     fs->stored_bytes += clen;
     return 0;
@@ -219,18 +223,17 @@ void frame_unref(gmtf_fs *fs, uint32_t id)
     struct frame *f = &fs->frames[id];
     if (f->refs && --f->refs)
         return;
-    if (f->outside) {
-        /* not space of this image: nothing to free */
-    } else if (f->pinned && !fs->loading) {
-        /* Replay of an earlier STAGE record of this journal decodes this
-         * frame as the block's base: keep it until a checkpoint drops the
-         * journal. */
-        if (ev_add(&fs->held, f->off, f->clen))
-            fs_log(fs, "out of memory: %llu bytes at %llu leak until remount",
-                   (unsigned long long)f->clen, (unsigned long long)f->off);
-    } else {
+    /* Space an older durable state names (the previous generation's
+     * snapshot, or a STAGE record's base in a journal) is retired until two
+     * checkpoints later (alloc.c); a frame made since the last checkpoint
+     * is free once the record freeing it is committed. A frame outside the
+     * image frees nothing. */
+    if (f->flags & FRAME_OUTSIDE)
+        ;
+    else if (!(f->flags & FRAME_FRESH) || (f->flags & FRAME_PINNED))
+        alloc_retire(fs, f->off, f->clen);
+    else if (!fs->loading) /* (loading: free at the rebuild; later records may reuse it) */
         alloc_release(fs, f->off, f->clen);
-    }
     cache_drop(fs, id);
     fs->live_frames--;
     fs->stored_bytes -= f->clen;

@@ -61,6 +61,8 @@ uint64_t get_le64(const uint8_t *p);
 
 /* ---- superblock.c: the decoded superblock ------------------------------------- */
 typedef struct sb_info {
+    uint32_t version;  /* FMT_VERSION or FMT_VERSION_1 */
+    uint32_t incompat; /* SB_INCOMPLETE */
     uint64_t gen;
     uint8_t uuid[16];
     char label[GMTF_FS_LABEL_MAX + 1];
@@ -70,7 +72,18 @@ typedef struct sb_info {
     uint64_t snap_off, snap_len; /* snapshot header + frames */
     uint64_t jrnl_off, jrnl_len, jrnl_id;
     uint64_t ctime, wtime;
+    uint64_t snap2_off, jrnl2_off; /* the second copies (version 2; 0 in version 1) */
 } sb_info;
+
+/* Which superblock generations an image holds, newest first, and what the
+ * slots say about damage (sb_pick). */
+typedef struct sb_choice {
+    int n;         /* loadable candidates */
+    int slot[4];   /* slot of candidate k (a valid copy of its generation) */
+    int twin_bad;  /* the newest generation's primary copy is damaged (the other is fine) */
+    int twin_torn; /* its secondary copy is missing, as a crash leaves it (a note) */
+    int pair_lost; /* both slots of the other pair are unreadable (a generation may be lost) */
+} sb_choice;
 
 /* ---- in-memory metadata -------------------------------------------------------- */
 struct fref { /* file block blk -> frame[off, off+len); frame 0 = hole */
@@ -80,11 +93,20 @@ struct fref { /* file block blk -> frame[off, off+len); frame 0 = hole */
 struct frame { /* refs == 0 and clen == 0: unused id */
     uint64_t off;
     uint32_t clen, dlen, crc, refs;
-    uint64_t live;   /* bytes of it that blocks map (over dlen when deduplicated) */
-    uint32_t pinned; /* a STAGE record of the current journal reads it at replay */
-    uint8_t outside; /* the image named it past its end or capacity: reads fail,
-                        its bytes are never this image's space (frame.c) */
+    uint64_t live;  /* bytes of it that blocks map (over dlen when deduplicated) */
+    uint32_t flags; /* FRAME_FRESH, FRAME_PINNED, FRAME_OUTSIDE */
 };
+enum { LOADING_SNAPSHOT = 1, LOADING_JOURNAL = 2, LOADING_BUILD = 3 };
+
+/* Made in the current generation: no older durable state names it, so its
+ * space is free again once the record freeing it is committed. */
+#define FRAME_FRESH 1u
+/* A STAGE record of the current journal decodes it as a block's base. */
+#define FRAME_PINNED 2u
+/* The image named it past its end or its capacity (or fsck dropped it for
+ * an overlap): its blocks read as EIO, and its bytes are never this image's
+ * space: never freed, retired or allocated (frame.c). */
+#define FRAME_OUTSIDE 4u
 
 struct dent {
     uint64_t parent, ino, cookie;
@@ -133,6 +155,7 @@ struct dblock {
     uint64_t *pages; /* 4 KiB pages written since the last stage or flush (bitmap) */
     uint64_t ver;    /* fs->dver at the last change: an unlocked flush rechecks it */
     int inflight;    /* being encoded by an unlocked flush */
+    int staged;      /* holds bytes a STAGE record of this journal has (fsync'ed) */
     uint8_t *buf;
     struct dblock *hnext, *inext, *gprev, *gnext;
 };
@@ -202,11 +225,22 @@ struct gmtf_fs {
 
     /* space */
     extvec free, pending;
-    extvec held;    /* freed pinned frames: free only once a checkpoint is durable */
-    extvec punched; /* free ranges already punched out of the host file */
-    int punch_off;  /* the host cannot punch: stop trying */
-    uint64_t end;   /* end of the allocated area (image length in use) */
-    uint64_t used;  /* allocated bytes past DATA_START */
+    /* Space no longer in the current state but in a durable one that a load
+     * may fall back to: freed during this generation (cur) and during the
+     * one before (prev, with that generation's snapshot and journal
+     * copies). A checkpoint makes prev free and cur prev: nothing a
+     * superblock slot still names is ever overwritten. */
+    extvec retired_cur, retired_prev;
+    extvec punched;      /* free ranges already punched out of the host file */
+    uint64_t data_start; /* DATA_START, or DATA_START_V1 while a version 1 image */
+    /* Space kept for the next checkpoint while space is tight (allocated
+     * here and on the host), so that deletes always commit on a full host:
+     * metadata takes from it first, data never. */
+    struct ext spare;
+    uint64_t room; /* bytes data may still take, as last measured (alloc_room) */
+    int punch_off; /* the host cannot punch: stop trying */
+    uint64_t end;  /* end of the allocated area (image length in use) */
+    uint64_t used; /* allocated bytes past DATA_START */
 
     /* journal */
     wbuf jbuf;     /* records not yet written */
@@ -216,9 +250,17 @@ struct gmtf_fs {
      * mkfs building the root): nothing is journaled, no space goes to the
      * pending list (the free map is rebuilt after loading), no id to a free
      * list, and records about files gone with a crash are skipped. */
-    int loading;
+    int loading; /* 0, or LOADING_SNAPSHOT / LOADING_JOURNAL / LOADING_BUILD: what applies */
     uint64_t replayed;
     int corrupt_records; /* records that did not apply (fsck reports) */
+    int changed;         /* a record was made since mount: unmount checkpoints */
+    /* What loading found (fsck reports it; mount acts on it). */
+    int fell_back;                 /* the newest generation did not load: an older one did */
+    uint64_t lost_gen;             /* the newest generation, when fell_back */
+    int meta_damaged;              /* a metadata copy was damaged (the other one served) */
+    int sb_twin_bad, sb_pair_lost; /* superblock copies damaged (sb_pick) */
+    uint32_t root_nlink_bad;       /* the root's link count + 1 when it was wrong (set right) */
+    int upgrading; /* a version 1 image's first version 2 checkpoint: primary slot only */
 
     /* write-back cache */
     struct dblock **dirty_tab;
@@ -229,6 +271,7 @@ struct gmtf_fs {
 
     /* decoded-block cache */
     pthread_mutex_t cache_lock;
+    pthread_cond_t cache_cond; /* a pending decode finished */
     struct cblock **cache_tab;
     size_t cache_cap;
     struct cblock *lru_head, *lru_tail;
@@ -263,10 +306,17 @@ void flusher_stop(gmtf_fs *fs);
 
 /* ---- checkpoint.c, snapshot.c ---- */
 int fs_checkpoint(gmtf_fs *fs, uint64_t journal_bytes);
+/* A checkpoint that flushes only blocks holding staged bytes (the rest stay
+ * dirty): it needs no space for data, so it can free retired space when
+ * the data has none. */
+int fs_checkpoint_meta(gmtf_fs *fs, uint64_t journal_bytes);
 /* Serializes the whole metadata as records (the snapshot's raw content),
  * in chunks of at most chunk bytes that never split a record. */
-int snapshot_serialize(gmtf_fs *fs, wbuf *w, size_t chunk, uint32_t **chunk_ends, size_t *nchunks);
-int snapshot_write(gmtf_fs *fs, uint64_t gen, uint64_t *off, uint64_t *len);
+int snapshot_serialize(gmtf_fs *fs, const extvec *retire, wbuf *w, size_t chunk,
+                       uint32_t **chunk_ends, size_t *nchunks);
+/* Writes both copies of the snapshot of generation gen (with the retired
+ * list retire) and fills nsb's snapshot fields. */
+int snapshot_write(gmtf_fs *fs, uint64_t gen, const extvec *retire, sb_info *nsb);
 int snapshot_load(gmtf_fs *fs); /* the snapshot fs->sb names */
 
 /* ---- attr.c, file.c, compact.c (operations) ---- */
@@ -288,11 +338,13 @@ int fs_compact(gmtf_fs *fs, int force);
 
 /* ---- flush.c, stage.c ---- */
 int flush_dirty(gmtf_fs *fs, uint64_t only_ino); /* 0 = all */
-/* Flushes the oldest dirty blocks, up to max_bytes (0 = all). unlocked:
- * drops fs->lock while encoding (one sub-batch), then keeps only pieces
- * that did not change meanwhile; the caller must not rely on pointers it
- * held across the call. */
-int flush_some(gmtf_fs *fs, uint64_t only_ino, uint64_t max_bytes, int unlocked);
+#define FLUSH_UNLOCKED 1                         /* flush_some: encode without the lock */
+#define FLUSH_STAGED 2 /* flush_some: only blocks holding staged (fsync'ed) bytes */
+/* Flushes the oldest dirty blocks, up to max_bytes (0 = all). With
+ * FLUSH_UNLOCKED: drops fs->lock while encoding (one sub-batch), then keeps
+ * only pieces that did not change meanwhile; the caller must not rely on
+ * pointers it held across the call. */
+int flush_some(gmtf_fs *fs, uint64_t only_ino, uint64_t max_bytes, unsigned flags);
 /* Bytes of in's dirty pages that staging would write (over STAGE_MAX when
  * a block has no page bitmap). */
 uint64_t stage_bytes(const gmtf_fs *fs, const struct inode *in);
@@ -403,9 +455,38 @@ int codec_resize(gmtf_fs *fs); /* the batch codec again, for this image's block 
 void ev_free(extvec *e);
 int ev_add(extvec *e, uint64_t off, uint64_t len); /* merges, keeps sorted */
 int alloc_space(gmtf_fs *fs, uint64_t len, uint64_t *off);
-void alloc_release(gmtf_fs *fs, uint64_t off, uint64_t len); /* after next commit */
-void alloc_release_now(gmtf_fs *fs, uint64_t off, uint64_t len);
-void alloc_commit_pending(gmtf_fs *fs);
+/* Metadata: len rounded up to whole META_ALIGN pages, at a page boundary
+ * (version 2; as alloc_space while a version 1 image). */
+int alloc_meta(gmtf_fs *fs, uint64_t len, uint64_t *off);
+uint64_t alloc_meta_len(const gmtf_fs *fs, uint64_t len); /* what alloc_meta takes */
+/* Takes [off, off+len) out of the free map, whatever of it is free. */
+int alloc_claim(gmtf_fs *fs, uint64_t off, uint64_t len);
+/* Space a record frees that no older durable state names (a frame made in
+ * this generation): free once the record is committed. */
+void alloc_release(gmtf_fs *fs, uint64_t off, uint64_t len);
+void alloc_release_now(gmtf_fs *fs, uint64_t off, uint64_t len); /* free at once */
+/* Space an older durable state names: free two checkpoints later. */
+void alloc_retire(gmtf_fs *fs, uint64_t off, uint64_t len);
+void alloc_commit_pending(gmtf_fs *fs); /* the records are durable: pending -> free */
+/* What the next checkpoint's slot leaves to fall back on: retired_cur,
+ * pending, and the current generation's snapshot and journal copies. */
+int alloc_retire_list(gmtf_fs *fs, extvec *out);
+/* The checkpoint that retire was made for is durable: retired_prev is
+ * free, retire (taken over) is the new retired_prev, cur and pending
+ * empty. */
+void alloc_generation_done(gmtf_fs *fs, extvec *retire);
+/* Bytes a checkpoint takes at least (two snapshot copies a little larger
+ * than the last, two small journals). */
+uint64_t alloc_ckpt_need(const gmtf_fs *fs);
+/* Bytes data may still take now: free space (inside the image as far as
+ * the host has it, and what the image can grow into: the capacity or the
+ * host's free space), less what the next checkpoint needs. Measures, and
+ * leaves the figure in fs->room. */
+uint64_t alloc_room(gmtf_fs *fs);
+/* Keeps the spare when space is tight (-ENOSPC: it cannot; data must not
+ * take what a checkpoint needs). */
+int alloc_spare_ensure(gmtf_fs *fs);
+uint64_t alloc_retired_bytes(const gmtf_fs *fs); /* freed two checkpoints later */
 int alloc_rebuild(gmtf_fs *fs); /* free map = complement of everything referenced */
 /* Gives free space back to the host: truncates the free tail, punches
  * free extents of PUNCH_MIN or more inside the image (once each). Call
@@ -441,14 +522,20 @@ int dent_remove(gmtf_fs *fs, struct inode *dir, struct dent *d);
 uint32_t dir_seek(const struct inode *dir, uint64_t cookie);
 
 /* ---- superblock.c ---- */
-void sb_encode(const sb_info *sb, uint8_t *buf);
-/* 0, -EINVAL (no magic: not a gmtf slot) or -EUCLEAN (damaged). */
+void sb_encode(const sb_info *sb, uint8_t *buf); /* always the current version */
+/* 0, -EINVAL (no magic: not a gmtf slot), -EUCLEAN (damaged) or
+ * -EPROTONOSUPPORT (a newer version, or incompatible features). */
 int sb_decode(const uint8_t *buf, sb_info *sb);
-/* Reads both slots: res[i] is sb_decode's result, or the read's error.
- * Returns 0 when a slot is valid, -EINVAL (not an image), -EUCLEAN (both
- * damaged) or the read's error. */
-int sb_read_slots(gmtf_fs *fs, sb_info sb[2], int res[2]);
-int sb_write(gmtf_fs *fs, const sb_info *sb); /* into slot sb->gen & 1 */
+/* Reads the SB_SLOTS slots (the first two when the image is shorter):
+ * res[i] is sb_decode's result, or the read's error. Returns 0 when some
+ * slot is valid, -EINVAL (not an image), -EUCLEAN (all damaged),
+ * -EPROTONOSUPPORT, or the read's error. */
+int sb_read_slots(gmtf_fs *fs, sb_info sb[SB_SLOTS], int res[SB_SLOTS]);
+/* The generations to try, newest first, and the damage the slots show. */
+void sb_pick(const sb_info sb[SB_SLOTS], const int res[SB_SLOTS], sb_choice *c);
+/* Writes generation sb->gen into its primary slot (secondary = 0) or its
+ * secondary slot (secondary = 1). */
+int sb_write(gmtf_fs *fs, const sb_info *sb, int secondary);
 
 /* ---- image_io.c: every access of the filesystem to its image ---- */
 int img_read(gmtf_fs *fs, void *buf, size_t n, uint64_t off);
@@ -457,6 +544,10 @@ int img_flush(gmtf_fs *fs); /* no-op with no_flush (mkfs) */
 int img_size(gmtf_fs *fs, uint64_t *size);
 int img_truncate(gmtf_fs *fs, uint64_t size);
 int img_host_free(gmtf_fs *fs, uint64_t *bytes); /* -EOPNOTSUPP: unknown */
+/* Allocates [off, off+len) on the host (no sparse hole): -ENOSPC now rather
+ * than at a later write; -EOPNOTSUPP when the image or host cannot. */
+int img_reserve(gmtf_fs *fs, uint64_t off, uint64_t len);
+int img_allocated(gmtf_fs *fs, uint64_t *bytes); /* on the host; -EOPNOTSUPP */
 int img_punchable(const gmtf_fs *fs);
 /* Deallocates [off, off+len) of a file image on the host (reads as zeros
  * after). -EOPNOTSUPP: a device, or the host cannot. */

@@ -19,6 +19,7 @@ static int rec_emit(gmtf_fs *fs, wbuf *w)
     put_le32(w->p + 4, (uint32_t)(w->len - REC_HDR));
     int rc = rec_apply(fs, w->p, w->len);
     if (rc == 0 && !fs->loading) {
+        fs->changed = 1;
         wbuf *j = &fs->jbuf;
         if (j->len == 0 && !wb_reserve(j, JR_HDR_SIZE))
             j->len = JR_HDR_SIZE; /* room for the chunk header */
@@ -265,6 +266,20 @@ int xattr_blob_check(const uint8_t *b, uint32_t len)
     return 0;
 }
 
+/* Whether [off, off+len) shares a byte with a range of e (sorted, apart). */
+static int retired_overlaps(const extvec *e, uint64_t off, uint64_t len)
+{
+    size_t lo = 0, hi = e->n;
+    while (lo < hi) { /* first range ending past off */
+        size_t mid = (lo + hi) / 2;
+        if (e->v[mid].off + e->v[mid].len <= off)
+            lo = mid + 1;
+        else
+            hi = mid;
+    }
+    return lo < e->n && e->v[lo].off < off + len;
+}
+
 /* Replaying STAGE records makes whole dirty blocks from a few bytes each:
  * bounded, so that memory follows what the image holds. A journal written
  * here never needs more: staged blocks are dirty blocks, which the writer
@@ -498,8 +513,22 @@ int rec_apply(gmtf_fs *fs, const uint8_t *rec, size_t len)
         if (!S_ISREG(in->mode))
             return -EUCLEAN;
         rc = stage_replay_room(fs, in, blk, off + n);
-        if (!rc)
-            rc = dirty_stage_apply(fs, in, blk, off, data, n);
+        if (rc)
+            break;
+        struct fref *e = blockmap_find(in, blk);
+        if (e && e->frame) /* as stage.c marks it live: this journal reads it */
+            fs->frames[e->frame].flags |= FRAME_PINNED;
+        rc = dirty_stage_apply(fs, in, blk, off, data, n);
+        break;
+    }
+    case R_RETIRE: {
+        uint64_t off = rb_u64(&r), len = rb_u64(&r);
+        /* Only a snapshot (being loaded) names retired space. */
+        if (r.err || !fs->loading || len == 0 || off + len < off ||
+            (fs->sb.capacity && off + len > fs->sb.capacity) ||
+            retired_overlaps(&fs->retired_prev, off, len))
+            return -EUCLEAN; /* (overlapping ranges would be freed twice) */
+        rc = ev_add(&fs->retired_prev, off, len);
         break;
     }
     default: return -EUCLEAN;

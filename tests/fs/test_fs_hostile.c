@@ -380,7 +380,7 @@ static int run_past_end(void *arg)
     /* fsck -y: the block becomes a hole (data lost, noted); then clean. A
      * repair that does not complete leaves the image as it was. */
     rc = check_mem(&c->img, &c->len, 1, &rep);
-    if (rc || rep.fixed != rep.errors) {
+    if (rc || rep.unrepairable || rep.fixed != rep.errors) {
         if (c->len != len0 || memcmp(orig, c->img, len0))
             return 9;
         return 5;
@@ -402,7 +402,8 @@ static int run_past_end(void *arg)
     return rc ? 8 : 0;
 }
 
-/* On a file: a read-write mount and fsck -y never grow the host file. */
+/* On a file: a read-write mount and fsck -y never grow the host file to
+ * where the frame claims to be (a mount's journal copies take 16 MiB). */
 static int run_past_end_file(void *arg)
 {
     struct past_end *c = arg;
@@ -423,15 +424,18 @@ static int run_past_end_file(void *arg)
             return 22;
     }
     struct stat st;
-    if (stat(c->path, &st) || (uint64_t)st.st_size > c->len + (16u << 20))
+    if (stat(c->path, &st) || (uint64_t)st.st_size > c->len + (64u << 20)) {
+        fprintf(stderr, "image %zu bytes, after a read-write mount %lld\n", c->len,
+                (long long)st.st_size);
         return 23;
+    }
     if (gmtf_image_open_file(c->path, 0, &img))
         return 24;
     gmtf_fs_check_options co = {.repair = 1, .threads = 1, .log = quiet};
     gmtf_fs_check_report rep;
     gmtf_fs_check(img, &co, &rep);
     gmtf_image_close(img);
-    if (stat(c->path, &st) || (uint64_t)st.st_size > c->len + (16u << 20))
+    if (stat(c->path, &st) || (uint64_t)st.st_size > c->len + (64u << 20))
         return 25;
     return 0;
 }
@@ -503,7 +507,7 @@ static int run_no_room(void *arg)
         return 1;
     unsigned errors = rep.errors;
     int rc = check_mem(&c->img, &c->len, 1, &rep);
-    if (rc != -ENOSPC)
+    if (rc || !rep.unrepairable)
         return 2;
     if (c->len != len0 || memcmp(orig, c->img, len0))
         return 3; /* it wrote, then failed */
@@ -514,8 +518,8 @@ static int run_no_room(void *arg)
 }
 
 /* A link count off by one in an image whose capacity leaves no room for the
- * repair's checkpoint (a snapshot and a journal): fsck -y returns -ENOSPC
- * and the image is as it was. Before, the checkpoint wrote its snapshot,
+ * repair's checkpoint (a snapshot and a journal): fsck -y reports it cannot
+ * repair (unrepairable: exit 8) and the image is as it was. Before, the checkpoint wrote its snapshot,
  * then found no room for the journal. */
 static void test_repair_no_room(void **state)
 {
@@ -531,11 +535,8 @@ static void test_repair_no_room(void **state)
         assert_non_null(r);
         field_set(r, 5, field_get(r, 5) + 1); /* nlink */
         assert_int_equal(himg_build(&h), 0);
-        sb_info *sb = &h.sb[h.cur];
-        sb->capacity = h.len + 100;
-        uint8_t b[SB_SLOT_SIZE];
-        sb_encode(sb, b);
-        memcpy(h.p + (size_t)h.cur * SB_SLOT_SIZE, b, sizeof b);
+        h.sb[h.cur].capacity = h.len + 100;
+        himg_put_sb(&h, h.cur, 1);
         struct no_room c = {h.p, h.len};
         char why[128] = "";
         int rc = hbound_run(run_no_room, &c, CASE_SECONDS, CASE_MEMORY, why, sizeof why);
@@ -656,9 +657,7 @@ static void edit_journal_past_end(himg *h, const uint8_t *img, size_t len)
     (void)img;
     (void)len;
     h->sb[h->cur].jrnl_off = h->len; /* after the build: the superblock alone */
-    uint8_t b[SB_SLOT_SIZE];
-    sb_encode(&h->sb[h->cur], b);
-    memcpy(h->p + (size_t)h->cur * SB_SLOT_SIZE, b, sizeof b);
+    himg_put_sb(h, h->cur, 1);
 }
 
 /* Seed 21158 (087de8b): the journal region made longer than the image: the
@@ -671,9 +670,7 @@ static void edit_journal_longer(himg *h, const uint8_t *img, size_t len)
     (void)len;
     sb_info *sb = &h->sb[h->cur];
     sb->jrnl_len = h->len - sb->jrnl_off + (512u << 10);
-    uint8_t b[SB_SLOT_SIZE];
-    sb_encode(sb, b);
-    memcpy(h->p + (size_t)h->cur * SB_SLOT_SIZE, b, sizeof b);
+    himg_put_sb(h, h->cur, 1);
 }
 
 /* Seed 30472 (b4f2b8b): the journal named 100 bytes before the end of a
@@ -686,9 +683,7 @@ static void edit_journal_over_frame(himg *h, const uint8_t *img, size_t len)
     (void)len;
     sb_info *sb = &h->sb[h->cur];
     sb->jrnl_off = h->len - 100;
-    uint8_t b[SB_SLOT_SIZE];
-    sb_encode(sb, b);
-    memcpy(h->p + (size_t)h->cur * SB_SLOT_SIZE, b, sizeof b);
+    himg_put_sb(h, h->cur, 1);
 }
 
 /* Seed 5196 (4241ec5): a DADD cookie of 2^64 - 1 in the root: its next

@@ -182,9 +182,10 @@ int hcase_run(void *arg)
         fprintf(stderr, "  fsck -y: %d, %u problems, %u fixed\n", rc, rep.errors, rep.fixed);
     if (rc == -ENOMEM)
         return case_fail(c, 3, "fsck -y: out of memory");
-    if (rc) {
+    if (rc || rep.unrepairable) {
         if (!same(c->img, c->len, cp, cl))
-            return case_fail(c, 3, "fsck -y failed (%s) but changed the image", strerror(-rc));
+            return case_fail(c, 3, "fsck -y failed (%s) but changed the image",
+                             rc ? strerror(-rc) : "unrepairable");
         if (outcome == HCASE_REPAIRED)
             outcome = HCASE_REFUSED;
     } else {

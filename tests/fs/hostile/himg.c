@@ -89,6 +89,8 @@ static const hfield f_stage[] = {{"ino", 8, HF_INO},
                                  {"len", 4, HF_LEN},
                                  {"data", 0, HF_PLAIN}};
 
+static const hfield f_retire[] = {{"off", 8, HF_OFF}, {"len", 8, HF_SIZE}};
+
 #define FIELDS(a) (*n = sizeof a / sizeof a[0], a)
 
 const hfield *hrec_fields(uint16_t type, size_t *n)
@@ -104,6 +106,7 @@ const hfield *hrec_fields(uint16_t type, size_t *n)
     case R_FRAME: return FIELDS(f_frame);
     case R_EXT: return FIELDS(f_ext);
     case R_STAGE: return FIELDS(f_stage);
+    case R_RETIRE: return FIELDS(f_retire);
     }
     *n = 0;
     return NULL;
@@ -227,12 +230,14 @@ gmtf_codec *himg_codec(void)
 static int parse_snapshot(himg *h, gmtf_codec *codec)
 {
     const sb_info *sb = &h->sb[h->cur];
-    if (sb->snap_off > h->len || sb->snap_len > h->len - sb->snap_off ||
-        sb->snap_len < SNAP_HDR_SIZE)
-        return -EUCLEAN;
-    const uint8_t *s = h->p + sb->snap_off;
-    uint32_t nch;
-    if (snap_header_read(s, sb->gen, &nch))
+    const uint8_t *s = NULL;
+    uint32_t nch = 0;
+    uint64_t offs[2] = {sb->snap_off, sb->snap2_off};
+    for (int k = 0; k < 2 && !s; k++)
+        if (offs[k] && offs[k] <= h->len && sb->snap_len <= h->len - offs[k] &&
+            sb->snap_len >= SNAP_HDR_SIZE && !snap_header_read(h->p + offs[k], sb->gen, &nch))
+            s = h->p + offs[k];
+    if (!s)
         return -EUCLEAN;
     uint64_t pos = SNAP_HDR_SIZE;
     uint8_t *raw = NULL;
@@ -296,7 +301,7 @@ int himg_parse(himg *h, const uint8_t *img, size_t len)
         return -ENOMEM;
     memcpy(h->p, img, len);
     h->len = len;
-    for (int i = 0; i < 2; i++) {
+    for (int i = 0; i < (int)SB_SLOTS; i++) {
         h->res[i] = len >= (size_t)(i + 1) * SB_SLOT_SIZE
                         ? sb_decode(h->p + (size_t)i * SB_SLOT_SIZE, &h->sb[i])
                         : -EINVAL;
@@ -327,6 +332,12 @@ void himg_free(himg *h)
 }
 
 /* ---- build ------------------------------------------------------------------ */
+
+/* Metadata copies take whole pages in version 2 (alloc_meta_len). */
+static uint64_t meta_len(const sb_info *sb, uint64_t len)
+{
+    return sb->version >= FMT_VERSION ? (len + META_ALIGN - 1) / META_ALIGN * META_ALIGN : len;
+}
 
 /* Writes n bytes at off, growing the image as needed. */
 static int put_bytes(himg *h, uint64_t off, const void *src, size_t n)
@@ -389,11 +400,17 @@ static int build_snapshot(himg *h, gmtf_codec *codec)
         uint32_t nch = h->snap_nch >= 0 ? (uint32_t)h->snap_nch : (uint32_t)h->nsnap;
         uint64_t rl = h->snap_raw_len >= 0 ? (uint64_t)h->snap_raw_len : raw_len;
         snap_header(frames.p, gen, nch, rl, frames.len - SNAP_HDR_SIZE, crc);
-        uint64_t off = sb->snap_off;
-        if (frames.len > sb->snap_len || off + frames.len > h->len)
-            off = h->len; /* does not fit where it was: at the end */
-        rc = put_bytes(h, off, frames.p, frames.len);
-        sb->snap_off = off;
+        uint64_t *offs[2] = {&sb->snap_off, &sb->snap2_off};
+        uint64_t room = meta_len(sb, sb->snap_len);
+        for (int k = 0; k < 2 && !rc; k++) {
+            if (!*offs[k])
+                continue; /* version 1: one copy */
+            uint64_t off = *offs[k];
+            if (frames.len > room || off + frames.len > h->len)
+                off = meta_len(sb, h->len); /* does not fit where it was: at the end */
+            rc = put_bytes(h, off, frames.p, frames.len);
+            *offs[k] = off;
+        }
         sb->snap_len = frames.len;
     }
     free(dst);
@@ -421,16 +438,26 @@ static int build_journal(himg *h)
         rc = -ENOMEM;
     if (!rc && (j.len || h->jr_used)) {
         uint64_t old = h->jr_used;
-        if (j.len > sb->jrnl_len || sb->jrnl_off + sb->jrnl_len > h->len) {
-            sb->jrnl_off = h->len; /* a larger region at the end */
-            sb->jrnl_len = j.len + JOURNAL_FLOOR;
+        if (j.len > sb->jrnl_len || sb->jrnl_off + sb->jrnl_len > h->len ||
+            (sb->jrnl2_off && sb->jrnl2_off + sb->jrnl_len > h->len)) {
+            /* larger regions at the end, page-aligned in version 2 */
+            uint64_t len = meta_len(sb, j.len + JOURNAL_FLOOR);
+            sb->jrnl_off = meta_len(sb, h->len);
+            if (sb->jrnl2_off)
+                sb->jrnl2_off = sb->jrnl_off + len;
+            sb->jrnl_len = len;
             old = 0;
-            rc = put_bytes(h, sb->jrnl_off + sb->jrnl_len - 1, "", 1);
+            rc = put_bytes(h, (sb->jrnl2_off ? sb->jrnl2_off : sb->jrnl_off) + len - 1, "", 1);
         }
-        if (!rc && j.len)
-            rc = put_bytes(h, sb->jrnl_off, j.p, j.len);
-        if (!rc && old > j.len) /* the old chunks' tail would not read as a chunk; clear it */
-            memset(h->p + sb->jrnl_off + j.len, 0, old - j.len);
+        uint64_t offs[2] = {sb->jrnl_off, sb->jrnl2_off};
+        for (int k = 0; k < 2 && !rc; k++) {
+            if (!offs[k])
+                continue;
+            if (j.len)
+                rc = put_bytes(h, offs[k], j.p, j.len);
+            if (!rc && old > j.len) /* the old chunks' tail would not read as a chunk */
+                memset(h->p + offs[k] + j.len, 0, old - j.len);
+        }
         h->jr_used = j.len;
     }
     wb_free(&j);
@@ -448,10 +475,22 @@ int himg_build(himg *h)
     int rc = build_snapshot(h, codec);
     if (!rc)
         rc = build_journal(h);
-    if (!rc) {
-        uint8_t b[SB_SLOT_SIZE];
-        sb_encode(&h->sb[h->cur], b);
-        rc = put_bytes(h, (uint64_t)h->cur * SB_SLOT_SIZE, b, sizeof b);
-    }
+    if (!rc)
+        himg_put_sb(h, h->cur, 1);
     return rc;
+}
+
+void himg_put_sb(himg *h, int slot, int twin)
+{
+    uint8_t b[SB_SLOT_SIZE];
+    sb_info *sb = &h->sb[slot];
+    sb_encode(sb, b);
+    if ((uint64_t)(slot + 1) * SB_SLOT_SIZE <= h->len)
+        memcpy(h->p + (size_t)slot * SB_SLOT_SIZE, b, sizeof b);
+    int other = slot ^ 2; /* the generation's other slot (version 2) */
+    if (twin && sb->version >= FMT_VERSION && (uint64_t)(other + 1) * SB_SLOT_SIZE <= h->len) {
+        memcpy(h->p + (size_t)other * SB_SLOT_SIZE, b, sizeof b);
+        h->sb[other] = *sb;
+        h->res[other] = 0;
+    }
 }

@@ -27,9 +27,9 @@ typedef struct hchunk { /* records of one snapshot or journal chunk */
 typedef struct himg {
     uint8_t *p; /* the image bytes (owned) */
     size_t len;
-    sb_info sb[2];
-    int res[2]; /* sb_decode of each slot */
-    int cur;    /* the slot in use (highest valid generation), -1: none */
+    sb_info sb[SB_SLOTS];
+    int res[SB_SLOTS]; /* sb_decode of each slot */
+    int cur;           /* a slot of the newest valid generation, -1: none */
     hchunk *snap;
     size_t nsnap;
     hchunk *jr;
@@ -44,10 +44,14 @@ typedef struct himg {
 /* Takes a copy of img apart. 0, or a negative code when no slot is valid or
  * the current slot's snapshot does not decode (then only raw edits apply). */
 int himg_parse(himg *h, const uint8_t *img, size_t len);
-/* Writes the (edited) snapshot, journal and current superblock slot back
- * into h->p with fresh checksums: in place when they fit, else appended at
- * the end of the image (the superblock then names the new place). */
+/* Writes the (edited) snapshot and journal (every copy) and the current
+ * generation's superblock slots back into h->p with fresh checksums: in
+ * place when they fit, else appended at the end of the image (the
+ * superblock then names the new place). */
 int himg_build(himg *h);
+/* Writes h->sb[slot] into that slot, and (twin) into the other slot of its
+ * generation (version 2: slots g & 1 and 2 + (g & 1)). */
+void himg_put_sb(himg *h, int slot, int twin);
 void himg_free(himg *h);
 /* The codec these use (one per process, blocks up to 2 MiB). */
 gmtf_codec *himg_codec(void);

@@ -303,7 +303,7 @@ static int edit_field(rng *r, himg *h, const known *k, hmut *m)
 /* A record of any type made up of hostile fields. */
 static int make_record(rng *r, const known *k, hrec *out)
 {
-    uint16_t type = (uint16_t)(1 + below(r, R_STAGE));
+    uint16_t type = (uint16_t)(1 + below(r, R_RETIRE));
     size_t nf;
     const hfield *f = hrec_fields(type, &nf);
     uint8_t body[512];
@@ -402,7 +402,7 @@ static int edit_chunks(rng *r, himg *h, const known *k, hmut *m)
         {
             hrec *x = &c->v[i];
             if (below(r, 2)) {
-                uint16_t t = (uint16_t)(below(r, 4) ? 1 + below(r, R_STAGE) : below(r, 65536));
+                uint16_t t = (uint16_t)(below(r, 4) ? 1 + below(r, R_RETIRE) : below(r, 65536));
                 say(m, "%s record %zu: type %s -> %u", chunk_name(h, c, cn, 40), i,
                     type_name(hrec_type(x)), t);
                 x->p[0] = (uint8_t)t;
@@ -533,11 +533,17 @@ static int edit_headers(rng *r, himg *h, hmut *m)
 /* A superblock field of the slot in use (or the other), after the build. */
 static int edit_super(rng *r, himg *h, const known *k, hmut *m)
 {
-    int slot = below(r, 4) ? h->cur : !h->cur;
+    /* The newest generation's slot mostly; else any slot that is valid. */
+    int slot = h->cur, other = -1;
+    for (int i = 0; i < (int)SB_SLOTS; i++)
+        if (!h->res[i] && h->sb[i].gen != h->sb[h->cur].gen)
+            other = i; /* a slot of an older generation */
+    if (!below(r, 4))
+        slot = (int)below(r, SB_SLOTS);
     if (h->res[slot])
         return -1;
     sb_info *sb = &h->sb[slot];
-    const sb_info *o = &h->sb[!slot];
+    const sb_info *o = &h->sb[other >= 0 ? other : slot];
     uint64_t len = h->len;
     uint64_t *f;
     const char *name;
@@ -609,9 +615,10 @@ static int edit_super(rng *r, himg *h, const known *k, hmut *m)
         (unsigned long long)v);
     *f = v;
 write:;
-    uint8_t b[SB_SLOT_SIZE];
-    sb_encode(sb, b);
-    memcpy(h->p + (size_t)slot * SB_SLOT_SIZE, b, sizeof b);
+    int twin = below(r, 2) != 0; /* both copies of the generation, or one */
+    if (twin)
+        say(m, "(both copies)");
+    himg_put_sb(h, slot, twin);
     return 0;
 }
 
@@ -701,7 +708,7 @@ static void edit_raw(rng *r, uint8_t *p, size_t len, const himg *h, hmut *m)
         size_t at;
         const sb_info *sb = h->cur >= 0 ? &h->sb[h->cur] : NULL;
         switch (below(r, 4)) {
-        case 0: at = below(r, 2 * SB_SLOT_SIZE); break;
+        case 0: at = below(r, SB_SLOTS * SB_SLOT_SIZE); break;
         case 1:
             at = sb && sb->snap_off < len ? sb->snap_off + below(r, sb->snap_len) : below(r, len);
             break;
