@@ -452,8 +452,13 @@ static int mark_from(checker *c, uint64_t dir, uint8_t *seen)
     uint64_t *stack = malloc(cap * sizeof *stack);
     if (!stack)
         return -ENOMEM;
+    size_t d0 = ix(c, dir);
+    if (d0 == SIZE_MAX) { /* not an inode (a root dropped at load): nothing below */
+        free(stack);
+        return 0;
+    }
     stack[n++] = dir;
-    seen[ix(c, dir)] = 1;
+    seen[d0] = 1;
     while (n) {
         struct inode *d = inode_get(c->fs, stack[--n]);
         if (!d || !S_ISDIR(d->mode))

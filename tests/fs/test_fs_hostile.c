@@ -711,6 +711,41 @@ static void edit_empty_chunk(himg *h, const uint8_t *img, size_t len)
     h->nsnap++;
 }
 
+/* Seed 32230 (37144bb, double free): an INODE record of the root with link
+ * count 0, after the root's own: the load dropped the root as an unlinked
+ * file, and fsck indexed its arrays with the root's absent rank. */
+static void edit_root_unlinked(himg *h, const uint8_t *img, size_t len)
+{
+    (void)img;
+    (void)len;
+    wbuf w;
+    inode_record(&w, GMTF_ROOT_INO, S_IFDIR | 0755);
+    put_le32(w.p + REC_HDR + 28, 0); /* nlink */
+    hchunk *c = &h->snap[h->nsnap - 1];
+    assert_int_equal(hchunk_insert(c, c->n, w.p, (uint32_t)w.len), 0);
+    wb_free(&w);
+}
+
+/* The same record read as a regular file before the root's own record. */
+static void edit_root_regular(himg *h, const uint8_t *img, size_t len)
+{
+    (void)img;
+    (void)len;
+    wbuf w;
+    inode_record(&w, GMTF_ROOT_INO, S_IFREG | 0644);
+    assert_int_equal(hchunk_insert(&h->snap[0], 0, w.p, (uint32_t)w.len), 0);
+    wb_free(&w);
+}
+
+/* Seed 32026 (37144bb): a FRAME record's offset moved 64 bytes back, into
+ * the frame before it: fsck -y did not converge. */
+static void edit_frame_shifted(himg *h, const uint8_t *img, size_t len)
+{
+    uint32_t id;
+    hrec *fr = frame_record_of(h, ino_of(img, len, "d1", "d2", "f3.c"), &id);
+    field_set(fr, 1, field_get(fr, 1) - 64);
+}
+
 static const struct finding {
     int variant;
     void (*edit)(himg *h, const uint8_t *img, size_t len);
@@ -726,6 +761,12 @@ static const struct finding {
     {2, edit_journal_longer, 1, "journal region longer than the image, with a capacity"},
     {1, edit_empty_chunk, 0, "an empty snapshot chunk first"},
     {1, edit_journal_over_frame, 1, "journal over the last frame's tail"},
+    {1, edit_root_unlinked, 0, "the root with link count 0"},
+    {0, edit_root_unlinked, 0, "the root with link count 0, journal image"},
+    {1, edit_root_regular, 0, "the root a regular file"},
+    {0, edit_root_regular, 0, "the root a regular file, journal image"},
+    {1, edit_frame_shifted, 0, "a frame 64 bytes into the one before"},
+    {0, edit_frame_shifted, 0, "a frame 64 bytes into the one before, journal image"},
 };
 
 static void test_mutator_findings(void **state)
