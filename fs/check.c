@@ -753,6 +753,36 @@ static int repair_fits(gmtf_fs *fs)
 
 /* ---- fsck ------------------------------------------------------------------------- */
 
+/* Version 2: the generation after the loaded one, when both of its slots
+ * are damaged (the magic there, the checksum wrong) and name it: a crash
+ * never does that (the primary is flushed before the secondary is written),
+ * damage does, and a repair would write over the newest state. 0: none. */
+static uint64_t newer_damaged(gmtf_fs *fs)
+{
+    if (fs->sb.version < FMT_VERSION)
+        return 0; /* version 1: a torn slot is what a crash leaves */
+    uint8_t *b = malloc(SB_SLOTS * SB_SLOT_SIZE);
+    if (!b || img_read(fs, b, SB_SLOTS * SB_SLOT_SIZE, 0)) {
+        free(b);
+        return 0;
+    }
+    unsigned q = (unsigned)((fs->sb.gen + 1) & 1); /* the pair generation + 1 goes to */
+    uint64_t newer = 0;
+    int damaged = 0;
+    for (unsigned i = q; i < SB_SLOTS; i += 2) {
+        sb_info x;
+        const uint8_t *slot = b + (size_t)i * SB_SLOT_SIZE;
+        if (sb_decode(slot, &x) != -EUCLEAN || memcmp(slot, SB_MAGIC, 8))
+            break;
+        damaged++;
+        uint64_t g = get_le64(slot + 16); /* unchecked: as the slot has it */
+        if (g > fs->sb.gen && (!newer || g < newer))
+            newer = g;
+    }
+    free(b);
+    return damaged == 2 ? newer : 0;
+}
+
 static void check_superblocks(checker *c)
 {
     gmtf_fs *fs = c->fs;
@@ -767,6 +797,18 @@ static void check_superblocks(checker *c)
                  "generation %llu is damaged beyond its copies; generation %llu (read-only "
                  "mounts show it) would lose what changed after it",
                  (unsigned long long)fs->lost_gen, (unsigned long long)fs->sb.gen);
+        problem(c, 0, "%s", why);
+        unrepairable(c, why);
+        return;
+    }
+    uint64_t newer = newer_damaged(fs);
+    if (newer) {
+        char why[200];
+        snprintf(why, sizeof why,
+                 "both superblock copies of a newer generation (%llu) are damaged: its state "
+                 "cannot be read, and generation %llu (read-only mounts show it) would lose "
+                 "what changed after it",
+                 (unsigned long long)newer, (unsigned long long)fs->sb.gen);
         problem(c, 0, "%s", why);
         unrepairable(c, why);
         return;

@@ -746,6 +746,19 @@ static void edit_frame_shifted(himg *h, const uint8_t *img, size_t len)
     field_set(fr, 1, field_get(fr, 1) - 64);
 }
 
+/* Seed 40007 (a1edacb): both superblock copies of the newest generation
+ * damaged (and one of the older): the load took the older generation,
+ * fsck -y "fixed" the damaged copy by a checkpoint of that older state,
+ * which freed the newest one's data and cut the image below it. */
+static void edit_newest_slots_damaged(himg *h, const uint8_t *img, size_t len)
+{
+    (void)img;
+    (void)len;
+    for (int i = h->cur & 1; i < (int)SB_SLOTS; i += 2)
+        h->p[(size_t)i * SB_SLOT_SIZE + 1064] ^= 0x80; /* CRC left as it was */
+    h->p[(size_t)((h->cur & 1) ^ 1) * SB_SLOT_SIZE + 1064] ^= 0x80; /* the older's primary */
+}
+
 static const struct finding {
     int variant;
     void (*edit)(himg *h, const uint8_t *img, size_t len);
@@ -761,6 +774,8 @@ static const struct finding {
     {2, edit_journal_longer, 1, "journal region longer than the image, with a capacity"},
     {1, edit_empty_chunk, 0, "an empty snapshot chunk first"},
     {1, edit_journal_over_frame, 1, "journal over the last frame's tail"},
+    {2, edit_newest_slots_damaged, 1, "both copies of the newest superblock damaged"},
+    {0, edit_newest_slots_damaged, 1, "both copies of the newest superblock damaged, journal"},
     {1, edit_root_unlinked, 0, "the root with link count 0"},
     {0, edit_root_unlinked, 0, "the root with link count 0, journal image"},
     {1, edit_root_regular, 0, "the root a regular file"},
