@@ -403,8 +403,8 @@ static int build_snapshot(himg *h, gmtf_codec *codec)
         uint64_t *offs[2] = {&sb->snap_off, &sb->snap2_off};
         uint64_t room = meta_len(sb, sb->snap_len);
         for (int k = 0; k < 2 && !rc; k++) {
-            if (!*offs[k])
-                continue; /* version 1: one copy */
+            if (!*offs[k] || (h->copies && h->copies != k + 1))
+                continue; /* version 1: one copy; or the other copy left as it was */
             uint64_t off = *offs[k];
             if (frames.len > room || off + frames.len > h->len)
                 off = meta_len(sb, h->len); /* does not fit where it was: at the end */
@@ -451,7 +451,7 @@ static int build_journal(himg *h)
         }
         uint64_t offs[2] = {sb->jrnl_off, sb->jrnl2_off};
         for (int k = 0; k < 2 && !rc; k++) {
-            if (!offs[k])
+            if (!offs[k] || (h->copies && h->copies != k + 1))
                 continue;
             if (j.len)
                 rc = put_bytes(h, offs[k], j.p, j.len);

@@ -39,6 +39,7 @@ typedef struct himg {
      * the header checksums are still recomputed over them. */
     int64_t snap_nch, snap_raw_len, snap_gen;
     int64_t jr_seq_skip; /* journal chunk whose sequence number is off by one */
+    int copies;          /* version 2: which copies himg_build writes (1, 2; 0 = both) */
 } himg;
 
 /* Takes a copy of img apart. 0, or a negative code when no slot is valid or

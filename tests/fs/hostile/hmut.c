@@ -758,6 +758,10 @@ void hmut_apply(const uint8_t *base, size_t len, uint64_t seed, uint8_t **out, s
             }
             e += rc == 0;
         }
+        if (h.sb[h.cur].version >= FMT_VERSION && below(&r, 7) == 0) {
+            h.copies = 1 + (int)below(&r, 2); /* the copies differ, both valid */
+            say(m, "(only copy %d of the snapshot and journal written)", h.copies);
+        }
         ok = himg_build(&h);
         for (int s = 0; !ok && s < super; s++)
             if (edit_super(&r, &h, &k, m))
