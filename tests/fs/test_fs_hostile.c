@@ -755,8 +755,18 @@ static void edit_newest_slots_damaged(himg *h, const uint8_t *img, size_t len)
     (void)img;
     (void)len;
     for (int i = h->cur & 1; i < (int)SB_SLOTS; i += 2)
-        h->p[(size_t)i * SB_SLOT_SIZE + 1064] ^= 0x80; /* CRC left as it was */
+        h->p[(size_t)i * SB_SLOT_SIZE + 1064] ^= 0x80;              /* CRC left as it was */
     h->p[(size_t)((h->cur & 1) ^ 1) * SB_SLOT_SIZE + 1064] ^= 0x80; /* the older's primary */
+}
+
+/* Seed 90199 (ASan, 2e989c4 + merge): a journal length of 1 GiB (the most a
+ * superblock may say) in an image of 240 KB: replay allocated 1 GiB per copy. */
+static void edit_journal_1g(himg *h, const uint8_t *img, size_t len)
+{
+    (void)img;
+    (void)len;
+    h->sb[h->cur].jrnl_len = 1u << 30;
+    himg_put_sb(h, h->cur, 1);
 }
 
 static const struct finding {
@@ -776,6 +786,8 @@ static const struct finding {
     {1, edit_journal_over_frame, 1, "journal over the last frame's tail"},
     {2, edit_newest_slots_damaged, 1, "both copies of the newest superblock damaged"},
     {0, edit_newest_slots_damaged, 1, "both copies of the newest superblock damaged, journal"},
+    {1, edit_journal_1g, 1, "a journal of 1 GiB in a small image"},
+    {0, edit_journal_1g, 1, "a journal of 1 GiB in a small image, journal image"},
     {1, edit_root_unlinked, 0, "the root with link count 0"},
     {0, edit_root_unlinked, 0, "the root with link count 0, journal image"},
     {1, edit_root_regular, 0, "the root a regular file"},
