@@ -11,6 +11,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "byteorder.h"
 #include "format.h"
 #include "gmtf_codec.h"
 #include "gmtf_fs.h"
@@ -54,10 +55,6 @@ uint16_t rb_u16(rbuf *r);
 uint32_t rb_u32(rbuf *r);
 uint64_t rb_u64(rbuf *r);
 const uint8_t *rb_bytes(rbuf *r, size_t n);
-void put_le32(uint8_t *p, uint32_t v);
-void put_le64(uint8_t *p, uint64_t v);
-uint32_t get_le32(const uint8_t *p);
-uint64_t get_le64(const uint8_t *p);
 
 /* ---- superblock.c: the decoded superblock ------------------------------------- */
 typedef struct sb_info {
@@ -319,7 +316,21 @@ int snapshot_serialize(gmtf_fs *fs, const extvec *retire, wbuf *w, size_t chunk,
 int snapshot_write(gmtf_fs *fs, uint64_t gen, const extvec *retire, sb_info *nsb);
 int snapshot_load(gmtf_fs *fs); /* the snapshot fs->sb names */
 
-/* ---- attr.c, file.c, compact.c (operations) ---- */
+/* ---- attr.c, file.c, compact.c, xattr.c, acl.c, xblob.c (operations) ---- */
+int xblob_find(const struct inode *in, const char *name, size_t n, uint32_t *pos, uint32_t *rlen);
+const uint8_t *xblob_value(const struct inode *in, const char *name, uint32_t *len);
+int xblob_set(gmtf_fs *fs, struct inode *in, const char *name, const void *value, size_t size,
+              int flags);
+int xblob_remove(gmtf_fs *fs, struct inode *in, const char *name);
+int acl_valid(const void *acl, size_t size); /* 0: a well-formed ACL xattr */
+int acl_is_name(const char *name);
+/* The policy for a new node in dir: r's mode and gid adjusted, and the ACLs
+ * to store on it (caller frees; NULL when none). */
+int acl_new_node(gmtf_fs *fs, struct inode *dir, gmtf_make_req *r, uint8_t **access,
+                 size_t *access_len, uint8_t **dflt, size_t *dflt_len);
+int acl_follow_chmod(gmtf_fs *fs, struct inode *in); /* after a mode change */
+int acl_set(gmtf_fs *fs, struct inode *in, const char *name, const void *value, size_t size,
+            int flags);
 void inode_to_stat(gmtf_fs *fs, const struct inode *in, struct stat *st);
 /* Fills e (may be NULL) for a reply naming in; count: one more lookup. */
 void attr_fill_entry(gmtf_fs *fs, struct inode *in, gmtf_entry *e, int count);
@@ -444,8 +455,10 @@ void cache_drop(gmtf_fs *fs, uint32_t id);
 void cache_free_all(gmtf_fs *fs);
 
 /* ---- codec_pool.c ---- */
+/* Encodes a batch into *dst (allocated); doff: where each frame starts;
+ * crc (may be NULL): each block's CRC-32C, as its frame carries it. */
 int codec_encode(gmtf_fs *fs, const uint8_t *src, const uint64_t *off, size_t n, uint8_t **dst,
-                 uint64_t *doff);
+                 uint64_t *doff, uint32_t *crc);
 int codec_decode_batch(gmtf_fs *fs, size_t n, const uint8_t *src, const uint64_t *foff,
                        uint8_t *dst, const uint64_t *doff, int *status);
 int codec_decode_one(gmtf_fs *fs, const uint8_t *src, size_t len, uint8_t *dst, size_t dlen);

@@ -447,6 +447,14 @@ int gmtf_fs_unmount(gmtf_fs *fs)
     return rc;
 }
 
+void gmtf_fs_abandon(gmtf_fs *fs)
+{
+    if (!fs)
+        return;
+    flusher_stop(fs);
+    fs_destroy(fs, 1);
+}
+
 int gmtf_fs_get_info(gmtf_fs *fs, gmtf_fs_info *info)
 {
     memset(info, 0, sizeof *info);
@@ -486,7 +494,13 @@ int gmtf_fs_statfs(gmtf_fs *fs, struct statvfs *st)
 {
     memset(st, 0, sizeof *st);
     FS_RDLOCK(fs);
-    uint64_t used = fs->used + DATA_START + fs->dirty_bytes, avail;
+    /* Retired space (what deletes and overwrites freed, kept while an older
+     * generation may be loaded) counts as free: a writer that needs it gets
+     * it back at once (two checkpoints, sync.c), and the flusher frees it
+     * anyway when there is much. */
+    uint64_t retired = alloc_retired_bytes(fs);
+    uint64_t used = fs->used + fs->data_start + fs->dirty_bytes, avail;
+    used = used > retired ? used - retired : 0;
     if (fs->sb.capacity) {
         avail = fs->sb.capacity > used ? fs->sb.capacity - used : 0;
     } else {
@@ -501,7 +515,7 @@ int gmtf_fs_statfs(gmtf_fs *fs, struct statvfs *st)
             alloc = alloc > live ? alloc - live : 0;
             inside = alloc < inside ? alloc : inside;
         }
-        avail = host + inside;
+        avail = host + inside + retired;
     }
     uint64_t files = fs->ninodes;
     FS_UNLOCK(fs);
@@ -514,7 +528,7 @@ int gmtf_fs_statfs(gmtf_fs *fs, struct statvfs *st)
     st->f_ffree = 1u << 30;
     st->f_favail = 1u << 30;
     st->f_namemax = GMTF_FS_NAME_MAX;
-    st->f_fsid = get_le64(fs->sb.uuid) ^ get_le64(fs->sb.uuid + 8);
+    st->f_fsid = load_le64(fs->sb.uuid) ^ load_le64(fs->sb.uuid + 8);
     if (fs->ro)
         st->f_flag |= ST_RDONLY;
     return 0;

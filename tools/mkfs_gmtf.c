@@ -2,17 +2,61 @@
  * archive (anything libarchive reads; "-" reads a stream from stdin). The
  * command line is here; the import walks are in mkfs_import.c. */
 #include <errno.h>
+#include <fcntl.h>
 #include <getopt.h>
 #include <inttypes.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <unistd.h>
 
 #include "cli.h"
 #include "gmtf_codec.h"
 #include "gmtf_fs.h"
 #include "mkfs_import.h"
+
+/* ---- what is there already --------------------------------------------------------------- */
+
+/* 0 when path may be made into an image: missing, an empty file, or a
+ * device whose first 64 KiB are zeros. Else a message for the refusal
+ * (-f overrides it). *created tells whether mkfs will make the file. */
+static const char *occupied(const char *path, int *created)
+{
+    struct stat st;
+    *created = 0;
+    if (stat(path, &st)) {
+        *created = errno == ENOENT;
+        return NULL;
+    }
+    if (S_ISDIR(st.st_mode))
+        return "is a directory";
+    if (S_ISREG(st.st_mode) && st.st_size == 0)
+        return NULL;
+    static uint8_t head[65536];
+    int fd = open(path, O_RDONLY | O_CLOEXEC);
+    ssize_t n = fd < 0 ? -1 : pread(fd, head, sizeof head, 0);
+    if (fd >= 0)
+        close(fd);
+    if (n < 0)
+        return NULL; /* cannot be read: the open for writing will say why */
+    if (n >= 8 && !memcmp(head, "GMTFSB\r\n", 8))
+        return "holds a gmtf image";
+    for (ssize_t i = 0; i < n; i++)
+        if (head[i])
+            return S_ISBLK(st.st_mode) ? "holds data (its first 64 KiB are not zeros)"
+                                       : "is not empty";
+    return NULL;
+}
+
+static volatile int interrupted;
+
+static void on_signal(int sig)
+{
+    (void)sig;
+    interrupted = 1;
+}
 
 /* ---- main -------------------------------------------------------------------------------- */
 
@@ -28,6 +72,7 @@ static void usage(FILE *f, const char *prog)
             "      --mtf=NAME         MTF backend of the codec (default: auto)\n"
             "      --from=SOURCE      fill from a directory, an archive (tar, tar.gz/xz/zst/bz2,\n"
             "                         zip, cpio, 7z, iso...) or - for an archive on stdin\n"
+            "  -f, --force            overwrite an existing image or a non-empty file/device\n"
             "  -q, --quiet            no progress bar or summary\n"
             "  -h, --help             show this help and exit\n"
             "  -V, --version          show the version and exit\n"
@@ -44,6 +89,7 @@ int main(int argc, char **argv)
                                           {"threads", required_argument, 0, 'j'},
                                           {"mtf", required_argument, 0, 'm'},
                                           {"from", required_argument, 0, 'F'},
+                                          {"force", no_argument, 0, 'f'},
                                           {"quiet", no_argument, 0, 'q'},
                                           {"help", no_argument, 0, 'h'},
                                           {"version", no_argument, 0, 'V'},
@@ -51,9 +97,9 @@ int main(int argc, char **argv)
     gmtf_mkfs_options mo = {0};
     const char *from = NULL, *mtf = NULL;
     unsigned threads = 0;
-    int quiet = 0, opt;
+    int quiet = 0, force = 0, opt;
     uint64_t v;
-    while ((opt = getopt_long(argc, argv, "b:L:s:j:qhV", longs, NULL)) != -1) {
+    while ((opt = getopt_long(argc, argv, "b:L:s:j:fqhV", longs, NULL)) != -1) {
         switch (opt) {
         case 'b':
             if (cli_parse_size(optarg, &v) < 0 || v < GMTF_FS_BLOCK_MIN || v > GMTF_FS_BLOCK_MAX ||
@@ -86,6 +132,7 @@ int main(int argc, char **argv)
             break;
         case 'm': mtf = optarg; break;
         case 'F': from = optarg; break;
+        case 'f': force = 1; break;
         case 'q': quiet = 1; break;
         case 'h': usage(stdout, prog); return CLI_EXIT_OK;
         case 'V': cli_version(prog, NULL); return CLI_EXIT_OK;
@@ -99,6 +146,21 @@ int main(int argc, char **argv)
         return CLI_EXIT_FAIL;
     }
     const char *path = argv[optind];
+    int created;
+    const char *why = occupied(path, &created);
+    if (why && !force) {
+        fprintf(stderr, "%s: %s %s: refusing to overwrite it (-f to do so)\n", prog, path, why);
+        return CLI_EXIT_FAIL;
+    }
+    /* Filled from a source, the image is marked incomplete until the fill
+     * has succeeded: an interrupted or failed mkfs never leaves an image
+     * that mounts or checks clean with part of the files. */
+    mo.incomplete = from != NULL;
+    struct sigaction sa = {.sa_handler = on_signal};
+    sigemptyset(&sa.sa_mask);
+    sigaction(SIGINT, &sa, NULL);
+    sigaction(SIGTERM, &sa, NULL);
+    sigaction(SIGHUP, &sa, NULL);
     gmtf_image *img;
     int rc = gmtf_image_open_file(path, GMTF_IMAGE_CREATE, &img);
     if (rc) {
@@ -121,7 +183,8 @@ int main(int argc, char **argv)
                           .dirty_bytes = 256u << 20,
                           .cache_bytes = 16u << 20,
                           .journal_bytes = 64u << 10,
-                          .no_flush = 1};
+                          .no_flush = 1,
+                          .mkfs_finish = mo.incomplete};
     gmtf_fs *fs;
     rc = gmtf_fs_mount(img, &fo, &fs);
     if (rc) {
@@ -130,21 +193,38 @@ int main(int argc, char **argv)
     }
     mkfs_import c;
     int fill = mkfs_import_init(&c, fs, prog, quiet);
+    c.stop = &interrupted;
     if (fill < 0)
         fprintf(stderr, "%s: %s\n", prog, strerror(-fill));
     else if (from)
         fill = mkfs_import_from(&c, from);
-    rc = gmtf_fs_syncfs(fs);
     mkfs_import_progress_end(&c);
     gmtf_fs_info info;
     gmtf_fs_get_info(fs, &info);
-    int urc = gmtf_fs_unmount(fs);
-    if (!rc)
-        rc = urc;
+    if (fill < 0 || interrupted) {
+        /* The source could not be read, the image is full, or the user
+         * stopped it: no image with part of the files. */
+        gmtf_fs_abandon(fs);
+        rc = fill == -2 ? -ENOSPC : fill == -1 ? -EIO : -EINTR;
+    } else {
+        rc = gmtf_fs_syncfs(fs);
+        int urc = gmtf_fs_unmount(fs);
+        if (!rc)
+            rc = urc;
+    }
     if (rc) {
         fprintf(stderr, "%s: %s: %s\n", prog, path,
-                rc == -ENOSPC ? "no space left (image capacity or host filesystem full)"
-                              : strerror(-rc));
+                rc == -ENOSPC  ? "no space left (image capacity or host filesystem full)"
+                : rc == -EINTR ? "interrupted"
+                : rc == -EIO   ? "the source could not be read"
+                               : strerror(-rc));
+        if (created && !unlink(path))
+            fprintf(stderr, "%s: %s: removed the unfinished image\n", prog, path);
+        else if (mo.incomplete)
+            fprintf(stderr,
+                    "%s: %s: left marked incomplete (mount and fsck refuse it); run mkfs "
+                    "again\n",
+                    prog, path);
         mkfs_import_free(&c);
         return CLI_EXIT_FAIL;
     }

@@ -279,6 +279,10 @@ static int add_tree(mkfs_import *c, const char *path, uint64_t dir_ino)
     struct dirent *de;
     int rc = 0;
     while (!rc && (de = readdir(d))) {
+        if (c->stop && *c->stop) {
+            rc = -4;
+            break;
+        }
         if (!strcmp(de->d_name, ".") || !strcmp(de->d_name, ".."))
             continue;
         size_t n = strlen(path) + strlen(de->d_name) + 2;
@@ -340,6 +344,16 @@ static uint64_t walk_parent(mkfs_import *c, char *path, char **leaf)
     }
     *leaf = p;
     return dir;
+}
+
+/* Does path have a ".." component? Such members are not imported: they
+ * would name something outside the tree (or the root itself). */
+static int has_dotdot(const char *path)
+{
+    for (const char *p = path; (p = strstr(p, "..")); p += 2)
+        if ((p == path || p[-1] == '/') && (p[2] == 0 || p[2] == '/'))
+            return 1;
+    return 0;
 }
 
 static uint64_t lookup_path(mkfs_import *c, const char *path)
@@ -421,6 +435,10 @@ static int add_entry(mkfs_import *c, struct archive_entry *ae)
     const char *path = archive_entry_pathname(ae);
     if (!path)
         return 0;
+    if (has_dotdot(path)) {
+        warnx_(c, "%s: a path with '..' is not imported", path);
+        return 0;
+    }
     char *dup = strdup(path), *leaf;
     uint64_t parent = walk_parent(c, dup, &leaf);
     size_t ll = strlen(leaf);
@@ -443,15 +461,20 @@ static int add_entry(mkfs_import *c, struct archive_entry *ae)
     }
     const char *hl = archive_entry_hardlink(ae);
     if (hl) {
-        uint64_t target = lookup_path(c, hl);
+        uint64_t target = has_dotdot(hl) ? 0 : lookup_path(c, hl);
         replace_name(c, parent, leaf, 0);
         rc = target ? gmtf_fs_link(c->fs, target, parent, leaf, &e) : -ENOENT;
-        if (rc)
-            warnx_(c, "%s: hard link to %s: %s", path, hl, strerror(-rc));
-        else
-            c->links++;
-        if (!rc && archive_entry_size_is_set(ae) && archive_entry_size(ae) > 0)
+        if (rc) {
+            /* Reported and counted; the members after it still come in. */
+            warnx_(c, "%s: hard link to %s: %s", path, hl,
+                   target ? strerror(-rc) : "no such member before it");
+            rc = rc == -ENOSPC ? -2 : 0;
+            goto out;
+        }
+        c->links++;
+        if (archive_entry_size_is_set(ae) && archive_entry_size(ae) > 0)
             rc = archive_data(c, target, path); /* a link entry may carry the data */
+        rc = rc <= -2 ? rc : 0;
         goto out;
     }
     switch (st.st_mode & S_IFMT) {
@@ -534,6 +557,10 @@ static int fill_from_archive(mkfs_import *c, const char *src)
     struct archive_entry *ae;
     int rc = 0;
     while (!rc && (r = archive_read_next_header(a, &ae)) != ARCHIVE_EOF) {
+        if (c->stop && *c->stop) {
+            rc = -4;
+            break;
+        }
         if (r == ARCHIVE_FATAL) {
             fprintf(stderr, "%s: %s: %s\n", c->prog, src, archive_error_string(a));
             rc = -1;

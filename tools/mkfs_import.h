@@ -32,6 +32,7 @@ typedef struct mkfs_import {
     size_t ndattr, dattr_cap;
     struct mkfs_link *lk; /* hard-linked source inodes seen */
     size_t nlk, lk_cap;
+    volatile int *stop; /* set (by a signal handler): the import ends, returning -4 */
 } mkfs_import;
 
 /* Starts an import into fs (mounted). quiet: no progress line. 0 or
@@ -40,7 +41,7 @@ int mkfs_import_init(mkfs_import *im, gmtf_fs *fs, const char *prog, int quiet);
 /* Imports src: a directory, an archive file or "-". Entries that fail are
  * reported on stderr and counted in errors, and the import goes on.
  * Returns 0, -1 when src cannot be read at all (reported), -2 when the
- * image is full. */
+ * image is full, -4 when *stop was set. */
 int mkfs_import_from(mkfs_import *im, const char *src);
 /* Draws the progress line a last time and keeps it on the screen. */
 void mkfs_import_progress_end(mkfs_import *im);
