@@ -775,7 +775,7 @@ static uint64_t newer_damaged(gmtf_fs *fs)
         if (sb_decode(slot, &x) != -EUCLEAN || memcmp(slot, SB_MAGIC, 8))
             break;
         damaged++;
-        uint64_t g = get_le64(slot + 16); /* unchecked: as the slot has it */
+        uint64_t g = load_le64(slot + 16); /* unchecked: as the slot has it */
         if (g > fs->sb.gen && (!newer || g < newer))
             newer = g;
     }

@@ -108,7 +108,7 @@ static void inode_record(wbuf *w, uint64_t ino, uint32_t mode)
     struct inode t = {.ino = ino, .gen = 5, .mode = mode, .nlink = 1, .parent = 0};
     rec_start(w, R_INODE);
     rec_put_inode(w, &t);
-    put_le32(w->p + 4, (uint32_t)(w->len - REC_HDR));
+    store_le32(w->p + 4, (uint32_t)(w->len - REC_HDR));
 }
 
 /* Field i of record r as a number (width from the field table). */
@@ -119,8 +119,8 @@ static uint64_t field_get(const hrec *r, size_t i)
     long off = hrec_field_off(r, i);
     assert_true(off >= 0);
     const uint8_t *p = r->p + REC_HDR + off;
-    return f[i].width == 8   ? get_le64(p)
-           : f[i].width == 4 ? get_le32(p)
+    return f[i].width == 8   ? load_le64(p)
+           : f[i].width == 4 ? load_le32(p)
                              : (uint64_t)p[0] | p[1] << 8;
 }
 
@@ -132,9 +132,9 @@ static void field_set(hrec *r, size_t i, uint64_t v)
     assert_true(off >= 0);
     uint8_t *p = r->p + REC_HDR + off;
     if (f[i].width == 8)
-        put_le64(p, v);
+        store_le64(p, v);
     else if (f[i].width == 4)
-        put_le32(p, (uint32_t)v);
+        store_le32(p, (uint32_t)v);
     else {
         p[0] = (uint8_t)v;
         p[1] = (uint8_t)(v >> 8);
@@ -591,7 +591,7 @@ static void test_stage_replay_bounded(void **state)
         wb_u32(&w, (64u << 10) - 1);
         wb_u32(&w, 1);
         wb_u8(&w, 7);
-        put_le32(w.p + 4, (uint32_t)(w.len - REC_HDR));
+        store_le32(w.p + 4, (uint32_t)(w.len - REC_HDR));
         assert_int_equal(hchunk_insert(c, c->n, w.p, (uint32_t)w.len), 0);
         wb_free(&w);
     }
@@ -720,7 +720,7 @@ static void edit_root_unlinked(himg *h, const uint8_t *img, size_t len)
     (void)len;
     wbuf w;
     inode_record(&w, GMTF_ROOT_INO, S_IFDIR | 0755);
-    put_le32(w.p + REC_HDR + 28, 0); /* nlink */
+    store_le32(w.p + REC_HDR + 28, 0); /* nlink */
     hchunk *c = &h->snap[h->nsnap - 1];
     assert_int_equal(hchunk_insert(c, c->n, w.p, (uint32_t)w.len), 0);
     wb_free(&w);

@@ -12,43 +12,43 @@ static void snap_header(uint8_t *h, uint64_t gen, uint32_t nch, uint64_t raw_len
                         uint32_t raw_crc)
 {
     memset(h, 0, SNAP_HDR_SIZE);
-    put_le32(h, SNAP_MAGIC);
-    put_le32(h + 4, FMT_VERSION);
-    put_le64(h + 8, gen);
-    put_le32(h + 16, nch);
-    put_le64(h + 24, raw_len);
-    put_le64(h + 32, flen);
-    put_le32(h + 40, raw_crc);
-    put_le32(h + 60, gmtf_crc32c(0, h, 60));
+    store_le32(h, SNAP_MAGIC);
+    store_le32(h + 4, FMT_VERSION);
+    store_le64(h + 8, gen);
+    store_le32(h + 16, nch);
+    store_le64(h + 24, raw_len);
+    store_le64(h + 32, flen);
+    store_le32(h + 40, raw_crc);
+    store_le32(h + 60, gmtf_crc32c(0, h, 60));
 }
 
 static int snap_header_read(const uint8_t *h, uint64_t gen, uint32_t *nch)
 {
-    if (get_le32(h) != SNAP_MAGIC || get_le32(h + 60) != gmtf_crc32c(0, h, 60) ||
-        get_le64(h + 8) != gen)
+    if (load_le32(h) != SNAP_MAGIC || load_le32(h + 60) != gmtf_crc32c(0, h, 60) ||
+        load_le64(h + 8) != gen)
         return -EUCLEAN;
-    *nch = get_le32(h + 16);
+    *nch = load_le32(h + 16);
     return 0;
 }
 
 /* Journal chunk header (docs/format.md, "Journal region"). */
 static void jr_header(uint8_t *h, uint32_t plen, uint64_t id, uint64_t seq, const uint8_t *payload)
 {
-    put_le32(h, JR_MAGIC);
-    put_le32(h + 4, plen);
-    put_le64(h + 8, id);
-    put_le64(h + 16, seq);
-    put_le32(h + 24, gmtf_crc32c(0, payload, plen));
-    put_le32(h + 28, gmtf_crc32c(0, h, 28));
+    store_le32(h, JR_MAGIC);
+    store_le32(h + 4, plen);
+    store_le64(h + 8, id);
+    store_le64(h + 16, seq);
+    store_le32(h + 24, gmtf_crc32c(0, payload, plen));
+    store_le32(h + 28, gmtf_crc32c(0, h, 28));
 }
 
 static int jr_header_read(const uint8_t *h, uint64_t avail, uint64_t id, uint64_t seq,
                           uint32_t *plen)
 {
-    *plen = get_le32(h + 4);
-    if (get_le32(h) != JR_MAGIC || get_le32(h + 28) != gmtf_crc32c(0, h, 28) ||
-        get_le64(h + 8) != id || get_le64(h + 16) != seq || *plen > avail - JR_HDR_SIZE ||
-        get_le32(h + 24) != gmtf_crc32c(0, h + JR_HDR_SIZE, *plen))
+    *plen = load_le32(h + 4);
+    if (load_le32(h) != JR_MAGIC || load_le32(h + 28) != gmtf_crc32c(0, h, 28) ||
+        load_le64(h + 8) != id || load_le64(h + 16) != seq || *plen > avail - JR_HDR_SIZE ||
+        load_le32(h + 24) != gmtf_crc32c(0, h + JR_HDR_SIZE, *plen))
         return -EUCLEAN;
     return 0;
 }
@@ -141,7 +141,7 @@ int hrec_make(hrec *r, uint16_t type, const uint8_t *body, uint32_t blen)
         wb_free(&w);
         return -ENOMEM;
     }
-    put_le32(w.p + 4, blen);
+    store_le32(w.p + 4, blen);
     r->p = w.p;
     r->len = (uint32_t)w.len;
     return 0;
@@ -192,8 +192,8 @@ static int split_records(hchunk *c, const uint8_t *p, size_t len)
     size_t pos = 0;
     while (pos < len) {
         size_t rl = len - pos;
-        if (rl >= REC_HDR && REC_HDR + (size_t)get_le32(p + pos + 4) <= rl)
-            rl = REC_HDR + get_le32(p + pos + 4);
+        if (rl >= REC_HDR && REC_HDR + (size_t)load_le32(p + pos + 4) <= rl)
+            rl = REC_HDR + load_le32(p + pos + 4);
         if (hchunk_insert(c, c->n, p + pos, (uint32_t)rl))
             return -ENOMEM;
         pos += rl;

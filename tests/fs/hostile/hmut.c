@@ -61,8 +61,8 @@ static uint64_t rec_u(const hrec *r, size_t i)
         return 0;
     const uint8_t *p = r->p + REC_HDR + off;
     switch (f[i].width) {
-    case 8: return get_le64(p);
-    case 4: return get_le32(p);
+    case 8: return load_le64(p);
+    case 4: return load_le32(p);
     case 2: return (uint64_t)(p[0] | p[1] << 8);
     default: return p[0];
     }
@@ -77,8 +77,8 @@ static void rec_put(hrec *r, size_t i, uint64_t v)
         return;
     uint8_t *p = r->p + REC_HDR + off;
     switch (f[i].width) {
-    case 8: put_le64(p, v); break;
-    case 4: put_le32(p, (uint32_t)v); break;
+    case 8: store_le64(p, v); break;
+    case 4: store_le32(p, (uint32_t)v); break;
     case 2:
         p[0] = (uint8_t)v;
         p[1] = (uint8_t)(v >> 8);
@@ -388,7 +388,7 @@ static int edit_chunks(rng *r, himg *h, const known *k, hmut *m)
             nl = below(r, 2) && blen ? (uint32_t)below(r, blen) : blen + 1 + (uint32_t)below(r, 8);
             uint8_t *p = calloc(1, REC_HDR + nl);
             memcpy(p, x->p, REC_HDR + (nl < blen ? nl : blen));
-            put_le32(p + 4, nl);
+            store_le32(p + 4, nl);
             free(x->p);
             x->p = p;
             x->len = REC_HDR + nl;
@@ -408,10 +408,10 @@ static int edit_chunks(rng *r, himg *h, const known *k, hmut *m)
                 x->p[0] = (uint8_t)t;
                 x->p[1] = (uint8_t)(t >> 8);
             } else {
-                uint32_t l = get_le32(x->p + 4), nl = (uint32_t)hostile(r, k, HF_LEN, 4, l, x);
+                uint32_t l = load_le32(x->p + 4), nl = (uint32_t)hostile(r, k, HF_LEN, 4, l, x);
                 say(m, "%s record %zu (%s): length field %u -> %u (bytes unchanged)",
                     chunk_name(h, c, cn, 40), i, type_name(hrec_type(x)), l, nl);
-                put_le32(x->p + 4, nl);
+                store_le32(x->p + 4, nl);
             }
         }
         return 0;
