@@ -129,11 +129,8 @@ int main(int argc, char **argv)
     if (rc) {
         const char *why = rc == -EINVAL    ? "not a gmtf image (no superblock)"
                           : rc == -EUCLEAN ? "no usable superblock or metadata snapshot"
-                          : rc == -ENOTRECOVERABLE
-                              ? "problems remain that cannot be repaired: nothing written"
-                          : rc == -ENOSPC ? "no room for the repaired metadata: nothing written"
-                          : rc < -1000    ? gmtf_strerror(rc)
-                                          : strerror(-rc);
+                          : rc < -1000     ? gmtf_strerror(rc)
+                                           : strerror(-rc);
         fprintf(stderr, "%s: %s: %s\n", prog, c.path, why);
         return rc == -EUCLEAN ? FSCK_UNCORRECTED : FSCK_ERROR;
     }
