@@ -217,7 +217,8 @@ static long frame_raw(const uint8_t *src, size_t n, uint8_t *dst, uint32_t crc)
 {
     size_t h =
         gmtf_frame_write_header(dst, GMTF_METHOD_RAW, (uint32_t)n, (uint32_t)n, crc, NULL, 0);
-    memcpy(dst + h, src, n);
+    if (n) /* an empty frame: src may be NULL */
+        memcpy(dst + h, src, n);
     return (long)(h + n);
 }
 
@@ -327,7 +328,10 @@ long gmtf_frame_decode_begin(const uint8_t *src, size_t len, uint8_t *dst, size_
     const uint8_t *pay = src + h;
     size_t plen = fi->frame_len - h;
     switch (fi->method) {
-    case GMTF_METHOD_RAW: memcpy(dst, pay, n); return 0;
+    case GMTF_METHOD_RAW:
+        if (n) /* an empty frame: dst may be NULL */
+            memcpy(dst, pay, n);
+        return 0;
     case GMTF_METHOD_RUN: memset(dst, pay[0], n); return 0;
     default:
         if (n > ranks_cap)

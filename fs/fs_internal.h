@@ -21,9 +21,14 @@
 #define JOURNAL_FLOOR (16u << 10)     /* smallest journal (tests force checkpoints) */
 #define STAGE_MAX (256u << 10)        /* fsync stages at most this much uncompressed */
 #define STAGE_PAGE 4096u              /* granularity of staged ranges */
+#define STAGE_REPLAY_MIN (256u << 20) /* replayed staged blocks may fill this much at least */
 #define PUNCH_MIN (1u << 20)          /* free extents this large are punched */
 #define PUNCH_ALIGN 4096u             /* punched ranges: whole host pages */
 #define FILE_BLOCKS_MAX 0xffffffffull /* blocks of one file (block numbers are u32) */
+/* Directory cookies (readdir offsets) are below this: the kernel's offsets
+ * are signed, and cookie + 1 must not wrap to 0 (a listing restarting for
+ * ever). A DADD record at or above it does not apply. */
+#define COOKIE_LIMIT (1ull << 62)
 
 /* ---- buf.c: little-endian byte buffers ---------------------------------------- */
 typedef struct wbuf {
@@ -86,7 +91,7 @@ struct frame { /* refs == 0 and clen == 0: unused id */
     uint64_t off;
     uint32_t clen, dlen, crc, refs;
     uint64_t live;  /* bytes of it that blocks map (over dlen when deduplicated) */
-    uint32_t flags; /* FRAME_FRESH, FRAME_PINNED */
+    uint32_t flags; /* FRAME_FRESH, FRAME_PINNED, FRAME_OUTSIDE */
 };
 enum { LOADING_SNAPSHOT = 1, LOADING_JOURNAL = 2, LOADING_BUILD = 3 };
 
@@ -95,6 +100,10 @@ enum { LOADING_SNAPSHOT = 1, LOADING_JOURNAL = 2, LOADING_BUILD = 3 };
 #define FRAME_FRESH 1u
 /* A STAGE record of the current journal decodes it as a block's base. */
 #define FRAME_PINNED 2u
+/* The image named it past its end or its capacity (or fsck dropped it for
+ * an overlap): its blocks read as EIO, and its bytes are never this image's
+ * space: never freed, retired or allocated (frame.c). */
+#define FRAME_OUTSIDE 4u
 
 struct dent {
     uint64_t parent, ino, cookie;
@@ -185,9 +194,14 @@ struct gmtf_fs {
     pthread_mutex_t dpool_mtx;
     pthread_cond_t dpool_cond;
 
-    /* inodes, by number */
-    struct inode **itab;
-    uint64_t itab_cap;
+    /* inodes, by number (inode.c): pages of IPAGE numbers */
+    struct ipage **ipage_tab; /* hash of the pages by page number */
+    size_t ipage_cap;
+    struct ipage **ipage_ord; /* every page; sorted unless ipage_unsorted */
+    size_t nipages, ipage_ord_cap, ipage_hint;
+    int ipage_unsorted;
+    uint64_t ninodes;
+    uint64_t ino_cursor; /* numbers below it were in use when handed out */
     uint64_t *ino_free;
     size_t nino_free, ino_free_cap;
     uint64_t next_gen;
@@ -199,6 +213,7 @@ struct gmtf_fs {
     size_t dent_cap, dent_count;
 
     /* frames, by id (0 unused) */
+    struct frame_idmap *idmap; /* while loading: the image's ids -> table ids */
     struct frame *frames;
     uint32_t nframes; /* table length */
     uint32_t *frame_free;
@@ -415,7 +430,12 @@ int frames_verify(gmtf_fs *fs, const uint32_t *ids, size_t n, int *status);
 
 /* ---- frame.c: the frame table ---- */
 int frame_new_id(gmtf_fs *fs, uint32_t *id);
+/* A new frame. While loading, id is the image's id: the table id it gets is
+ * frame_load_id(fs, id) from then on (until frame_load_end). */
 int frame_set(gmtf_fs *fs, uint32_t id, uint64_t off, uint32_t clen, uint32_t dlen, uint32_t crc);
+uint32_t frame_load_id(gmtf_fs *fs, uint32_t image_id); /* 0: no such frame */
+void frame_load_end(gmtf_fs *fs); /* the image's ids are not needed any more */
+void frame_table_free(gmtf_fs *fs);
 void frame_ref(gmtf_fs *fs, uint32_t id);
 void frame_unref(gmtf_fs *fs, uint32_t id);
 int frame_valid(gmtf_fs *fs, uint32_t id);
@@ -489,10 +509,23 @@ uint64_t alloc_free_bytes(gmtf_fs *fs);
 uint64_t alloc_punched_bytes(gmtf_fs *fs); /* free bytes the host has back (holes) */
 
 /* ---- inode.c: the inode table ---- */
+#define IPAGE 16u /* inode numbers per page of the table */
 struct inode *inode_get(gmtf_fs *fs, uint64_t ino);
 struct inode *inode_create_mem(gmtf_fs *fs, uint64_t ino, uint32_t mode);
 void inode_table_remove(gmtf_fs *fs, struct inode *in); /* and frees the struct */
-int inode_alloc_ino(gmtf_fs *fs, uint64_t *ino);
+int inode_alloc_ino(gmtf_fs *fs, uint64_t *ino);        /* -ENOSPC past 2^40 */
+/* The inode with the smallest number above *ino (0: the first), which
+ * *ino then holds; NULL after the last. In number order, and safe when the
+ * body creates or drops inodes; the caller holds the write lock (or runs
+ * alone: load, check), since it may sort the table. Loop:
+ *   uint64_t ino = 0;
+ *   for (struct inode *in; (in = inode_next(fs, &ino));) ... */
+struct inode *inode_next(gmtf_fs *fs, uint64_t *ino);
+/* Every inode once, in no order, for readers (read lock: the table must
+ * not change during the loop). Start with *pos = 0. */
+struct inode *inode_scan(const gmtf_fs *fs, uint64_t *pos);
+/* Frees the table and the free numbers (not the inodes: free them first). */
+void inode_table_free(gmtf_fs *fs);
 
 /* ---- dirent.c: directory entries ---- */
 struct dent *dent_find(gmtf_fs *fs, uint64_t parent, const char *name, size_t n);

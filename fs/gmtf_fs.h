@@ -325,7 +325,10 @@ typedef struct gmtf_fs_check_report {
 
 /* Checks the image (does not take ownership of img). Returns 0 when the
  * check ran (see report), or a negative code when the image cannot be
- * read at all (-EINVAL: not gmtf; -EUCLEAN: no usable superblock/snapshot). */
+ * read at all (-EINVAL: not gmtf; -EUCLEAN: no usable superblock/snapshot).
+ * A repair writes only when it can fix every problem found and has room for
+ * its checkpoint; else report.unrepairable is set (the log says why) and
+ * the image is unchanged. An image with no problem is not written. */
 int gmtf_fs_check(gmtf_image *img, const gmtf_fs_check_options *opt, gmtf_fs_check_report *rep);
 
 #ifdef __cplusplus

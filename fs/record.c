@@ -266,6 +266,35 @@ int xattr_blob_check(const uint8_t *b, uint32_t len)
     return 0;
 }
 
+/* Whether [off, off+len) shares a byte with a range of e (sorted, apart). */
+static int retired_overlaps(const extvec *e, uint64_t off, uint64_t len)
+{
+    size_t lo = 0, hi = e->n;
+    while (lo < hi) { /* first range ending past off */
+        size_t mid = (lo + hi) / 2;
+        if (e->v[mid].off + e->v[mid].len <= off)
+            lo = mid + 1;
+        else
+            hi = mid;
+    }
+    return lo < e->n && e->v[lo].off < off + len;
+}
+
+/* Replaying STAGE records makes whole dirty blocks from a few bytes each:
+ * bounded, so that memory follows what the image holds. A journal written
+ * here never needs more: staged blocks are dirty blocks, which the writer
+ * keeps under its dirty limit (the mount's, or STAGE_REPLAY_MIN at least). */
+static int stage_replay_room(gmtf_fs *fs, struct inode *in, uint32_t blk, uint32_t need)
+{
+    uint64_t limit = fs->dirty_limit > STAGE_REPLAY_MIN ? fs->dirty_limit : STAGE_REPLAY_MIN;
+    if (dirty_find(fs, in->ino, blk) || fs->dirty_bytes + need <= limit)
+        return 0;
+    if (!fs->corrupt_records)
+        fs_log(fs, "journal: staged blocks past %llu MiB (the dirty cache limit): not replayed",
+               (unsigned long long)(limit >> 20));
+    return -EUCLEAN;
+}
+
 static int valid_type(uint32_t mode)
 {
     switch (mode & S_IFMT) {
@@ -349,7 +378,7 @@ static int apply_dadd(gmtf_fs *fs, rbuf *r)
     uint16_t n = rb_u16(r);
     const char *name = (const char *)rb_bytes(r, n);
     struct inode *dir = inode_get(fs, parent);
-    if (r->err || !dir || !S_ISDIR(dir->mode) || cookie < 3 || ino == 0)
+    if (r->err || !dir || !S_ISDIR(dir->mode) || cookie < 3 || cookie >= COOKIE_LIMIT || ino == 0)
         return -EUCLEAN;
     int rc = dent_insert(fs, dir, ino, cookie, name, n);
     return rc == -EINVAL || rc == -EEXIST ? -EUCLEAN : rc;
@@ -418,6 +447,8 @@ static int apply_ext(gmtf_fs *fs, rbuf *r)
     if (!in || !S_ISREG(in->mode))
         return -EUCLEAN;
     if (frame) {
+        if (fs->loading && !(frame = frame_load_id(fs, frame)))
+            return -EUCLEAN; /* no FRAME record named it */
         if (!frame_valid(fs, frame) || len == 0 || len > fs->bs ||
             (uint64_t)off + len > fs->frames[frame].dlen)
             return -EUCLEAN;
@@ -481,6 +512,9 @@ int rec_apply(gmtf_fs *fs, const uint8_t *rec, size_t len)
             return 0;
         if (!S_ISREG(in->mode))
             return -EUCLEAN;
+        rc = stage_replay_room(fs, in, blk, off + n);
+        if (rc)
+            break;
         struct fref *e = blockmap_find(in, blk);
         if (e && e->frame) /* as stage.c marks it live: this journal reads it */
             fs->frames[e->frame].flags |= FRAME_PINNED;
@@ -491,8 +525,9 @@ int rec_apply(gmtf_fs *fs, const uint8_t *rec, size_t len)
         uint64_t off = rb_u64(&r), len = rb_u64(&r);
         /* Only a snapshot (being loaded) names retired space. */
         if (r.err || !fs->loading || len == 0 || off + len < off ||
-            (fs->sb.capacity && off + len > fs->sb.capacity))
-            return -EUCLEAN;
+            (fs->sb.capacity && off + len > fs->sb.capacity) ||
+            retired_overlaps(&fs->retired_prev, off, len))
+            return -EUCLEAN; /* (overlapping ranges would be freed twice) */
         rc = ev_add(&fs->retired_prev, off, len);
         break;
     }
