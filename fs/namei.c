@@ -89,6 +89,19 @@ int gmtf_fs_lookup(gmtf_fs *fs, uint64_t parent, const char *name, gmtf_entry *e
     return rc;
 }
 
+/* Takes, before an operation's first record, what its records need: room
+ * in the journal buffer for recs small records and, with dadds, room for
+ * that many entries in dir. The operation then cannot fail halfway for want
+ * of memory (a rename that dropped the target and then failed lost it).
+ * dent_unreserve after. */
+static int op_reserve(gmtf_fs *fs, unsigned recs, struct inode *dir, unsigned dadds)
+{
+    int rc = rec_reserve(fs, (size_t)recs * REC_SMALL_MAX);
+    if (!rc && dadds)
+        rc = dent_reserve(fs, dir, dadds);
+    return rc;
+}
+
 /* Creates an inode named parent/name. Caller holds the write lock. */
 static int make_node(gmtf_fs *fs, uint64_t parent, const char *name, uint32_t mode, dev_t rdev,
                      uid_t uid, gid_t gid, const char *target, struct inode **out)
@@ -105,7 +118,7 @@ static int make_node(gmtf_fs *fs, uint64_t parent, const char *name, uint32_t mo
     if (is_dot(name, n) || dent_find(fs, parent, name, n))
         return -EEXIST;
     uint64_t ino;
-    if ((rc = inode_alloc_ino(fs, &ino)))
+    if ((rc = op_reserve(fs, 4, dir, 1)) || (rc = inode_alloc_ino(fs, &ino)))
         return rc;
     uint64_t gen = fs->next_gen;
     rc = rec_inode_new(fs, ino, gen, mode, uid, gid, rdev, S_ISDIR(mode) ? parent : 0,
@@ -113,6 +126,8 @@ static int make_node(gmtf_fs *fs, uint64_t parent, const char *name, uint32_t mo
     if (rc)
         return rc;
     struct inode *in = inode_get(fs, ino);
+    /* The target's record may fail (it is not small): the inode goes again
+     * (the room for IDEL is reserved). */
     if (target && (rc = rec_link(fs, ino, target, strlen(target)))) {
         rec_idel(fs, ino);
         return rc;
@@ -144,6 +159,7 @@ int gmtf_fs_mknod(gmtf_fs *fs, uint64_t parent, const char *name, mode_t mode, d
                        gid, NULL, &in);
     if (!rc)
         attr_fill_entry(fs, in, e, 1);
+    dent_unreserve(fs);
     FS_UNLOCK(fs);
     return rc;
 }
@@ -159,6 +175,7 @@ int gmtf_fs_create(gmtf_fs *fs, uint64_t parent, const char *name, mode_t mode, 
         in->nopen++;
         attr_fill_entry(fs, in, e, 1);
     }
+    dent_unreserve(fs);
     FS_UNLOCK(fs);
     return rc;
 }
@@ -171,6 +188,7 @@ int gmtf_fs_mkdir(gmtf_fs *fs, uint64_t parent, const char *name, mode_t mode, u
     int rc = make_node(fs, parent, name, S_IFDIR | (mode & 07777), 0, uid, gid, NULL, &in);
     if (!rc)
         attr_fill_entry(fs, in, e, 1);
+    dent_unreserve(fs);
     FS_UNLOCK(fs);
     return rc;
 }
@@ -188,6 +206,7 @@ int gmtf_fs_symlink(gmtf_fs *fs, uint64_t parent, const char *name, const char *
     int rc = make_node(fs, parent, name, S_IFLNK | 0777, 0, uid, gid, target, &in);
     if (!rc)
         attr_fill_entry(fs, in, e, 1);
+    dent_unreserve(fs);
     FS_UNLOCK(fs);
     return rc;
 }
@@ -225,7 +244,8 @@ int gmtf_fs_link(gmtf_fs *fs, uint64_t ino, uint64_t newparent, const char *newn
         goto out;
     }
     rec_attr_emit(fs);
-    if ((rc = rec_dadd(fs, newparent, ino, dir->u.dir.next, newname, n)))
+    if ((rc = op_reserve(fs, 3, dir, 1)) ||
+        (rc = rec_dadd(fs, newparent, ino, dir->u.dir.next, newname, n)))
         goto out;
     in->nlink++;
     attr_touch(in, 0);
@@ -236,6 +256,7 @@ int gmtf_fs_link(gmtf_fs *fs, uint64_t ino, uint64_t newparent, const char *newn
     if (!rc)
         attr_fill_entry(fs, in, e, 1);
 out:
+    dent_unreserve(fs);
     FS_UNLOCK(fs);
     return rc;
 }
@@ -285,7 +306,7 @@ static int remove_entry(gmtf_fs *fs, uint64_t parent, const char *name, int want
     if (rc)
         goto out;
     rec_attr_emit(fs);
-    if ((rc = rec_ddel(fs, parent, name, n)))
+    if ((rc = op_reserve(fs, 4, dir, 0)) || (rc = rec_ddel(fs, parent, name, n)))
         goto out;
     attr_touch(dir, 1);
     rc = drop_link(fs, dir, in);
@@ -389,7 +410,11 @@ static int rename_exchange(gmtf_fs *fs, struct rename_op *r)
         return -EINVAL;
     rec_attr_emit(fs);
     uint64_t si = r->src->ino, di = r->dst->ino;
-    int rc = rec_ddel(fs, r->parent, r->name, r->n);
+    int rc = op_reserve(fs, 10, r->to, 2);
+    if (!rc && r->from != r->to)
+        rc = dent_reserve(fs, r->from, 1);
+    if (!rc)
+        rc = rec_ddel(fs, r->parent, r->name, r->n);
     if (!rc)
         rc = rec_ddel(fs, r->newparent, r->newname, r->nn);
     if (!rc)
@@ -421,7 +446,9 @@ static int rename_move(gmtf_fs *fs, struct rename_op *r)
     if (S_ISDIR(r->src->mode) && is_below(fs, r->newparent, r->src->ino))
         return -EINVAL;
     rec_attr_emit(fs);
-    int rc;
+    int rc = op_reserve(fs, 10, r->to, 1);
+    if (rc)
+        return rc;
     if (r->dd) {
         if ((rc = rec_ddel(fs, r->newparent, r->newname, r->nn)))
             return rc;
@@ -467,6 +494,7 @@ int gmtf_fs_rename(gmtf_fs *fs, uint64_t parent, const char *name, uint64_t newp
         ; /* two links of one file: nothing to do */
     else if (!r.dd || !(rc = rename_may_replace(&r)))
         rc = rename_move(fs, &r);
+    dent_unreserve(fs);
     FS_UNLOCK(fs);
     return rc;
 }
