@@ -1169,6 +1169,28 @@ out:
     return bad ? 1 : 0;
 }
 
+uint64_t cm_fs_hash(cm_model *m, gmtf_fs *fs)
+{
+    (void)m;
+    ent *e;
+    size_t n;
+    uint64_t h;
+    if (walk_fs(fs, &e, &n, &h)) {
+        free(e);
+        return 0;
+    }
+    for (size_t i = 0; i < n; i++)
+        h += mix64(e[i].ino * 31 + e[i].st.st_nlink * 7 + (uint64_t)e[i].st.st_size +
+                   ((uint64_t)e[i].type << 40));
+    free(e);
+    return h;
+}
+
+uint64_t cm_live_hash(cm_model *m)
+{
+    return cm_fs_hash(m, m->fs);
+}
+
 int cm_verify_live(cm_model *m)
 {
     return cm_verify(m, m->fs, SIZE_MAX, "live filesystem");

@@ -96,6 +96,10 @@ size_t cm_entries(cm_model *m, int *dirs, char names[][64], int *nodes, size_t c
 /* After an operation failed on node (a fault): the live file is checked
  * (each byte old or new, no other) and taken as the model's. */
 int cm_resync_node(cm_model *m, int node);
+/* A hash of a filesystem's namespace and of each inode's type, links and
+ * size (the live one, or another mount of the same image). */
+uint64_t cm_live_hash(cm_model *m);
+uint64_t cm_fs_hash(cm_model *m, gmtf_fs *fs);
 /* Compares the live filesystem with the model now: exact. 0 = equal. */
 int cm_verify_live(cm_model *m);
 
