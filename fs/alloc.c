@@ -162,12 +162,82 @@ int alloc_space(gmtf_fs *fs, uint64_t len, uint64_t *off)
     return 0;
 }
 
+uint64_t alloc_meta_len(const gmtf_fs *fs, uint64_t len)
+{
+    if (fs->data_start < DATA_START)
+        return len; /* a version 1 image: byte-granular, as it was written */
+    return (len + META_ALIGN - 1) / META_ALIGN * META_ALIGN;
+}
+
+int alloc_meta(gmtf_fs *fs, uint64_t len, uint64_t *off)
+{
+    len = alloc_meta_len(fs, len);
+    if (len == 0 || fs->data_start < DATA_START)
+        return alloc_space(fs, len, off);
+    /* First fit of an aligned start inside a free extent. */
+    for (size_t i = 0; i < fs->free.n; i++) {
+        const struct ext *x = &fs->free.v[i];
+        uint64_t a = (x->off + META_ALIGN - 1) / META_ALIGN * META_ALIGN;
+        if (a >= x->off + x->len || x->off + x->len - a < len)
+            continue;
+        if (ev_remove(&fs->free, a, len))
+            return -ENOMEM;
+        *off = a;
+        fs->used += len;
+        unpunch(fs, a, len);
+        return 0;
+    }
+    /* Past the end: the tail free extent (if it touches the end) and any
+     * gap up to the alignment stay free. */
+    uint64_t start = fs->end;
+    if (fs->free.n && fs->free.v[fs->free.n - 1].off + fs->free.v[fs->free.n - 1].len == fs->end)
+        start = fs->free.v[fs->free.n - 1].off;
+    uint64_t a = (start + META_ALIGN - 1) / META_ALIGN * META_ALIGN;
+    if (a + len > capacity_of(fs) || a + len < a)
+        return -ENOSPC;
+    if (a > fs->end && ev_add(&fs->free, fs->end, a - fs->end))
+        return -ENOMEM;
+    if (a < fs->end && ev_remove(&fs->free, a, fs->end - a))
+        return -ENOMEM;
+    *off = a;
+    fs->end = a + len;
+    fs->used += len;
+    unpunch(fs, a, len);
+    return 0;
+}
+
+int alloc_claim(gmtf_fs *fs, uint64_t off, uint64_t len)
+{
+    if (off + len > fs->end) {
+        if (off + len > capacity_of(fs))
+            return -ENOSPC;
+        if (ev_add(&fs->free, fs->end, off + len - fs->end))
+            return -ENOMEM;
+        fs->end = off + len;
+    }
+    return ev_remove(&fs->free, off, len);
+}
+
 void alloc_release_now(gmtf_fs *fs, uint64_t off, uint64_t len)
 {
     if (!len)
         return;
     fs->used -= len < fs->used ? len : fs->used;
+    if (off < fs->data_start) { /* an upgraded image's old metadata: slots now */
+        uint64_t cut = fs->data_start - off;
+        if (cut >= len)
+            return;
+        off += cut;
+        len -= cut;
+    }
     if (ev_add(&fs->free, off, len))
+        fs_log(fs, "out of memory: %llu bytes at %llu leak until remount", (unsigned long long)len,
+               (unsigned long long)off);
+}
+
+void alloc_retire(gmtf_fs *fs, uint64_t off, uint64_t len)
+{
+    if (len && ev_add(&fs->retired_cur, off, len))
         fs_log(fs, "out of memory: %llu bytes at %llu leak until remount", (unsigned long long)len,
                (unsigned long long)off);
 }
@@ -175,8 +245,6 @@ void alloc_release_now(gmtf_fs *fs, uint64_t off, uint64_t len)
 void alloc_release(gmtf_fs *fs, uint64_t off, uint64_t len)
 {
     if (!len)
-        return;
-    if (fs->loading) /* the free map is rebuilt after replay */
         return;
     if (ev_add(&fs->pending, off, len))
         fs_log(fs, "out of memory: %llu bytes at %llu leak until remount", (unsigned long long)len,
@@ -190,6 +258,51 @@ void alloc_commit_pending(gmtf_fs *fs)
     fs->pending.n = 0;
 }
 
+/* The snapshot and journal copies sb names, as allocated. */
+static size_t sb_regions(const gmtf_fs *fs, const sb_info *sb, struct ext out[4])
+{
+    size_t n = 0;
+    uint64_t sl = sb->version >= FMT_VERSION ? alloc_meta_len(fs, sb->snap_len) : sb->snap_len;
+    uint64_t jl = sb->version >= FMT_VERSION ? alloc_meta_len(fs, sb->jrnl_len) : sb->jrnl_len;
+    if (sl)
+        out[n++] = (struct ext){sb->snap_off, sl};
+    if (sl && sb->snap2_off)
+        out[n++] = (struct ext){sb->snap2_off, sl};
+    if (jl)
+        out[n++] = (struct ext){sb->jrnl_off, jl};
+    if (jl && sb->jrnl2_off)
+        out[n++] = (struct ext){sb->jrnl2_off, jl};
+    return n;
+}
+
+int alloc_retire_list(gmtf_fs *fs, extvec *out)
+{
+    memset(out, 0, sizeof *out);
+    struct ext r[4];
+    size_t n = sb_regions(fs, &fs->sb, r);
+    int rc = 0;
+    for (size_t i = 0; i < n && !rc; i++)
+        rc = ev_add(out, r[i].off, r[i].len);
+    for (size_t i = 0; i < fs->retired_cur.n && !rc; i++)
+        rc = ev_add(out, fs->retired_cur.v[i].off, fs->retired_cur.v[i].len);
+    for (size_t i = 0; i < fs->pending.n && !rc; i++)
+        rc = ev_add(out, fs->pending.v[i].off, fs->pending.v[i].len);
+    if (rc)
+        ev_free(out);
+    return rc;
+}
+
+void alloc_generation_done(gmtf_fs *fs, extvec *retire)
+{
+    for (size_t i = 0; i < fs->retired_prev.n; i++)
+        alloc_release_now(fs, fs->retired_prev.v[i].off, fs->retired_prev.v[i].len);
+    ev_free(&fs->retired_prev);
+    fs->retired_prev = *retire;
+    memset(retire, 0, sizeof *retire);
+    fs->retired_cur.n = 0;
+    fs->pending.n = 0;
+}
+
 static int ext_cmp(const void *a, const void *b)
 {
     const struct ext *x = a, *y = b;
@@ -198,26 +311,31 @@ static int ext_cmp(const void *a, const void *b)
 
 int alloc_rebuild(gmtf_fs *fs)
 {
-    size_t n = 0, cap = fs->live_frames + 2;
+    size_t n = 0, cap = fs->live_frames + 4 + fs->retired_cur.n + fs->retired_prev.n;
     struct ext *v = malloc(cap * sizeof *v);
     if (!v)
         return -ENOMEM;
-    for (uint32_t id = 1; id < fs->nframes; id++)
-        if (fs->frames[id].clen && n < cap)
+    for (uint32_t id = 1; id < fs->nframes && n < cap; id++)
+        if (fs->frames[id].clen)
             v[n++] = (struct ext){fs->frames[id].off, fs->frames[id].clen};
-    if (fs->sb.snap_len && n < cap)
-        v[n++] = (struct ext){fs->sb.snap_off, fs->sb.snap_len};
-    if (fs->sb.jrnl_len && n < cap)
-        v[n++] = (struct ext){fs->sb.jrnl_off, fs->sb.jrnl_len};
+    n += sb_regions(fs, &fs->sb, v + n);
+    for (size_t i = 0; i < fs->retired_cur.n; i++)
+        v[n++] = fs->retired_cur.v[i];
+    for (size_t i = 0; i < fs->retired_prev.n; i++)
+        v[n++] = fs->retired_prev.v[i];
     qsort(v, n, sizeof *v, ext_cmp);
     fs->free.n = 0;
     fs->pending.n = 0;
-    fs->held.n = 0;
     fs->punched.n = 0; /* unknown after mount: punched again (once) */
-    uint64_t pos = DATA_START, used = 0;
+    uint64_t pos = fs->data_start, used = 0;
     int rc = 0;
     for (size_t i = 0; i < n; i++) {
-        if (v[i].off < pos) {
+        if (v[i].off < fs->data_start) { /* retired old metadata of an upgraded image */
+            uint64_t end = v[i].off + v[i].len;
+            v[i].off = fs->data_start;
+            v[i].len = end > v[i].off ? end - v[i].off : 0;
+        }
+        if (v[i].off < pos && v[i].len) {
             fs_log(fs, "space at %llu (%llu bytes) is referenced twice",
                    (unsigned long long)v[i].off, (unsigned long long)v[i].len);
             rc = -EUCLEAN;

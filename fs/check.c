@@ -39,6 +39,18 @@ static void note(checker *c, const char *msg)
         c->opt->log(c->opt->log_arg, msg);
 }
 
+/* A repair that cannot be made safely: nothing is written (fsck exit 8). */
+static void unrepairable(checker *c, const char *why)
+{
+    if (!c->opt->repair || c->rep->unrepairable)
+        return;
+    c->rep->unrepairable = 1;
+    char line[300];
+    snprintf(line, sizeof line, "cannot repair: %s; the image is left unchanged", why);
+    if (c->opt->log)
+        c->opt->log(c->opt->log_arg, line);
+}
+
 static void quiet_log(void *arg, const char *msg)
 {
     checker *c = arg;
@@ -143,6 +155,29 @@ static uint64_t lost_found(checker *c)
     return ino;
 }
 
+/* Blocks mapped at or past the size, and a last block mapping more bytes
+ * than the size leaves in it: a later size increase would show them where
+ * zeros belong. Repair unmaps or shortens them. */
+static void check_mapped_past_size(checker *c, struct inode *in)
+{
+    gmtf_fs *fs = c->fs;
+    uint64_t nblk = (in->size + fs->bs - 1) / fs->bs;
+    uint32_t part = (uint32_t)(in->size % fs->bs);
+    for (uint32_t i = in->u.ext.n; i-- > 0;) {
+        struct fref e = in->u.ext.v[i];
+        if (e.blk < nblk && !(e.blk == nblk - 1 && part && e.len > part))
+            break; /* sorted by block: the rest lie below */
+        problem(c, c->opt->repair, "inode %llu: block %u maps %u bytes, past the size %llu",
+                (unsigned long long)in->ino, e.blk, e.len, (unsigned long long)in->size);
+        if (!c->opt->repair)
+            continue;
+        if (e.blk >= nblk)
+            rec_ext(fs, in->ino, e.blk, 0, 0, 0);
+        else
+            rec_ext(fs, in->ino, e.blk, e.frame, e.off, part);
+    }
+}
+
 static void check_inodes(checker *c)
 {
     gmtf_fs *fs = c->fs;
@@ -163,6 +198,8 @@ static void check_inodes(checker *c)
                 (unsigned long long)ino, in->mode);
         if (repair) {
             uint64_t lf = lost_found(c);
+            if (lf < cap)
+                seen[lf] = 1; /* made just now: reachable, and no orphan of itself */
             char name[32];
             snprintf(name, sizeof name, "#%llu", (unsigned long long)ino);
             struct inode *dir = inode_get(fs, lf);
@@ -189,15 +226,8 @@ static void check_inodes(checker *c)
                 rec_inode(fs, in);
             }
         }
-        if (S_ISREG(in->mode) && in->u.ext.n) {
-            struct fref *last = &in->u.ext.v[in->u.ext.n - 1];
-            if ((uint64_t)last->blk * fs->bs >= in->size) {
-                problem(c, repair, "inode %llu: block %u mapped past the size %llu",
-                        (unsigned long long)ino, last->blk, (unsigned long long)in->size);
-                if (repair)
-                    rec_size(fs, ino, in->size);
-            }
-        }
+        if (S_ISREG(in->mode))
+            check_mapped_past_size(c, in);
         if (S_ISLNK(in->mode) && !in->u.target)
             problem(c, 0, "symlink %llu has no target", (unsigned long long)ino);
     }
@@ -205,6 +235,36 @@ out:
     free(links);
     free(subdirs);
     free(seen);
+}
+
+/* What loading found about the superblocks, the metadata copies and the
+ * generation it could load. */
+static void check_superblocks(checker *c)
+{
+    gmtf_fs *fs = c->fs;
+    int repair = c->opt->repair;
+    if (fs->sb.incompat & SB_INCOMPLETE) {
+        problem(c, 0, "the image is incomplete: the mkfs that made it did not finish");
+        unrepairable(c, "an incomplete image holds nothing to repair; make it again");
+    }
+    if (fs->fell_back) {
+        char why[200];
+        snprintf(why, sizeof why,
+                 "generation %llu is damaged beyond its copies; generation %llu (read-only "
+                 "mounts show it) would lose what changed after it",
+                 (unsigned long long)fs->lost_gen, (unsigned long long)fs->sb.gen);
+        problem(c, 0, "%s", why);
+        unrepairable(c, why);
+        return;
+    }
+    if (fs->sb_twin_bad)
+        problem(c, repair, "one copy of the superblock of generation %llu is damaged",
+                (unsigned long long)fs->sb.gen);
+    if (fs->sb_pair_lost)
+        problem(c, repair, "both superblock slots of the older generation are unreadable");
+    if (fs->meta_damaged)
+        problem(c, repair, "%d damaged piece(s) of metadata copies (the other copy served)",
+                fs->meta_damaged);
 }
 
 /* Decodes every frame in batches; a bad frame's blocks become holes on repair. */
@@ -288,32 +348,22 @@ int gmtf_fs_check(gmtf_image *img, const gmtf_fs_check_options *opt, gmtf_fs_che
     if (rc)
         return rc;
     gmtf_fs *fs = c.fs;
-    /* Superblock slots: one torn slot is normal after a crash. */
-    sb_info slot[2];
-    int res[2];
-    sb_read_slots(fs, slot, res);
-    for (int i = 0; i < 2; i++)
-        if (res[i] == -EINVAL || res[i] == -EUCLEAN) {
-            char msg[100];
-            snprintf(msg, sizeof msg, "superblock slot %d at offset %d %s", i, i * SB_SLOT_SIZE,
-                     res[i] == -EINVAL ? "is empty" : "is damaged");
-            note(&c, msg);
-        }
     fs->ro = 1; /* load without writing, even to repair */
     rc = fs_load(fs);
     if (!rc && fs->bs > SNAP_CHUNK && fs->bs != GMTF_FS_BLOCK_DEFAULT)
         rc = codec_resize(fs);
-    fs->ro = !o.repair;
     if (rc) {
         if (rc == -EUCLEAN && fs->itab_cap) {
             /* Space referenced twice: reported, not repairable here. */
             problem(&c, 0, "metadata references overlapping space");
+            unrepairable(&c, "metadata references overlapping space");
             rc = 0;
         } else {
             fs_destroy(fs, 0);
             return rc;
         }
     }
+    check_superblocks(&c);
     if (fs->replayed && fs->sb.jrnl_len) {
         char msg[100];
         snprintf(msg, sizeof msg, "journal replayed: %llu records",
@@ -329,7 +379,10 @@ int gmtf_fs_check(gmtf_image *img, const gmtf_fs_check_options *opt, gmtf_fs_che
                 (unsigned long long)size, (unsigned long long)fs->end);
     if (o.verify_data)
         verify_frames(&c);
-    if (o.repair) {
+    /* A repair writes only when there is something to write, and never
+     * over a state it could not read whole. */
+    if (o.repair && !rep->unrepairable && (rep->errors || fs->replayed)) {
+        fs->ro = 0;
         rc = fs_checkpoint(fs, JOURNAL_MIN);
         if (rc)
             problem(&c, 0, "writing the repaired metadata failed: %s", strerror(-rc));

@@ -1,8 +1,11 @@
-/* Checkpoints. A checkpoint writes a new snapshot and an empty journal
- * region into free space, flushes, then writes the other superblock slot
- * with generation + 1 and flushes again: a crash anywhere leaves one of the
- * two slots valid. Once the new slot is durable, the old snapshot, the old
- * journal and everything freed since are free space. */
+/* Checkpoints. A checkpoint writes the new snapshot (two copies) and an
+ * empty journal region (two copies, allocated on the host) into free
+ * space, flushes, then writes the generation's primary superblock slot,
+ * flushes, its secondary slot, and flushes again: a crash anywhere leaves a
+ * loadable generation. The generation before stays whole until the next
+ * checkpoint is durable (alloc.c, retirement): a damaged newest state
+ * falls back to it, never to an empty one. */
+#include <stdio.h>
 #include <time.h>
 
 #include "fs_internal.h"
@@ -12,6 +15,56 @@ static uint64_t journal_id(const sb_info *sb, uint64_t gen)
     /* Unique per checkpoint and per filesystem: a stale chunk left by an
      * older journal (or an older filesystem on the device) never matches. */
     return fs_hash64(sb->uuid, 16, gen) ^ gen;
+}
+
+/* Two journal copies of len bytes, allocated on the host. */
+static int journal_alloc(gmtf_fs *fs, uint64_t len, sb_info *nsb)
+{
+    uint64_t at[2];
+    int rc = alloc_meta(fs, len, &at[0]);
+    if (rc)
+        return rc;
+    rc = alloc_meta(fs, len, &at[1]);
+    if (rc) {
+        alloc_release_now(fs, at[0], alloc_meta_len(fs, len));
+        return rc;
+    }
+    /* No sparse hole: commits must not fail for space on a full host. */
+    for (int k = 0; k < 2 && !rc; k++) {
+        rc = img_reserve(fs, at[k], len);
+        if (rc == -EOPNOTSUPP) { /* a host without fallocate: extend at least */
+            uint64_t size;
+            rc = img_size(fs, &size);
+            if (!rc && !fs->img->is_blockdev && size < at[k] + len)
+                rc = img_truncate(fs, at[k] + len);
+        }
+    }
+    if (rc) {
+        alloc_release_now(fs, at[0], alloc_meta_len(fs, len));
+        alloc_release_now(fs, at[1], alloc_meta_len(fs, len));
+        return rc;
+    }
+    nsb->jrnl_off = at[0];
+    nsb->jrnl2_off = at[1];
+    nsb->jrnl_len = len;
+    return 0;
+}
+
+/* Space of the new generation that failed: free when its slot cannot have
+ * reached the disk, else retired (the slot may be there). */
+static void checkpoint_undo(gmtf_fs *fs, const sb_info *nsb, int slot_written)
+{
+    uint64_t sl = alloc_meta_len(fs, nsb->snap_len), jl = alloc_meta_len(fs, nsb->jrnl_len);
+    uint64_t r[4][2] = {
+        {nsb->snap_off, sl}, {nsb->snap2_off, sl}, {nsb->jrnl_off, jl}, {nsb->jrnl2_off, jl}};
+    for (int i = 0; i < 4; i++) {
+        if (!r[i][1] || !r[i][0])
+            continue;
+        if (slot_written)
+            alloc_retire(fs, r[i][0], r[i][1]);
+        else
+            alloc_release_now(fs, r[i][0], r[i][1]);
+    }
 }
 
 int fs_checkpoint(gmtf_fs *fs, uint64_t journal_bytes)
@@ -25,55 +78,65 @@ int fs_checkpoint(gmtf_fs *fs, uint64_t journal_bytes)
     if (rc)
         return rc;
     sb_info nsb = fs->sb;
+    nsb.version = FMT_VERSION;
     nsb.gen = fs->sb.gen + 1;
+    nsb.snap_len = nsb.jrnl_len = 0;
     if (journal_bytes < JOURNAL_FLOOR)
         journal_bytes = JOURNAL_FLOOR;
-    rc = snapshot_write(fs, nsb.gen, &nsb.snap_off, &nsb.snap_len);
+    journal_bytes = (journal_bytes + META_ALIGN - 1) / META_ALIGN * META_ALIGN;
+    extvec retire;
+    rc = alloc_retire_list(fs, &retire);
     if (rc)
         return rc;
-    rc = alloc_space(fs, journal_bytes, &nsb.jrnl_off);
+    rc = snapshot_write(fs, nsb.gen, &retire, &nsb);
+    if (!rc) {
+        rc = journal_alloc(fs, journal_bytes, &nsb);
+        if (rc)
+            checkpoint_undo(fs, &nsb, 0);
+    }
     if (rc) {
-        alloc_release_now(fs, nsb.snap_off, nsb.snap_len);
+        ev_free(&retire);
         return rc;
     }
-    nsb.jrnl_len = journal_bytes;
     nsb.jrnl_id = journal_id(&nsb, nsb.gen);
     nsb.wtime = (uint64_t)time(NULL);
     nsb.image_end = fs->end;
-    uint64_t size;
-    /* The journal region must exist before the superblock names it: extend
-     * the file (sparse on the host) to the end of the allocated area. */
-    if (!fs->img->is_blockdev && !(rc = img_size(fs, &size)) && size < fs->end)
-        rc = img_truncate(fs, fs->end);
-    if (!rc)
-        rc = img_flush(fs); /* snapshot durable before the superblock names it */
-    if (!rc)
-        rc = sb_write(fs, &nsb);
+    rc = img_flush(fs); /* snapshot durable before a slot names it */
+    int slot_written = 0;
+    if (!rc) {
+        slot_written = 1;
+        rc = sb_write(fs, &nsb, 0);
+    }
     if (!rc)
         rc = img_flush(fs);
     if (rc) {
         fs_log(fs, "checkpoint %llu failed: %s", (unsigned long long)nsb.gen, strerror(-rc));
-        alloc_release_now(fs, nsb.snap_off, nsb.snap_len);
-        alloc_release_now(fs, nsb.jrnl_off, nsb.jrnl_len);
+        checkpoint_undo(fs, &nsb, slot_written);
+        ev_free(&retire);
         return rc;
     }
-    /* The new state is durable: the old snapshot, journal and everything
-     * freed since are free now. */
-    if (fs->sb.snap_len)
-        alloc_release_now(fs, fs->sb.snap_off, fs->sb.snap_len);
-    if (fs->sb.jrnl_len)
-        alloc_release_now(fs, fs->sb.jrnl_off, fs->sb.jrnl_len);
-    alloc_commit_pending(fs);
-    /* The old journal is gone: no STAGE record needs an old frame now. */
-    for (size_t i = 0; i < fs->held.n; i++)
-        alloc_release_now(fs, fs->held.v[i].off, fs->held.v[i].len);
-    fs->held.n = 0;
-    for (uint32_t id = 1; id < fs->nframes; id++)
-        fs->frames[id].pinned = 0;
+    /* Generation nsb.gen is durable. Its second slot copy only guards
+     * against later damage: a failure here is reported, not fatal. */
+    if (fs->upgrading) {
+        /* A version 1 image's first version 2 checkpoint: the secondary
+         * slots lie where the old generation's data may still be. */
+    } else {
+        int r2 = sb_write(fs, &nsb, 1);
+        if (!r2)
+            r2 = img_flush(fs);
+        if (r2)
+            fs_log(fs, "checkpoint %llu: the second superblock copy was not written: %s",
+                   (unsigned long long)nsb.gen, strerror(-r2));
+    }
+    alloc_generation_done(fs, &retire);
+    for (uint32_t id = 1; id < fs->nframes; id++) /* a generation begins */
+        fs->frames[id].flags = 0;
     fs->sb = nsb;
+    fs->data_start = DATA_START;
     fs->jbuf.len = 0;
     fs->jpos = 0;
     fs->jseq = 0;
+    fs->meta_damaged = fs->sb_twin_bad = fs->sb_pair_lost = 0;
     alloc_trim_end(fs);
     return 0;
 }

@@ -65,14 +65,17 @@ int frame_reserve(gmtf_fs *fs, uint32_t k)
 int frame_set(gmtf_fs *fs, uint32_t id, uint64_t off, uint32_t clen, uint32_t dlen, uint32_t crc)
 {
     if (id == 0 || clen == 0 || dlen == 0 || dlen > fs->bs || clen > gmtf_frame_bound(fs->bs) ||
-        off < DATA_START || off + clen < off || (fs->sb.capacity && off + clen > fs->sb.capacity))
+        off < fs->data_start || off + clen < off ||
+        (fs->sb.capacity && off + clen > fs->sb.capacity))
         return -EUCLEAN;
     int rc = frame_table_grow(fs, id);
     if (rc)
         return rc;
     if (fs->frames[id].clen)
         return -EUCLEAN;
-    fs->frames[id] = (struct frame){off, clen, dlen, crc, 0, 0, 0};
+    /* From the snapshot: made before the generation began. */
+    uint32_t flags = fs->loading == LOADING_SNAPSHOT ? 0 : FRAME_FRESH;
+    fs->frames[id] = (struct frame){off, clen, dlen, crc, 0, 0, flags};
     fs->live_frames++;
     fs->stored_bytes += clen;
     return 0;
@@ -88,16 +91,14 @@ void frame_unref(gmtf_fs *fs, uint32_t id)
     struct frame *f = &fs->frames[id];
     if (f->refs && --f->refs)
         return;
-    if (f->pinned && !fs->loading) {
-        /* Replay of an earlier STAGE record of this journal decodes this
-         * frame as the block's base: keep it until a checkpoint drops the
-         * journal. */
-        if (ev_add(&fs->held, f->off, f->clen))
-            fs_log(fs, "out of memory: %llu bytes at %llu leak until remount",
-                   (unsigned long long)f->clen, (unsigned long long)f->off);
-    } else {
+    /* Space an older durable state names (the previous generation's
+     * snapshot, or a STAGE record's base in a journal) is retired until two
+     * checkpoints later (alloc.c); a frame made since the last checkpoint
+     * is free once the record freeing it is committed. */
+    if (!(f->flags & FRAME_FRESH) || (f->flags & FRAME_PINNED))
+        alloc_retire(fs, f->off, f->clen);
+    else if (!fs->loading) /* (loading: free at the rebuild; later records may reuse it) */
         alloc_release(fs, f->off, f->clen);
-    }
     cache_drop(fs, id);
     fs->live_frames--;
     fs->stored_bytes -= f->clen;

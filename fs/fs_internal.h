@@ -58,6 +58,8 @@ uint64_t get_le64(const uint8_t *p);
 
 /* ---- superblock.c: the decoded superblock ------------------------------------- */
 typedef struct sb_info {
+    uint32_t version;  /* FMT_VERSION or FMT_VERSION_1 */
+    uint32_t incompat; /* SB_INCOMPLETE */
     uint64_t gen;
     uint8_t uuid[16];
     char label[GMTF_FS_LABEL_MAX + 1];
@@ -67,7 +69,18 @@ typedef struct sb_info {
     uint64_t snap_off, snap_len; /* snapshot header + frames */
     uint64_t jrnl_off, jrnl_len, jrnl_id;
     uint64_t ctime, wtime;
+    uint64_t snap2_off, jrnl2_off; /* the second copies (version 2; 0 in version 1) */
 } sb_info;
+
+/* Which superblock generations an image holds, newest first, and what the
+ * slots say about damage (sb_pick). */
+typedef struct sb_choice {
+    int n;         /* loadable candidates */
+    int slot[4];   /* slot of candidate k (a valid copy of its generation) */
+    int twin_bad;  /* the newest generation's primary copy is damaged (the other is fine) */
+    int twin_torn; /* its secondary copy is missing, as a crash leaves it (a note) */
+    int pair_lost; /* both slots of the other pair are unreadable (a generation may be lost) */
+} sb_choice;
 
 /* ---- in-memory metadata -------------------------------------------------------- */
 struct fref { /* file block blk -> frame[off, off+len); frame 0 = hole */
@@ -77,9 +90,16 @@ struct fref { /* file block blk -> frame[off, off+len); frame 0 = hole */
 struct frame { /* refs == 0 and clen == 0: unused id */
     uint64_t off;
     uint32_t clen, dlen, crc, refs;
-    uint64_t live;   /* bytes of it that blocks map (over dlen when deduplicated) */
-    uint32_t pinned; /* a STAGE record of the current journal reads it at replay */
+    uint64_t live;  /* bytes of it that blocks map (over dlen when deduplicated) */
+    uint32_t flags; /* FRAME_FRESH, FRAME_PINNED */
 };
+enum { LOADING_SNAPSHOT = 1, LOADING_JOURNAL = 2, LOADING_BUILD = 3 };
+
+/* Made in the current generation: no older durable state names it, so its
+ * space is free again once the record freeing it is committed. */
+#define FRAME_FRESH 1u
+/* A STAGE record of the current journal decodes it as a block's base. */
+#define FRAME_PINNED 2u
 
 struct dent {
     uint64_t parent, ino, cookie;
@@ -194,11 +214,17 @@ struct gmtf_fs {
 
     /* space */
     extvec free, pending;
-    extvec held;    /* freed pinned frames: free only once a checkpoint is durable */
-    extvec punched; /* free ranges already punched out of the host file */
-    int punch_off;  /* the host cannot punch: stop trying */
-    uint64_t end;   /* end of the allocated area (image length in use) */
-    uint64_t used;  /* allocated bytes past DATA_START */
+    /* Space no longer in the current state but in a durable one that a load
+     * may fall back to: freed during this generation (cur) and during the
+     * one before (prev, with that generation's snapshot and journal
+     * copies). A checkpoint makes prev free and cur prev: nothing a
+     * superblock slot still names is ever overwritten. */
+    extvec retired_cur, retired_prev;
+    extvec punched;      /* free ranges already punched out of the host file */
+    uint64_t data_start; /* DATA_START, or DATA_START_V1 while a version 1 image */
+    int punch_off;       /* the host cannot punch: stop trying */
+    uint64_t end;        /* end of the allocated area (image length in use) */
+    uint64_t used;       /* allocated bytes past DATA_START */
 
     /* journal */
     wbuf jbuf;     /* records not yet written */
@@ -208,9 +234,16 @@ struct gmtf_fs {
      * mkfs building the root): nothing is journaled, no space goes to the
      * pending list (the free map is rebuilt after loading), no id to a free
      * list, and records about files gone with a crash are skipped. */
-    int loading;
+    int loading; /* 0, or LOADING_SNAPSHOT / LOADING_JOURNAL / LOADING_BUILD: what applies */
     uint64_t replayed;
     int corrupt_records; /* records that did not apply (fsck reports) */
+    int changed;         /* a record was made since mount: unmount checkpoints */
+    /* What loading found (fsck reports it; mount acts on it). */
+    int fell_back;                 /* the newest generation did not load: an older one did */
+    uint64_t lost_gen;             /* the newest generation, when fell_back */
+    int meta_damaged;              /* a metadata copy was damaged (the other one served) */
+    int sb_twin_bad, sb_pair_lost; /* superblock copies damaged (sb_pick) */
+    int upgrading; /* a version 1 image's first version 2 checkpoint: primary slot only */
 
     /* write-back cache */
     struct dblock **dirty_tab;
@@ -257,8 +290,11 @@ void flusher_stop(gmtf_fs *fs);
 int fs_checkpoint(gmtf_fs *fs, uint64_t journal_bytes);
 /* Serializes the whole metadata as records (the snapshot's raw content),
  * in chunks of at most chunk bytes that never split a record. */
-int snapshot_serialize(gmtf_fs *fs, wbuf *w, size_t chunk, uint32_t **chunk_ends, size_t *nchunks);
-int snapshot_write(gmtf_fs *fs, uint64_t gen, uint64_t *off, uint64_t *len);
+int snapshot_serialize(gmtf_fs *fs, const extvec *retire, wbuf *w, size_t chunk,
+                       uint32_t **chunk_ends, size_t *nchunks);
+/* Writes both copies of the snapshot of generation gen (with the retired
+ * list retire) and fills nsb's snapshot fields. */
+int snapshot_write(gmtf_fs *fs, uint64_t gen, const extvec *retire, sb_info *nsb);
 int snapshot_load(gmtf_fs *fs); /* the snapshot fs->sb names */
 
 /* ---- attr.c, file.c, compact.c (operations) ---- */
@@ -402,9 +438,26 @@ int codec_resize(gmtf_fs *fs); /* the batch codec again, for this image's block 
 void ev_free(extvec *e);
 int ev_add(extvec *e, uint64_t off, uint64_t len); /* merges, keeps sorted */
 int alloc_space(gmtf_fs *fs, uint64_t len, uint64_t *off);
-void alloc_release(gmtf_fs *fs, uint64_t off, uint64_t len); /* after next commit */
-void alloc_release_now(gmtf_fs *fs, uint64_t off, uint64_t len);
-void alloc_commit_pending(gmtf_fs *fs);
+/* Metadata: len rounded up to whole META_ALIGN pages, at a page boundary
+ * (version 2; as alloc_space while a version 1 image). */
+int alloc_meta(gmtf_fs *fs, uint64_t len, uint64_t *off);
+uint64_t alloc_meta_len(const gmtf_fs *fs, uint64_t len); /* what alloc_meta takes */
+/* Takes [off, off+len) out of the free map, whatever of it is free. */
+int alloc_claim(gmtf_fs *fs, uint64_t off, uint64_t len);
+/* Space a record frees that no older durable state names (a frame made in
+ * this generation): free once the record is committed. */
+void alloc_release(gmtf_fs *fs, uint64_t off, uint64_t len);
+void alloc_release_now(gmtf_fs *fs, uint64_t off, uint64_t len); /* free at once */
+/* Space an older durable state names: free two checkpoints later. */
+void alloc_retire(gmtf_fs *fs, uint64_t off, uint64_t len);
+void alloc_commit_pending(gmtf_fs *fs); /* the records are durable: pending -> free */
+/* What the next checkpoint's slot leaves to fall back on: retired_cur,
+ * pending, and the current generation's snapshot and journal copies. */
+int alloc_retire_list(gmtf_fs *fs, extvec *out);
+/* The checkpoint that retire was made for is durable: retired_prev is
+ * free, retire (taken over) is the new retired_prev, cur and pending
+ * empty. */
+void alloc_generation_done(gmtf_fs *fs, extvec *retire);
 int alloc_rebuild(gmtf_fs *fs); /* free map = complement of everything referenced */
 /* Gives free space back to the host: truncates the free tail, punches
  * free extents of PUNCH_MIN or more inside the image (once each). Call
@@ -432,14 +485,20 @@ int dent_reserve(gmtf_fs *fs, struct inode *dir, unsigned k);
 void dent_unreserve(gmtf_fs *fs);
 
 /* ---- superblock.c ---- */
-void sb_encode(const sb_info *sb, uint8_t *buf);
-/* 0, -EINVAL (no magic: not a gmtf slot) or -EUCLEAN (damaged). */
+void sb_encode(const sb_info *sb, uint8_t *buf); /* always the current version */
+/* 0, -EINVAL (no magic: not a gmtf slot), -EUCLEAN (damaged) or
+ * -EPROTONOSUPPORT (a newer version, or incompatible features). */
 int sb_decode(const uint8_t *buf, sb_info *sb);
-/* Reads both slots: res[i] is sb_decode's result, or the read's error.
- * Returns 0 when a slot is valid, -EINVAL (not an image), -EUCLEAN (both
- * damaged) or the read's error. */
-int sb_read_slots(gmtf_fs *fs, sb_info sb[2], int res[2]);
-int sb_write(gmtf_fs *fs, const sb_info *sb); /* into slot sb->gen & 1 */
+/* Reads the SB_SLOTS slots (the first two when the image is shorter):
+ * res[i] is sb_decode's result, or the read's error. Returns 0 when some
+ * slot is valid, -EINVAL (not an image), -EUCLEAN (all damaged),
+ * -EPROTONOSUPPORT, or the read's error. */
+int sb_read_slots(gmtf_fs *fs, sb_info sb[SB_SLOTS], int res[SB_SLOTS]);
+/* The generations to try, newest first, and the damage the slots show. */
+void sb_pick(const sb_info sb[SB_SLOTS], const int res[SB_SLOTS], sb_choice *c);
+/* Writes generation sb->gen into its primary slot (secondary = 0) or its
+ * secondary slot (secondary = 1). */
+int sb_write(gmtf_fs *fs, const sb_info *sb, int secondary);
 
 /* ---- image_io.c: every access of the filesystem to its image ---- */
 int img_read(gmtf_fs *fs, void *buf, size_t n, uint64_t off);
@@ -448,6 +507,10 @@ int img_flush(gmtf_fs *fs); /* no-op with no_flush (mkfs) */
 int img_size(gmtf_fs *fs, uint64_t *size);
 int img_truncate(gmtf_fs *fs, uint64_t size);
 int img_host_free(gmtf_fs *fs, uint64_t *bytes); /* -EOPNOTSUPP: unknown */
+/* Allocates [off, off+len) on the host (no sparse hole): -ENOSPC now rather
+ * than at a later write; -EOPNOTSUPP when the image or host cannot. */
+int img_reserve(gmtf_fs *fs, uint64_t off, uint64_t len);
+int img_allocated(gmtf_fs *fs, uint64_t *bytes); /* on the host; -EOPNOTSUPP */
 int img_punchable(const gmtf_fs *fs);
 /* Deallocates [off, off+len) of a file image on the host (reads as zeros
  * after). -EOPNOTSUPP: a device, or the host cannot. */

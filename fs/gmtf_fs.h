@@ -44,7 +44,12 @@ extern "C" {
  * bytes free on the host filesystem; close frees ctx; punch (may be NULL)
  * gives [off, off+len) inside the image back to the host without changing
  * the length: the range reads as zeros afterwards (-EOPNOTSUPP when the
- * host cannot). The library punches only space no metadata refers to. */
+ * host cannot). The library punches only space no metadata refers to.
+ * reserve (may be NULL) allocates [off, off+len) on the host (fallocate),
+ * growing the image if needed, so later writes there cannot fail for lack
+ * of space (-ENOSPC now instead; -EOPNOTSUPP when the host cannot).
+ * allocated (may be NULL) reports the bytes the host has allocated for the
+ * image (holes and punched ranges take none). */
 typedef struct gmtf_image_ops {
     int (*pread)(void *ctx, void *buf, size_t n, uint64_t off);
     int (*pwrite)(void *ctx, const void *buf, size_t n, uint64_t off);
@@ -54,6 +59,8 @@ typedef struct gmtf_image_ops {
     int (*host_free)(void *ctx, uint64_t *bytes);
     void (*close)(void *ctx);
     int (*punch)(void *ctx, uint64_t off, uint64_t len);
+    int (*reserve)(void *ctx, uint64_t off, uint64_t len);
+    int (*allocated)(void *ctx, uint64_t *bytes);
 } gmtf_image_ops;
 
 typedef struct gmtf_image {
@@ -83,6 +90,8 @@ typedef struct gmtf_mkfs_options {
     const char *label;   /* NULL = empty; at most GMTF_FS_LABEL_MAX bytes */
     uint64_t capacity;   /* bytes; 0 = growable (or the device size) */
     const uint8_t *uuid; /* 16 bytes, NULL = random */
+    int incomplete;      /* mark the image incomplete: mount and fsck refuse it until a
+                          * mount with mkfs_finish unmounts it (mkfs --from fills it) */
 } gmtf_mkfs_options;
 
 /* Writes an empty filesystem (root directory only) on img, replacing what
@@ -103,8 +112,9 @@ typedef struct gmtf_fs_options {
     unsigned readahead_blocks;  /* blocks decoded ahead of sequential reads, 0 = 4 */
     gmtf_fs_log_fn log;         /* errors and warnings (checksum, replay); NULL = stderr */
     void *log_arg;
-    int no_flush; /* skip device flushes until unmount (mkfs: a crash midway
+    int no_flush;    /* skip device flushes until unmount (mkfs: a crash midway
                                   leaves no useful image anyway) */
+    int mkfs_finish; /* mount an image mkfs marked incomplete; unmount marks it complete */
 } gmtf_fs_options;
 
 typedef struct gmtf_fs gmtf_fs;
@@ -278,6 +288,8 @@ typedef struct gmtf_fs_check_report {
     unsigned errors;   /* problems found */
     unsigned fixed;    /* of which repaired */
     unsigned warnings; /* harmless oddities (e.g. journal replayed) */
+    int unrepairable;  /* a repair was asked for but cannot be made safely: nothing
+                        * was written (fsck exit 8; the log says why) */
     gmtf_fs_info info;
 } gmtf_fs_check_report;
 

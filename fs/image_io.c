@@ -114,6 +114,34 @@ static int file_punch(void *ctx, uint64_t off, uint64_t len)
     return 0;
 }
 
+static int file_reserve(void *ctx, uint64_t off, uint64_t len)
+{
+    file_img *f = ctx;
+    struct stat st;
+    if (fstat(f->fd, &st))
+        return -errno;
+    if (!S_ISREG(st.st_mode))
+        return 0; /* a device has all its blocks */
+    while (fallocate(f->fd, 0, (off_t)off, (off_t)len)) {
+        if (errno == EINTR)
+            continue;
+        return errno == ENOSYS ? -EOPNOTSUPP : -errno;
+    }
+    return 0;
+}
+
+static int file_allocated(void *ctx, uint64_t *bytes)
+{
+    file_img *f = ctx;
+    struct stat st;
+    if (fstat(f->fd, &st))
+        return -errno;
+    if (!S_ISREG(st.st_mode))
+        return -EOPNOTSUPP;
+    *bytes = (uint64_t)st.st_blocks * 512;
+    return 0;
+}
+
 static void file_close(void *ctx)
 {
     file_img *f = ctx;
@@ -122,8 +150,16 @@ static void file_close(void *ctx)
 }
 
 static const gmtf_image_ops file_ops = {
-    file_pread,    file_pwrite,    file_flush, file_size,
-    file_truncate, file_host_free, file_close, file_punch,
+    .pread = file_pread,
+    .pwrite = file_pwrite,
+    .flush = file_flush,
+    .size = file_size,
+    .truncate = file_truncate,
+    .host_free = file_host_free,
+    .close = file_close,
+    .punch = file_punch,
+    .reserve = file_reserve,
+    .allocated = file_allocated,
 };
 
 int gmtf_image_open_file(const char *path, int flags, gmtf_image **out)
@@ -237,6 +273,12 @@ static int mem_punch(void *ctx, uint64_t off, uint64_t len)
     return 0;
 }
 
+static int mem_reserve(void *ctx, uint64_t off, uint64_t len)
+{
+    mem_img *m = ctx;
+    return off + len > m->len ? mem_resize(m, off + len) : 0;
+}
+
 static void mem_close(void *ctx)
 {
     mem_img *m = ctx;
@@ -245,7 +287,14 @@ static void mem_close(void *ctx)
 }
 
 static const gmtf_image_ops mem_ops = {
-    mem_pread, mem_pwrite, mem_flush, mem_size, mem_truncate, NULL, mem_close, mem_punch,
+    .pread = mem_pread,
+    .pwrite = mem_pwrite,
+    .flush = mem_flush,
+    .size = mem_size,
+    .truncate = mem_truncate,
+    .close = mem_close,
+    .punch = mem_punch,
+    .reserve = mem_reserve,
 };
 
 int gmtf_image_open_mem(const void *data, size_t len, gmtf_image **out)
@@ -316,6 +365,22 @@ int img_host_free(gmtf_fs *fs, uint64_t *bytes)
     if (!fs->img->ops->host_free)
         return -EOPNOTSUPP;
     return fs->img->ops->host_free(fs->img->ctx, bytes);
+}
+
+int img_reserve(gmtf_fs *fs, uint64_t off, uint64_t len)
+{
+    if (fs->ro)
+        return -EROFS;
+    if (!fs->img->ops->reserve)
+        return -EOPNOTSUPP;
+    return fs->img->ops->reserve(fs->img->ctx, off, len);
+}
+
+int img_allocated(gmtf_fs *fs, uint64_t *bytes)
+{
+    if (!fs->img->ops->allocated)
+        return -EOPNOTSUPP;
+    return fs->img->ops->allocated(fs->img->ctx, bytes);
 }
 
 int img_punchable(const gmtf_fs *fs)

@@ -64,7 +64,8 @@ static void meta_free_all(gmtf_fs *fs)
     fs->live_frames = fs->stored_bytes = 0;
     ev_free(&fs->free);
     ev_free(&fs->pending);
-    ev_free(&fs->held);
+    ev_free(&fs->retired_cur);
+    ev_free(&fs->retired_prev);
     ev_free(&fs->punched);
     wb_free(&fs->jbuf);
     pthread_mutex_lock(&fs->cache_lock);
@@ -76,6 +77,7 @@ static void meta_free_all(gmtf_fs *fs)
     fs->next_gen = 1;
     fs->corrupt_records = 0;
     fs->replayed = 0;
+    fs->meta_damaged = 0;
 }
 
 int fs_new(gmtf_image *img, const gmtf_fs_options *opt, uint32_t bs, gmtf_fs **out)
@@ -101,6 +103,7 @@ int fs_new(gmtf_image *img, const gmtf_fs_options *opt, uint32_t bs, gmtf_fs **o
     fs->cache_limit = fs->opt.cache_bytes;
     fs->dirty_limit = fs->opt.dirty_bytes;
     fs->next_gen = 1;
+    fs->data_start = DATA_START;
     pthread_rwlock_init(&fs->lock, NULL);
     pthread_mutex_init(&fs->codec_lock, NULL);
     pthread_mutex_init(&fs->dpool_mtx, NULL);
@@ -147,19 +150,23 @@ void fs_destroy(gmtf_fs *fs, int close_img)
 
 static void post_load(gmtf_fs *fs)
 {
-    /* Unlinked files that were open at the crash: gone now. */
-    fs->loading = 1;
+    /* Unlinked files that were open at the crash: gone now (their frames
+     * retired). The root stays whatever its link count says: fsck fixes it. */
+    fs->loading = LOADING_JOURNAL;
     for (uint64_t i = 1; i < fs->itab_cap; i++)
-        if (fs->itab[i] && fs->itab[i]->nlink == 0)
+        if (fs->itab[i] && fs->itab[i]->nlink == 0 && i != GMTF_ROOT_INO)
             inode_drop(fs, fs->itab[i]);
-    /* Frames no block points at (written just before a crash, or only used
-     * by such files) are free space. */
-    for (uint32_t id = 1; id < fs->nframes; id++)
-        if (fs->frames[id].clen && !fs->frames[id].refs) {
-            fs->frames[id].refs = 1;
-            frame_unref(fs, id);
-        }
     fs->loading = 0;
+    /* Frames no record ever mapped (written just before a crash): free
+     * space, their ids free. */
+    for (uint32_t id = 1; id < fs->nframes; id++) {
+        struct frame *f = &fs->frames[id];
+        if (f->clen && !f->refs) {
+            fs->live_frames--;
+            fs->stored_bytes -= f->clen;
+            memset(f, 0, sizeof *f);
+        }
+    }
     for (uint32_t id = fs->nframes; id-- > 1;)
         if (!fs->frames[id].clen && fs->nframe_free < (1u << 20)) {
             if (fs->nframe_free == fs->frame_free_cap) {
@@ -174,41 +181,70 @@ static void post_load(gmtf_fs *fs)
         }
 }
 
+/* Loads the generation in slot i of sb. */
+static int load_generation(gmtf_fs *fs, const sb_info *sb)
+{
+    meta_free_all(fs);
+    fs->sb = *sb;
+    fs->bs = sb->block_size;
+    fs->data_start = sb->version >= FMT_VERSION ? DATA_START : DATA_START_V1;
+    int rc = snapshot_load(fs);
+    fs->replayed = 0; /* count the journal's records, not the snapshot's */
+    if (rc == 0)
+        rc = journal_replay(fs);
+    struct inode *root = inode_get(fs, GMTF_ROOT_INO);
+    if (rc == 0 && (!root || !S_ISDIR(root->mode))) {
+        fs_log(fs, "generation %llu: no root directory", (unsigned long long)sb->gen);
+        rc = -EUCLEAN;
+    }
+    return rc;
+}
+
 int fs_load(gmtf_fs *fs)
 {
-    sb_info sb[2];
-    int res[2];
+    sb_info sb[SB_SLOTS];
+    int res[SB_SLOTS];
     int rc = sb_read_slots(fs, sb, res);
     if (rc)
         return rc;
-    int ok[2] = {res[0] == 0, res[1] == 0};
-    int order[2] = {0, 1};
-    if (!ok[0] || (ok[1] && sb[1].gen > sb[0].gen)) {
-        order[0] = 1;
-        order[1] = 0;
-    }
+    sb_choice c;
+    sb_pick(sb, res, &c);
+    if (c.n == 0)
+        return -EUCLEAN;
+    int k = 0;
     rc = -EUCLEAN;
-    for (int k = 0; k < 2 && rc; k++) {
-        int i = order[k];
-        if (!ok[i])
-            continue;
-        meta_free_all(fs);
-        fs->sb = sb[i];
-        fs->bs = sb[i].block_size;
-        rc = snapshot_load(fs);
-        fs->replayed = 0; /* count the journal's records, not the snapshot's */
-        if (rc == 0)
-            rc = journal_replay(fs);
-        if (rc == 0 && !inode_get(fs, GMTF_ROOT_INO)) {
-            fs_log(fs, "superblock %d: no root directory", i);
-            rc = -EUCLEAN;
-        }
-        if (rc && k == 0 && ok[order[1]])
-            fs_log(fs, "superblock slot %d (generation %llu) unusable, trying the other", i,
-                   (unsigned long long)sb[i].gen);
+    for (; k < c.n && rc && rc != -ENOMEM; k++) {
+        rc = load_generation(fs, &sb[c.slot[k]]);
+        if (rc && k + 1 < c.n)
+            fs_log(fs, "generation %llu (superblock slot %d) cannot be loaded: trying %llu",
+                   (unsigned long long)sb[c.slot[k]].gen, c.slot[k],
+                   (unsigned long long)sb[c.slot[k + 1]].gen);
     }
     if (rc)
         return rc;
+    if (k > 1) {
+        /* Never silent: the newest state is lost, at least for now. */
+        fs->fell_back = 1;
+        fs->lost_gen = sb[c.slot[0]].gen;
+        fs_log(fs,
+               "generation %llu is damaged: loaded the one before (%llu, written at %llu "
+               "seconds since 1970); changes made after it are not in this state",
+               (unsigned long long)fs->lost_gen, (unsigned long long)fs->sb.gen,
+               (unsigned long long)fs->sb.wtime);
+    } else {
+        fs->sb_twin_bad = c.twin_bad;
+        fs->sb_pair_lost = c.pair_lost;
+        if (c.twin_bad)
+            fs_log(fs, "generation %llu: one superblock copy is damaged (the other serves)",
+                   (unsigned long long)fs->sb.gen);
+        if (c.pair_lost)
+            fs_log(fs, "both superblock slots of the other pair are unreadable");
+    }
+    struct inode *root = inode_get(fs, GMTF_ROOT_INO);
+    if (root->nlink < 2) {
+        fs_log(fs, "the root directory has link count %u", root->nlink);
+        fs->corrupt_records++;
+    }
     post_load(fs);
     rc = alloc_rebuild(fs);
     if (rc == -EUCLEAN && fs->ro)
@@ -260,21 +296,65 @@ int gmtf_fs_mkfs(gmtf_image *img, const gmtf_mkfs_options *opt)
             sb->uuid[i] = (uint8_t)(fs_hash64(&sb->ctime, 8, (uint64_t)getpid() + i) >> 8);
     sb->uuid[6] = (uint8_t)((sb->uuid[6] & 0x0f) | 0x40); /* RFC 4122 version 4 */
     sb->uuid[8] = (uint8_t)((sb->uuid[8] & 0x3f) | 0x80);
+    sb->incompat = o.incomplete ? SB_INCOMPLETE : 0;
     fs->end = DATA_START;
     uint8_t *zero = calloc(1, DATA_START);
     rc = zero ? img_write(fs, zero, DATA_START, 0) : -ENOMEM;
     free(zero);
     if (!rc) {
-        fs->loading = 1; /* build the root without journaling it */
+        fs->loading = LOADING_BUILD; /* the root, without journaling it */
         rc = rec_inode_new(fs, GMTF_ROOT_INO, 1, S_IFDIR | 0755, (uint32_t)getuid(),
                            (uint32_t)getgid(), 0, GMTF_ROOT_INO, 0);
         fs->loading = 0;
     }
     if (!rc)
         rc = fs_checkpoint(fs, JOURNAL_MIN);
-    if (!rc) /* fill the second slot too: both valid from the start */
+    if (!rc) /* fill the other slot pair too: all four valid from the start */
         rc = fs_checkpoint(fs, JOURNAL_MIN);
     fs_destroy(fs, 0);
+    return rc;
+}
+
+/* A version 1 image mounted read-write becomes version 2: the two more
+ * superblock slots need [DATA_START_V1, DATA_START), so frames there move
+ * up first; then a checkpoint writes only primary slots (the old
+ * generation still names what lies in the new slots' place) and a second
+ * one, once no version 1 slot is left, all four. */
+static int fs_upgrade(gmtf_fs *fs)
+{
+    int rc = alloc_claim(fs, DATA_START_V1, DATA_START - DATA_START_V1);
+    if (rc)
+        return rc;
+    fs->data_start = DATA_START;
+    for (uint32_t id = 1; id < fs->nframes && !rc; id++) {
+        struct frame *f = &fs->frames[id];
+        if (!f->clen || f->off >= DATA_START)
+            continue;
+        uint8_t *buf = malloc(f->clen);
+        uint64_t to;
+        rc = buf ? img_read(fs, buf, f->clen, f->off) : -ENOMEM;
+        if (!rc)
+            rc = alloc_space(fs, f->clen, &to);
+        if (!rc) {
+            rc = img_write(fs, buf, f->clen, to);
+            if (rc)
+                alloc_release_now(fs, to, f->clen);
+        }
+        free(buf);
+        if (!rc) {
+            alloc_retire(fs, f->off, f->clen); /* the old generation reads it there */
+            f->off = to;
+        }
+    }
+    if (!rc) {
+        fs->upgrading = 1;
+        rc = fs_checkpoint(fs, fs->opt.journal_bytes);
+        fs->upgrading = 0;
+    }
+    if (!rc)
+        rc = fs_checkpoint(fs, fs->opt.journal_bytes);
+    if (!rc)
+        fs_log(fs, "image upgraded to format version %u", FMT_VERSION);
     return rc;
 }
 
@@ -289,13 +369,27 @@ int gmtf_fs_mount(gmtf_image *img, const gmtf_fs_options *opt, gmtf_fs **out)
     rc = fs_load(fs);
     if (!rc && fs->bs > SNAP_CHUNK && fs->bs != GMTF_FS_BLOCK_DEFAULT)
         rc = codec_resize(fs);
+    if (!rc && (fs->sb.incompat & SB_INCOMPLETE) && !fs->opt.mkfs_finish) {
+        fs_log(fs, "the image is incomplete: the mkfs that made it did not finish");
+        rc = -EUCLEAN;
+    }
+    if (!rc && fs->fell_back && !fs->ro) {
+        fs_log(fs, "refusing to mount read-write: run fsck.gmtf on the image, or mount it "
+                   "read-only to copy out what the older generation holds");
+        rc = -EUCLEAN;
+    }
     if (!rc && !fs->ro) {
         uint64_t size;
         if (!img_size(fs, &size) && size < fs->end)
             fs_log(fs, "image is %llu bytes but data reaches %llu: truncated?",
                    (unsigned long long)size, (unsigned long long)fs->end);
-        /* A fresh journal of the mount size; staged data gets compressed. */
-        rc = fs_checkpoint(fs, fs->opt.journal_bytes);
+        /* A mount writes only when it must: to upgrade a version 1 image,
+         * after a crash (replayed records), or to repair a damaged copy. */
+        if (fs->sb.version < FMT_VERSION)
+            rc = fs_upgrade(fs);
+        else if (fs->replayed || fs->meta_damaged || fs->sb_twin_bad || fs->sb_pair_lost)
+            rc = fs_checkpoint(fs, fs->opt.journal_bytes);
+        fs->changed = 0;
     }
     if (!rc)
         rc = flusher_start(fs);
@@ -325,14 +419,21 @@ int gmtf_fs_unmount(gmtf_fs *fs)
             }
         }
         fs->opt.no_flush = 0;
-        rc = fs_compact(fs, 1);
-        if (!rc)
-            rc = fs_checkpoint(fs, JOURNAL_MIN); /* small journal: a compact image at rest */
-        /* The first checkpoint had to place its snapshot past the mount's big
-         * journal; a second one lands in the space before it, and the end of
-         * the image goes back to the host. */
-        if (!rc && alloc_free_bytes(fs) >= fs->sb.snap_len + fs->sb.jrnl_len)
-            rc = fs_checkpoint(fs, JOURNAL_MIN);
+        if (fs->opt.mkfs_finish)
+            fs->sb.incompat &= ~SB_INCOMPLETE;
+        /* Nothing changed since mount: the image stays as it was, byte for
+         * byte (an archive under checksums is not rewritten by reading). */
+        if (fs->changed || fs->dlist || fs->opt.mkfs_finish) {
+            rc = fs_compact(fs, 1);
+            if (!rc) /* small journal: a compact image at rest */
+                rc = fs_checkpoint(fs, JOURNAL_MIN);
+            /* The first checkpoint had to place its snapshot past the
+             * mount's big journal; a second one lands in the space before
+             * it (and frees what the first retired), and the end of the
+             * image goes back to the host. */
+            if (!rc)
+                rc = fs_checkpoint(fs, JOURNAL_MIN);
+        }
         if (!rc && fs->err)
             rc = fs->err;
         FS_UNLOCK(fs);
@@ -386,10 +487,18 @@ int gmtf_fs_statfs(gmtf_fs *fs, struct statvfs *st)
     if (fs->sb.capacity) {
         avail = fs->sb.capacity > used ? fs->sb.capacity - used : 0;
     } else {
-        uint64_t host = 0;
+        /* Free space inside the image counts only as far as the host has
+         * it allocated: holes punched out of it are in the host's free
+         * space already. */
+        uint64_t host = 0, alloc = 0, inside = alloc_free_bytes(fs);
         if (img_host_free(fs, &host))
             host = 0;
-        avail = host + alloc_free_bytes(fs) - alloc_punched_bytes(fs); /* holes: in host */
+        if (!img_allocated(fs, &alloc)) {
+            uint64_t live = fs->used + fs->data_start;
+            alloc = alloc > live ? alloc - live : 0;
+            inside = alloc < inside ? alloc : inside;
+        }
+        avail = host + inside;
     }
     uint64_t files = 0;
     for (uint64_t i = 1; i < fs->itab_cap; i++)

@@ -36,6 +36,7 @@ static int rec_emit(gmtf_fs *fs, wbuf *w)
     }
     int rc = rec_apply(fs, w->p, w->len);
     if (rc == 0 && !fs->loading) {
+        fs->changed = 1;
         wbuf *j = &fs->jbuf;
         if (j->len == 0)
             j->len = JR_HDR_SIZE;  /* room for the chunk header */
@@ -530,7 +531,19 @@ int rec_apply(gmtf_fs *fs, const uint8_t *rec, size_t len)
             return 0;
         if (!S_ISREG(in->mode))
             return -EUCLEAN;
+        struct fref *e = blockmap_find(in, blk);
+        if (e && e->frame) /* as stage.c marks it live: this journal reads it */
+            fs->frames[e->frame].flags |= FRAME_PINNED;
         rc = dirty_stage_apply(fs, in, blk, off, data, n);
+        break;
+    }
+    case R_RETIRE: {
+        uint64_t off = rb_u64(&r), len = rb_u64(&r);
+        /* Only a snapshot (being loaded) names retired space. */
+        if (r.err || !fs->loading || len == 0 || off + len < off ||
+            (fs->sb.capacity && off + len > fs->sb.capacity))
+            return -EUCLEAN;
+        rc = ev_add(&fs->retired_prev, off, len);
         break;
     }
     default: return -EUCLEAN;

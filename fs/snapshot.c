@@ -43,10 +43,17 @@ static void snap_add(snapw *s, wbuf *rec)
     wb_free(rec);
 }
 
-int snapshot_serialize(gmtf_fs *fs, wbuf *w, size_t chunk, uint32_t **chunk_ends, size_t *nchunks)
+int snapshot_serialize(gmtf_fs *fs, const extvec *retire, wbuf *w, size_t chunk,
+                       uint32_t **chunk_ends, size_t *nchunks)
 {
     snapw s = {.w = w, .chunk = chunk};
     wbuf r;
+    for (size_t i = 0; retire && i < retire->n; i++) {
+        rec_start(&r, R_RETIRE);
+        wb_u64(&r, retire->v[i].off);
+        wb_u64(&r, retire->v[i].len);
+        snap_add(&s, &r);
+    }
     for (uint32_t id = 1; id < fs->nframes; id++) {
         struct frame *f = &fs->frames[id];
         if (!f->clen || !f->refs)
@@ -117,8 +124,6 @@ int snapshot_serialize(gmtf_fs *fs, wbuf *w, size_t chunk, uint32_t **chunk_ends
     if (!s.err && w->err)
         s.err = -ENOMEM;
     if (!s.err && w->len > s.start) {
-        wbuf dummy = {0};
-        (void)dummy;
         if (s.n == s.cap) {
             uint32_t *v = realloc(s.ends, (s.cap + 1) * sizeof *v);
             if (!v)
@@ -138,12 +143,14 @@ int snapshot_serialize(gmtf_fs *fs, wbuf *w, size_t chunk, uint32_t **chunk_ends
     return 0;
 }
 
-int snapshot_write(gmtf_fs *fs, uint64_t gen, uint64_t *off, uint64_t *len)
+/* The snapshot as it goes on disk: header and chunk frames. */
+static int snapshot_build(gmtf_fs *fs, uint64_t gen, const extvec *retire, uint8_t **out,
+                          uint64_t *len)
 {
     wbuf w = {0};
     uint32_t *ends = NULL;
     size_t nch = 0;
-    int rc = snapshot_serialize(fs, &w, SNAP_CHUNK, &ends, &nch);
+    int rc = snapshot_serialize(fs, retire, &w, SNAP_CHUNK, &ends, &nch);
     if (rc)
         return rc;
     uint64_t *coff = malloc((nch + 1) * sizeof *coff), *doff = malloc((nch + 1) * sizeof *doff);
@@ -179,15 +186,9 @@ int snapshot_write(gmtf_fs *fs, uint64_t gen, uint64_t *off, uint64_t *len)
     put_le32(img + 60, gmtf_crc32c(0, img, 60));
     if (nch)
         memcpy(img + SNAP_HDR_SIZE, dst, doff[nch]);
-    rc = alloc_space(fs, total, off);
-    if (rc)
-        goto out;
-    rc = img_write(fs, img, total, *off);
-    if (rc) {
-        alloc_release_now(fs, *off, total);
-        goto out;
-    }
+    *out = img;
     *len = total;
+    img = NULL;
 out:
     wb_free(&w);
     free(ends);
@@ -198,59 +199,141 @@ out:
     return rc;
 }
 
+int snapshot_write(gmtf_fs *fs, uint64_t gen, const extvec *retire, sb_info *nsb)
+{
+    uint8_t *img;
+    uint64_t total;
+    int rc = snapshot_build(fs, gen, retire, &img, &total);
+    if (rc)
+        return rc;
+    /* Two copies, each in pages of its own. */
+    uint64_t at[2] = {0, 0};
+    int k = 0;
+    for (; k < 2 && !rc; k++) {
+        rc = alloc_meta(fs, total, &at[k]);
+        if (!rc) {
+            rc = img_write(fs, img, total, at[k]);
+            if (rc)
+                alloc_release_now(fs, at[k], alloc_meta_len(fs, total));
+        }
+    }
+    if (rc && k == 2) /* the second copy failed: give back the first */
+        alloc_release_now(fs, at[0], alloc_meta_len(fs, total));
+    free(img);
+    if (rc)
+        return rc;
+    nsb->snap_off = at[0];
+    nsb->snap2_off = at[1];
+    nsb->snap_len = total;
+    return 0;
+}
+
+/* One copy of the snapshot, read whole (NULL when unreadable: noted). */
+static uint8_t *snapshot_read_copy(gmtf_fs *fs, uint64_t off, uint64_t len, uint64_t size)
+{
+    if (off > size || len > size - off) {
+        fs_log(fs, "snapshot copy at %llu (%llu bytes) lies past the end of the image (%llu bytes)",
+               (unsigned long long)off, (unsigned long long)len, (unsigned long long)size);
+        return NULL;
+    }
+    uint8_t *img = malloc(len);
+    if (!img)
+        return NULL;
+    int rc = img_read(fs, img, len, off);
+    if (rc) {
+        fs_log(fs, "snapshot copy at %llu (%llu bytes) unreadable: %s", (unsigned long long)off,
+               (unsigned long long)len, strerror(-rc));
+        free(img);
+        return NULL;
+    }
+    return img;
+}
+
+static int snapshot_header_ok(const gmtf_fs *fs, const uint8_t *h)
+{
+    const sb_info *sb = &fs->sb;
+    uint32_t nch = get_le32(h + 16);
+    uint64_t raw_len = get_le64(h + 24), flen = get_le64(h + 32);
+    return get_le32(h) == SNAP_MAGIC && get_le32(h + 60) == gmtf_crc32c(0, h, 60) &&
+           get_le32(h + 4) == sb->version && get_le64(h + 8) == sb->gen &&
+           flen == sb->snap_len - SNAP_HDR_SIZE && raw_len <= (uint64_t)nch * GMTF_BLOCK_MAX;
+}
+
+/* Decodes the chunk at pos of copy c into *raw (grown as needed); its
+ * frame length in *flen. 0 or a negative code. */
+static int snapshot_chunk(gmtf_fs *fs, const uint8_t *c, uint64_t pos, uint8_t **raw,
+                          size_t *raw_cap, gmtf_frame_info *fi)
+{
+    uint64_t len = fs->sb.snap_len;
+    int rc = gmtf_frame_info_get(c + pos, len - pos, fi);
+    if (!rc && (fi->orig_len > GMTF_FS_BLOCK_MAX || fi->frame_len > len - pos))
+        rc = GMTF_E_CORRUPT;
+    if (!rc && fi->orig_len > *raw_cap) {
+        uint8_t *r2 = realloc(*raw, fi->orig_len);
+        if (!r2)
+            return -ENOMEM;
+        *raw = r2;
+        *raw_cap = fi->orig_len;
+    }
+    if (!rc)
+        rc = codec_decode_one(fs, c + pos, fi->frame_len, *raw, fi->orig_len);
+    return rc;
+}
+
 int snapshot_load(gmtf_fs *fs)
 {
     const sb_info *sb = &fs->sb;
-    uint64_t size = 0;
-    if (!img_size(fs, &size) && sb->snap_off + sb->snap_len > size) {
-        fs_log(fs, "snapshot at %llu (%llu bytes) lies past the end of the image (%llu bytes)",
-               (unsigned long long)sb->snap_off, (unsigned long long)sb->snap_len,
-               (unsigned long long)size);
+    uint64_t size = UINT64_MAX;
+    img_size(fs, &size);
+    /* Both copies are the same bytes: a damaged piece of one (header or
+     * chunk) is read from the other. */
+    uint64_t offs[2] = {sb->snap_off, sb->snap2_off};
+    int ncopies = sb->snap2_off ? 2 : 1;
+    uint8_t *copy[2] = {NULL, NULL}, *raw = NULL;
+    for (int k = 0; k < ncopies; k++)
+        if (!(copy[k] = snapshot_read_copy(fs, offs[k], sb->snap_len, size)))
+            fs->meta_damaged++;
+    int hdr = -1;
+    for (int k = ncopies; k-- > 0;)
+        if (copy[k] && snapshot_header_ok(fs, copy[k]))
+            hdr = k;
+        else if (copy[k]) {
+            fs_log(fs, "snapshot copy at %llu: header damaged", (unsigned long long)offs[k]);
+            fs->meta_damaged++;
+        }
+    if (hdr < 0) {
+        fs_log(fs, "snapshot of generation %llu: no readable header", (unsigned long long)sb->gen);
+        free(copy[0]);
+        free(copy[1]);
         return -EUCLEAN;
     }
-    uint8_t *img = malloc(sb->snap_len), *raw = NULL;
-    if (!img)
-        return -ENOMEM;
-    int rc = img_read(fs, img, sb->snap_len, sb->snap_off);
-    if (rc) {
-        fs_log(fs, "snapshot at %llu (%llu bytes) unreadable: %s", (unsigned long long)sb->snap_off,
-               (unsigned long long)sb->snap_len, strerror(-rc));
-        free(img);
-        return -EUCLEAN;
-    }
-    uint32_t nch = get_le32(img + 16);
-    uint64_t raw_len = get_le64(img + 24), flen = get_le64(img + 32);
-    if (get_le32(img) != SNAP_MAGIC || get_le32(img + 60) != gmtf_crc32c(0, img, 60) ||
-        get_le32(img + 4) != FMT_VERSION || get_le64(img + 8) != sb->gen ||
-        flen != sb->snap_len - SNAP_HDR_SIZE || raw_len > (uint64_t)nch * GMTF_BLOCK_MAX) {
-        fs_log(fs, "snapshot header at %llu damaged", (unsigned long long)sb->snap_off);
-        free(img);
-        return -EUCLEAN;
-    }
+    const uint8_t *h = copy[hdr];
+    uint32_t nch = get_le32(h + 16), want_crc = get_le32(h + 40);
+    uint64_t raw_len = get_le64(h + 24);
     size_t raw_cap = 0; /* grown to the largest chunk seen */
     uint64_t pos = SNAP_HDR_SIZE, got = 0;
     uint32_t crc = 0;
-    fs->loading = 1;
+    int rc = 0;
+    fs->loading = LOADING_SNAPSHOT;
     for (uint32_t i = 0; i < nch && !rc; i++) {
         gmtf_frame_info fi;
-        rc = gmtf_frame_info_get(img + pos, sb->snap_len - pos, &fi);
-        if (!rc && (fi.orig_len > GMTF_FS_BLOCK_MAX || fi.frame_len > sb->snap_len - pos))
-            rc = GMTF_E_CORRUPT;
-        if (!rc && fi.orig_len > raw_cap) {
-            uint8_t *r2 = realloc(raw, fi.orig_len);
-            if (!r2) {
-                rc = -ENOMEM;
+        int k = 0;
+        rc = -EUCLEAN;
+        for (; k < ncopies && rc; k++) {
+            if (!copy[k])
+                continue;
+            rc = snapshot_chunk(fs, copy[k], pos, &raw, &raw_cap, &fi);
+            if (rc == -ENOMEM)
                 break;
+            if (rc) {
+                fs_log(fs, "snapshot copy at %llu: chunk %u at %llu: %s",
+                       (unsigned long long)offs[k], i, (unsigned long long)(offs[k] + pos),
+                       gmtf_strerror(rc));
+                fs->meta_damaged++;
             }
-            raw = r2;
-            raw_cap = fi.orig_len;
         }
-        if (!rc)
-            rc = codec_decode_one(fs, img + pos, fi.frame_len, raw, fi.orig_len);
         if (rc) {
-            fs_log(fs, "snapshot chunk %u at %llu: %s", i, (unsigned long long)(sb->snap_off + pos),
-                   gmtf_strerror(rc));
-            rc = -EUCLEAN;
+            rc = rc == -ENOMEM ? rc : -EUCLEAN;
             break;
         }
         crc = gmtf_crc32c(crc, raw, fi.orig_len);
@@ -263,11 +346,13 @@ int snapshot_load(gmtf_fs *fs)
         pos += fi.frame_len;
     }
     fs->loading = 0;
-    if (!rc && (got != raw_len || crc != get_le32(img + 40))) {
-        fs_log(fs, "snapshot at %llu: content checksum mismatch", (unsigned long long)sb->snap_off);
+    if (!rc && (got != raw_len || crc != want_crc)) {
+        fs_log(fs, "snapshot of generation %llu: content checksum mismatch",
+               (unsigned long long)sb->gen);
         rc = -EUCLEAN;
     }
     free(raw);
-    free(img);
+    free(copy[0]);
+    free(copy[1]);
     return rc;
 }

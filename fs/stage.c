@@ -11,11 +11,11 @@ static int stage_block(gmtf_fs *fs, struct inode *in, struct dblock *d)
     uint32_t npages = fs->bs / STAGE_PAGE, pg = 0;
     int rc = 0;
     /* Replay applies the staged bytes over the block's frame as mapped now:
-     * that frame must survive until the journal is dropped by a checkpoint,
-     * even if a later EXT of this journal unmaps it. */
+     * that frame must outlive this journal and the next (a load may fall
+     * back to it), even if a later EXT of it unmaps it: retired, not freed. */
     struct fref *e = blockmap_find(in, d->blk);
     if (e && e->frame)
-        fs->frames[e->frame].pinned = 1;
+        fs->frames[e->frame].flags |= FRAME_PINNED;
     while (!rc && pg < npages) {
         if (!(d->pages[pg / 64] >> (pg % 64) & 1)) {
             pg++;

