@@ -176,13 +176,39 @@ static int c_punch(void *ctx, uint64_t off, uint64_t len)
     return 0;
 }
 
+/* Host allocation: nothing to allocate in memory, but the image grows. */
+static int c_reserve(void *ctx, uint64_t off, uint64_t len)
+{
+    cdev *d = ctx;
+    if (d->dead)
+        return 0;
+    if (d->no_write) {
+        d->writes_seen++;
+        return -EROFS;
+    }
+    int rc = fault_hit(d, CD_RESERVE);
+    if (rc)
+        return rc;
+    if (off + len > d->len) {
+        dev_resize(d, off + len);
+        log_op(d, CD_TRUNC, off + len, 0, NULL, 0);
+    }
+    return 0;
+}
+
 static void c_close(void *ctx)
 {
     (void)ctx; /* the test owns the disk */
 }
 
-static const gmtf_image_ops cdev_ops = {c_pread,    c_pwrite, c_flush, c_size,
-                                        c_truncate, NULL,     c_close, c_punch};
+static const gmtf_image_ops cdev_ops = {.pread = c_pread,
+                                        .pwrite = c_pwrite,
+                                        .flush = c_flush,
+                                        .size = c_size,
+                                        .truncate = c_truncate,
+                                        .close = c_close,
+                                        .punch = c_punch,
+                                        .reserve = c_reserve};
 
 cdev *cdev_new(const uint8_t *data, size_t len)
 {

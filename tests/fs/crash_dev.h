@@ -21,7 +21,8 @@
 
 #define CDEV_SECTOR 512u
 
-enum { CD_WRITE, CD_FLUSH, CD_TRUNC, CD_PUNCH, CD_READ, CD_NKIND };
+/* Op kinds; a reserve that grows the image is logged as a CD_TRUNC. */
+enum { CD_WRITE, CD_FLUSH, CD_TRUNC, CD_PUNCH, CD_READ, CD_RESERVE, CD_NKIND };
 
 typedef struct cd_op {
     uint8_t kind;    /* CD_WRITE, CD_FLUSH, CD_TRUNC, CD_PUNCH */

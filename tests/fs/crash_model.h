@@ -9,9 +9,10 @@
  * - every fsync, fdatasync and syncfs that returned 0, with the position in
  *   the image's op log (crash_dev.h) when it returned.
  * A crash state is then checked (cm_check_state): fsck -n finds no error,
- * a read-only mount writes nothing, the state matches the model (below),
- * a read-write mount and unmount succeed, fsck -y leaves a clean image, and
- * that image still matches.
+ * a read-only mount writes nothing and the state it shows matches the
+ * model (below; every file is read whole, so every frame a file maps is
+ * decoded and checked), a read-write mount and its unmount succeed, fsck -y
+ * then finds nothing it cannot leave clean, and a last mount still matches.
  *
  * Matching, for a crash after `crash_pos` ops of the log (the acks that
  * returned before then apply):
@@ -111,8 +112,8 @@ int cm_verify_live(cm_model *m);
  * under label. */
 int cm_verify(cm_model *m, gmtf_fs *fs, size_t crash_pos, const char *label);
 
-#define CM_CHECK_NO_RW 0x1   /* skip the read-write mount / fsck -y part */
-#define CM_CHECK_NO_DATA 0x2 /* fsck without decoding every frame */
+#define CM_CHECK_NO_RW 0x1  /* skip the read-write mount / fsck -y part */
+#define CM_CHECK_VERIFY 0x2 /* fsck -n also decodes every frame (--verify-data) */
 
 /* The whole check of one crash state (see the top of this file). Returns
  * 0 if it passed, else 1 (the reason printed with desc). With the

@@ -108,10 +108,10 @@ static void run_explore(run *r, size_t target, size_t want, cd_check_fn fn, void
         ops[r->d->log[i].kind]++;
     double t2 = now_s();
     printf("# %s: log %zu ops (%zu writes, %zu flushes, %zu truncates, %zu punches), %zu "
-           "windows; %zu states made, %zu distinct checked (%zu with torn writes), %zu failed; "
-           "workload %.1f s, states %.1f s\n",
+           "windows, image %zu KiB; %zu states made, %zu distinct checked (%zu with torn "
+           "writes), %zu failed; workload %.1f s, states %.1f s\n",
            r->name, r->d->n, ops[CD_WRITE], ops[CD_FLUSH], ops[CD_TRUNC], ops[CD_PUNCH], st.windows,
-           st.made, st.distinct, st.torn, st.failed, t1 - r->t0, t2 - t1);
+           r->d->len >> 10, st.made, st.distinct, st.torn, st.failed, t1 - r->t0, t2 - t1);
     fflush(stdout);
     if (st.failed)
         printf("# %s: reproduce one with GMTF_CRASH_SEED=%llu GMTF_CRASH_ONLY=<state> "
@@ -207,9 +207,9 @@ static void posix_mix(cm_model *m, uint64_t seed, int nops)
             if (cm_create(m, dir, nm, 0644, &node))
                 continue;
             size_t len =
-                (size_t)(cm_rand(&rng) % 4 == 0 ? cm_rand(&rng) % (3 * BS) : cm_rand(&rng) % 6000);
+                (size_t)(cm_rand(&rng) % 5 == 0 ? cm_rand(&rng) % (2 * BS) : cm_rand(&rng) % 6000);
             if (len)
-                write_data(m, node, 0, len, rng, cm_rand(&rng) % 4 == 0);
+                write_data(m, node, 0, len, rng, cm_rand(&rng) % 6 == 0);
             if (nopen < 64 && cm_rand(&rng) % 3 == 0)
                 open_files[nopen++] = node;
             else
@@ -220,9 +220,9 @@ static void posix_mix(cm_model *m, uint64_t seed, int nops)
             int node = p.nodes[i];
             uint64_t size = cm_size(m, node);
             uint64_t off = cm_rand(&rng) % (size + 3000);
-            size_t len = (size_t)(cm_rand(&rng) % 5 == 0 ? cm_rand(&rng) % (2 * BS)
+            size_t len = (size_t)(cm_rand(&rng) % 6 == 0 ? cm_rand(&rng) % (BS + BS / 2)
                                                          : 1 + cm_rand(&rng) % 3000);
-            write_data(m, node, off, len, rng, cm_rand(&rng) % 4 == 0);
+            write_data(m, node, off, len, rng, cm_rand(&rng) % 6 == 0);
         } else if (r < 36) { /* truncate up or down */
             if ((i = pick_one(m, &p, &rng, 1)) < 0)
                 continue;
@@ -446,20 +446,20 @@ static void remount_cycles(cm_model *m, uint64_t seed, int cycles)
         char nm[16];
         snprintf(nm, sizeof nm, "m%d.dat", i);
         assert_int_equal(cm_create(m, CM_ROOT, nm, 0644, &files[i]), 0);
-        write_data(m, files[i], 0, 3 * BS + 1000 * (size_t)i, rng + (uint64_t)i, i % 2);
+        write_data(m, files[i], 0, 2 * BS + 1000 * (size_t)i, rng + (uint64_t)i, i == 1);
         cm_release(m, files[i]);
     }
     assert_int_equal(cm_syncfs(m), 0);
     for (int c = 0; c < cycles; c++) {
         for (int i = 0; i < 4; i++) { /* small fsync'ed changes: staged over mapped frames */
             assert_int_equal(cm_open(m, files[i], 0), 0);
-            write_data(m, files[i], cm_rand(&rng) % (3 * BS), 300, rng, 0);
+            write_data(m, files[i], cm_rand(&rng) % (2 * BS), 300, rng, 0);
             assert_int_equal(cm_fsync(m, files[i], (int)(cm_rand(&rng) % 2)), 0);
         }
         if (c % 2 == 0)
             assert_int_equal(cm_syncfs(m), 0); /* the blocks move to new frames */
         for (int i = 0; i < 4; i += 2) {
-            write_data(m, files[i], cm_rand(&rng) % (3 * BS), 200, rng + 9, 1);
+            write_data(m, files[i], cm_rand(&rng) % (2 * BS), 200, rng + 9, 1);
             assert_int_equal(cm_fsync(m, files[i], 0), 0);
         }
         if (c % 3 == 1) { /* the staged data also superseded, then crash */
