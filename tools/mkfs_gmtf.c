@@ -720,6 +720,9 @@ int main(int argc, char **argv)
             fprintf(stderr, "%s: %s: %s\n", prog, path, strerror(-rc));
         return 1;
     }
+    /* Incomplete until the unmount below finishes it: a crash (or kill)
+     * midway leaves an image mount and fsck refuse, never a "clean" part. */
+    mo.incomplete = 1;
     rc = gmtf_fs_mkfs(img, &mo);
     if (rc) {
         fprintf(stderr, "%s: %s: %s\n", prog, path,
@@ -732,7 +735,8 @@ int main(int argc, char **argv)
                           .dirty_bytes = 256u << 20,
                           .cache_bytes = 16u << 20,
                           .journal_bytes = 64u << 10,
-                          .no_flush = 1};
+                          .no_flush = 1,
+                          .mkfs_finish = 1};
     mkfs_ctx c = {.prog = prog, .quiet = quiet};
     c.progress = !quiet && isatty(2);
     rc = gmtf_fs_mount(img, &fo, &c.fs);
