@@ -436,7 +436,10 @@ uint8_t *cd_state_prefix(const cdev *d, const uint8_t *base, size_t base_len, si
 typedef struct window {
     size_t start, end; /* ops [start, end); end is the flush closing it (or n) */
     size_t cap;        /* distinct states it can give, at most (estimate) */
-    size_t quota;
+    size_t quota;      /* distinct states wanted from it */
+    size_t got, attempts;
+    int exhausted; /* attempts found only duplicates: it has no more */
+    uint64_t rng;
 } window;
 
 /* Water-filling: each window gets min(cap, q), q as small as reaches target. */
@@ -563,39 +566,61 @@ void cd_explore(const cdev *d, const uint8_t *base, size_t base_len, const cd_ex
         }
     st->windows = nw;
     set_quotas(w, nw, o->target);
+    for (size_t i = 0; i < nw; i++)
+        w[i].rng = o->seed * 0x9e3779b97f4a7c15ull + i * 0xd1b54a32d192ed03ull + 1;
     hset seen = {0};
     img_buf pre = {0}, cur = {0};
-    ib_resize(&pre, base_len);
-    if (base_len)
-        memcpy(pre.p, base, base_len);
     char desc[512];
-    for (size_t wi = 0; wi < nw; wi++) {
-        uint64_t rng = o->seed * 0x9e3779b97f4a7c15ull + wi * 0xd1b54a32d192ed03ull + 1;
-        size_t got = 0;
-        for (size_t att = 0; got < w[wi].quota && att < 4 * w[wi].quota + 16; att++) {
-            int torn;
-            size_t last =
-                make_state(d, &w[wi], &pre, &rng, (int)att, &cur, desc, sizeof desc, &torn);
-            st->made++;
-            if (!hset_add(&seen, cd_hash(cur.p, cur.len)))
-                continue;
-            got++;
-            size_t num = st->distinct++;
-            st->torn += torn;
-            if (o->only >= 0 && (size_t)o->only != num)
-                continue;
-            size_t crash_pos = w[wi].start;
-            if (last != SIZE_MAX && last > crash_pos)
-                crash_pos = last;
-            char full[600];
-            snprintf(full, sizeof full, "state %zu (window %zu, %s)", num, wi, desc);
-            if (o->verbose)
-                fprintf(stderr, "# %s\n", full);
-            if (fn(arg, cur.p, cur.len, crash_pos, full))
-                st->failed++;
+    /* Passes over the log: a window that has fewer distinct states than
+     * its share gives the rest to the windows that still have some. */
+    for (int pass = 0; pass < 8; pass++) {
+        ib_resize(&pre, 0);
+        ib_resize(&pre, base_len);
+        if (base_len)
+            memcpy(pre.p, base, base_len);
+        for (size_t wi = 0; wi < nw; wi++) {
+            window *x = &w[wi];
+            size_t want = x->quota > x->got ? x->quota - x->got : 0, tries = 0;
+            while (want && !x->exhausted && x->got < x->quota) {
+                if (tries++ >= 4 * want + 16) {
+                    x->exhausted = 1;
+                    break;
+                }
+                int torn;
+                size_t last = make_state(d, x, &pre, &x->rng, (int)x->attempts++, &cur, desc,
+                                         sizeof desc, &torn);
+                st->made++;
+                if (!hset_add(&seen, cd_hash(cur.p, cur.len)))
+                    continue;
+                x->got++;
+                size_t num = st->distinct++;
+                st->torn += torn;
+                if (o->only >= 0 && (size_t)o->only != num)
+                    continue;
+                size_t crash_pos = x->start;
+                if (last != SIZE_MAX && last > crash_pos)
+                    crash_pos = last;
+                char full[600];
+                snprintf(full, sizeof full, "state %zu (window %zu, %s)", num, wi, desc);
+                if (o->verbose)
+                    fprintf(stderr, "# %s\n", full);
+                if (fn(arg, cur.p, cur.len, crash_pos, full))
+                    st->failed++;
+            }
+            for (size_t i = x->start; i < x->end; i++)
+                ib_apply(&pre, &d->log[i], NULL);
         }
-        for (size_t i = w[wi].start; i < w[wi].end; i++)
-            ib_apply(&pre, &d->log[i], NULL);
+        if (st->distinct >= o->target)
+            break;
+        size_t open = 0;
+        for (size_t i = 0; i < nw; i++)
+            open += !w[i].exhausted && w[i].cap > w[i].quota;
+        if (!open)
+            break;
+        size_t add = (o->target - st->distinct + open - 1) / open;
+        for (size_t i = 0; i < nw; i++)
+            if (!w[i].exhausted && w[i].cap > w[i].quota)
+                w[i].quota = w[i].cap - w[i].quota < add ? w[i].cap : w[i].quota + add;
     }
     free(seen.v);
     free(pre.p);

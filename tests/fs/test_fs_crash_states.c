@@ -553,6 +553,118 @@ static void test_compaction_punch(void **state)
     run_end(&r);
 }
 
+/* ---- workload 5: mkfs from a tree --------------------------------------------------- */
+
+/* What mkfs.gmtf --from does (tools/mkfs_gmtf.c): mkfs marking the image
+ * incomplete, a mount without device flushes that fills it and, at its
+ * unmount, marks it complete. A crash anywhere must leave an image that
+ * mount and fsck refuse, or the whole tree: never a clean part of it. */
+static void mkfs_tree(cm_model *m, uint64_t seed)
+{
+    uint64_t rng = seed * 2654435761u + 1;
+    int dirs[8], nd = 1;
+    dirs[0] = CM_ROOT;
+    for (int i = 0; i < 7; i++) {
+        char nm[16];
+        snprintf(nm, sizeof nm, "dir%d", i);
+        assert_int_equal(cm_mkdir(m, dirs[cm_rand(&rng) % (uint64_t)nd], nm, 0755, &dirs[nd]), 0);
+        nd++;
+    }
+    int files[160];
+    for (int i = 0; i < 160; i++) {
+        char nm[32];
+        static const char *ext[] = {".c", ".h", ".txt", "", ".S"};
+        snprintf(nm, sizeof nm, "file%03d%s", i, ext[i % 5]);
+        int dir = dirs[cm_rand(&rng) % (uint64_t)nd];
+        assert_int_equal(cm_create(m, dir, nm, 0644, &files[i]), 0);
+        size_t len = (size_t)(i % 23 == 0 ? BS + cm_rand(&rng) % (2 * BS) : cm_rand(&rng) % 9000);
+        if (len)
+            write_data(m, files[i], 0, len, rng + (uint64_t)i, i % 17 == 0);
+        if (i % 11 == 0)
+            assert_int_equal(cm_setxattr(m, files[i], "user.origin", nm, strlen(nm)), 0);
+        cm_release(m, files[i]);
+        if (i % 13 == 0) {
+            char t[40];
+            snprintf(t, sizeof t, "link%03d", i);
+            assert_int_equal(cm_symlink(m, dir, t, nm, NULL), 0);
+        }
+        if (i % 29 == 7) {
+            char l[40];
+            snprintf(l, sizeof l, "hard%03d", i);
+            assert_int_equal(cm_link(m, files[i], dirs[0], l), 0);
+        }
+    }
+    assert_int_equal(cm_mknod(m, dirs[1], "fifo", S_IFIFO | 0644, NULL), 0);
+    for (int i = nd; i-- > 1;) /* directory attributes last, as mkfs sets them */
+        assert_int_equal(cm_chmod(m, dirs[i], 0750), 0);
+    assert_int_equal(cm_syncfs(m), 0);
+    assert_int_equal(cm_unmount(m), 0);
+}
+
+typedef struct mkfs_check {
+    run *r;
+    size_t refused, complete;
+} mkfs_check;
+
+static int mkfs_check_cb(void *arg, const uint8_t *img, size_t len, size_t pos, const char *desc)
+{
+    mkfs_check *c = arg;
+    (void)pos;
+    unsigned errs, warns;
+    char msg[1024];
+    int rc = cm_fsck(img, len, 0, &errs, &warns, msg, sizeof msg);
+    cdev *d = cdev_new(img, len);
+    gmtf_fs_options o = {.threads = 1, .journal_bytes = 64u << 10, .log = quiet};
+    gmtf_fs *fs;
+    int mrc = gmtf_fs_mount(cdev_attach(d), &o, &fs);
+    if (!mrc)
+        gmtf_fs_unmount(fs);
+    cdev_free(d);
+    if (rc || errs) { /* refused by fsck: a mount must refuse it too */
+        if (!mrc) {
+            fprintf(stderr, "  [mkfs] %s: fsck finds it bad (rc %d, %u errors), a mount takes it\n",
+                    desc, rc, errs);
+            return 1;
+        }
+        c->refused++;
+        return 0;
+    }
+    if (mrc) {
+        fprintf(stderr, "  [mkfs] %s: fsck finds it clean, a mount refuses it (%d)\n", desc, mrc);
+        return 1;
+    }
+    /* clean: then it is the whole tree (every ack applies: crash_pos max) */
+    c->complete++;
+    return cm_check_state(c->r->m, img, len, SIZE_MAX, desc, 0);
+}
+
+static void test_mkfs_from_tree(void **state)
+{
+    (void)state;
+    if (skip_case("mkfs"))
+        skip();
+    run r;
+    gmtf_fs_options o = {.threads = 1,
+                         .journal_bytes = 64u << 10,
+                         .dirty_bytes = 512u << 10,
+                         .cache_bytes = 4u << 20,
+                         .no_flush = 1,
+                         .mkfs_finish = 1,
+                         .log = quiet};
+    run_begin(&r, "mkfs", cdev_new(NULL, 0), &o);
+    gmtf_image *img = cdev_attach(r.d);
+    gmtf_mkfs_options mo = {.block_size = BS, .label = "tree", .incomplete = 1};
+    assert_int_equal(gmtf_fs_mkfs(img, &mo), 0);
+    gmtf_image_close(img);
+    assert_int_equal(cm_mount(r.m), 0);
+    mkfs_tree(r.m, g_seed);
+    mkfs_check c = {.r = &r};
+    run_explore(&r, share(0.1), 50, mkfs_check_cb, &c);
+    printf("# mkfs: %zu states refused, %zu complete\n", c.refused, c.complete);
+    assert_true(c.refused > 0 && c.complete > 0);
+    run_end(&r);
+}
+
 static int setup(void **state)
 {
     (void)state;
@@ -569,10 +681,9 @@ int main(void)
 {
     (void)quiet;
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_posix_mix),
-        cmocka_unit_test(test_sqlite_like),
-        cmocka_unit_test(test_remount_cycles),
-        cmocka_unit_test(test_compaction_punch),
+        cmocka_unit_test(test_posix_mix),      cmocka_unit_test(test_sqlite_like),
+        cmocka_unit_test(test_remount_cycles), cmocka_unit_test(test_compaction_punch),
+        cmocka_unit_test(test_mkfs_from_tree),
     };
     return cmocka_run_group_tests(tests, setup, NULL);
 }
