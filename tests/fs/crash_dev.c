@@ -265,6 +265,14 @@ void cdev_power_on(cdev *d)
     d->dead = 0;
 }
 
+void cdev_inject(cdev *d, uint64_t off, const void *data, size_t len)
+{
+    log_op(d, CD_FLUSH, 0, 0, NULL, 2); /* what came before is decided */
+    apply_write(d, data, len, off);
+    log_op(d, CD_WRITE, off, len, data, 1);
+    log_op(d, CD_FLUSH, 0, 0, NULL, 2);
+}
+
 void cdev_fault_arm(cdev *d, int kind, uint64_t at, int err, int mode)
 {
     d->fault_kind = kind;
@@ -556,10 +564,14 @@ void cd_explore(const cdev *d, const uint8_t *base, size_t base_len, const cd_ex
             w[k].start = start;
             w[k].end = i;
             uint64_t sectors = 0;
-            for (size_t j = start; j < i; j++)
+            /* only injected writes, or nothing before an injection */
+            int injected = i > start || (i < d->n && d->log[i].barrier == 2);
+            for (size_t j = start; j < i; j++) {
                 sectors += op_sectors(&d->log[j]) + (d->log[j].kind == CD_TRUNC);
+                injected &= d->log[j].kind == CD_WRITE && d->log[j].barrier;
+            }
             w[k].cap = sectors >= 20 ? (size_t)1 << 20 : (size_t)1 << sectors;
-            if (i < o->from_op)
+            if (i < o->from_op || injected) /* not asked for, or not the library's */
                 w[k].cap = 0;
             k++;
             start = i + 1;

@@ -26,7 +26,8 @@ enum { CD_WRITE, CD_FLUSH, CD_TRUNC, CD_PUNCH, CD_READ, CD_RESERVE, CD_NKIND };
 
 typedef struct cd_op {
     uint8_t kind;    /* CD_WRITE, CD_FLUSH, CD_TRUNC, CD_PUNCH */
-    uint8_t barrier; /* CD_FLUSH made by a power cut, not by the library */
+    uint8_t barrier; /* not the library's: CD_FLUSH made by a power cut (1) or around
+                        cdev_inject (2), CD_WRITE by cdev_inject (1) */
     uint64_t off;    /* CD_TRUNC: the new length */
     uint64_t len;
     uint8_t *data; /* CD_WRITE: len bytes */
@@ -66,6 +67,11 @@ void cdev_clear_log(cdev *d);
 /* Crash: the library's later ops are dropped; a barrier goes into the log. */
 void cdev_power_cut(cdev *d);
 void cdev_power_on(cdev *d);
+
+/* Writes bytes into the image as an outside agent (damage, for a repair
+ * test): logged as a write and a barrier, so crash states keep it; no
+ * crash state is made inside it. */
+void cdev_inject(cdev *d, uint64_t off, const void *data, size_t len);
 
 /* Arms a fault: op number `at` (0-based, counted from now) of `kind`. */
 void cdev_fault_arm(cdev *d, int kind, uint64_t at, int err, int mode);

@@ -1219,7 +1219,7 @@ int cm_resync_node(cm_model *m, int ni)
 
 /* ---- whole-state check ------------------------------------------------------------- */
 
-int cm_fsck_dev(cdev *d, int repair, int verify, unsigned *errors, unsigned *warnings, char *msg,
+int cm_fsck_rep(cdev *d, int repair, int verify, gmtf_fs_check_report *rep, char *msg,
                 size_t msgcap)
 {
     msgbuf mb = {.p = msg, .cap = msgcap};
@@ -1227,13 +1227,50 @@ int cm_fsck_dev(cdev *d, int repair, int verify, unsigned *errors, unsigned *war
         msg[0] = 0;
     gmtf_fs_check_options co = {
         .repair = repair, .verify_data = verify, .threads = 1, .log = collect, .log_arg = &mb};
-    gmtf_fs_check_report rep;
     gmtf_image *img = cdev_attach(d);
-    int rc = gmtf_fs_check(img, &co, &rep);
+    int rc = gmtf_fs_check(img, &co, rep);
     gmtf_image_close(img);
+    return rc;
+}
+
+int cm_fsck_dev(cdev *d, int repair, int verify, unsigned *errors, unsigned *warnings, char *msg,
+                size_t msgcap)
+{
+    gmtf_fs_check_report rep;
+    int rc = cm_fsck_rep(d, repair, verify, &rep, msg, msgcap);
     *errors = rc ? 0 : rep.errors;
     *warnings = rc ? 0 : rep.warnings;
     return rc;
+}
+
+uint64_t cm_content_hash(gmtf_fs *fs)
+{
+    ent *e;
+    size_t n;
+    uint64_t h;
+    if (walk_fs(fs, &e, &n, &h)) {
+        free(e);
+        return 0;
+    }
+    for (size_t i = 0; i < n; i++) {
+        const struct stat *st = &e[i].st;
+        uint64_t x = mix64(e[i].ino ^ mix64(st->st_mode ^ mix64(st->st_uid ^ mix64(st->st_gid))));
+        x ^= mix64((uint64_t)st->st_nlink * 977 + (uint64_t)st->st_size * 31) +
+             xattr_hash(fs, e[i].ino);
+        if (S_ISLNK(st->st_mode)) {
+            char t[4096];
+            long r = gmtf_fs_readlink(fs, e[i].ino, t, sizeof t);
+            x ^= r > 0 ? cd_hash((const uint8_t *)t, (size_t)r) : 7;
+        } else if (S_ISREG(st->st_mode)) {
+            uint8_t *b = xmalloc((size_t)st->st_size);
+            long r = st->st_size ? gmtf_fs_read(fs, e[i].ino, b, (size_t)st->st_size, 0) : 0;
+            x ^= r == (long)st->st_size ? cd_hash(b, (size_t)r) : (uint64_t)r;
+            free(b);
+        }
+        h += mix64(x);
+    }
+    free(e);
+    return h;
 }
 
 int cm_fsck(const uint8_t *p, size_t len, int verify, unsigned *errors, unsigned *warnings,

@@ -128,6 +128,12 @@ int cm_fsck(const uint8_t *img, size_t len, int verify, unsigned *errors, unsign
             char *msg, size_t msgcap);
 int cm_fsck_dev(cdev *d, int repair, int verify, unsigned *errors, unsigned *warnings, char *msg,
                 size_t msgcap);
+/* The same with the whole report. */
+int cm_fsck_rep(cdev *d, int repair, int verify, gmtf_fs_check_report *rep, char *msg,
+                size_t msgcap);
+/* A hash of everything a filesystem shows but times: names, inode types,
+ * modes, owners, links, sizes, xattrs, symlink targets, file bytes. */
+uint64_t cm_content_hash(gmtf_fs *fs);
 
 /* Deterministic bytes for tests: xorshift, a small alphabet (compressible)
  * or all 256 values (random). */

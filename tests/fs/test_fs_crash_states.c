@@ -665,6 +665,154 @@ static void test_mkfs_from_tree(void **state)
     run_end(&r);
 }
 
+/* ---- workload 4: fsck -y repairing a damaged image --------------------------------- */
+
+/* A byte flipped where fsck -n finds it and fsck -y repairs it: the search
+ * knows nothing of the layout, it tries offsets until one qualifies. */
+static int find_damage(uint8_t *img, size_t len, uint64_t *rng, size_t *where)
+{
+    for (int tries = 0; tries < 400; tries++) {
+        size_t off = (size_t)(cm_rand(rng) % len);
+        img[off] ^= 0x5a;
+        unsigned errs, warns;
+        int rc = cm_fsck(img, len, 1, &errs, &warns, NULL, 0);
+        if (!rc && errs) {
+            cdev *t = cdev_new(img, len);
+            gmtf_fs_check_report rep;
+            int r1 = cm_fsck_rep(t, 1, 1, &rep, NULL, 0);
+            unsigned e2 = 1;
+            int r2 = r1 || rep.unrepairable ? -1 : cm_fsck(t->p, t->len, 1, &e2, &warns, NULL, 0);
+            cdev_free(t);
+            if (!r2 && !e2) {
+                *where = off;
+                return 0;
+            }
+        }
+        img[off] ^= 0x5a;
+    }
+    return -1;
+}
+
+#define REPAIR_ROUNDS 4
+
+typedef struct repair_check {
+    run *r;
+    size_t start[REPAIR_ROUNDS];  /* log position where each round's repair starts */
+    uint64_t want[REPAIR_ROUNDS]; /* what its uninterrupted repair leaves (cm_content_hash) */
+    size_t repaired, pending;
+} repair_check;
+
+static uint64_t content_of(cdev *d)
+{
+    gmtf_fs_options o = {.read_only = 1, .threads = 1, .log = quiet};
+    gmtf_fs *fs;
+    if (gmtf_fs_mount(cdev_attach(d), &o, &fs))
+        return 0;
+    uint64_t h = cm_content_hash(fs);
+    gmtf_fs_unmount(fs);
+    return h;
+}
+
+/* A crash during fsck -y: the image is still readable, fsck -n finds the
+ * damage or nothing, a second fsck -y converges to a clean image holding
+ * what an uninterrupted repair leaves. */
+static int repair_check_cb(void *arg, const uint8_t *img, size_t len, size_t pos, const char *desc)
+{
+    repair_check *c = arg;
+    int round = 0;
+    while (round + 1 < REPAIR_ROUNDS && pos >= c->start[round + 1])
+        round++;
+    unsigned errs, warns;
+    char msg[1024];
+    int rc = cm_fsck(img, len, 1, &errs, &warns, msg, sizeof msg);
+    if (rc) {
+        fprintf(stderr, "  [repair] %s: fsck -n cannot read the image (%d)\n%s", desc, rc, msg);
+        return 1;
+    }
+    cdev *d = cdev_new(img, len);
+    int bad = 0;
+    if (errs) {
+        c->pending++;
+        gmtf_fs_check_report rep;
+        rc = cm_fsck_rep(d, 1, 1, &rep, msg, sizeof msg);
+        if (rc || rep.unrepairable) {
+            fprintf(stderr, "  [repair] %s: fsck -y again: rc %d, unrepairable %d\n%s", desc, rc,
+                    rep.unrepairable, msg);
+            bad = 1;
+        } else if ((rc = cm_fsck(d->p, d->len, 1, &errs, &warns, msg, sizeof msg)) || errs) {
+            fprintf(stderr, "  [repair] %s: after fsck -y again, fsck -n: rc %d, %u errors\n%s",
+                    desc, rc, errs, msg);
+            bad = 1;
+        }
+    } else {
+        c->repaired++;
+    }
+    if (!bad && content_of(d) != c->want[round]) {
+        fprintf(stderr,
+                "  [repair] %s: the repaired image holds other data than an "
+                "uninterrupted repair leaves\n",
+                desc);
+        bad = 1;
+    }
+    cdev_free(d);
+    return bad;
+}
+
+static void test_fsck_repair(void **state)
+{
+    (void)state;
+    if (skip_case("repair"))
+        skip();
+    cdev *d = mkfs_dev();
+    cm_model *m = cm_new(d, NULL);
+    assert_int_equal(cm_mount(m), 0);
+    uint64_t rng = g_seed * 977 + 5;
+    int dir;
+    assert_int_equal(cm_mkdir(m, CM_ROOT, "src", 0755, &dir), 0);
+    for (int i = 0; i < 24; i++) {
+        char nm[16];
+        int f;
+        snprintf(nm, sizeof nm, "r%02d.%s", i, i % 3 ? "c" : "dat");
+        assert_int_equal(cm_create(m, i % 2 ? dir : CM_ROOT, nm, 0644, &f), 0);
+        write_data(m, f, 0, i % 3 ? 500 + (size_t)(cm_rand(&rng) % 8000) : BS + 777, rng, 0);
+        cm_release(m, f);
+    }
+    assert_int_equal(cm_syncfs(m), 0);
+    assert_int_equal(cm_unmount(m), 0);
+    cm_free(m);
+    /* rounds: two damages that fsck -y repairs (written through the disk,
+     * so that later crash states hold them), then the repair, recorded */
+    run r;
+    run_begin(&r, "repair", d, NULL);
+    repair_check c = {.r = &r};
+    for (int round = 0; round < REPAIR_ROUNDS; round++) {
+        uint8_t *img = malloc(d->len);
+        memcpy(img, d->p, d->len);
+        size_t at[2];
+        for (int k = 0; k < 2; k++) {
+            assert_int_equal(find_damage(img, d->len, &rng, &at[k]), 0);
+            cdev_inject(d, at[k], img + at[k], 1);
+        }
+        free(img);
+        cdev *t = cdev_clone(d);
+        gmtf_fs_check_report rep;
+        assert_int_equal(cm_fsck_rep(t, 1, 1, &rep, NULL, 0), 0);
+        c.want[round] = content_of(t);
+        cdev_free(t);
+        assert_true(c.want[round] != 0);
+        c.start[round] = d->n;
+        assert_int_equal(cm_fsck_rep(d, 1, 1, &rep, NULL, 0), 0);
+        printf("# repair %d: damage at offsets %zu and %zu; fsck -y: %u errors, %u fixed\n", round,
+               at[0], at[1], rep.errors, rep.fixed);
+        assert_true(rep.errors > 0 && !rep.unrepairable);
+    }
+    run_explore(&r, share(0.05), 40, repair_check_cb, &c);
+    printf("# repair: %zu states already repaired, %zu repaired by a second fsck -y\n", c.repaired,
+           c.pending);
+    assert_true(c.pending > 0);
+    run_end(&r);
+}
+
 static int setup(void **state)
 {
     (void)state;
@@ -683,7 +831,7 @@ int main(void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_posix_mix),      cmocka_unit_test(test_sqlite_like),
         cmocka_unit_test(test_remount_cycles), cmocka_unit_test(test_compaction_punch),
-        cmocka_unit_test(test_mkfs_from_tree),
+        cmocka_unit_test(test_fsck_repair),    cmocka_unit_test(test_mkfs_from_tree),
     };
     return cmocka_run_group_tests(tests, setup, NULL);
 }
