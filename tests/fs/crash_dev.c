@@ -54,6 +54,8 @@ static void log_op(cdev *d, int kind, uint64_t off, uint64_t len, const void *da
 /* Counts the op; returns the injected error when it is the one to fail. */
 static int fault_hit(cdev *d, int kind)
 {
+    if (d->fault_paused)
+        return 0;
     uint64_t k = d->count[kind]++;
     if (d->fault_kind != kind)
         return 0;
@@ -281,6 +283,13 @@ void cdev_fault_arm(cdev *d, int kind, uint64_t at, int err, int mode)
     d->fault_mode = mode;
     d->fault_active = 0;
     d->fault_hits = 0;
+}
+
+int cdev_fault_pause(cdev *d, int paused)
+{
+    int was = d->fault_paused;
+    d->fault_paused = paused;
+    return was;
 }
 
 void cdev_fault_clear(cdev *d)

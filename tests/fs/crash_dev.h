@@ -55,6 +55,7 @@ typedef struct cdev {
     int fault_mode;      /* CD_FAULT_* */
     int fault_active;    /* sticky fault in force */
     uint64_t fault_hits; /* ops failed */
+    int fault_paused;    /* the test's own reads: not counted, never failed */
 } cdev;
 
 cdev *cdev_new(const uint8_t *data, size_t len);
@@ -76,6 +77,9 @@ void cdev_inject(cdev *d, uint64_t off, const void *data, size_t len);
 /* Arms a fault: op number `at` (0-based, counted from now) of `kind`. */
 void cdev_fault_arm(cdev *d, int kind, uint64_t at, int err, int mode);
 void cdev_fault_clear(cdev *d);
+/* While paused, ops are neither counted nor failed (a test reading back
+ * what it checks). Returns the previous state. */
+int cdev_fault_pause(cdev *d, int paused);
 
 /* ---- crash states -------------------------------------------------------- */
 

@@ -14,7 +14,8 @@ enum { ACK_FSYNC = 1, ACK_FDATASYNC, ACK_ALL };
 
 typedef struct dop { /* a change of a file's bytes */
     uint64_t seq;
-    char kind; /* 'W' write, 'T' size (truncate/extend), 'P' punch, 'X' whole content */
+    char kind; /* 'W' write, 'T' size (truncate/extend), 'P' punch, 'X' whole content,
+                  'M' a write that failed: its bytes may be there, or not */
     uint64_t off, len;
     uint8_t *data; /* W, X */
 } dop;
@@ -680,12 +681,12 @@ static void resync_all(cm_model *m)
     }
 }
 
-int cm_crash_and_mount(cm_model *m)
+/* The filesystem is gone (a crash, or an unmount that failed): a mount
+ * of what the disk holds, checked against the model, becomes the model. */
+static int mount_what_is_left(cm_model *m)
 {
     size_t barrier = m->dev->n;
-    cdev_power_cut(m->dev);
-    gmtf_fs_unmount(m->fs); /* frees memory; its writes go nowhere */
-    m->fs = NULL;
+    cdev_power_cut(m->dev); /* what was issued is decided */
     cdev_power_on(m->dev);
     for (size_t i = 0; i < m->nn; i++)
         m->nodes[i].nopen = 0;
@@ -694,14 +695,36 @@ int cm_crash_and_mount(cm_model *m)
     if (rc)
         return rc;
     m->fs = fs;
-    if (cm_verify(m, fs, barrier, "the state a crash left, mounted"))
+    int was = cdev_fault_pause(m->dev, 1);
+    if (cm_verify(m, fs, barrier, "the state a crash left, mounted")) {
+        cdev_fault_pause(m->dev, was);
         return -EUCLEAN;
+    }
     m->seq++;
     resync_all(m);
     observe(m);
+    cdev_fault_pause(m->dev, was);
     /* What the disk held at the crash is durable: the barrier decided it. */
     add_ack(m, ACK_ALL, -1, barrier + 1);
     return 0;
+}
+
+int cm_crash_and_mount(cm_model *m)
+{
+    cdev_power_cut(m->dev);
+    gmtf_fs_unmount(m->fs); /* frees memory; its writes go nowhere */
+    m->fs = NULL;
+    cdev_power_on(m->dev);
+    return mount_what_is_left(m);
+}
+
+int cm_mount_after_failure(cm_model *m)
+{
+    if (m->fs) {
+        gmtf_fs_unmount(m->fs);
+        m->fs = NULL;
+    }
+    return mount_what_is_left(m);
 }
 
 static int after_create(cm_model *m, int rc, const gmtf_entry *e, int *node)
@@ -807,6 +830,8 @@ long cm_write(cm_model *m, int ni, uint64_t off, const void *data, size_t len)
     long rc = gmtf_fs_write(m->fs, m->nodes[ni].ino, data, len, off);
     if (rc == (long)len)
         node_dop(m, ni, 'W', off, len, data);
+    else if (rc < 0) /* it may have landed in part: cm_resync_node decides */
+        node_dop(m, ni, 'M', off, len, data);
     observe(m);
     return rc;
 }
@@ -1020,7 +1045,7 @@ static int check_bytes(cm_model *m, node *n, const uint8_t *c, uint64_t size, in
     }
     for (size_t i = first_later; i < n->ndops; i++) {
         const dop *d = &n->dops[i];
-        if (d->kind == 'W' || d->kind == 'X') {
+        if (d->kind == 'W' || d->kind == 'X' || d->kind == 'M') {
             uint64_t e = d->off + d->len < size ? d->off + d->len : size;
             for (uint64_t x = d->off; x < e; x++)
                 ok[x] |= d->data[x - d->off] == c[x];
@@ -1040,7 +1065,7 @@ static int check_bytes(cm_model *m, node *n, const uint8_t *c, uint64_t size, in
     int written = 0;
     for (size_t i = 0; i < n->ndops; i++) {
         const dop *d = &n->dops[i];
-        written |= (d->kind == 'W' || d->kind == 'X') && firstbad >= d->off &&
+        written |= (d->kind == 'W' || d->kind == 'X' || d->kind == 'M') && firstbad >= d->off &&
                    firstbad < d->off + d->len && d->data[firstbad - d->off] == c[firstbad];
     }
     report(m, label,
@@ -1199,16 +1224,36 @@ int cm_verify_live(cm_model *m)
 int cm_resync_node(cm_model *m, int ni)
 {
     node *n = &m->nodes[ni];
+    int was = cdev_fault_pause(m->dev, 1);
     struct stat st;
     int rc = gmtf_fs_getattr(m->fs, n->ino, &st);
-    if (rc)
-        return rc;
-    uint64_t size = (uint64_t)st.st_size;
+    uint64_t size = rc ? 0 : (uint64_t)st.st_size;
     uint8_t *b = xmalloc(size);
-    long r = size ? gmtf_fs_read(m->fs, n->ino, b, size, 0) : 0;
-    if (r != (long)size) {
+    long r = rc || !size ? 0 : gmtf_fs_read(m->fs, n->ino, b, size, 0);
+    cdev_fault_pause(m->dev, was);
+    if (rc || r != (long)size) {
         free(b);
-        return r < 0 ? (int)r : -EIO;
+        return rc ? rc : r < 0 ? (int)r : -EIO;
+    }
+    /* each byte as before, or as the failed operation (the last 'M') left it */
+    const dop *mw = n->ndops && n->dops[n->ndops - 1].kind == 'M' ? &n->dops[n->ndops - 1] : NULL;
+    uint64_t bad = 0, first = 0;
+    for (uint64_t o = 0; o < size; o++) {
+        int ok = (o < n->cur_size && b[o] == n->cur[o]) || (o >= n->cur_size && b[o] == 0) ||
+                 (mw && o >= mw->off && o < mw->off + mw->len && b[o] == mw->data[o - mw->off]);
+        if (!ok && !bad++)
+            first = o;
+    }
+    int sized = size == n->cur_size || (mw && size == mw->off + mw->len);
+    if (bad || !sized) {
+        report(m, "after a failed operation",
+               "%s (ino %llu): %llu bytes neither old nor new, first at %llu; size %llu (was "
+               "%llu)",
+               cm_name(m, ni), (unsigned long long)n->ino, (unsigned long long)bad,
+               (unsigned long long)first, (unsigned long long)size,
+               (unsigned long long)n->cur_size);
+        free(b);
+        return -EUCLEAN;
     }
     m->seq++;
     node_dop(m, ni, 'X', 0, size, b);

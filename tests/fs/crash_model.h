@@ -64,6 +64,8 @@ int cm_unmount(cm_model *m);
  * mount of what the disk holds. The state found is checked against the
  * model and becomes the model's. Returns the mount's error or 0. */
 int cm_crash_and_mount(cm_model *m);
+/* The same after an unmount that failed (the filesystem is gone). */
+int cm_mount_after_failure(cm_model *m);
 
 /* Operations: each returns what the API returned; node outputs may be
  * NULL. Created files stay open until cm_release. */
@@ -95,7 +97,8 @@ size_t cm_list(cm_model *m, int dir, char names[][64], int *nodes, size_t cap);
 size_t cm_entries(cm_model *m, int *dirs, char names[][64], int *nodes, size_t cap);
 
 /* After an operation failed on node (a fault): the live file is checked
- * (each byte old or new, no other) and taken as the model's. */
+ * (each byte as before or as the failed write would have made it, the size
+ * old or new) and taken as the model's. 0, or -EUCLEAN (reported). */
 int cm_resync_node(cm_model *m, int node);
 /* A hash of a filesystem's namespace and of each inode's type, links and
  * size (the live one, or another mount of the same image). */
