@@ -137,7 +137,8 @@ static int reachable_mark(gmtf_fs *fs, uint8_t *seen)
     return 0;
 }
 
-static uint64_t lost_found(checker *c)
+/* lost+found in the root, made when missing (subdirs counts it). */
+static uint64_t lost_found(checker *c, uint32_t *subdirs)
 {
     gmtf_fs *fs = c->fs;
     struct dent *d = dent_find(fs, GMTF_ROOT_INO, "lost+found", 10);
@@ -151,6 +152,7 @@ static uint64_t lost_found(checker *c)
         rec_dadd(fs, GMTF_ROOT_INO, ino, root->u.dir.next, "lost+found", 10))
         return 0;
     root->nlink++;
+    subdirs[GMTF_ROOT_INO]++;
     rec_inode(fs, root);
     return ino;
 }
@@ -197,7 +199,7 @@ static void check_inodes(checker *c)
         problem(c, repair, "inode %llu (mode %o) is not reachable from the root",
                 (unsigned long long)ino, in->mode);
         if (repair) {
-            uint64_t lf = lost_found(c);
+            uint64_t lf = lost_found(c, subdirs);
             if (lf < cap)
                 seen[lf] = 1; /* made just now: reachable, and no orphan of itself */
             char name[32];
@@ -208,6 +210,8 @@ static void check_inodes(checker *c)
                 if (S_ISDIR(in->mode)) {
                     in->parent = lf;
                     dir->nlink++;
+                    if (lf < cap)
+                        subdirs[lf]++;
                     rec_inode(fs, dir);
                 }
             }
@@ -262,6 +266,8 @@ static void check_superblocks(checker *c)
                 (unsigned long long)fs->sb.gen);
     if (fs->sb_pair_lost)
         problem(c, repair, "both superblock slots of the older generation are unreadable");
+    if (fs->root_nlink_bad)
+        problem(c, repair, "the root directory had link count %u", fs->root_nlink_bad - 1);
     if (fs->meta_damaged)
         problem(c, repair, "%d damaged piece(s) of metadata copies (the other copy served)",
                 fs->meta_damaged);

@@ -137,6 +137,7 @@ int fs_checkpoint(gmtf_fs *fs, uint64_t journal_bytes)
     fs->jpos = 0;
     fs->jseq = 0;
     fs->meta_damaged = fs->sb_twin_bad = fs->sb_pair_lost = 0;
+    fs->root_nlink_bad = 0;
     alloc_trim_end(fs);
     return 0;
 }

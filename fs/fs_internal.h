@@ -243,6 +243,7 @@ struct gmtf_fs {
     uint64_t lost_gen;             /* the newest generation, when fell_back */
     int meta_damaged;              /* a metadata copy was damaged (the other one served) */
     int sb_twin_bad, sb_pair_lost; /* superblock copies damaged (sb_pick) */
+    uint32_t root_nlink_bad;       /* the root's link count + 1 when it was wrong (set right) */
     int upgrading; /* a version 1 image's first version 2 checkpoint: primary slot only */
 
     /* write-back cache */

@@ -78,6 +78,7 @@ static void meta_free_all(gmtf_fs *fs)
     fs->corrupt_records = 0;
     fs->replayed = 0;
     fs->meta_damaged = 0;
+    fs->root_nlink_bad = 0;
 }
 
 int fs_new(gmtf_image *img, const gmtf_fs_options *opt, uint32_t bs, gmtf_fs **out)
@@ -226,11 +227,15 @@ int fs_load(gmtf_fs *fs)
         /* Never silent: the newest state is lost, at least for now. */
         fs->fell_back = 1;
         fs->lost_gen = sb[c.slot[0]].gen;
+        char when[40] = "?";
+        time_t w = (time_t)fs->sb.wtime;
+        struct tm tm;
+        if (gmtime_r(&w, &tm))
+            strftime(when, sizeof when, "%Y-%m-%d %H:%M:%S UTC", &tm);
         fs_log(fs,
-               "generation %llu is damaged: loaded the one before (%llu, written at %llu "
-               "seconds since 1970); changes made after it are not in this state",
-               (unsigned long long)fs->lost_gen, (unsigned long long)fs->sb.gen,
-               (unsigned long long)fs->sb.wtime);
+               "generation %llu is damaged: loaded the one before (%llu, written %s); "
+               "changes made after it are not in this state",
+               (unsigned long long)fs->lost_gen, (unsigned long long)fs->sb.gen, when);
     } else {
         fs->sb_twin_bad = c.twin_bad;
         fs->sb_pair_lost = c.pair_lost;
@@ -240,10 +245,18 @@ int fs_load(gmtf_fs *fs)
         if (c.pair_lost)
             fs_log(fs, "both superblock slots of the other pair are unreadable");
     }
+    /* The root's link count is 2 and one per subdirectory; a wrong one is
+     * set right here (a mount repairs it, fsck reports it). */
     struct inode *root = inode_get(fs, GMTF_ROOT_INO);
-    if (root->nlink < 2) {
-        fs_log(fs, "the root directory has link count %u", root->nlink);
-        fs->corrupt_records++;
+    uint32_t want = 2;
+    for (uint32_t i = 0; i < root->u.dir.n; i++) {
+        struct inode *c = root->u.dir.v[i] ? inode_get(fs, root->u.dir.v[i]->ino) : NULL;
+        want += c && S_ISDIR(c->mode) && c->ino != GMTF_ROOT_INO;
+    }
+    if (root->nlink != want) {
+        fs_log(fs, "the root directory has link count %u, should be %u", root->nlink, want);
+        fs->root_nlink_bad = root->nlink + 1;
+        root->nlink = want;
     }
     post_load(fs);
     rc = alloc_rebuild(fs);
@@ -387,7 +400,8 @@ int gmtf_fs_mount(gmtf_image *img, const gmtf_fs_options *opt, gmtf_fs **out)
          * after a crash (replayed records), or to repair a damaged copy. */
         if (fs->sb.version < FMT_VERSION)
             rc = fs_upgrade(fs);
-        else if (fs->replayed || fs->meta_damaged || fs->sb_twin_bad || fs->sb_pair_lost)
+        else if (fs->replayed || fs->meta_damaged || fs->sb_twin_bad || fs->sb_pair_lost ||
+                 fs->root_nlink_bad)
             rc = fs_checkpoint(fs, fs->opt.journal_bytes);
         fs->changed = 0;
     }

@@ -170,12 +170,12 @@ static int snapshot_build(gmtf_fs *fs, uint64_t gen, const extvec *retire, uint8
         doff[0] = 0;
     }
     uint64_t total = SNAP_HDR_SIZE + doff[nch];
-    img = malloc(total);
+    /* Zeros up to the end of the last page: the copy covers what it takes. */
+    img = calloc(1, alloc_meta_len(fs, total));
     if (!img) {
         rc = -ENOMEM;
         goto out;
     }
-    memset(img, 0, SNAP_HDR_SIZE);
     put_le32(img, SNAP_MAGIC);
     put_le32(img + 4, FMT_VERSION);
     put_le64(img + 8, gen);
@@ -212,7 +212,7 @@ int snapshot_write(gmtf_fs *fs, uint64_t gen, const extvec *retire, sb_info *nsb
     for (; k < 2 && !rc; k++) {
         rc = alloc_meta(fs, total, &at[k]);
         if (!rc) {
-            rc = img_write(fs, img, total, at[k]);
+            rc = img_write(fs, img, alloc_meta_len(fs, total), at[k]);
             if (rc)
                 alloc_release_now(fs, at[k], alloc_meta_len(fs, total));
         }
