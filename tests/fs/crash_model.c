@@ -852,8 +852,17 @@ int cm_punch(cm_model *m, int ni, uint64_t off, uint64_t len)
     m->seq++;
     int rc = gmtf_fs_fallocate(m->fs, m->nodes[ni].ino,
                                GMTF_FALLOC_PUNCH_HOLE | GMTF_FALLOC_KEEP_SIZE, off, len);
-    if (!rc)
+    if (!rc) {
         node_dop(m, ni, 'P', off, len, NULL);
+    } else if (rc != -EINVAL && off < m->nodes[ni].cur_size) {
+        /* it may have zeroed part of the range: cm_resync_node decides */
+        uint64_t n = len < m->nodes[ni].cur_size - off ? len : m->nodes[ni].cur_size - off;
+        uint8_t *z = calloc(n ? n : 1, 1);
+        if (!z)
+            abort();
+        node_dop(m, ni, 'M', off, n, z);
+        free(z);
+    }
     observe(m);
     return rc;
 }

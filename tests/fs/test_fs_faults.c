@@ -33,7 +33,8 @@
 #define MAX_STEPS 400
 
 static const char *kind_name[CD_NKIND] = {"write", "flush", "truncate", "punch", "read", "reserve"};
-static const char *mode_name[4] = {"EIO once", "ENOSPC once", "short write", "EIO until cleared"};
+static const char *mode_name[4] = {"EIO once", "ENOSPC once", "short write (others: EIO once)",
+                                   "EIO until the call returns"};
 
 typedef struct logbuf {
     int lines;
