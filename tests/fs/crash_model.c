@@ -79,7 +79,19 @@ struct cm_model {
     size_t ncur;
     char name[64];
     char pathbuf[1024];
+    int trace;    /* GMTF_CRASH_TRACE: every operation on stderr */
+    int paranoid; /* GMTF_CRASH_PARANOID: the disk checked after every sync */
 };
+
+#define TRACE(m, ...)                                                                              \
+    do {                                                                                           \
+        if ((m)->trace) {                                                                          \
+            fprintf(stderr, "# [%s] op %llu (log %zu): ", (m)->name, (unsigned long long)(m)->seq, \
+                    (m)->dev->n);                                                                  \
+            fprintf(stderr, __VA_ARGS__);                                                          \
+            fprintf(stderr, "\n");                                                                 \
+        }                                                                                          \
+    } while (0)
 
 static void *xmalloc(size_t n)
 {
@@ -474,6 +486,8 @@ cm_model *cm_new(cdev *d, const gmtf_fs_options *opt)
                                    .log = quiet};
     node_add(m, GMTF_ROOT_INO, 0, S_IFDIR);
     snprintf(m->name, sizeof m->name, "crash");
+    m->trace = getenv("GMTF_CRASH_TRACE") != NULL;
+    m->paranoid = getenv("GMTF_CRASH_PARANOID") != NULL;
     return m;
 }
 
@@ -628,6 +642,15 @@ static void add_ack(cm_model *m, int kind, int ni, size_t logpos)
 {
     GROW(m->acks, m->nacks, m->cacks);
     m->acks[m->nacks++] = (ack){.seq = m->seq, .logpos = logpos, .kind = kind, .node = ni};
+    if (m->paranoid && m->fs) { /* a crash right now (debugging: finds the first bad sync) */
+        char desc[80];
+        snprintf(desc, sizeof desc, "paranoid check after op %llu", (unsigned long long)m->seq);
+        int was = cdev_fault_pause(m->dev, 1);
+        observe(m);
+        if (cm_check_state(m, m->dev->p, m->dev->len, m->dev->n, desc, CM_CHECK_NO_RW))
+            abort();
+        cdev_fault_pause(m->dev, was);
+    }
 }
 
 int cm_mount(cm_model *m)
@@ -649,6 +672,7 @@ int cm_mount(cm_model *m)
 int cm_unmount(cm_model *m)
 {
     int rc = gmtf_fs_unmount(m->fs);
+    TRACE(m, "unmount: %d", rc);
     m->fs = NULL;
     m->seq++;
     for (size_t i = 0; i < m->nn; i++)
@@ -701,6 +725,7 @@ static int mount_what_is_left(cm_model *m)
         return -EUCLEAN;
     }
     m->seq++;
+    observe(m); /* which files have names now (an unlink may be undone) */
     resync_all(m);
     observe(m);
     cdev_fault_pause(m->dev, was);
@@ -711,6 +736,7 @@ static int mount_what_is_left(cm_model *m)
 
 int cm_crash_and_mount(cm_model *m)
 {
+    TRACE(m, "crash");
     cdev_power_cut(m->dev);
     gmtf_fs_unmount(m->fs); /* frees memory; its writes go nowhere */
     m->fs = NULL;
@@ -748,6 +774,8 @@ int cm_create(cm_model *m, int dir, const char *name, mode_t mode, int *node)
     gmtf_entry e;
     m->seq++;
     int rc = gmtf_fs_create(m->fs, m->nodes[dir].ino, name, mode, 0, 0, 0, &e);
+    TRACE(m, "create %llu/%s: %d (ino %llu)", (unsigned long long)m->nodes[dir].ino, name, rc,
+          rc ? 0ull : (unsigned long long)e.attr.st_ino);
     if (!rc) {
         /* counted open before observing, so it stays alive */
         int ni = node_find(m, e.attr.st_ino, e.generation);
@@ -795,6 +823,8 @@ int cm_link(cm_model *m, int ni, int dir, const char *name)
     gmtf_entry e;
     m->seq++;
     int rc = gmtf_fs_link(m->fs, m->nodes[ni].ino, m->nodes[dir].ino, name, &e);
+    TRACE(m, "link ino %llu as %llu/%s: %d", (unsigned long long)m->nodes[ni].ino,
+          (unsigned long long)m->nodes[dir].ino, name, rc);
     observe(m);
     return rc;
 }
@@ -803,6 +833,7 @@ int cm_unlink(cm_model *m, int dir, const char *name)
 {
     m->seq++;
     int rc = gmtf_fs_unlink(m->fs, m->nodes[dir].ino, name);
+    TRACE(m, "unlink %llu/%s: %d", (unsigned long long)m->nodes[dir].ino, name, rc);
     observe(m);
     return rc;
 }
@@ -820,6 +851,8 @@ int cm_rename(cm_model *m, int dir, const char *name, int newdir, const char *ne
 {
     m->seq++;
     int rc = gmtf_fs_rename(m->fs, m->nodes[dir].ino, name, m->nodes[newdir].ino, newname, flags);
+    TRACE(m, "rename %llu/%s -> %llu/%s flags %u: %d", (unsigned long long)m->nodes[dir].ino, name,
+          (unsigned long long)m->nodes[newdir].ino, newname, flags, rc);
     observe(m);
     return rc;
 }
@@ -828,6 +861,8 @@ long cm_write(cm_model *m, int ni, uint64_t off, const void *data, size_t len)
 {
     m->seq++;
     long rc = gmtf_fs_write(m->fs, m->nodes[ni].ino, data, len, off);
+    TRACE(m, "write ino %llu off %llu len %zu: %ld", (unsigned long long)m->nodes[ni].ino,
+          (unsigned long long)off, len, rc);
     if (rc == (long)len)
         node_dop(m, ni, 'W', off, len, data);
     else if (rc < 0) /* it may have landed in part: cm_resync_node decides */
@@ -841,6 +876,8 @@ int cm_truncate(cm_model *m, int ni, uint64_t size)
     struct stat st = {.st_size = (off_t)size};
     m->seq++;
     int rc = gmtf_fs_setattr(m->fs, m->nodes[ni].ino, &st, GMTF_SET_SIZE, NULL);
+    TRACE(m, "truncate ino %llu to %llu: %d", (unsigned long long)m->nodes[ni].ino,
+          (unsigned long long)size, rc);
     if (!rc)
         node_dop(m, ni, 'T', size, 0, NULL);
     observe(m);
@@ -852,6 +889,8 @@ int cm_punch(cm_model *m, int ni, uint64_t off, uint64_t len)
     m->seq++;
     int rc = gmtf_fs_fallocate(m->fs, m->nodes[ni].ino,
                                GMTF_FALLOC_PUNCH_HOLE | GMTF_FALLOC_KEEP_SIZE, off, len);
+    TRACE(m, "punch ino %llu off %llu len %llu: %d", (unsigned long long)m->nodes[ni].ino,
+          (unsigned long long)off, (unsigned long long)len, rc);
     if (!rc) {
         node_dop(m, ni, 'P', off, len, NULL);
     } else if (rc != -EINVAL && off < m->nodes[ni].cur_size) {
@@ -871,6 +910,8 @@ int cm_extend(cm_model *m, int ni, uint64_t off, uint64_t len)
 {
     m->seq++;
     int rc = gmtf_fs_fallocate(m->fs, m->nodes[ni].ino, 0, off, len);
+    TRACE(m, "extend ino %llu to %llu: %d", (unsigned long long)m->nodes[ni].ino,
+          (unsigned long long)(off + len), rc);
     if (!rc && off + len > m->nodes[ni].cur_size)
         node_dop(m, ni, 'T', off + len, 0, NULL);
     observe(m);
@@ -906,6 +947,8 @@ int cm_open(cm_model *m, int ni, int trunc)
 {
     m->seq++;
     int rc = gmtf_fs_open(m->fs, m->nodes[ni].ino, trunc ? O_TRUNC : 0);
+    TRACE(m, "open ino %llu%s: %d", (unsigned long long)m->nodes[ni].ino, trunc ? " O_TRUNC" : "",
+          rc);
     if (!rc) {
         m->nodes[ni].nopen++;
         if (trunc && m->nodes[ni].cur_size)
@@ -919,6 +962,7 @@ int cm_release(cm_model *m, int ni)
 {
     m->seq++;
     int rc = gmtf_fs_release(m->fs, m->nodes[ni].ino);
+    TRACE(m, "release ino %llu: %d", (unsigned long long)m->nodes[ni].ino, rc);
     if (!rc && m->nodes[ni].nopen)
         m->nodes[ni].nopen--;
     observe(m);
@@ -929,6 +973,8 @@ int cm_fsync(cm_model *m, int ni, int datasync)
 {
     m->seq++;
     int rc = gmtf_fs_fsync(m->fs, m->nodes[ni].ino, datasync);
+    TRACE(m, "%s ino %llu: %d", datasync ? "fdatasync" : "fsync",
+          (unsigned long long)m->nodes[ni].ino, rc);
     if (!rc)
         add_ack(m, datasync ? ACK_FDATASYNC : ACK_FSYNC, ni, m->dev->n);
     observe(m);
@@ -939,6 +985,7 @@ int cm_syncfs(cm_model *m)
 {
     m->seq++;
     int rc = gmtf_fs_syncfs(m->fs);
+    TRACE(m, "syncfs: %d", rc);
     if (!rc)
         add_ack(m, ACK_ALL, -1, m->dev->n);
     observe(m);
@@ -1085,6 +1132,14 @@ static int check_bytes(cm_model *m, node *n, const uint8_t *c, uint64_t size, in
            firstbad < asize ? "synced byte" : "past the synced size, byte",
            firstbad < asize ? v[firstbad] : 0, (long long)a, (unsigned long long)asize,
            written ? " (a byte written there before the sync)" : " (never written there)");
+    if (getenv("GMTF_CRASH_TRACE")) /* the file's history */
+        for (size_t i = 0; i < n->ndops; i++)
+            fprintf(stderr, "      gen %llu op %llu: %c %llu +%llu%s\n", (unsigned long long)n->gen,
+                    (unsigned long long)n->dops[i].seq, n->dops[i].kind,
+                    (unsigned long long)n->dops[i].off, (unsigned long long)n->dops[i].len,
+                    firstbad >= n->dops[i].off && firstbad < n->dops[i].off + n->dops[i].len
+                        ? " (covers it)"
+                        : "");
     return 1;
 }
 
