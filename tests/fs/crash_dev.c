@@ -491,7 +491,8 @@ static size_t make_state(const cdev *d, const window *w, const img_buf *pre, uin
 {
     ib_resize(out, 0);
     ib_resize(out, pre->len);
-    memcpy(out->p, pre->p, pre->len);
+    if (pre->len)
+        memcpy(out->p, pre->p, pre->len);
     *torn = 0;
     size_t nops = w->end - w->start, last = SIZE_MAX;
     int pos = snprintf(desc, dcap, "ops [%zu,%zu) ", w->start, w->end);

@@ -354,12 +354,14 @@ static void apply_dop(uint8_t **buf, uint64_t *size, uint64_t *cap, const dop *d
     case 'W':
         if (d->off + d->len > tmp.cur_size)
             cur_set_size(&tmp, d->off + d->len);
-        memcpy(tmp.cur + d->off, d->data, d->len);
+        if (d->len)
+            memcpy(tmp.cur + d->off, d->data, d->len);
         break;
     case 'X':
         tmp.cur_size = 0;
         cur_set_size(&tmp, d->len);
-        memcpy(tmp.cur, d->data, d->len);
+        if (d->len)
+            memcpy(tmp.cur, d->data, d->len);
         break;
     case 'T':
         if (d->off < tmp.cur_size)
@@ -387,7 +389,8 @@ static void node_dop(cm_model *m, int ni, char kind, uint64_t off, uint64_t len,
     *d = (dop){.seq = m->seq, .kind = kind, .off = off, .len = len};
     if (data) {
         d->data = xmalloc(len);
-        memcpy(d->data, data, len);
+        if (len)
+            memcpy(d->data, data, len);
     }
     apply_dop(&n->cur, &n->cur_size, &n->cur_cap, d);
 }
@@ -437,7 +440,8 @@ static void observe(cm_model *m)
         v->hash = h;
         v->n = n;
         v->e = xmalloc(n * sizeof *e);
-        memcpy(v->e, e, n * sizeof *e);
+        if (n)
+            memcpy(v->e, e, n * sizeof *e);
     }
     for (size_t i = 0; i < m->nn; i++)
         m->nodes[i].named = 0;
@@ -536,16 +540,6 @@ uint64_t cm_ino(cm_model *m, int node)
     return m->nodes[node].ino;
 }
 
-size_t cm_node_count(cm_model *m)
-{
-    return m->nn;
-}
-
-int cm_node_alive(cm_model *m, int ni)
-{
-    return m->nodes[ni].named;
-}
-
 int cm_node_is_dir(cm_model *m, int ni)
 {
     return S_ISDIR(m->nodes[ni].type);
@@ -565,7 +559,8 @@ uint8_t *cm_content(cm_model *m, int ni, uint64_t *size)
 {
     node *n = &m->nodes[ni];
     uint8_t *p = xmalloc(n->cur_size);
-    memcpy(p, n->cur, n->cur_size);
+    if (n->cur_size)
+        memcpy(p, n->cur, n->cur_size);
     *size = n->cur_size;
     return p;
 }
@@ -607,17 +602,6 @@ int cm_lookup(cm_model *m, int dir, const char *name)
     if (gmtf_fs_lookup(m->fs, m->nodes[dir].ino, name, &e))
         return -1;
     return node_find(m, e.attr.st_ino, e.generation);
-}
-
-size_t cm_list(cm_model *m, int dir, char nm[][64], int *nodes, size_t cap)
-{
-    size_t k = 0;
-    for (size_t i = 0; i < m->ncur && k < cap; i++)
-        if (m->cur[i].parent == m->nodes[dir].ino) {
-            snprintf(nm[k], 64, "%s", m->cur[i].name);
-            nodes[k++] = node_find(m, m->cur[i].ino, m->cur[i].gen);
-        }
-    return k;
 }
 
 size_t cm_entries(cm_model *m, int *dirs, char nm[][64], int *nodes, size_t cap)
@@ -1085,7 +1069,7 @@ static int check_bytes(cm_model *m, node *n, const uint8_t *c, uint64_t size, in
             zmin = n->vers[i].size;
     /* fast path: the bytes at seq a */
     uint64_t same = size < asize ? size : asize;
-    if (size == asize && !memcmp(c, v, size))
+    if (size == asize && (!size || !memcmp(c, v, size)))
         return 0;
     uint8_t *ok = calloc(size ? size : 1, 1);
     if (!ok)

@@ -48,10 +48,8 @@ gmtf_fs *cm_fs(cm_model *m);
 cdev *cm_dev(cm_model *m);
 const char *cm_name(cm_model *m, int node); /* a path of node now (for messages) */
 uint64_t cm_ino(cm_model *m, int node);
-int cm_node_alive(cm_model *m, int node); /* has a name now */
 int cm_node_is_dir(cm_model *m, int node);
 int cm_node_is_file(cm_model *m, int node);
-size_t cm_node_count(cm_model *m);
 uint64_t cm_size(cm_model *m, int node); /* current size of a file */
 /* Bytes of node's content now according to the model (caller frees). */
 uint8_t *cm_content(cm_model *m, int node, uint64_t *size);
@@ -91,8 +89,6 @@ int cm_fsync(cm_model *m, int node, int datasync);
 int cm_syncfs(cm_model *m);
 /* Looks name up in dir now: its node, or -1. */
 int cm_lookup(cm_model *m, int dir, const char *name);
-/* Names in dir now: count (at most cap), their names and nodes. */
-size_t cm_list(cm_model *m, int dir, char names[][64], int *nodes, size_t cap);
 /* Every entry now: count (at most cap), with the node of its directory. */
 size_t cm_entries(cm_model *m, int *dirs, char names[][64], int *nodes, size_t cap);
 

@@ -73,7 +73,8 @@ static void run_begin(run *r, const char *name, cdev *d, const gmtf_fs_options *
     r->d = d;
     r->base_len = d->len;
     r->base = malloc(d->len ? d->len : 1);
-    memcpy(r->base, d->p, d->len);
+    if (d->len)
+        memcpy(r->base, d->p, d->len);
     r->m = cm_new(d, opt);
     cm_set_name(r->m, name);
     r->t0 = now_s();
