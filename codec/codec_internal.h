@@ -1,125 +1,38 @@
-/* Shared inside libgmtf: byte-order helpers, per-worker workspaces, the
- * codec context. Not installed. */
+/* The codec context, shared by codec.c (life cycle, single frames),
+ * batch.c (the batch API) and workspace.c (per-worker scratch). Not
+ * installed. */
 #ifndef GMTF_CODEC_INTERNAL_H
 #define GMTF_CODEC_INTERNAL_H
 
 #include <stddef.h>
 #include <stdint.h>
-#include <string.h>
 
+#include "frame.h"
 #include "gmtf_codec.h"
 #include "mtf.h"
 #include "threadpool.h"
 
-static inline uint32_t load_le32(const void *p)
-{
-    uint32_t v;
-    memcpy(&v, p, 4);
-#if __BYTE_ORDER__ == __ORDER_BIG_ENDIAN__
-    v = __builtin_bswap32(v);
-#endif
-    return v;
-}
-
-static inline uint64_t load_le64(const void *p)
-{
-    uint64_t v;
-    memcpy(&v, p, 8);
-#if __BYTE_ORDER__ == __ORDER_BIG_ENDIAN__
-    v = __builtin_bswap64(v);
-#endif
-    return v;
-}
-
-static inline void store_le32(void *p, uint32_t v)
-{
-#if __BYTE_ORDER__ == __ORDER_BIG_ENDIAN__
-    v = __builtin_bswap32(v);
-#endif
-    memcpy(p, &v, 4);
-}
-
-static inline void store_le64(void *p, uint64_t v)
-{
-#if __BYTE_ORDER__ == __ORDER_BIG_ENDIAN__
-    v = __builtin_bswap64(v);
-#endif
-    memcpy(p, &v, 8);
-}
-
-/* Scratch memory of one worker, sized for blocks up to max_block. The rank
- * coder's encoder scratch (7.25 x max_block) is there only once the worker
- * has encoded: a decoder needs just the coder's fixed tables. */
-typedef struct gmtf_workspace {
-    size_t max_block;
-    uint8_t *buf_a; /* max_block bytes: BWT output / decoded ranks */
-    uint8_t *buf_b; /* max_block bytes: MTF ranks / inverse MTF output */
-    void *bwt_ws;   /* gmtf_bwt_workspace_size(max_block) */
-    void *rank_ws;  /* gmtf_rank_workspace_size(max_block) once rank_enc, else of 0 */
-    int rank_enc;   /* rank_ws can encode (gmtf_workspace_encoder) */
-} gmtf_workspace;
-
-/* Allocates a workspace that decodes; 0 or -ENOMEM. */
-int gmtf_workspace_init(gmtf_workspace *w, size_t max_block);
-/* Adds the encoder scratch (no-op when there); 0 or -ENOMEM. Call before
- * gmtf_frame_encode_ws or gmtf_frame_encode_ranks with w->rank_ws. */
-int gmtf_workspace_encoder(gmtf_workspace *w);
-void gmtf_workspace_free(gmtf_workspace *w);
-
 struct gmtf_codec {
-    const gmtf_mtf_backend *mtf;       /* per-block MTF */
-    const gmtf_mtf_backend *batch_mtf; /* batch hooks (GPU), NULL when none */
+    gmtf_mtf mtf;        /* per-block MTF instance */
+    gmtf_mtf batch_inst; /* the batch backend's instance when it is another one */
+    gmtf_mtf *batch_mtf; /* batch hooks (GPU): &mtf, &batch_inst or NULL when none */
     uint32_t max_block;
     unsigned threads;
     gmtf_pool *pool;    /* NULL when threads == 1 */
     gmtf_workspace *ws; /* one per thread, allocated lazily */
-    /* Staging buffers for batch MTF backends (grown, never shrunk). */
+    /* Staging buffers for batch MTF backends (grown, never shrunk; batch.c). */
     uint8_t *stage_a, *stage_b;
     uint64_t stage_cap;
-    int stage_pinned; /* staging came from batch_mtf->host_alloc */
+    int stage_pinned; /* staging came from gmtf_mtf_host_alloc(batch_mtf) */
 };
 
 /* Lazily allocates workspace i, for decoding (gmtf_codec_workspace) or
- * for encoding too (gmtf_codec_workspace_enc). Returns NULL on -ENOMEM. */
+ * for encoding too (gmtf_codec_workspace_enc). Returns NULL on -ENOMEM.
+ * (workspace.c) */
 gmtf_workspace *gmtf_codec_workspace(gmtf_codec *c, unsigned i);
 gmtf_workspace *gmtf_codec_workspace_enc(gmtf_codec *c, unsigned i);
 
-/* Frame layer (frame.c). */
-#define GMTF_FRAME_MAGIC 0x46544D47u /* "GMTF" */
-#define GMTF_FRAME_VERSION 1
-#define GMTF_FRAME_FIXED 24 /* header bytes without BWT indexes */
-
-/* Writes a frame header for the given fields into dst; returns its size. */
-size_t gmtf_frame_write_header(uint8_t *dst, uint8_t method, uint32_t orig_len,
-                               uint32_t payload_len, uint32_t data_crc, const uint32_t *idx,
-                               unsigned nidx);
-/* Parses and checks a header; *hdr_len and idx[] (GMTF_BWT_MAX_INDEXES)
- * receive the header size and BWT indexes. */
-int gmtf_frame_parse(const uint8_t *src, size_t len, gmtf_frame_info *info, unsigned *hdr_len,
-                     uint32_t *idx, unsigned *nidx);
-
-/* Whole-frame encode/decode with an explicit MTF backend and workspace. */
-long gmtf_frame_encode_ws(const gmtf_mtf_backend *mtf, gmtf_workspace *w, const uint8_t *src,
-                          size_t n, uint8_t *dst, size_t cap);
-long gmtf_frame_decode_ws(const gmtf_mtf_backend *mtf, gmtf_workspace *w, const uint8_t *src,
-                          size_t len, uint8_t *dst, size_t cap);
-
-/* Pieces of the frame pipeline, for the staged batch path (codec.c). */
-/* Empty, tiny and one-byte-run blocks: writes the frame and returns its
- * length, or 0 when the block needs the BWT path. */
-long gmtf_frame_encode_special(const uint8_t *src, size_t n, uint8_t *dst, uint32_t crc);
-/* Entropy-codes MTF ranks into a BWT frame (raw frame when that is smaller). */
-long gmtf_frame_encode_ranks(const uint8_t *src, const uint8_t *ranks, size_t n,
-                             const uint32_t *idx, uint32_t crc, uint8_t *dst, void *rank_ws);
-/* Parses a frame; raw and run frames are decoded into dst (returns 0), BWT
- * frames have their ranks decoded into ranks[0..orig_len) (returns 1);
- * -EINVAL when a BWT frame is larger than ranks_cap. */
-long gmtf_frame_decode_begin(const uint8_t *src, size_t len, uint8_t *dst, size_t cap,
-                             uint8_t *ranks, size_t ranks_cap, void *rank_ws, gmtf_frame_info *fi,
-                             uint32_t *idx);
-/* Inverse BWT of the inverse-MTF output (BWT frames) and the data check.
- * mtf_out may be dst itself: the inverse BWT reads all of it first. */
-long gmtf_frame_decode_end(const uint8_t *mtf_out, uint8_t *dst, const gmtf_frame_info *fi,
-                           const uint32_t *idx, void *bwt_ws);
+/* Frees the batch staging buffers (batch.c). */
+void gmtf_batch_stage_free(gmtf_codec *c);
 
 #endif

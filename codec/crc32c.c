@@ -7,7 +7,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "codec_internal.h"
+#include "byteorder.h"
+#include "gmtf_codec.h"
 
 static uint32_t crc_table[8][256];
 static pthread_once_t crc_once = PTHREAD_ONCE_INIT;

@@ -13,7 +13,8 @@
 #include <string.h>
 
 #include "bwt.h"
-#include "codec_internal.h"
+#include "byteorder.h"
+#include "frame.h"
 #include "rank_coder.h"
 
 size_t gmtf_frame_bound(size_t n)
@@ -141,14 +142,16 @@ long gmtf_frame_encode_ranks(const uint8_t *src, const uint8_t *ranks, size_t n,
     return (long)(h + (size_t)plen);
 }
 
-long gmtf_frame_encode_ws(const gmtf_mtf_backend *mtf, gmtf_workspace *w, const uint8_t *src,
-                          size_t n, uint8_t *dst, size_t cap)
+long gmtf_frame_encode_ws(const gmtf_mtf *mtf, gmtf_workspace *w, const uint8_t *src, size_t n,
+                          uint8_t *dst, size_t cap, uint32_t *data_crc)
 {
     if (n > w->max_block || n > GMTF_BLOCK_MAX)
         return -EINVAL;
     if (cap < gmtf_frame_bound(n))
         return -ENOSPC;
     uint32_t crc = gmtf_crc32c(0, src, n);
+    if (data_crc)
+        *data_crc = crc;
     long r = gmtf_frame_encode_special(src, n, dst, crc);
     if (r)
         return r;
@@ -156,7 +159,7 @@ long gmtf_frame_encode_ws(const gmtf_mtf_backend *mtf, gmtf_workspace *w, const 
     int rc = gmtf_bwt_forward(src, w->buf_a, n, idx, w->bwt_ws);
     if (rc < 0)
         return rc;
-    mtf->encode(w->buf_a, w->buf_b, n);
+    gmtf_mtf_encode(mtf, w->buf_a, w->buf_b, n);
     return gmtf_frame_encode_ranks(src, w->buf_b, n, idx, crc, dst, w->rank_ws);
 }
 
@@ -198,8 +201,8 @@ long gmtf_frame_decode_end(const uint8_t *mtf_out, uint8_t *dst, const gmtf_fram
     return (long)n;
 }
 
-long gmtf_frame_decode_ws(const gmtf_mtf_backend *mtf, gmtf_workspace *w, const uint8_t *src,
-                          size_t len, uint8_t *dst, size_t cap)
+long gmtf_frame_decode_ws(const gmtf_mtf *mtf, gmtf_workspace *w, const uint8_t *src, size_t len,
+                          uint8_t *dst, size_t cap)
 {
     gmtf_frame_info fi;
     uint32_t idx[GMTF_BWT_MAX_INDEXES];
@@ -212,6 +215,6 @@ long gmtf_frame_decode_ws(const gmtf_mtf_backend *mtf, gmtf_workspace *w, const 
      * buf_a, bwt_ws and the rank tables only, not buf_b, which keeps one
      * block less resident per decoding worker. */
     if (r == 1)
-        mtf->decode(w->buf_a, dst, fi.orig_len);
+        gmtf_mtf_decode(mtf, w->buf_a, dst, fi.orig_len);
     return gmtf_frame_decode_end(dst, dst, &fi, idx, w->bwt_ws);
 }

@@ -2,8 +2,17 @@
  *
  * Public API of libgmtf. Every function returns 0 (or a non-negative count)
  * on success and a negative errno-style code on failure; gmtf_strerror()
- * turns a code into text. Nothing here allocates on a hot path: a
- * gmtf_codec owns its workspaces and thread pool, created once.
+ * turns a code into text.
+ *
+ * Memory: a gmtf_codec owns its thread pool, its MTF backend instances and
+ * one workspace per worker thread, made at the worker's first block:
+ * 2 x max_block of buffers, 4 x max_block for the BWT and 0.7 MiB of
+ * entropy tables, plus 7.25 x max_block of encoder scratch once the worker
+ * encodes (gmtf_codec_trim drops that again). Once a worker's workspace
+ * exists, coding a block allocates nothing. A batch call allocates small
+ * bookkeeping arrays (tens of bytes per block) and, when the batch goes to
+ * a batch MTF backend (the GPU), two staging buffers of the batch's size,
+ * kept and grown to the largest batch seen.
  *
  * A frame is one self-describing compressed block (docs/codec.md). Frames
  * are untrusted input: decoders check every field and never read or write
@@ -42,8 +51,10 @@ typedef struct gmtf_codec_options {
     uint32_t max_block; /* largest block to be encoded/decoded; 0 = GMTF_BLOCK_MAX */
 } gmtf_codec_options;
 
-/* Creates a codec. Workspaces for blocks up to max_block are allocated
- * lazily, once per worker. Returns 0, -ENOMEM, -EINVAL or GMTF_E_BACKEND. */
+/* Creates a codec: the thread pool and the MTF backend instances (a GPU
+ * instance starts CUDA only at its first batch). Workspaces for blocks up
+ * to max_block are allocated lazily, once per worker. Returns 0, -ENOMEM,
+ * -EINVAL or GMTF_E_BACKEND. */
 int gmtf_codec_create(gmtf_codec **out, const gmtf_codec_options *opt);
 void gmtf_codec_destroy(gmtf_codec *c);
 /* Name of the MTF backend this codec uses (resolved, never "auto"). */
@@ -102,6 +113,12 @@ uint64_t gmtf_batch_bound(const uint64_t *off, size_t count);
  * Returns 0 or a negative code (no partial result is promised then). */
 int gmtf_batch_encode(gmtf_codec *c, const uint8_t *src, const uint64_t *off, size_t count,
                       uint8_t *dst, uint64_t cap, uint64_t *dst_off);
+/* As gmtf_batch_encode; crc (count entries, may be NULL) also receives the
+ * CRC-32C of each block, the data checksum its frame carries
+ * (gmtf_frame_info.data_crc), so that a caller need not parse the frames
+ * it just made. */
+int gmtf_batch_encode_crc(gmtf_codec *c, const uint8_t *src, const uint64_t *off, size_t count,
+                          uint8_t *dst, uint64_t cap, uint64_t *dst_off, uint32_t *crc);
 
 /* Decodes count frames at src[foff[i] .. foff[i+1]) into dst, block i at
  * dst[doff[i] .. doff[i+1]) (the caller knows the sizes, e.g. from

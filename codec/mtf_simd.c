@@ -1,14 +1,40 @@
 /* Registers the simd/ MTF family in the codec's backend table: "simd" (the
  * variant simd/ dispatches to on this CPU, GMTF_MTF honoured) and
- * "simd-NAME" for every variant compiled in. The batch hooks hand blocks to
- * the variant two at a time, so interleaving variants (avx512x2) overlap
- * the two blocks' dependency chains. */
+ * "simd-NAME" for every variant compiled in. An instance's state is its
+ * variant (gmtf_simd_mtf_variant), chosen at init for "simd". The batch
+ * hooks hand blocks to the variant two at a time, so interleaving variants
+ * (avx512x2) overlap the two blocks' dependency chains. */
 #include <stdio.h>
 
 #include "gmtf_simd.h"
 #include "mtf.h"
 
-#define SIMD_MAX 16 /* slots; simd/ has 8 variants today */
+#define SIMD_MAX 16 /* variants registered; simd/ has 8 today */
+
+static int simd_available(const gmtf_mtf_backend *b)
+{
+    const gmtf_simd_mtf_variant *v = b->variant;
+    return v ? v->supported() : 1; /* the dispatched one always exists */
+}
+
+/* "simd" resolves to the dispatched variant when an instance is made. */
+static int simd_init(const gmtf_mtf_backend *b, void **state)
+{
+    *state = (void *)(b->variant ? b->variant : gmtf_simd_mtf_best());
+    return 0;
+}
+
+static void simd_encode(void *state, const uint8_t *src, uint8_t *dst, size_t n)
+{
+    const gmtf_simd_mtf_variant *v = state;
+    v->encode(src, dst, n);
+}
+
+static void simd_decode(void *state, const uint8_t *src, uint8_t *dst, size_t n)
+{
+    const gmtf_simd_mtf_variant *v = state;
+    v->decode(src, dst, n);
+}
 
 static int batch_run(const gmtf_simd_mtf_variant *v, int dec, const uint8_t *src,
                      const uint64_t *off, size_t count, uint8_t *dst)
@@ -24,47 +50,16 @@ static int batch_run(const gmtf_simd_mtf_variant *v, int dec, const uint8_t *src
     return 0;
 }
 
-/* Slot k serves variant k of simd/'s list. */
-static const gmtf_simd_mtf_variant *slot_variant[SIMD_MAX];
-
-/* clang-format off */
-#define SLOT(k)                                                                           \
-    static int batch_encode_##k(const uint8_t *s, const uint64_t *o, size_t c, uint8_t *d) \
-    {                                                                                     \
-        return batch_run(slot_variant[k], 0, s, o, c, d);                                 \
-    }                                                                                     \
-    static int batch_decode_##k(const uint8_t *s, const uint64_t *o, size_t c, uint8_t *d) \
-    {                                                                                     \
-        return batch_run(slot_variant[k], 1, s, o, c, d);                                 \
-    }
-SLOT(0) SLOT(1) SLOT(2) SLOT(3) SLOT(4) SLOT(5) SLOT(6) SLOT(7)
-SLOT(8) SLOT(9) SLOT(10) SLOT(11) SLOT(12) SLOT(13) SLOT(14) SLOT(15)
-    /* clang-format on */
-
-    static int batch_encode_best(const uint8_t *s, const uint64_t *o, size_t c, uint8_t *d)
+static int simd_batch_encode(void *state, const uint8_t *src, const uint64_t *off, size_t count,
+                             uint8_t *dst)
 {
-    return batch_run(gmtf_simd_mtf_best(), 0, s, o, c, d);
+    return batch_run(state, 0, src, off, count, dst);
 }
 
-static int batch_decode_best(const uint8_t *s, const uint64_t *o, size_t c, uint8_t *d)
+static int simd_batch_decode(void *state, const uint8_t *src, const uint64_t *off, size_t count,
+                             uint8_t *dst)
 {
-    return batch_run(gmtf_simd_mtf_best(), 1, s, o, c, d);
-}
-
-#define HOOKS(k)                                                                                   \
-    {                                                                                              \
-        batch_encode_##k, batch_decode_##k                                                         \
-    }
-static const struct {
-    int (*enc)(const uint8_t *, const uint64_t *, size_t, uint8_t *);
-    int (*dec)(const uint8_t *, const uint64_t *, size_t, uint8_t *);
-} slot_hooks[SIMD_MAX] = {HOOKS(0),  HOOKS(1),  HOOKS(2),  HOOKS(3), HOOKS(4),  HOOKS(5),
-                          HOOKS(6),  HOOKS(7),  HOOKS(8),  HOOKS(9), HOOKS(10), HOOKS(11),
-                          HOOKS(12), HOOKS(13), HOOKS(14), HOOKS(15)};
-
-static int simd_available(void)
-{
-    return 1; /* the dispatched variant always exists (portable fallbacks) */
+    return batch_run(state, 1, src, off, count, dst);
 }
 
 static gmtf_mtf_backend backends[SIMD_MAX + 1];
@@ -76,27 +71,23 @@ const gmtf_mtf_backend *const *gmtf_mtf_simd_list(size_t *count)
 {
     const gmtf_simd_mtf_variant *const *v;
     size_t nv = gmtf_simd_mtf_variants(&v), n = 0;
-    backends[n] = (gmtf_mtf_backend){
-        .name = "simd",
+    const gmtf_mtf_backend ops = {
         .available = simd_available,
-        .encode = gmtf_simd_mtf_encode,
-        .decode = gmtf_simd_mtf_decode,
-        .batch_encode = batch_encode_best,
-        .batch_decode = batch_decode_best,
+        .init = simd_init, /* the variant is static: nothing to free */
+        .encode = simd_encode,
+        .decode = simd_decode,
+        .batch_encode = simd_batch_encode,
+        .batch_decode = simd_batch_decode,
     };
+    backends[n] = ops;
+    backends[n].name = "simd";
     backend_list[n] = &backends[n];
     n++;
     for (size_t i = 0; i < nv && i < SIMD_MAX; i++, n++) {
-        slot_variant[i] = v[i];
         snprintf(backend_names[i], sizeof backend_names[i], "simd-%s", v[i]->name);
-        backends[n] = (gmtf_mtf_backend){
-            .name = backend_names[i],
-            .available = v[i]->supported,
-            .encode = v[i]->encode,
-            .decode = v[i]->decode,
-            .batch_encode = slot_hooks[i].enc,
-            .batch_decode = slot_hooks[i].dec,
-        };
+        backends[n] = ops;
+        backends[n].name = backend_names[i];
+        backends[n].variant = v[i];
         backend_list[n] = &backends[n];
     }
     *count = n;

@@ -130,6 +130,21 @@ int alloc_space(gmtf_fs *fs, uint64_t len, uint64_t *off)
         *off = 0;
         return 0;
     }
+    /* Data never takes what the next checkpoint needs (fs->room leaves it
+     * out); when space is tight, that space is taken on the host now. */
+    if (!fs->loading) {
+        if (fs->room < len)
+            alloc_room(fs);
+        uint64_t need = alloc_ckpt_need(fs);
+        if (fs->room >= len && fs->room < 8 * need && fs->spare.len < need) {
+            int rc = alloc_spare_ensure(fs);
+            if (rc)
+                return rc;
+        }
+        if (fs->room < len)
+            return -ENOSPC;
+        fs->room -= len;
+    }
     /* First fit from the start keeps the image compact, so its end can be
      * given back to the host. */
     for (size_t i = 0; i < fs->free.n; i++) {
@@ -162,6 +177,22 @@ int alloc_space(gmtf_fs *fs, uint64_t len, uint64_t *off)
     return 0;
 }
 
+static int alloc_meta_free(gmtf_fs *fs, uint64_t len, uint64_t *off);
+
+int alloc_meta(gmtf_fs *fs, uint64_t len, uint64_t *off)
+{
+    len = alloc_meta_len(fs, len);
+    if (len == 0 || fs->data_start < DATA_START)
+        return alloc_space(fs, len, off);
+    if (fs->spare.len >= len) { /* kept for this: allocated on the host too */
+        *off = fs->spare.off;
+        fs->spare.off += len;
+        fs->spare.len -= len;
+        return 0;
+    }
+    return alloc_meta_free(fs, len, off);
+}
+
 uint64_t alloc_meta_len(const gmtf_fs *fs, uint64_t len)
 {
     if (fs->data_start < DATA_START)
@@ -169,11 +200,9 @@ uint64_t alloc_meta_len(const gmtf_fs *fs, uint64_t len)
     return (len + META_ALIGN - 1) / META_ALIGN * META_ALIGN;
 }
 
-int alloc_meta(gmtf_fs *fs, uint64_t len, uint64_t *off)
+/* Page-aligned space from the free map (or past the end). */
+static int alloc_meta_free(gmtf_fs *fs, uint64_t len, uint64_t *off)
 {
-    len = alloc_meta_len(fs, len);
-    if (len == 0 || fs->data_start < DATA_START)
-        return alloc_space(fs, len, off);
     /* First fit of an aligned start inside a free extent. */
     for (size_t i = 0; i < fs->free.n; i++) {
         const struct ext *x = &fs->free.v[i];
@@ -348,8 +377,93 @@ int alloc_rebuild(gmtf_fs *fs)
     }
     fs->end = pos;
     fs->used = used;
+    fs->spare = (struct ext){0, 0};
     free(v);
+    alloc_room(fs);
     return rc;
+}
+
+uint64_t alloc_ckpt_need(const gmtf_fs *fs)
+{
+    uint64_t s = fs->sb.snap_len + fs->sb.snap_len / 4 + 4096;
+    return 2 * alloc_meta_len(fs, s) + 2 * alloc_meta_len(fs, JOURNAL_MIN);
+}
+
+uint64_t alloc_retired_bytes(const gmtf_fs *fs)
+{
+    uint64_t n = 0;
+    for (size_t i = 0; i < fs->retired_cur.n; i++)
+        n += fs->retired_cur.v[i].len;
+    for (size_t i = 0; i < fs->retired_prev.n; i++)
+        n += fs->retired_prev.v[i].len;
+    return n;
+}
+
+uint64_t alloc_room(gmtf_fs *fs)
+{
+    uint64_t inside = alloc_free_bytes(fs), grow = 0, host, alloc;
+    if (fs->sb.capacity) {
+        grow = fs->sb.capacity > fs->end ? fs->sb.capacity - fs->end : 0;
+    } else if (!img_host_free(fs, &host)) {
+        grow = host;
+        /* Free space inside the image counts as far as the host has it:
+         * below the file's length (past it, growing takes host space), and
+         * not in holes punched out of it (in the host's free space). */
+        uint64_t size;
+        if (!img_size(fs, &size)) {
+            inside = 0;
+            for (size_t i = 0; i < fs->free.n; i++) {
+                const struct ext *x = &fs->free.v[i];
+                if (x->off < size)
+                    inside += (x->off + x->len < size ? x->len : size - x->off);
+            }
+        }
+        if (!img_allocated(fs, &alloc)) {
+            uint64_t live = fs->used + fs->data_start;
+            alloc = alloc > live ? alloc - live : 0;
+            inside = alloc < inside ? alloc : inside;
+        }
+    } else {
+        grow = UINT64_MAX / 4; /* no host to ask (memory image): unbounded */
+    }
+    uint64_t room = inside + grow, need = alloc_ckpt_need(fs);
+    if (fs->spare.len < need) /* the next checkpoint comes out of this */
+        room = room > need - fs->spare.len ? room - (need - fs->spare.len) : 0;
+    fs->room = room;
+    return room;
+}
+
+int alloc_spare_ensure(gmtf_fs *fs)
+{
+    uint64_t need = alloc_ckpt_need(fs);
+    if (fs->ro || fs->spare.len >= need || fs->data_start < DATA_START)
+        return 0;
+    uint64_t room = alloc_room(fs);
+    if (fs->spare.len == 0 && room >= 8 * need)
+        return 0; /* plenty: a checkpoint finds its space anyway */
+    /* Tight: keep the next checkpoint's space, allocated on the host. */
+    if (fs->spare.len)
+        alloc_release_now(fs, fs->spare.off, fs->spare.len);
+    fs->spare.len = 0;
+    uint64_t off;
+    int rc = alloc_meta_free(fs, need, &off);
+    if (!rc) {
+        rc = img_reserve(fs, off, need);
+        if (rc == -EOPNOTSUPP)
+            rc = 0; /* a host without fallocate: the free map keeps it at least */
+        if (rc)
+            alloc_release_now(fs, off, need);
+    }
+    if (rc) {
+        fs_log(fs, "no room for the next checkpoint (%llu bytes; room %llu, end %llu): %s",
+               (unsigned long long)need, (unsigned long long)room, (unsigned long long)fs->end,
+               strerror(-rc));
+        alloc_room(fs);
+        return rc == -ENOMEM ? rc : -ENOSPC;
+    }
+    fs->spare = (struct ext){off, need};
+    alloc_room(fs);
+    return 0;
 }
 
 /* Punches the page-aligned part of every free extent of PUNCH_MIN or more

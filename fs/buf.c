@@ -3,28 +3,6 @@
 
 #include "fs_internal.h"
 
-void put_le32(uint8_t *p, uint32_t v)
-{
-    for (int i = 0; i < 4; i++)
-        p[i] = (uint8_t)(v >> (8 * i));
-}
-
-void put_le64(uint8_t *p, uint64_t v)
-{
-    for (int i = 0; i < 8; i++)
-        p[i] = (uint8_t)(v >> (8 * i));
-}
-
-uint32_t get_le32(const uint8_t *p)
-{
-    return (uint32_t)p[0] | (uint32_t)p[1] << 8 | (uint32_t)p[2] << 16 | (uint32_t)p[3] << 24;
-}
-
-uint64_t get_le64(const uint8_t *p)
-{
-    return (uint64_t)get_le32(p) | (uint64_t)get_le32(p + 4) << 32;
-}
-
 int wb_reserve(wbuf *w, size_t n)
 {
     if (w->err)
@@ -67,14 +45,14 @@ void wb_u16(wbuf *w, uint16_t v)
 void wb_u32(wbuf *w, uint32_t v)
 {
     uint8_t b[4];
-    put_le32(b, v);
+    store_le32(b, v);
     wb_bytes(w, b, 4);
 }
 
 void wb_u64(wbuf *w, uint64_t v)
 {
     uint8_t b[8];
-    put_le64(b, v);
+    store_le64(b, v);
     wb_bytes(w, b, 8);
 }
 
@@ -111,11 +89,11 @@ uint16_t rb_u16(rbuf *r)
 uint32_t rb_u32(rbuf *r)
 {
     const uint8_t *p = rb_bytes(r, 4);
-    return p ? get_le32(p) : 0;
+    return p ? load_le32(p) : 0;
 }
 
 uint64_t rb_u64(rbuf *r)
 {
     const uint8_t *p = rb_bytes(r, 8);
-    return p ? get_le64(p) : 0;
+    return p ? load_le64(p) : 0;
 }

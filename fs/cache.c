@@ -8,12 +8,14 @@
  * the LRU list): another reader of it waits instead of decoding it again
  * (the kernel sends several read-ahead requests of one file at once, each
  * on its own thread), which saves the CPU time and the buffers. Its decoder
- * holds `done` until the frame is in the cache; refs counts the decoder and
+ * sets `finished` once the frame is in the cache; refs counts the decoder and
  * the waiters (under cache_lock). A pending entry dropped from the cache
- * gets frame 0, so that its bytes stay out. */
+ * gets frame 0, so that its bytes stay out. (A condition variable, not a
+ * lock held across the decode: a lock used as an event is what
+ * ThreadSanitizer reports as lock-order inversions.) */
 struct pending {
     struct cblock c; /* first: the hash holds &c */
-    pthread_mutex_t done;
+    int finished;    /* under cache_lock; waiters sleep on fs->cache_cond */
     unsigned refs;
 };
 
@@ -163,8 +165,6 @@ struct pending *pending_begin(gmtf_fs *fs, uint32_t id)
     struct pending *p = cache_tab_init(fs) ? NULL : calloc(1, sizeof *p);
     if (!p)
         return NULL;
-    pthread_mutex_init(&p->done, NULL);
-    pthread_mutex_lock(&p->done);
     p->refs = 1;
     p->c.frame = id;
     size_t s = cache_slot(fs, id);
@@ -177,7 +177,6 @@ static void pending_put(struct pending *p)
 {
     if (--p->refs)
         return;
-    pthread_mutex_destroy(&p->done);
     free(p);
 }
 
@@ -194,7 +193,8 @@ void pending_end(gmtf_fs *fs, struct pending *p, uint32_t id, uint8_t *buf, uint
     else
         free(buf);
     if (p) {
-        pthread_mutex_unlock(&p->done);
+        p->finished = 1;
+        pthread_cond_broadcast(&fs->cache_cond);
         pending_put(p);
     }
 }
@@ -205,10 +205,8 @@ static void pending_wait(gmtf_fs *fs, struct cblock *c)
 {
     struct pending *p = (struct pending *)c;
     p->refs++;
-    pthread_mutex_unlock(&fs->cache_lock);
-    pthread_mutex_lock(&p->done);
-    pthread_mutex_unlock(&p->done);
-    pthread_mutex_lock(&fs->cache_lock);
+    while (!p->finished)
+        pthread_cond_wait(&fs->cache_cond, &fs->cache_lock);
     pending_put(p);
 }
 

@@ -67,11 +67,13 @@ static void checkpoint_undo(gmtf_fs *fs, const sb_info *nsb, int slot_written)
     }
 }
 
-int fs_checkpoint(gmtf_fs *fs, uint64_t journal_bytes)
+static int checkpoint(gmtf_fs *fs, uint64_t journal_bytes, unsigned flush_flags)
 {
     if (fs->ro)
         return -EROFS;
-    int rc = flush_dirty(fs, 0);
+    /* The dirty blocks holding staged bytes at least: the new journal will
+     * not have their STAGE records. */
+    int rc = flush_some(fs, 0, 0, flush_flags);
     if (rc)
         return rc;
     rc = rec_attr_emit(fs);
@@ -91,6 +93,8 @@ int fs_checkpoint(gmtf_fs *fs, uint64_t journal_bytes)
     rc = snapshot_write(fs, nsb.gen, &retire, &nsb);
     if (!rc) {
         rc = journal_alloc(fs, journal_bytes, &nsb);
+        if (rc == -ENOSPC && journal_bytes > JOURNAL_MIN) /* tight: a small one */
+            rc = journal_alloc(fs, JOURNAL_MIN, &nsb);
         if (rc)
             checkpoint_undo(fs, &nsb, 0);
     }
@@ -138,6 +142,19 @@ int fs_checkpoint(gmtf_fs *fs, uint64_t journal_bytes)
     fs->jseq = 0;
     fs->meta_damaged = fs->sb_twin_bad = fs->sb_pair_lost = 0;
     fs->root_nlink_bad = 0;
+    for (struct dblock *d = fs->dlist; d; d = d->gnext)
+        d->staged = 0; /* their STAGE records went with the old journal */
     alloc_trim_end(fs);
+    alloc_spare_ensure(fs); /* space for the next one, when tight (else logged) */
     return 0;
+}
+
+int fs_checkpoint(gmtf_fs *fs, uint64_t journal_bytes)
+{
+    return checkpoint(fs, journal_bytes, 0);
+}
+
+int fs_checkpoint_meta(gmtf_fs *fs, uint64_t journal_bytes)
+{
+    return checkpoint(fs, journal_bytes, FLUSH_STAGED);
 }

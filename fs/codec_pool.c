@@ -7,14 +7,14 @@
 #include "fs_internal.h"
 
 int codec_encode(gmtf_fs *fs, const uint8_t *src, const uint64_t *off, size_t n, uint8_t **dst,
-                 uint64_t *doff)
+                 uint64_t *doff, uint32_t *crc)
 {
     uint64_t cap = gmtf_batch_bound(off, n);
     uint8_t *out = malloc(cap ? cap : 1);
     if (!out)
         return -ENOMEM;
     pthread_mutex_lock(&fs->codec_lock);
-    int rc = gmtf_batch_encode(fs->codec, src, off, n, out, cap, doff);
+    int rc = gmtf_batch_encode_crc(fs->codec, src, off, n, out, cap, doff, crc);
     /* The encoder's scratch (7.25 blocks per codec thread) would otherwise
      * stay resident between flushes; making it again costs far less than
      * a batch's encoding. */

@@ -129,6 +129,7 @@ int dirty_stage_apply(gmtf_fs *fs, struct inode *in, uint32_t blk, uint32_t off,
         return rc;
     memcpy(d->buf + off, data, len);
     d->ver = ++fs->dver;
+    d->staged = 1; /* the journal being replayed holds these bytes */
     return 0;
 }
 

@@ -109,29 +109,25 @@ static int encode_groups(gmtf_fs *fs, struct group *g, size_t n, const uint8_t *
                          uint64_t **doffp)
 {
     uint64_t *off = malloc((n + 1) * sizeof *off), *doff = malloc((n + 1) * sizeof *doff);
+    uint32_t *crc = malloc(n * sizeof *crc);
     uint8_t *dst = NULL;
     int rc = -ENOMEM;
-    if (!off || !doff)
+    if (!off || !doff || !crc)
         goto out;
     uint64_t base = g[0].raw_off;
     for (size_t i = 0; i < n; i++)
         off[i] = g[i].raw_off - base;
     off[n] = g[n - 1].raw_off + g[n - 1].len - base;
-    rc = codec_encode(fs, src, off, n, &dst, doff);
+    rc = codec_encode(fs, src, off, n, &dst, doff, crc);
     if (rc)
         goto out;
     for (size_t i = 0; i < n; i++) {
-        gmtf_frame_info fi;
         g[i].clen = (uint32_t)(doff[i + 1] - doff[i]);
-        rc = gmtf_frame_info_get(dst + doff[i], g[i].clen, &fi);
-        if (rc || fi.orig_len != g[i].len) {
-            rc = -EIO;
-            goto out;
-        }
-        g[i].crc = fi.data_crc;
+        g[i].crc = crc[i];
     }
 out:
     free(off);
+    free(crc);
     if (rc) {
         free(doff);
         free(dst);
@@ -467,8 +463,9 @@ int flush_dirty(gmtf_fs *fs, uint64_t only_ino)
     return flush_some(fs, only_ino, 0, 0);
 }
 
-int flush_some(gmtf_fs *fs, uint64_t only_ino, uint64_t max_bytes, int unlocked)
+int flush_some(gmtf_fs *fs, uint64_t only_ino, uint64_t max_bytes, unsigned flags)
 {
+    int unlocked = (flags & FLUSH_UNLOCKED) != 0;
     if (unlocked && (!max_bytes || max_bytes > BATCH_BYTES - fs->bs))
         max_bytes = BATCH_BYTES - fs->bs; /* one sub-batch: see flush_pieces */
     if (fs->ro)
@@ -491,7 +488,8 @@ int flush_some(gmtf_fs *fs, uint64_t only_ino, uint64_t max_bytes, int unlocked)
     while (d && !(max_bytes && taken >= max_bytes)) {
         struct dblock *next = d->gprev;
         struct inode *in = inode_get(fs, d->ino);
-        if ((only_ino && d->ino != only_ino) || (unlocked && d->inflight)) {
+        if ((only_ino && d->ino != only_ino) || (unlocked && d->inflight) ||
+            ((flags & FLUSH_STAGED) && !d->staged)) {
             d = next;
             continue;
         }

@@ -11,6 +11,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "byteorder.h"
 #include "format.h"
 #include "gmtf_codec.h"
 #include "gmtf_fs.h"
@@ -51,10 +52,6 @@ uint16_t rb_u16(rbuf *r);
 uint32_t rb_u32(rbuf *r);
 uint64_t rb_u64(rbuf *r);
 const uint8_t *rb_bytes(rbuf *r, size_t n);
-void put_le32(uint8_t *p, uint32_t v);
-void put_le64(uint8_t *p, uint64_t v);
-uint32_t get_le32(const uint8_t *p);
-uint64_t get_le64(const uint8_t *p);
 
 /* ---- superblock.c: the decoded superblock ------------------------------------- */
 typedef struct sb_info {
@@ -148,6 +145,7 @@ struct dblock {
     uint64_t *pages; /* 4 KiB pages written since the last stage or flush (bitmap) */
     uint64_t ver;    /* fs->dver at the last change: an unlocked flush rechecks it */
     int inflight;    /* being encoded by an unlocked flush */
+    int staged;      /* holds bytes a STAGE record of this journal has (fsync'ed) */
     uint8_t *buf;
     struct dblock *hnext, *inext, *gprev, *gnext;
 };
@@ -222,9 +220,14 @@ struct gmtf_fs {
     extvec retired_cur, retired_prev;
     extvec punched;      /* free ranges already punched out of the host file */
     uint64_t data_start; /* DATA_START, or DATA_START_V1 while a version 1 image */
-    int punch_off;       /* the host cannot punch: stop trying */
-    uint64_t end;        /* end of the allocated area (image length in use) */
-    uint64_t used;       /* allocated bytes past DATA_START */
+    /* Space kept for the next checkpoint while space is tight (allocated
+     * here and on the host), so that deletes always commit on a full host:
+     * metadata takes from it first, data never. */
+    struct ext spare;
+    uint64_t room; /* bytes data may still take, as last measured (alloc_room) */
+    int punch_off; /* the host cannot punch: stop trying */
+    uint64_t end;  /* end of the allocated area (image length in use) */
+    uint64_t used; /* allocated bytes past DATA_START */
 
     /* journal */
     wbuf jbuf;     /* records not yet written */
@@ -255,6 +258,7 @@ struct gmtf_fs {
 
     /* decoded-block cache */
     pthread_mutex_t cache_lock;
+    pthread_cond_t cache_cond; /* a pending decode finished */
     struct cblock **cache_tab;
     size_t cache_cap;
     struct cblock *lru_head, *lru_tail;
@@ -289,6 +293,10 @@ void flusher_stop(gmtf_fs *fs);
 
 /* ---- checkpoint.c, snapshot.c ---- */
 int fs_checkpoint(gmtf_fs *fs, uint64_t journal_bytes);
+/* A checkpoint that flushes only blocks holding staged bytes (the rest stay
+ * dirty): it needs no space for data, so it can free retired space when
+ * the data has none. */
+int fs_checkpoint_meta(gmtf_fs *fs, uint64_t journal_bytes);
 /* Serializes the whole metadata as records (the snapshot's raw content),
  * in chunks of at most chunk bytes that never split a record. */
 int snapshot_serialize(gmtf_fs *fs, const extvec *retire, wbuf *w, size_t chunk,
@@ -317,11 +325,13 @@ int fs_compact(gmtf_fs *fs, int force);
 
 /* ---- flush.c, stage.c ---- */
 int flush_dirty(gmtf_fs *fs, uint64_t only_ino); /* 0 = all */
-/* Flushes the oldest dirty blocks, up to max_bytes (0 = all). unlocked:
- * drops fs->lock while encoding (one sub-batch), then keeps only pieces
- * that did not change meanwhile; the caller must not rely on pointers it
- * held across the call. */
-int flush_some(gmtf_fs *fs, uint64_t only_ino, uint64_t max_bytes, int unlocked);
+#define FLUSH_UNLOCKED 1                         /* flush_some: encode without the lock */
+#define FLUSH_STAGED 2 /* flush_some: only blocks holding staged (fsync'ed) bytes */
+/* Flushes the oldest dirty blocks, up to max_bytes (0 = all). With
+ * FLUSH_UNLOCKED: drops fs->lock while encoding (one sub-batch), then keeps
+ * only pieces that did not change meanwhile; the caller must not rely on
+ * pointers it held across the call. */
+int flush_some(gmtf_fs *fs, uint64_t only_ino, uint64_t max_bytes, unsigned flags);
 /* Bytes of in's dirty pages that staging would write (over STAGE_MAX when
  * a block has no page bitmap). */
 uint64_t stage_bytes(const gmtf_fs *fs, const struct inode *in);
@@ -428,8 +438,10 @@ void cache_drop(gmtf_fs *fs, uint32_t id);
 void cache_free_all(gmtf_fs *fs);
 
 /* ---- codec_pool.c ---- */
+/* Encodes a batch into *dst (allocated); doff: where each frame starts;
+ * crc (may be NULL): each block's CRC-32C, as its frame carries it. */
 int codec_encode(gmtf_fs *fs, const uint8_t *src, const uint64_t *off, size_t n, uint8_t **dst,
-                 uint64_t *doff);
+                 uint64_t *doff, uint32_t *crc);
 int codec_decode_batch(gmtf_fs *fs, size_t n, const uint8_t *src, const uint64_t *foff,
                        uint8_t *dst, const uint64_t *doff, int *status);
 int codec_decode_one(gmtf_fs *fs, const uint8_t *src, size_t len, uint8_t *dst, size_t dlen);
@@ -459,6 +471,18 @@ int alloc_retire_list(gmtf_fs *fs, extvec *out);
  * free, retire (taken over) is the new retired_prev, cur and pending
  * empty. */
 void alloc_generation_done(gmtf_fs *fs, extvec *retire);
+/* Bytes a checkpoint takes at least (two snapshot copies a little larger
+ * than the last, two small journals). */
+uint64_t alloc_ckpt_need(const gmtf_fs *fs);
+/* Bytes data may still take now: free space (inside the image as far as
+ * the host has it, and what the image can grow into: the capacity or the
+ * host's free space), less what the next checkpoint needs. Measures, and
+ * leaves the figure in fs->room. */
+uint64_t alloc_room(gmtf_fs *fs);
+/* Keeps the spare when space is tight (-ENOSPC: it cannot; data must not
+ * take what a checkpoint needs). */
+int alloc_spare_ensure(gmtf_fs *fs);
+uint64_t alloc_retired_bytes(const gmtf_fs *fs); /* freed two checkpoints later */
 int alloc_rebuild(gmtf_fs *fs); /* free map = complement of everything referenced */
 /* Gives free space back to the host: truncates the free tail, punches
  * free extents of PUNCH_MIN or more inside the image (once each). Call

@@ -127,6 +127,10 @@ int gmtf_fs_mount(gmtf_image *img, const gmtf_fs_options *opt, gmtf_fs **out);
 /* Flushes everything, writes a final compact checkpoint, frees all. Returns
  * the first error met (the fs is freed anyway). */
 int gmtf_fs_unmount(gmtf_fs *fs);
+/* Frees the filesystem without writing anything more: the image keeps its
+ * last durable state, as after a crash (mkfs abandoning an incomplete
+ * image keeps it marked incomplete). */
+void gmtf_fs_abandon(gmtf_fs *fs);
 
 /* ---- inodes and names -------------------------------------------------- */
 

@@ -27,12 +27,12 @@ int journal_commit(gmtf_fs *fs)
     if (fs->jpos + j->len > fs->sb.jrnl_len)
         return JOURNAL_FULL; /* the caller checkpoints (fs_commit) */
     uint8_t *h = j->p;
-    put_le32(h, JR_MAGIC);
-    put_le32(h + 4, (uint32_t)(j->len - JR_HDR_SIZE));
-    put_le64(h + 8, fs->sb.jrnl_id);
-    put_le64(h + 16, fs->jseq);
-    put_le32(h + 24, gmtf_crc32c(0, j->p + JR_HDR_SIZE, j->len - JR_HDR_SIZE));
-    put_le32(h + 28, gmtf_crc32c(0, h, 28));
+    store_le32(h, JR_MAGIC);
+    store_le32(h + 4, (uint32_t)(j->len - JR_HDR_SIZE));
+    store_le64(h + 8, fs->sb.jrnl_id);
+    store_le64(h + 16, fs->jseq);
+    store_le32(h + 24, gmtf_crc32c(0, j->p + JR_HDR_SIZE, j->len - JR_HDR_SIZE));
+    store_le32(h + 28, gmtf_crc32c(0, h, 28));
     /* Both copies, then one device flush. */
     uint64_t at = fs->sb.jrnl_off + fs->jpos;
     rc = img_write(fs, j->p, j->len, at);
@@ -59,10 +59,11 @@ static int64_t chunk_at(const gmtf_fs *fs, const uint8_t *buf, uint64_t len, uin
     if (!buf || len - pos < JR_HDR_SIZE)
         return -1;
     const uint8_t *h = buf + pos;
-    uint32_t plen = get_le32(h + 4);
-    if (get_le32(h) != JR_MAGIC || get_le32(h + 28) != gmtf_crc32c(0, h, 28) ||
-        get_le64(h + 8) != fs->sb.jrnl_id || get_le64(h + 16) != seq ||
-        plen > len - pos - JR_HDR_SIZE || get_le32(h + 24) != gmtf_crc32c(0, h + JR_HDR_SIZE, plen))
+    uint32_t plen = load_le32(h + 4);
+    if (load_le32(h) != JR_MAGIC || load_le32(h + 28) != gmtf_crc32c(0, h, 28) ||
+        load_le64(h + 8) != fs->sb.jrnl_id || load_le64(h + 16) != seq ||
+        plen > len - pos - JR_HDR_SIZE ||
+        load_le32(h + 24) != gmtf_crc32c(0, h + JR_HDR_SIZE, plen))
         return -1;
     return plen;
 }
@@ -76,9 +77,9 @@ static int later_chunk(const gmtf_fs *fs, const uint8_t *buf, uint64_t len, uint
         return 0;
     for (uint64_t p = pos + 1; p + JR_HDR_SIZE <= len; p++) {
         const uint8_t *h = buf + p;
-        if (get_le32(h) != JR_MAGIC || get_le64(h + 8) != fs->sb.jrnl_id)
+        if (load_le32(h) != JR_MAGIC || load_le64(h + 8) != fs->sb.jrnl_id)
             continue;
-        uint64_t s = get_le64(h + 16);
+        uint64_t s = load_le64(h + 16);
         if (s > seq && s - seq < len && chunk_at(fs, buf, len, p, s) >= 0)
             return 1;
     }

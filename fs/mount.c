@@ -110,6 +110,7 @@ int fs_new(gmtf_image *img, const gmtf_fs_options *opt, uint32_t bs, gmtf_fs **o
     pthread_mutex_init(&fs->dpool_mtx, NULL);
     pthread_cond_init(&fs->dpool_cond, NULL);
     pthread_mutex_init(&fs->cache_lock, NULL);
+    pthread_cond_init(&fs->cache_cond, NULL);
     pthread_mutex_init(&fs->fl_mtx, NULL);
     pthread_cond_init(&fs->fl_cond, NULL);
     long ncpu = sysconf(_SC_NPROCESSORS_ONLN);
@@ -142,6 +143,7 @@ void fs_destroy(gmtf_fs *fs, int close_img)
     pthread_rwlock_destroy(&fs->lock);
     pthread_mutex_destroy(&fs->codec_lock);
     pthread_mutex_destroy(&fs->cache_lock);
+    pthread_cond_destroy(&fs->cache_cond);
     pthread_mutex_destroy(&fs->fl_mtx);
     pthread_cond_destroy(&fs->fl_cond);
     if (close_img)
@@ -456,6 +458,14 @@ int gmtf_fs_unmount(gmtf_fs *fs)
     return rc;
 }
 
+void gmtf_fs_abandon(gmtf_fs *fs)
+{
+    if (!fs)
+        return;
+    flusher_stop(fs);
+    fs_destroy(fs, 1);
+}
+
 int gmtf_fs_get_info(gmtf_fs *fs, gmtf_fs_info *info)
 {
     memset(info, 0, sizeof *info);
@@ -497,7 +507,13 @@ int gmtf_fs_statfs(gmtf_fs *fs, struct statvfs *st)
 {
     memset(st, 0, sizeof *st);
     FS_RDLOCK(fs);
-    uint64_t used = fs->used + DATA_START + fs->dirty_bytes, avail;
+    /* Retired space (what deletes and overwrites freed, kept while an older
+     * generation may be loaded) counts as free: a writer that needs it gets
+     * it back at once (two checkpoints, sync.c), and the flusher frees it
+     * anyway when there is much. */
+    uint64_t retired = alloc_retired_bytes(fs);
+    uint64_t used = fs->used + fs->data_start + fs->dirty_bytes, avail;
+    used = used > retired ? used - retired : 0;
     if (fs->sb.capacity) {
         avail = fs->sb.capacity > used ? fs->sb.capacity - used : 0;
     } else {
@@ -512,7 +528,7 @@ int gmtf_fs_statfs(gmtf_fs *fs, struct statvfs *st)
             alloc = alloc > live ? alloc - live : 0;
             inside = alloc < inside ? alloc : inside;
         }
-        avail = host + inside;
+        avail = host + inside + retired;
     }
     uint64_t files = 0;
     for (uint64_t i = 1; i < fs->itab_cap; i++)
@@ -527,7 +543,7 @@ int gmtf_fs_statfs(gmtf_fs *fs, struct statvfs *st)
     st->f_ffree = 1u << 30;
     st->f_favail = 1u << 30;
     st->f_namemax = GMTF_FS_NAME_MAX;
-    st->f_fsid = get_le64(fs->sb.uuid) ^ get_le64(fs->sb.uuid + 8);
+    st->f_fsid = load_le64(fs->sb.uuid) ^ load_le64(fs->sb.uuid + 8);
     if (fs->ro)
         st->f_flag |= ST_RDONLY;
     return 0;

@@ -29,7 +29,7 @@ static int rec_emit(gmtf_fs *fs, wbuf *w)
         wb_free(w);
         return -ENOMEM;
     }
-    put_le32(w->p + 4, (uint32_t)(w->len - REC_HDR));
+    store_le32(w->p + 4, (uint32_t)(w->len - REC_HDR));
     if (!fs->loading && rec_reserve(fs, w->len)) {
         wb_free(w);
         return -ENOMEM;
@@ -307,7 +307,7 @@ int xattr_blob_check(const uint8_t *b, uint32_t len)
     while (pos < len) {
         if (len - pos < 5)
             return -EUCLEAN;
-        uint32_t nl = b[pos], vl = get_le32(b + pos + 1);
+        uint32_t nl = b[pos], vl = load_le32(b + pos + 1);
         if (nl == 0 || vl > GMTF_FS_XATTR_SIZE_MAX || len - pos - 5 < nl + (uint64_t)vl ||
             memchr(b + pos + 5, 0, nl))
             return -EUCLEAN;
@@ -487,7 +487,7 @@ int rec_apply(gmtf_fs *fs, const uint8_t *rec, size_t len)
     if (len < REC_HDR)
         return -EUCLEAN;
     uint16_t type = (uint16_t)(rec[0] | rec[1] << 8);
-    uint32_t blen = get_le32(rec + 4);
+    uint32_t blen = load_le32(rec + 4);
     if (blen != len - REC_HDR)
         return -EUCLEAN;
     rbuf r = {rec + REC_HDR, blen, 0, 0};
@@ -560,7 +560,7 @@ int rec_apply_all(gmtf_fs *fs, const uint8_t *p, size_t len)
     while (pos < len) {
         if (len - pos < REC_HDR)
             return first ? first : -EUCLEAN;
-        size_t rl = REC_HDR + (size_t)get_le32(p + pos + 4);
+        size_t rl = REC_HDR + (size_t)load_le32(p + pos + 4);
         if (rl > len - pos)
             return first ? first : -EUCLEAN;
         int rc = rec_apply(fs, p + pos, rl);

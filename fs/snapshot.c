@@ -22,7 +22,7 @@ static void snap_add(snapw *s, wbuf *rec)
         wb_free(rec);
         return;
     }
-    put_le32(rec->p + 4, (uint32_t)(rec->len - REC_HDR));
+    store_le32(rec->p + 4, (uint32_t)(rec->len - REC_HDR));
     /* Records never straddle chunks: each chunk is decoded and applied alone. */
     if (s->w->len > s->start && s->w->len - s->start + rec->len > s->chunk) {
         if (s->n == s->cap) {
@@ -163,7 +163,7 @@ static int snapshot_build(gmtf_fs *fs, uint64_t gen, const extvec *retire, uint8
     for (size_t i = 0; i < nch; i++)
         coff[i + 1] = ends[i];
     if (nch) {
-        rc = codec_encode(fs, w.p, coff, nch, &dst, doff);
+        rc = codec_encode(fs, w.p, coff, nch, &dst, doff, NULL);
         if (rc)
             goto out;
     } else {
@@ -176,14 +176,14 @@ static int snapshot_build(gmtf_fs *fs, uint64_t gen, const extvec *retire, uint8
         rc = -ENOMEM;
         goto out;
     }
-    put_le32(img, SNAP_MAGIC);
-    put_le32(img + 4, FMT_VERSION);
-    put_le64(img + 8, gen);
-    put_le32(img + 16, (uint32_t)nch);
-    put_le64(img + 24, w.len);
-    put_le64(img + 32, doff[nch]);
-    put_le32(img + 40, gmtf_crc32c(0, w.p, w.len));
-    put_le32(img + 60, gmtf_crc32c(0, img, 60));
+    store_le32(img, SNAP_MAGIC);
+    store_le32(img + 4, FMT_VERSION);
+    store_le64(img + 8, gen);
+    store_le32(img + 16, (uint32_t)nch);
+    store_le64(img + 24, w.len);
+    store_le64(img + 32, doff[nch]);
+    store_le32(img + 40, gmtf_crc32c(0, w.p, w.len));
+    store_le32(img + 60, gmtf_crc32c(0, img, 60));
     if (nch)
         memcpy(img + SNAP_HDR_SIZE, dst, doff[nch]);
     *out = img;
@@ -252,10 +252,10 @@ static uint8_t *snapshot_read_copy(gmtf_fs *fs, uint64_t off, uint64_t len, uint
 static int snapshot_header_ok(const gmtf_fs *fs, const uint8_t *h)
 {
     const sb_info *sb = &fs->sb;
-    uint32_t nch = get_le32(h + 16);
-    uint64_t raw_len = get_le64(h + 24), flen = get_le64(h + 32);
-    return get_le32(h) == SNAP_MAGIC && get_le32(h + 60) == gmtf_crc32c(0, h, 60) &&
-           get_le32(h + 4) == sb->version && get_le64(h + 8) == sb->gen &&
+    uint32_t nch = load_le32(h + 16);
+    uint64_t raw_len = load_le64(h + 24), flen = load_le64(h + 32);
+    return load_le32(h) == SNAP_MAGIC && load_le32(h + 60) == gmtf_crc32c(0, h, 60) &&
+           load_le32(h + 4) == sb->version && load_le64(h + 8) == sb->gen &&
            flen == sb->snap_len - SNAP_HDR_SIZE && raw_len <= (uint64_t)nch * GMTF_BLOCK_MAX;
 }
 
@@ -308,8 +308,8 @@ int snapshot_load(gmtf_fs *fs)
         return -EUCLEAN;
     }
     const uint8_t *h = copy[hdr];
-    uint32_t nch = get_le32(h + 16), want_crc = get_le32(h + 40);
-    uint64_t raw_len = get_le64(h + 24);
+    uint32_t nch = load_le32(h + 16), want_crc = load_le32(h + 40);
+    uint64_t raw_len = load_le64(h + 24);
     size_t raw_cap = 0; /* grown to the largest chunk seen */
     uint64_t pos = SNAP_HDR_SIZE, got = 0;
     uint32_t crc = 0;

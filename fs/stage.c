@@ -30,8 +30,10 @@ static int stage_block(gmtf_fs *fs, struct inode *in, struct dblock *d)
         if (end > off)
             rc = rec_stage(fs, in->ino, d->blk, off, d->buf + off, end - off);
     }
-    if (!rc)
+    if (!rc) {
         memset(d->pages, 0, (npages + 63) / 64 * 8);
+        d->staged = 1;
+    }
     return rc;
 }
 

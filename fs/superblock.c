@@ -11,25 +11,25 @@ void sb_encode(const sb_info *sb, uint8_t *b)
 {
     memset(b, 0, SB_SLOT_SIZE);
     memcpy(b, SB_MAGIC, 8);
-    put_le32(b + 8, FMT_VERSION);
-    put_le32(b + 12, sb->incompat);
-    put_le64(b + 16, sb->gen);
+    store_le32(b + 8, FMT_VERSION);
+    store_le32(b + 12, sb->incompat);
+    store_le64(b + 16, sb->gen);
     memcpy(b + 24, sb->uuid, 16);
     memcpy(b + 40, sb->label, strnlen(sb->label, GMTF_FS_LABEL_MAX));
-    put_le32(b + 104, sb->block_size);
-    put_le32(b + 108, 0);
-    put_le64(b + 112, sb->capacity);
-    put_le64(b + 120, sb->image_end);
-    put_le64(b + 128, sb->snap_off);
-    put_le64(b + 136, sb->snap_len);
-    put_le64(b + 144, sb->jrnl_off);
-    put_le64(b + 152, sb->jrnl_len);
-    put_le64(b + 160, sb->jrnl_id);
-    put_le64(b + 168, sb->ctime);
-    put_le64(b + 176, sb->wtime);
-    put_le64(b + 184, sb->snap2_off);
-    put_le64(b + 192, sb->jrnl2_off);
-    put_le32(b + SB_SLOT_SIZE - 4, gmtf_crc32c(0, b, SB_SLOT_SIZE - 4));
+    store_le32(b + 104, sb->block_size);
+    store_le32(b + 108, 0);
+    store_le64(b + 112, sb->capacity);
+    store_le64(b + 120, sb->image_end);
+    store_le64(b + 128, sb->snap_off);
+    store_le64(b + 136, sb->snap_len);
+    store_le64(b + 144, sb->jrnl_off);
+    store_le64(b + 152, sb->jrnl_len);
+    store_le64(b + 160, sb->jrnl_id);
+    store_le64(b + 168, sb->ctime);
+    store_le64(b + 176, sb->wtime);
+    store_le64(b + 184, sb->snap2_off);
+    store_le64(b + 192, sb->jrnl2_off);
+    store_le32(b + SB_SLOT_SIZE - 4, gmtf_crc32c(0, b, SB_SLOT_SIZE - 4));
 }
 
 /* Does [off, off+len) lie in the data area (and the capacity)? */
@@ -42,9 +42,9 @@ int sb_decode(const uint8_t *b, sb_info *sb)
 {
     if (memcmp(b, SB_MAGIC, 8))
         return -EINVAL;
-    if (get_le32(b + SB_SLOT_SIZE - 4) != gmtf_crc32c(0, b, SB_SLOT_SIZE - 4))
+    if (load_le32(b + SB_SLOT_SIZE - 4) != gmtf_crc32c(0, b, SB_SLOT_SIZE - 4))
         return -EUCLEAN;
-    uint32_t version = get_le32(b + 8), incompat = get_le32(b + 12);
+    uint32_t version = load_le32(b + 8), incompat = load_le32(b + 12);
     if (version > FMT_VERSION || (version == FMT_VERSION && (incompat & ~SB_INCOMPAT_KNOWN)))
         return -EPROTONOSUPPORT;
     if (version < FMT_VERSION_1 || (version == FMT_VERSION_1 && incompat))
@@ -52,24 +52,24 @@ int sb_decode(const uint8_t *b, sb_info *sb)
     memset(sb, 0, sizeof *sb);
     sb->version = version;
     sb->incompat = incompat;
-    sb->gen = get_le64(b + 16);
+    sb->gen = load_le64(b + 16);
     memcpy(sb->uuid, b + 24, 16);
     memcpy(sb->label, b + 40, GMTF_FS_LABEL_MAX);
     sb->label[GMTF_FS_LABEL_MAX] = 0;
-    sb->block_size = get_le32(b + 104);
-    sb->capacity = get_le64(b + 112);
-    sb->image_end = get_le64(b + 120);
-    sb->snap_off = get_le64(b + 128);
-    sb->snap_len = get_le64(b + 136);
-    sb->jrnl_off = get_le64(b + 144);
-    sb->jrnl_len = get_le64(b + 152);
-    sb->jrnl_id = get_le64(b + 160);
-    sb->ctime = get_le64(b + 168);
-    sb->wtime = get_le64(b + 176);
+    sb->block_size = load_le32(b + 104);
+    sb->capacity = load_le64(b + 112);
+    sb->image_end = load_le64(b + 120);
+    sb->snap_off = load_le64(b + 128);
+    sb->snap_len = load_le64(b + 136);
+    sb->jrnl_off = load_le64(b + 144);
+    sb->jrnl_len = load_le64(b + 152);
+    sb->jrnl_id = load_le64(b + 160);
+    sb->ctime = load_le64(b + 168);
+    sb->wtime = load_le64(b + 176);
     uint64_t start = DATA_START_V1;
     if (version >= FMT_VERSION) {
-        sb->snap2_off = get_le64(b + 184);
-        sb->jrnl2_off = get_le64(b + 192);
+        sb->snap2_off = load_le64(b + 184);
+        sb->jrnl2_off = load_le64(b + 192);
         start = DATA_START;
     }
     uint32_t bs = sb->block_size;

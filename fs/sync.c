@@ -26,6 +26,54 @@ long gmtf_fs_write(gmtf_fs *fs, uint64_t ino, const void *buf, size_t n, uint64_
     return gmtf_fs_write_flags(fs, ino, buf, n, off, 0);
 }
 
+/* Frees retired space: two checkpoints that need no room for data (the
+ * dirty blocks that hold no staged bytes stay dirty). */
+static int reclaim(gmtf_fs *fs)
+{
+    if (!alloc_retired_bytes(fs))
+        return -ENOSPC;
+    int rc = fs_commit(fs);
+    if (!rc)
+        rc = fs_checkpoint_meta(fs, fs->opt.journal_bytes);
+    if (!rc)
+        rc = fs_checkpoint_meta(fs, fs->opt.journal_bytes);
+    return rc;
+}
+
+/* Room for n more dirty bytes: within the write-back limit (a quarter of
+ * the cache flushed at a time keeps the stall short; mkfs flushes all, for
+ * the widest packing window), and within the space the data can take once
+ * stored (-ENOSPC now, to the writer, rather than later at a flush nobody
+ * waits for). May drop the lock while encoding. */
+static long make_room(gmtf_fs *fs, size_t n)
+{
+    long rc = 0;
+    if (fs->dirty_bytes + n > fs->dirty_limit) {
+        rc = fs->opt.no_flush ? flush_some(fs, 0, 0, 0)
+                              : flush_some(fs, 0, fs->dirty_limit / 4, FLUSH_UNLOCKED);
+        int rc2 = fs_commit(fs); /* what could be stored is committed, whatever failed */
+        if (!rc)
+            rc = rc2;
+        if (rc && rc != -ENOSPC && fs->dirty_bytes + n <= fs->dirty_limit)
+            rc = 0; /* the cache still has room: report at fsync */
+    }
+    /* Uncompressed, the dirty data takes at most its bytes (and a frame
+     * header a block): measured against the room only when it may not fit. */
+    uint64_t want = fs->dirty_bytes + n + (fs->dirty_bytes + n) / fs->bs * 64 + 4096;
+    if (!rc && want > fs->room && want > alloc_room(fs)) {
+        rc = flush_some(fs, 0, 0, 0); /* the real sizes, compressed */
+        int rc2 = fs_commit(fs);
+        if (!rc)
+            rc = rc2;
+        want = fs->dirty_bytes + n + n / fs->bs * 64 + 4096;
+        if ((!rc || rc == -ENOSPC) && want > alloc_room(fs) && alloc_retired_bytes(fs))
+            rc = reclaim(fs);
+        if (!rc && want > alloc_room(fs))
+            rc = -ENOSPC;
+    }
+    return rc;
+}
+
 long gmtf_fs_write_flags(gmtf_fs *fs, uint64_t ino, const void *buf, size_t n, uint64_t off,
                          unsigned flags)
 {
@@ -36,16 +84,9 @@ long gmtf_fs_write_flags(gmtf_fs *fs, uint64_t ino, const void *buf, size_t n, u
     FS_WRLOCK(fs);
     struct inode *in = inode_get(fs, ino);
     long rc = file_write_check(fs, in, n, off);
-    if (!rc && n && fs->dirty_bytes + n > fs->dirty_limit) {
-        /* Make room first, so a failure leaves the file unchanged. A quarter
-         * of the cache at a time keeps the stall short; mkfs flushes all at
-         * once, for the widest packing window. */
-        rc = fs->opt.no_flush ? flush_some(fs, 0, 0, 0) : flush_some(fs, 0, fs->dirty_limit / 4, 1);
-        if (!rc)
-            rc = fs_commit(fs);
-        if (rc && fs->dirty_bytes + n <= fs->dirty_limit)
-            rc = 0; /* the cache still has room: report at fsync */
-        /* The lock was dropped while encoding: look the inode up again. */
+    if (!rc && n) {
+        rc = make_room(fs, n);
+        /* The lock may have been dropped while encoding: look again. */
         in = inode_get(fs, ino);
         if (!rc && (!in || !S_ISREG(in->mode)))
             rc = -ENOENT;
@@ -76,8 +117,11 @@ int gmtf_fs_fsync(gmtf_fs *fs, uint64_t ino, int datasync)
         else
             rc = flush_dirty(fs, ino);
     }
+    /* Commit whatever is ready (other changes, deletes), even when this
+     * file's data could not be stored: the error goes to the caller. */
+    int rc2 = fs_commit(fs);
     if (!rc)
-        rc = fs_commit(fs);
+        rc = rc2;
     if (!rc && fs->err) {
         rc = fs->err;
         fs->err = 0;
@@ -92,8 +136,9 @@ int gmtf_fs_syncfs(gmtf_fs *fs)
         return 0;
     FS_WRLOCK(fs);
     int rc = flush_dirty(fs, 0);
+    int rc2 = fs_commit(fs); /* what could be stored, even when some could not */
     if (!rc)
-        rc = fs_commit(fs);
+        rc = rc2;
     if (!rc && fs->err) {
         rc = fs->err;
         fs->err = 0;
@@ -117,13 +162,20 @@ static void *flusher_main(void *arg)
             break;
         pthread_mutex_unlock(&fs->fl_mtx);
         FS_WRLOCK(fs);
-        int rc = fs_compact(fs, 0);
+        int rc = fs->changed ? fs_compact(fs, 0) : 0;
         /* Rounds of one sub-batch, encoded without the lock held. */
         for (int round = 0; !rc && fs->dlist && round < 64; round++)
-            rc = flush_some(fs, 0, 0, 1);
+            rc = flush_some(fs, 0, 0, FLUSH_UNLOCKED);
+        int rc2 = fs_commit(fs); /* what is stored, even if some data is not */
         if (!rc)
-            rc = fs_commit(fs);
-        if (!rc && fs->jpos > fs->sb.jrnl_len / 2)
+            rc = rc2;
+        /* A checkpoint when the journal is half full, or to free retired
+         * space (two checkpoints later) when there is much of it or room
+         * is short. */
+        uint64_t retired = fs->changed ? alloc_retired_bytes(fs) : 0;
+        if (!rc && (fs->jpos > fs->sb.jrnl_len / 2 ||
+                    retired > ((64u << 20) > fs->used / 4 ? (64u << 20) : fs->used / 4) ||
+                    (retired && fs->room < alloc_ckpt_need(fs) * 4)))
             rc = fs_checkpoint(fs, fs->opt.journal_bytes);
         if (rc && !fs->err)
             fs->err = rc; /* reported by the next fsync or syncfs */

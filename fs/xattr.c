@@ -10,7 +10,7 @@ static int xattr_find(const struct inode *in, const char *name, size_t n, uint32
 {
     uint32_t p = 0;
     while (p < in->xlen) {
-        uint32_t nl = in->xattr[p], vl = get_le32(in->xattr + p + 1);
+        uint32_t nl = in->xattr[p], vl = load_le32(in->xattr + p + 1);
         if (nl == n && !memcmp(in->xattr + p + 5, name, n)) {
             *pos = p;
             *rlen = 5 + nl + vl;
@@ -78,7 +78,7 @@ int gmtf_fs_setxattr(gmtf_fs *fs, uint64_t ino, const char *name, const void *va
     }
     uint8_t *p = b + in->xlen - rlen;
     p[0] = (uint8_t)n;
-    put_le32(p + 1, (uint32_t)size);
+    store_le32(p + 1, (uint32_t)size);
     memcpy(p + 5, name, n);
     if (size)
         memcpy(p + 5 + n, value, size);
@@ -132,7 +132,7 @@ long gmtf_fs_listxattr(gmtf_fs *fs, uint64_t ino, char *buf, size_t size)
         uint32_t p = 0;
         size_t total = 0;
         while (p < in->xlen) {
-            uint32_t nl = in->xattr[p], vl = get_le32(in->xattr + p + 1);
+            uint32_t nl = in->xattr[p], vl = load_le32(in->xattr + p + 1);
             if (size && total + nl + 1 <= size) {
                 memcpy(buf + total, in->xattr + p + 5, nl);
                 buf[total + nl] = 0;

@@ -20,7 +20,8 @@
  * src[off[i] .. off[i+1]), off[0] may be non-zero, off ascending. Output
  * goes to the same offsets in dst. A context owns the device buffers,
  * pinned staging and streams; they grow to the largest batch seen and are
- * reused. A context is not thread-safe: use one per thread. */
+ * reused. A context is not thread-safe: use one per thread. Benchmark-only
+ * entry points: gpu_bench.h. */
 #ifndef GMTF_GPU_H
 #define GMTF_GPU_H
 
@@ -130,13 +131,6 @@ typedef enum gmtf_gpu_key {
  * keys is host memory. 0, -EINVAL (k >= n), -ENODEV, -ENOMEM, -EIO. */
 int gmtf_gpu_kselect(gmtf_gpu_ctx *ctx, gmtf_gpu_key type, const void *keys, size_t n, size_t k,
                      void *out);
-
-/* Benchmark: n random keys of the type generated on the device; times
- * selection of several k and radix sort (CUB) plus pick of the same k.
- * *select_ms and *sort_ms get medians over reps; *agree is 1 when every
- * selected key equalled the sorted pick. */
-int gmtf_gpu_kselect_bench(gmtf_gpu_ctx *ctx, gmtf_gpu_key type, size_t n, int reps,
-                           double *select_ms, double *sort_ms, int *agree);
 
 #ifdef __cplusplus
 }

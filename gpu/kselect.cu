@@ -12,6 +12,7 @@
 
 #include <cub/device/device_radix_sort.cuh>
 
+#include "gpu_bench.h"
 #include "gpu_internal.cuh"
 
 #define KS_SAMPLES 4096

@@ -7,36 +7,41 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <unistd.h>
 
+#include "cli.h"
 #include "gmtf_codec.h"
-#include "gmtf_config.h"
 #include "gmtf_fs.h"
 
-enum { FSCK_OK = 0, FSCK_FIXED = 1, FSCK_UNCORRECTED = 4, FSCK_ERROR = 8, FSCK_USAGE = 16 };
+/* fsck(8)'s exit statuses (cli.h). */
+enum {
+    FSCK_OK = CLI_EXIT_OK,
+    FSCK_FIXED = CLI_EXIT_FAIL,
+    FSCK_UNCORRECTED = CLI_EXIT_UNCORRECTED,
+    FSCK_ERROR = CLI_EXIT_OPERATIONAL,
+    FSCK_USAGE = CLI_EXIT_USAGE,
+};
 
 typedef struct fsck_ctx {
     const char *prog, *path;
-    int tty, quiet;
+    cli_progress line;
 } fsck_ctx;
 
 static void log_line(void *arg, const char *msg)
 {
     fsck_ctx *c = arg;
-    if (c->tty)
-        fputs("\r\033[K", stderr);
+    cli_progress_clear(&c->line);
     fprintf(stderr, "%s: %s: %s\n", c->prog, c->path, msg);
 }
 
 static void progress(void *arg, uint64_t done, uint64_t total)
 {
     fsck_ctx *c = arg;
-    if (!c->tty || c->quiet)
+    if (!cli_progress_due(&c->line, done == total))
         return;
-    fprintf(stderr, "\r\033[Kverifying frames: %" PRIu64 "/%" PRIu64 " (%.0f%%)", done, total,
-            total ? 100.0 * (double)done / (double)total : 100.0);
+    cli_progress_show(&c->line, "verifying frames: %" PRIu64 "/%" PRIu64 " (%.0f%%)", done, total,
+                      total ? 100.0 * (double)done / (double)total : 100.0);
     if (done == total)
-        fputc('\n', stderr);
+        cli_progress_keep(&c->line);
 }
 
 static void usage(FILE *f, const char *prog)
@@ -78,20 +83,16 @@ int main(int argc, char **argv)
         case 'a': mode_y = 1; break;
         case 'f': break;
         case 'D': o.verify_data = 1; break;
-        case 'j': {
-            char *end;
-            long v = strtol(optarg, &end, 10);
-            if (*end || v < 1 || v > 1024) {
+        case 'j':
+            if (cli_parse_uint(optarg, 1, 1024, &o.threads) < 0) {
                 fprintf(stderr, "%s: -j %s: not a thread count (1..1024)\n", prog, optarg);
                 return FSCK_USAGE;
             }
-            o.threads = (unsigned)v;
             break;
-        }
         case 'm': o.mtf = optarg; break;
         case 'q': quiet = 1; break;
-        case 'h': usage(stdout, prog); return 0;
-        case 'V': printf("fsck.gmtf %s (libgmtf %s)\n", GMTF_VERSION, gmtf_version()); return 0;
+        case 'h': usage(stdout, prog); return FSCK_OK;
+        case 'V': cli_version(prog, NULL); return FSCK_OK;
         default: usage(stderr, prog); return FSCK_USAGE;
         }
     }
@@ -105,7 +106,8 @@ int main(int argc, char **argv)
         usage(stderr, prog);
         return FSCK_USAGE;
     }
-    fsck_ctx c = {.prog = prog, .path = argv[optind], .tty = isatty(2), .quiet = quiet};
+    fsck_ctx c = {.prog = prog, .path = argv[optind]};
+    cli_progress_init(&c.line, quiet);
     gmtf_image *img;
     int rc = gmtf_image_open_file(c.path, mode_y ? 0 : GMTF_IMAGE_RDONLY, &img);
     if (rc) {

@@ -1,12 +1,16 @@
 /* gmtf FUSE daemon internals: the filesystem-wide mount struct, the
- * low-level operation table, POSIX ACL helpers. The daemon is a thin layer
- * over fs/gmtf_fs.h; everything that touches the image lives there. */
+ * low-level operations (one file per concern, as in fs/), the ACL policy.
+ * The daemon is a thin layer over fs/gmtf_fs.h; everything that touches the
+ * image lives there. Calls between the files run one way: gmtf_mount.c ->
+ * gmtf_fuse_ops.c (the table) -> gmtf_fuse_{namei,file,dir,xattr}.c ->
+ * gmtf_fuse_acl.c -> gmtf_fuse_common.c. */
 #ifndef GMTF_FUSE_H
 #define GMTF_FUSE_H
 
 #define FUSE_USE_VERSION FUSE_MAKE_VERSION(3, 12)
 #include <fuse_lowlevel.h>
 
+#include <errno.h>
 #include <pthread.h>
 #include <stddef.h>
 #include <stdint.h>
@@ -29,11 +33,93 @@ typedef struct gmtf_mount {
     int init_done;  /* op_init ran (atomic) */
 } gmtf_mount;
 
+static inline gmtf_mount *mount_of(fuse_req_t req)
+{
+    return fuse_req_userdata(req);
+}
+
+static inline void reply_rc(fuse_req_t req, long rc)
+{
+    fuse_reply_err(req, rc < 0 ? (int)-rc : 0);
+}
+
+#define REFUSE_IF_RO(req)                                                                          \
+    do {                                                                                           \
+        if (mount_of(req)->read_only) {                                                            \
+            fuse_reply_err(req, EROFS);                                                            \
+            return;                                                                                \
+        }                                                                                          \
+    } while (0)
+
+/* ---- what every operation uses (gmtf_fuse_common.c) ------------------------ */
+
 /* One line naming the image: on stderr, or in syslog once daemonized. */
 void gmtf_mount_log(void *mount, const char *msg);
+/* A per-thread buffer of at least n bytes for reads, gathered writes and
+ * xattr values: replies copy it out before the thread takes its next
+ * request. NULL on -ENOMEM. */
+void *gmtf_fuse_buffer(size_t n);
+void gmtf_fuse_fill_entry(const gmtf_mount *m, const gmtf_entry *e, struct fuse_entry_param *fe);
+/* Replies with a new entry; the lookup the library counted is dropped
+ * again when the kernel did not get the reply (interrupted request). */
+void gmtf_fuse_reply_entry(fuse_req_t req, const gmtf_entry *e);
+/* fsync and fsyncdir: nothing to do on a read-only mount. */
+void gmtf_fuse_reply_fsync(fuse_req_t req, fuse_ino_t ino, int datasync);
 
-/* The operation table handed to fuse_session_new. */
+/* ---- the operations, one file per concern ---------------------------------- */
+
+/* The operation table handed to fuse_session_new (gmtf_fuse_ops.c, with
+ * the session and statfs operations). */
 extern const struct fuse_lowlevel_ops gmtf_fuse_ops;
+
+/* Names and inodes (gmtf_fuse_namei.c). */
+void gmtf_fuse_lookup(fuse_req_t req, fuse_ino_t parent, const char *name);
+void gmtf_fuse_forget(fuse_req_t req, fuse_ino_t ino, uint64_t nlookup);
+void gmtf_fuse_forget_multi(fuse_req_t req, size_t count, struct fuse_forget_data *forgets);
+void gmtf_fuse_getattr(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi);
+void gmtf_fuse_setattr(fuse_req_t req, fuse_ino_t ino, struct stat *attr, int to_set,
+                       struct fuse_file_info *fi);
+void gmtf_fuse_readlink(fuse_req_t req, fuse_ino_t ino);
+void gmtf_fuse_mknod(fuse_req_t req, fuse_ino_t parent, const char *name, mode_t mode, dev_t rdev);
+void gmtf_fuse_mkdir(fuse_req_t req, fuse_ino_t parent, const char *name, mode_t mode);
+void gmtf_fuse_symlink(fuse_req_t req, const char *link, fuse_ino_t parent, const char *name);
+void gmtf_fuse_link(fuse_req_t req, fuse_ino_t ino, fuse_ino_t newparent, const char *newname);
+void gmtf_fuse_unlink(fuse_req_t req, fuse_ino_t parent, const char *name);
+void gmtf_fuse_rmdir(fuse_req_t req, fuse_ino_t parent, const char *name);
+void gmtf_fuse_rename(fuse_req_t req, fuse_ino_t parent, const char *name, fuse_ino_t newparent,
+                      const char *newname, unsigned int flags);
+
+/* File data (gmtf_fuse_file.c). */
+void gmtf_fuse_open(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi);
+void gmtf_fuse_create(fuse_req_t req, fuse_ino_t parent, const char *name, mode_t mode,
+                      struct fuse_file_info *fi);
+void gmtf_fuse_read(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off,
+                    struct fuse_file_info *fi);
+void gmtf_fuse_write_buf(fuse_req_t req, fuse_ino_t ino, struct fuse_bufvec *in, off_t off,
+                         struct fuse_file_info *fi);
+void gmtf_fuse_flush(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi);
+void gmtf_fuse_release(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi);
+void gmtf_fuse_fsync(fuse_req_t req, fuse_ino_t ino, int datasync, struct fuse_file_info *fi);
+void gmtf_fuse_fallocate(fuse_req_t req, fuse_ino_t ino, int mode, off_t off, off_t len,
+                         struct fuse_file_info *fi);
+void gmtf_fuse_lseek(fuse_req_t req, fuse_ino_t ino, off_t off, int whence,
+                     struct fuse_file_info *fi);
+
+/* Directory listing (gmtf_fuse_dir.c). */
+void gmtf_fuse_opendir(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi);
+void gmtf_fuse_releasedir(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi);
+void gmtf_fuse_fsyncdir(fuse_req_t req, fuse_ino_t ino, int datasync, struct fuse_file_info *fi);
+void gmtf_fuse_readdir(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off,
+                       struct fuse_file_info *fi);
+void gmtf_fuse_readdirplus(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off,
+                           struct fuse_file_info *fi);
+
+/* Extended attributes (gmtf_fuse_xattr.c). */
+void gmtf_fuse_setxattr(fuse_req_t req, fuse_ino_t ino, const char *name, const char *value,
+                        size_t size, int flags);
+void gmtf_fuse_getxattr(fuse_req_t req, fuse_ino_t ino, const char *name, size_t size);
+void gmtf_fuse_listxattr(fuse_req_t req, fuse_ino_t ino, size_t size);
+void gmtf_fuse_removexattr(fuse_req_t req, fuse_ino_t ino, const char *name);
 
 /* ---- POSIX ACLs (gmtf_fuse_acl.c) ------------------------------------------
  * ACLs are stored by the library as the system.posix_acl_access and
@@ -60,5 +146,42 @@ void gmtf_acl_chmod(void *acl, size_t size, mode_t mode);
  * NULL), or -ENOMEM. */
 int gmtf_acl_inherit(const void *dflt, size_t size, mode_t *mode, void **access,
                      size_t *access_size);
+
+/* ---- the daemon's ACL policy (gmtf_fuse_acl.c) ------------------------------
+ * Every decision that involves ACLs is here; the operations call these
+ * whatever m->acl says. */
+
+/* What a new node gets from its creator and its parent: owner, group
+ * (setgid directories pass theirs on), mode after umask or after the
+ * parent's default ACL, and the ACLs to store on it. */
+typedef struct gmtf_node_init {
+    uid_t uid;
+    gid_t gid;
+    mode_t mode;
+    void *access, *dflt;
+    size_t access_size, dflt_size;
+} gmtf_node_init;
+
+/* Fills ni for a node of mode made by ctx in parent. 0 or a negative code
+ * (the parent is gone or not a directory, -ENOMEM); on success call
+ * gmtf_node_init_free. */
+int gmtf_node_init_prepare(gmtf_mount *m, const struct fuse_ctx *ctx, uint64_t parent, mode_t mode,
+                           int is_dir, int is_link, gmtf_node_init *ni);
+/* Stores the ACLs the new node e inherited and refreshes e's attributes.
+ * A failure leaves the node with the (already reduced) mode, which is
+ * never more permissive. */
+void gmtf_node_init_store(gmtf_mount *m, gmtf_entry *e, const gmtf_node_init *ni);
+void gmtf_node_init_free(gmtf_node_init *ni);
+/* After a chmod: the base entries of the access ACL follow the mode. */
+int gmtf_acl_follow_chmod(gmtf_mount *m, uint64_t ino, mode_t mode);
+/* The ACL xattr names: 0 when name may be used on this mount (not an ACL
+ * name, or ACLs on), else -EOPNOTSUPP. */
+int gmtf_acl_xattr_allowed(const gmtf_mount *m, const char *name);
+/* setxattr of an ACL name (gmtf_acl_is_name): checks the ACL; an access
+ * ACL sets the mode's rwx bits and is not stored when it says no more
+ * than the mode (as ext4 does). flags: GMTF_XATTR_*. */
+int gmtf_acl_is_name(const char *name);
+int gmtf_acl_setxattr(gmtf_mount *m, uint64_t ino, const char *name, const void *value, size_t size,
+                      int flags);
 
 #endif

@@ -22,6 +22,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "cli.h"
 #include "gmtf_codec.h"
 #include "gmtf_config.h"
 #include "gmtf_fuse.h"
@@ -122,44 +123,10 @@ static void usage(FILE *f)
                "    -V, --version          versions\n");
 }
 
-/* Sizes like 64M, 1G, 4096 (bytes). */
+/* Sizes like 64M, 1G, 4096 (bytes): cli_parse_size. */
 static int parse_size(const char *s, uint64_t *out)
 {
-    char *end;
-    errno = 0;
-    unsigned long long v = strtoull(s, &end, 10);
-    if (errno || end == s)
-        return -EINVAL;
-    unsigned shift = 0;
-    switch (*end) {
-    case 'k':
-    case 'K':
-        shift = 10;
-        end++;
-        break;
-    case 'm':
-    case 'M':
-        shift = 20;
-        end++;
-        break;
-    case 'g':
-    case 'G':
-        shift = 30;
-        end++;
-        break;
-    case 't':
-    case 'T':
-        shift = 40;
-        end++;
-        break;
-    default: break;
-    }
-    if (*end == 'i' || *end == 'B')
-        end += (*end == 'i' && end[1] == 'B') ? 2 : 1;
-    if (*end || (shift && v > (UINT64_MAX >> shift)))
-        return -EINVAL;
-    *out = (uint64_t)v << shift;
-    return 0;
+    return cli_parse_size(s, out);
 }
 
 /* Seconds, fractional allowed ("0.5"), or milliseconds with "ms". */
@@ -180,15 +147,6 @@ static int parse_interval_ms(const char *s, unsigned *out)
     return 0;
 }
 
-void gmtf_mount_log(void *arg, const char *msg)
-{
-    const gmtf_mount *m = arg;
-    if (m->daemonized)
-        syslog(LOG_ERR, "%s: %s", m->image, msg);
-    else
-        fprintf(stderr, "gmtf: %s: %s\n", m->image, msg);
-}
-
 static int fail(const char *fmt, ...)
 {
     va_list ap;
@@ -197,7 +155,7 @@ static int fail(const char *fmt, ...)
     vfprintf(stderr, fmt, ap);
     fputc('\n', stderr);
     va_end(ap);
-    return 1;
+    return CLI_EXIT_FAIL;
 }
 
 /* Fills the library options from the command line. */
@@ -373,8 +331,9 @@ static void unescape_mountinfo(char *s)
     *w = '\0';
 }
 
-/* The kernel reads ahead 128 KiB on a FUSE mount; a block is 1 MiB, so a
- * sequential reader would ask for each block eight times over. The mount's
+/* The kernel reads ahead 128 KiB on a FUSE mount; a block is 2 MiB by
+ * default (64 KiB to 16 MiB), so a sequential reader would ask for each
+ * block 16 times over. The mount's
  * readahead is raised through its bdi in sysfs, once the kernel has taken
  * the INIT reply (which caps it at max_readahead): a thread waits for
  * op_init, then writes and checks. The device number comes from mountinfo
@@ -462,7 +421,9 @@ static void malloc_tune(uint32_t block_size)
 
 static void print_version(void)
 {
-    printf("gmtf %s (libfuse %s)\n", GMTF_VERSION, fuse_pkgversion());
+    char extra[64];
+    snprintf(extra, sizeof extra, "libfuse %s", fuse_pkgversion());
+    cli_version("gmtf", extra);
 }
 
 static int serve(struct fuse_args *args, const cli *c, gmtf_mount *m,
@@ -543,18 +504,18 @@ int main(int argc, char **argv)
             usage(stdout);
             printf("\nlibfuse options:\n");
             fuse_lowlevel_help();
-            return 0;
+            return CLI_EXIT_OK;
         }
         if (strcmp(argv[i], "--version") == 0 || strcmp(argv[i], "-V") == 0) {
             print_version();
-            return 0;
+            return CLI_EXIT_OK;
         }
     }
     if (fuse_opt_parse(&args, &c, cli_opts, cli_proc) != 0)
         return fail("cannot parse options (see gmtf --help)");
     if (!c.image || c.nonopts < 2) {
         usage(stderr);
-        return 1;
+        return CLI_EXIT_FAIL;
     }
     if (c.nonopts > 2)
         return fail("too many arguments: IMAGE and MOUNTPOINT only");

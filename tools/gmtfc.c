@@ -9,6 +9,8 @@
  * Exit status: 0 when every file succeeded, 1 otherwise. */
 #include "gmtfc.h"
 
+#include "cli.h"
+
 #include <errno.h>
 #include <fcntl.h>
 #include <getopt.h>
@@ -19,11 +21,9 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
-#include <time.h>
 #include <unistd.h>
 
 #include "gmtf_codec.h"
-#include "gmtf_config.h"
 
 enum mode { MODE_COMPRESS, MODE_DECOMPRESS, MODE_TEST };
 
@@ -33,13 +33,11 @@ typedef struct options {
     gmtfc_config cfg;
 } options;
 
-/* Progress line on stderr, only when stderr is a terminal. */
+/* Progress of the current input. */
 typedef struct progress {
-    int enabled;
-    int shown;
+    cli_progress line;
     const char *name;
     uint64_t size; /* input size when known, else 0 */
-    double start, last;
 } progress;
 
 typedef struct app {
@@ -140,40 +138,15 @@ static void list_backends(FILE *f)
 
 /* ---- option parsing ------------------------------------------------------ */
 
-int gmtfc_parse_size(const char *s, uint32_t *out)
-{
-    char *end;
-    errno = 0;
-    if (*s < '0' || *s > '9')
-        return -EINVAL;
-    unsigned long long v = strtoull(s, &end, 10);
-    if (errno)
-        return -ERANGE;
-    unsigned shift = 0;
-    if (*end == 'k' || *end == 'K')
-        shift = 10, end++;
-    else if (*end == 'm' || *end == 'M')
-        shift = 20, end++;
-    if (*end != '\0')
-        return -EINVAL;
-    if (v == 0 || v > (GMTF_BLOCK_MAX >> shift))
-        return -ERANGE;
-    *out = (uint32_t)(v << shift);
-    return 0;
-}
-
+/* 0 means one per CPU. */
 static int parse_threads(const char *s, unsigned *out)
 {
-    char *end;
-    errno = 0;
-    long v = strtol(s, &end, 10);
-    if (errno || *s == '\0' || *end != '\0' || v < 0 || v > 1024)
+    if (cli_parse_uint(s, 0, 1024, out) < 0)
         return -EINVAL;
-    if (v == 0) {
+    if (*out == 0) {
         long n = sysconf(_SC_NPROCESSORS_ONLN);
-        v = n > 0 ? n : 1;
+        *out = n > 0 ? (unsigned)n : 1;
     }
-    *out = (unsigned)v;
     return 0;
 }
 
@@ -221,7 +194,7 @@ static int parse_options(int argc, char **argv, options *o)
             break;
         case OPT_MTF: o->cfg.mtf = optarg; break;
         case 'b':
-            if (gmtfc_parse_size(optarg, &o->cfg.block_size) < 0) {
+            if (gmtfc_parse_block_size(optarg, &o->cfg.block_size) < 0) {
                 fprintf(stderr, "%s: invalid block size '%s' (1 byte to 16M, k/M suffixes)\n",
                         prog_name, optarg);
                 return -1;
@@ -234,20 +207,22 @@ static int parse_options(int argc, char **argv, options *o)
             }
             break;
         case 'h': usage(stdout); return 0;
-        case 'V':
-            printf("gmtfc %s (libgmtf %s, stream format %d)\n", GMTF_VERSION, gmtf_version(),
-                   GMTFC_VERSION);
+        case 'V': {
+            char extra[32];
+            snprintf(extra, sizeof extra, "stream format %d", GMTFC_VERSION);
+            cli_version(prog_name, extra);
             return 0;
+        }
         case ':':
             fprintf(stderr, "%s: option '%s' needs an argument\n", prog_name, argv[optind - 1]);
-            fprintf(stderr, "Try '%s --help'.\n", prog_name);
+            cli_try_help(prog_name);
             return -1;
         default:
             if (optopt)
                 fprintf(stderr, "%s: unknown option '-%c'\n", prog_name, optopt);
             else
                 fprintf(stderr, "%s: unknown option '%s'\n", prog_name, argv[optind - 1]);
-            fprintf(stderr, "Try '%s --help'.\n", prog_name);
+            cli_try_help(prog_name);
             return -1;
         }
     }
@@ -256,49 +231,37 @@ static int parse_options(int argc, char **argv, options *o)
 
 /* ---- progress -------------------------------------------------------------- */
 
-static double now_seconds(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec + ts.tv_nsec * 1e-9;
-}
-
 static void progress_begin(app *a, const char *name, uint64_t size)
 {
     progress *p = &a->prog;
     p->name = name;
     p->size = size;
-    p->shown = 0;
-    p->start = p->last = now_seconds();
+    cli_progress_init(&p->line, a->opt.quiet);
 }
 
 static void progress_update(void *arg, const gmtfc_totals *t)
 {
     progress *p = arg;
-    double now = now_seconds();
-    if (!p->enabled || now - p->last < 0.25)
+    if (!cli_progress_due(&p->line, 0))
         return;
-    p->last = now;
-    p->shown = 1;
-    double mbps = t->in_bytes / 1e6 / (now - p->start);
+    double mbps = t->in_bytes / 1e6 / (p->line.last - p->line.start);
     if (p->size > 0)
-        fprintf(stderr, "\r%s: %5.1f%%  %.1f MB/s ", p->name, 100.0 * t->in_bytes / p->size, mbps);
+        cli_progress_show(&p->line, "%s: %5.1f%%  %.1f MB/s ", p->name,
+                          100.0 * t->in_bytes / p->size, mbps);
     else
-        fprintf(stderr, "\r%s: %.1f MB  %.1f MB/s ", p->name, t->in_bytes / 1e6, mbps);
+        cli_progress_show(&p->line, "%s: %.1f MB  %.1f MB/s ", p->name, t->in_bytes / 1e6, mbps);
 }
 
 static void progress_end(app *a)
 {
-    if (a->prog.shown)
-        fputs("\r\033[K", stderr);
-    a->prog.shown = 0;
+    cli_progress_clear(&a->prog.line);
 }
 
 static void report_verbose(app *a, const char *name, const gmtfc_totals *t)
 {
     if (!a->opt.verbose)
         return;
-    double secs = now_seconds() - a->prog.start;
+    double secs = cli_now() - a->prog.line.start;
     uint64_t orig = a->opt.mode == MODE_COMPRESS ? t->in_bytes : t->out_bytes;
     uint64_t comp = a->opt.mode == MODE_COMPRESS ? t->out_bytes : t->in_bytes;
     double mbps = secs > 0 ? orig / 1e6 / secs : 0;
@@ -541,9 +504,9 @@ int main(int argc, char **argv)
         return gmtfc_bench_main(argc - 1, argv + 1);
     int first = parse_options(argc, argv, &a.opt);
     if (first <= 0)
-        return first == 0 ? 0 : 1;
+        return first == 0 ? CLI_EXIT_OK : CLI_EXIT_FAIL;
     if (check_stdout(&a, argc - first) < 0)
-        return 1;
+        return CLI_EXIT_FAIL;
     int rc = gmtfc_stream_create(&a.stream, &a.opt.cfg);
     if (rc < 0) {
         fprintf(stderr, "%s: cannot start the codec%s%s: %s\n", prog_name,
@@ -551,9 +514,8 @@ int main(int argc, char **argv)
                 gmtf_strerror(rc));
         if (rc == GMTF_E_BACKEND)
             list_backends(stderr);
-        return 1;
+        return CLI_EXIT_FAIL;
     }
-    a.prog.enabled = !a.opt.quiet && isatty(STDERR_FILENO);
     gmtfc_stream_set_progress(a.stream, progress_update, &a.prog);
     install_signal_handlers();
 
@@ -563,5 +525,5 @@ int main(int argc, char **argv)
     for (int i = first; i < argc; i++)
         status |= process_file(&a, argv[i]) < 0;
     gmtfc_stream_destroy(a.stream);
-    return status;
+    return status ? CLI_EXIT_FAIL : CLI_EXIT_OK;
 }

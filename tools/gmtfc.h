@@ -93,9 +93,9 @@ int gmtfc_decompress(gmtfc_stream *s, int in_fd, int out_fd, gmtfc_totals *t, gm
 /* Blocks per batch for a block size and thread count (see above). */
 size_t gmtfc_batch_blocks(uint32_t block_size, unsigned threads);
 
-/* Parses a size with optional k/K (KiB) or m/M (MiB) suffix, range
- * 1 .. GMTF_BLOCK_MAX. Returns 0 or -EINVAL / -ERANGE. */
-int gmtfc_parse_size(const char *s, uint32_t *out);
+/* A block size as cli_parse_size reads it ("900k", "1M"), range
+ * 1 .. GMTF_BLOCK_MAX. Returns 0, -EINVAL or -ERANGE. */
+int gmtfc_parse_block_size(const char *s, uint32_t *out);
 
 /* `gmtfc bench ...`: argv[0] is "bench". Returns the exit status. */
 int gmtfc_bench_main(int argc, char **argv);

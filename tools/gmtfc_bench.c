@@ -12,6 +12,8 @@
  * Every decode result is checked against the original. */
 #include "gmtfc.h"
 
+#include "cli.h"
+
 #include <errno.h>
 #include <fcntl.h>
 #include <getopt.h>
@@ -27,6 +29,7 @@
 #include "bwt.h"
 #include "gmtf_codec.h"
 #include "mtf.h"
+#include "mtf_bench.h"
 #include "rank_coder.h"
 
 #define MIN_RUN_SECONDS 0.05
@@ -73,9 +76,9 @@ typedef struct bench_file {
     int *status;
     void *bwt_ws, *rank_ws;
     saidx_t *sa;
-    const gmtf_mtf_backend *mtf; /* for the mtf passes */
-    gmtf_codec *codec;           /* for the codec passes */
-    size_t batch;                /* blocks per codec batch */
+    const gmtf_mtf *mtf; /* for the mtf passes */
+    gmtf_codec *codec;   /* for the codec passes */
+    size_t batch;        /* blocks per codec batch */
 } bench_file;
 
 typedef int (*pass_fn)(bench_file *f);
@@ -146,25 +149,25 @@ static int pass_ds_decode(bench_file *f)
 static int pass_mtf_encode(bench_file *f)
 {
     for (size_t i = 0; i < f->count; i++)
-        f->mtf->encode(f->bwt + f->off[i], f->scratch + f->off[i], block_len(f, i));
+        gmtf_mtf_encode(f->mtf, f->bwt + f->off[i], f->scratch + f->off[i], block_len(f, i));
     return 0;
 }
 
 static int pass_mtf_decode(bench_file *f)
 {
     for (size_t i = 0; i < f->count; i++)
-        f->mtf->decode(f->ranks + f->off[i], f->scratch + f->off[i], block_len(f, i));
+        gmtf_mtf_decode(f->mtf, f->ranks + f->off[i], f->scratch + f->off[i], block_len(f, i));
     return 0;
 }
 
 static int pass_mtf_batch_encode(bench_file *f)
 {
-    return f->mtf->batch_encode(f->bwt, f->off, f->count, f->scratch);
+    return gmtf_mtf_batch_encode(f->mtf, f->bwt, f->off, f->count, f->scratch);
 }
 
 static int pass_mtf_batch_decode(bench_file *f)
 {
-    return f->mtf->batch_decode(f->ranks, f->off, f->count, f->scratch);
+    return gmtf_mtf_batch_decode(f->mtf, f->ranks, f->off, f->count, f->scratch);
 }
 
 static int pass_zrle_encode(bench_file *f)
@@ -495,16 +498,16 @@ static int bench_bwt(const bench_opts *o, bench_file *f)
 }
 
 /* Device-resident rows of a batch backend: median of the device times. */
-static int bench_mtf_kernel(const bench_opts *o, bench_file *f, const gmtf_mtf_backend *be)
+static int bench_mtf_kernel(const bench_opts *o, bench_file *f, const gmtf_mtf *m)
 {
     char v[64];
-    snprintf(v, sizeof v, "%s/kernel", be->name);
+    snprintf(v, sizeof v, "%s/kernel", m->ops->name);
     for (int dec = 0; dec < 2; dec++) {
         double t[64];
         int runs = o->runs < 64 ? o->runs : 64;
         for (int r = 0; r < runs; r++) {
-            int rc =
-                be->batch_kernel(dec ? f->ranks : f->bwt, f->off, f->count, f->scratch, dec, &t[r]);
+            int rc = gmtf_mtf_bench_kernel(m, dec ? f->ranks : f->bwt, f->off, f->count, f->scratch,
+                                           dec, &t[r]);
             if (rc < 0) {
                 print_row(o, f,
                           &(row){"mtf", v, dec ? "decode" : "encode", 1, -1, 0, gmtf_strerror(rc)});
@@ -530,12 +533,14 @@ static int bench_mtf_kernel(const bench_opts *o, bench_file *f, const gmtf_mtf_b
 static int bench_mtf_backend(const bench_opts *o, bench_file *f, const char *name)
 {
     const gmtf_mtf_backend *be = gmtf_mtf_backend_find(name);
-    int bad = 0;
-    if (!be) {
-        print_row(o, f, &(row){"mtf", name, "encode", 1, -1, 0, "unavailable"});
+    gmtf_mtf m;
+    int bad = 0, rc = be ? gmtf_mtf_init(&m, be) : GMTF_E_BACKEND;
+    if (rc < 0) {
+        print_row(o, f,
+                  &(row){"mtf", name, "encode", 1, -1, 0, be ? gmtf_strerror(rc) : "unavailable"});
         return 0;
     }
-    f->mtf = be;
+    f->mtf = &m;
     bad |= measure(o, f, pass_mtf_encode, (row){"mtf", be->name, "encode", 1, 0, 0, 0});
     bad |= verify(f, f->scratch, f->ranks, f->size, "mtf encode (vs scalar)");
     bad |= measure(o, f, pass_mtf_decode, (row){"mtf", be->name, "decode", 1, 0, 0, 0});
@@ -546,7 +551,7 @@ static int bench_mtf_backend(const bench_opts *o, bench_file *f, const char *nam
     if (be->host_alloc && be->host_free) {
         int ok = 1;
         for (int k = 0; k < 3; k++)
-            ok &= (pin[k] = be->host_alloc(f->size ? f->size : 1)) != NULL;
+            ok &= (pin[k] = gmtf_mtf_host_alloc(&m, f->size ? f->size : 1)) != NULL;
         if (ok) {
             memcpy(pin[0], f->bwt, f->size);
             memcpy(pin[1], f->ranks, f->size);
@@ -561,12 +566,14 @@ static int bench_mtf_backend(const bench_opts *o, bench_file *f, const char *nam
         bad |= measure(o, f, pass_mtf_batch_decode, (row){"mtf", v, "decode", 1, 0, 0, 0});
         bad |= verify(f, f->scratch, f->bwt, f->size, "mtf batch");
     }
-    if (be->batch_kernel)
-        bad |= bench_mtf_kernel(o, f, be);
+    if (gmtf_mtf_bench_has_kernel(&m))
+        bad |= bench_mtf_kernel(o, f, &m);
     f->bwt = saved[0], f->ranks = saved[1], f->scratch = saved[2];
     for (int k = 0; k < 3; k++)
         if (pin[k])
-            be->host_free(pin[k]);
+            gmtf_mtf_host_free(&m, pin[k]);
+    f->mtf = NULL;
+    gmtf_mtf_free(&m);
     return bad;
 }
 
@@ -731,8 +738,6 @@ static int parse_bench_options(int argc, char **argv, bench_opts *o)
         {NULL, 0, NULL, 0},
     };
     int c;
-    long v;
-    char *end;
     opterr = 0;
     optind = 1;
     while ((c = getopt_long(argc, argv, ":b:r:j:h", longs, NULL)) != -1) {
@@ -746,19 +751,17 @@ static int parse_bench_options(int argc, char **argv, bench_opts *o)
             }
             break;
         case 'b':
-            if (gmtfc_parse_size(optarg, &o->block_size) < 0) {
+            if (gmtfc_parse_block_size(optarg, &o->block_size) < 0) {
                 fprintf(stderr, "gmtfc bench: invalid block size '%s'\n", optarg);
                 return -1;
             }
             break;
         case 'r':
         case 'j':
-            v = strtol(optarg, &end, 10);
-            if (*optarg == '\0' || *end != '\0' || v < 1 || v > 1024) {
+            if (cli_parse_uint(optarg, 1, 1024, c == 'r' ? &o->runs : &o->threads) < 0) {
                 fprintf(stderr, "gmtfc bench: invalid -%c '%s'\n", c, optarg);
                 return -1;
             }
-            *(c == 'r' ? &o->runs : &o->threads) = (unsigned)v;
             break;
         case 'h': bench_usage(stdout); return 0;
         default:
@@ -780,10 +783,10 @@ int gmtfc_bench_main(int argc, char **argv)
     bench_opts o = {.block_size = GMTF_BLOCK_DEFAULT, .runs = 5, .threads = 1, .stages = STAGE_ALL};
     int first = parse_bench_options(argc, argv, &o);
     if (first <= 0)
-        return first == 0 ? 0 : 1;
+        return first == 0 ? CLI_EXIT_OK : CLI_EXIT_FAIL;
     if (o.mtf && strcmp(o.mtf, "all") != 0 && !gmtf_mtf_backend_find(o.mtf)) {
         fprintf(stderr, "gmtfc bench: unknown or unavailable MTF backend '%s'\n", o.mtf);
-        return 1;
+        return CLI_EXIT_FAIL;
     }
     int status = 0;
     for (int i = first; i < argc; i++)

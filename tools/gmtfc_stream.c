@@ -10,6 +10,8 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "byteorder.h"
+#include "cli.h"
 #include "gmtf_codec.h"
 
 struct gmtfc_stream {
@@ -29,30 +31,6 @@ struct gmtfc_stream {
     int *status;
     size_t off_cap; /* entries in off, off2, status */
 };
-
-/* ---- little-endian fields --------------------------------------------- */
-
-static void put_le32(uint8_t *p, uint32_t v)
-{
-    for (int i = 0; i < 4; i++)
-        p[i] = (uint8_t)(v >> (8 * i));
-}
-
-static void put_le64(uint8_t *p, uint64_t v)
-{
-    for (int i = 0; i < 8; i++)
-        p[i] = (uint8_t)(v >> (8 * i));
-}
-
-static uint32_t get_le32(const uint8_t *p)
-{
-    return (uint32_t)p[0] | (uint32_t)p[1] << 8 | (uint32_t)p[2] << 16 | (uint32_t)p[3] << 24;
-}
-
-static uint64_t get_le64(const uint8_t *p)
-{
-    return (uint64_t)get_le32(p) | (uint64_t)get_le32(p + 4) << 32;
-}
 
 /* ---- errors -------------------------------------------------------------- */
 
@@ -125,6 +103,18 @@ static int write_out(int fd, const uint8_t *buf, size_t n, gmtfc_totals *t, gmtf
 }
 
 /* ---- context ------------------------------------------------------------- */
+
+int gmtfc_parse_block_size(const char *s, uint32_t *out)
+{
+    uint64_t v;
+    int rc = cli_parse_size(s, &v);
+    if (rc < 0)
+        return rc;
+    if (v < 1 || v > GMTF_BLOCK_MAX)
+        return -ERANGE;
+    *out = (uint32_t)v;
+    return 0;
+}
 
 size_t gmtfc_batch_blocks(uint32_t block_size, unsigned threads)
 {
@@ -238,19 +228,19 @@ static void make_header(uint8_t *h, uint32_t block_size)
     h[4] = GMTFC_VERSION;
     h[5] = 0; /* flags: none defined */
     h[6] = h[7] = 0;
-    put_le32(h + 8, block_size);
-    put_le32(h + 12, gmtf_crc32c(0, h, 12));
+    store_le32(h + 8, block_size);
+    store_le32(h + 12, gmtf_crc32c(0, h, 12));
 }
 
 static void make_trailer(uint8_t *tr, uint64_t total, uint64_t frames, uint32_t crc,
                          uint32_t frames_crc)
 {
     memcpy(tr, GMTFC_END_MARKER, GMTFC_MARKER_LEN);
-    put_le64(tr + 4, total);
-    put_le64(tr + 12, frames);
-    put_le32(tr + 20, crc);
-    put_le32(tr + 24, frames_crc);
-    put_le32(tr + 28, gmtf_crc32c(0, tr, 28));
+    store_le64(tr + 4, total);
+    store_le64(tr + 12, frames);
+    store_le32(tr + 20, crc);
+    store_le32(tr + 24, frames_crc);
+    store_le32(tr + 28, gmtf_crc32c(0, tr, 28));
 }
 
 /* Cuts in[0..len) into blocks of bs bytes (the last may be shorter). */
@@ -383,13 +373,13 @@ static int parse_header(reader *r, const uint8_t *h, uint32_t *bs, gmtfc_error *
     uint64_t at = offset_of(r);
     if (memcmp(h, GMTFC_MAGIC, GMTFC_MARKER_LEN) != 0)
         return corrupt(err, at, 0, "not a gmtfc stream (bad magic)");
-    if (get_le32(h + 12) != gmtf_crc32c(0, h, 12))
+    if (load_le32(h + 12) != gmtf_crc32c(0, h, 12))
         return corrupt(err, at, GMTF_E_CHECKSUM, "stream header checksum mismatch");
     if (h[4] != GMTFC_VERSION)
         return corrupt(err, at, GMTF_E_VERSION, "unsupported stream version");
     if (h[5] != 0 || h[6] != 0 || h[7] != 0)
         return corrupt(err, at, GMTF_E_VERSION, "unknown stream flags");
-    *bs = get_le32(h + 8);
+    *bs = load_le32(h + 8);
     if (*bs < GMTF_BLOCK_MIN || *bs > GMTF_BLOCK_MAX)
         return corrupt(err, at, 0, "block size out of range in stream header");
     return 0;
@@ -465,15 +455,15 @@ static int decode_batch(gmtfc_stream *s, reader *r, size_t start, size_t count, 
 static int check_trailer(reader *r, const uint8_t *tr, const stream_state *st, gmtfc_error *err)
 {
     uint64_t at = offset_of(r);
-    if (get_le32(tr + 28) != gmtf_crc32c(0, tr, 28))
+    if (load_le32(tr + 28) != gmtf_crc32c(0, tr, 28))
         return corrupt(err, at, GMTF_E_CHECKSUM, "stream trailer checksum mismatch");
-    if (get_le64(tr + 4) != st->total)
+    if (load_le64(tr + 4) != st->total)
         return corrupt(err, at, 0, "stream length differs from the trailer's");
-    if (get_le64(tr + 12) != st->frames)
+    if (load_le64(tr + 12) != st->frames)
         return corrupt(err, at, 0, "frame count differs from the trailer's");
-    if (get_le32(tr + 20) != st->crc)
+    if (load_le32(tr + 20) != st->crc)
         return corrupt(err, at, GMTF_E_CHECKSUM, "content checksum mismatch");
-    if (get_le32(tr + 24) != st->frames_crc)
+    if (load_le32(tr + 24) != st->frames_crc)
         return corrupt(err, at, GMTF_E_CHECKSUM, "checksum of the frame bytes mismatch");
     return 0;
 }

@@ -1,625 +1,61 @@
 /* mkfs.gmtf: makes a gmtf image, optionally filled from a directory or an
- * archive (anything libarchive reads; "-" reads a stream from stdin). It
- * fills the image through the filesystem library's own API. */
-#include <archive.h>
-#include <archive_entry.h>
-#include <dirent.h>
+ * archive (anything libarchive reads; "-" reads a stream from stdin). The
+ * command line is here; the import walks are in mkfs_import.c. */
 #include <errno.h>
 #include <fcntl.h>
 #include <getopt.h>
 #include <inttypes.h>
-#include <stdarg.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
-#include <sys/time.h>
-#include <sys/xattr.h>
-#include <time.h>
 #include <unistd.h>
 
+#include "cli.h"
 #include "gmtf_codec.h"
-#include "gmtf_config.h"
 #include "gmtf_fs.h"
+#include "mkfs_import.h"
 
-#define COPY_BUF (1u << 20)
+/* ---- what is there already --------------------------------------------------------------- */
 
-typedef struct dir_attr { /* applied last: adding children changes a directory's times */
-    uint64_t ino;
-    struct stat st;
-} dir_attr;
-
-typedef struct link_ent {
-    dev_t dev;
-    ino_t ino;
-    uint64_t gino;
-} link_ent;
-
-typedef struct mkfs_ctx {
-    gmtf_fs *fs;
-    const char *prog;
-    int progress, quiet;
-    uint64_t files, dirs, links, symlinks, others, bytes_in, errors;
-    uint64_t src_total; /* archive size for the ETA, 0 unknown */
-    struct archive *ar;
-    double t0, last_draw;
-    uint8_t *buf;
-    dir_attr *dattr;
-    size_t ndattr, dattr_cap;
-    link_ent *lk;
-    size_t nlk, lk_cap;
-} mkfs_ctx;
-
-static double now_s(void)
-{
-    struct timespec t;
-    clock_gettime(CLOCK_MONOTONIC, &t);
-    return (double)t.tv_sec + t.tv_nsec / 1e9;
-}
-
-static void warnx_(mkfs_ctx *c, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
-static void warnx_(mkfs_ctx *c, const char *fmt, ...)
-{
-    va_list ap;
-    if (c->progress)
-        fputs("\r\033[K", stderr);
-    fprintf(stderr, "%s: ", c->prog);
-    va_start(ap, fmt);
-    vfprintf(stderr, fmt, ap);
-    va_end(ap);
-    fputc('\n', stderr);
-    c->errors++;
-}
-
-static void draw(mkfs_ctx *c, int final)
-{
-    if (!c->progress)
-        return;
-    double t = now_s();
-    if (!final && t - c->last_draw < 0.25)
-        return;
-    c->last_draw = t;
-    gmtf_fs_info info;
-    gmtf_fs_get_info(c->fs, &info);
-    double el = t - c->t0, mbs = el > 0 ? c->bytes_in / el / 1e6 : 0;
-    double ratio =
-        info.stored_bytes ? (double)(c->bytes_in - info.dirty_bytes) / info.stored_bytes : 0;
-    char eta[32] = "";
-    if (c->src_total && c->ar) {
-        int64_t pos = archive_filter_bytes(c->ar, -1);
-        if (pos > 0 && el > 1) {
-            double left = el * ((double)c->src_total / (double)pos - 1);
-            snprintf(eta, sizeof eta, " ETA %02d:%02d", (int)left / 60, (int)left % 60);
-        }
-    }
-    fprintf(stderr,
-            "\r\033[K%" PRIu64 " files, %.1f MB in, %.1f MB stored, ratio %.2f, %.1f MB/s%s",
-            c->files + c->dirs + c->symlinks + c->others, c->bytes_in / 1e6,
-            info.stored_bytes / 1e6, ratio, mbs, eta);
-    if (final)
-        fputc('\n', stderr);
-}
-
-static int64_t parse_size(const char *s)
-{
-    char *end;
-    errno = 0;
-    double v = strtod(s, &end);
-    if (errno || end == s || v < 0)
-        return -1;
-    switch (*end) {
-    case 'k':
-    case 'K':
-        v *= 1024;
-        end++;
-        break;
-    case 'm':
-    case 'M':
-        v *= 1024 * 1024;
-        end++;
-        break;
-    case 'g':
-    case 'G':
-        v *= 1024.0 * 1024 * 1024;
-        end++;
-        break;
-    case 't':
-    case 'T':
-        v *= 1024.0 * 1024 * 1024 * 1024;
-        end++;
-        break;
-    }
-    if (*end == 'i' || *end == 'B' || *end == 'b')
-        end++;
-    if (*end)
-        return -1;
-    return (int64_t)v;
-}
-
-/* ---- attributes ----------------------------------------------------------------- */
-
-static void set_attrs(mkfs_ctx *c, uint64_t ino, const struct stat *st, const char *path)
-{
-    unsigned set = GMTF_SET_UID | GMTF_SET_GID | GMTF_SET_ATIME | GMTF_SET_MTIME | GMTF_SET_CTIME;
-    if (!S_ISLNK(st->st_mode))
-        set |= GMTF_SET_MODE;
-    int rc = gmtf_fs_setattr(c->fs, ino, st, set, NULL);
-    if (rc)
-        warnx_(c, "%s: setting attributes: %s", path, strerror(-rc));
-}
-
-static void defer_dir(mkfs_ctx *c, uint64_t ino, const struct stat *st)
-{
-    for (size_t i = c->ndattr; i-- > 0 && i + 64 > c->ndattr;)
-        if (c->dattr[i].ino == ino) { /* an archive may name a directory twice */
-            c->dattr[i].st = *st;
-            return;
-        }
-    if (c->ndattr == c->dattr_cap) {
-        c->dattr_cap = c->dattr_cap ? c->dattr_cap * 2 : 256;
-        c->dattr = realloc(c->dattr, c->dattr_cap * sizeof *c->dattr);
-        if (!c->dattr) {
-            fprintf(stderr, "%s: out of memory\n", c->prog);
-            exit(8);
-        }
-    }
-    c->dattr[c->ndattr++] = (dir_attr){ino, *st};
-}
-
-static uint64_t link_find(mkfs_ctx *c, dev_t dev, ino_t ino)
-{
-    for (size_t i = 0; i < c->nlk; i++)
-        if (c->lk[i].dev == dev && c->lk[i].ino == ino)
-            return c->lk[i].gino;
-    return 0;
-}
-
-static void link_add(mkfs_ctx *c, dev_t dev, ino_t ino, uint64_t gino)
-{
-    if (c->nlk == c->lk_cap) {
-        c->lk_cap = c->lk_cap ? c->lk_cap * 2 : 64;
-        c->lk = realloc(c->lk, c->lk_cap * sizeof *c->lk);
-        if (!c->lk) {
-            fprintf(stderr, "%s: out of memory\n", c->prog);
-            exit(8);
-        }
-    }
-    c->lk[c->nlk++] = (link_ent){dev, ino, gino};
-}
-
-/* Removes name in dir if present and not a directory (archives may repeat
- * an entry; the last one wins). Returns the existing inode when it is a
- * directory and want_dir. */
-static uint64_t replace_name(mkfs_ctx *c, uint64_t dir, const char *name, int want_dir)
-{
-    gmtf_entry e;
-    if (gmtf_fs_lookup(c->fs, dir, name, &e))
-        return 0;
-    if (S_ISDIR(e.attr.st_mode)) {
-        if (want_dir)
-            return e.attr.st_ino;
-        gmtf_fs_rmdir(c->fs, dir, name);
-    } else {
-        gmtf_fs_unlink(c->fs, dir, name);
-    }
-    return 0;
-}
-
-/* ---- directory source --------------------------------------------------------------- */
-
-static void copy_xattrs_fd(mkfs_ctx *c, const char *path, uint64_t ino)
-{
-    char list[65536];
-    ssize_t n = llistxattr(path, list, sizeof list);
-    if (n <= 0)
-        return;
-    for (char *k = list; k < list + n; k += strlen(k) + 1) {
-        ssize_t v = lgetxattr(path, k, c->buf, COPY_BUF);
-        if (v < 0) {
-            warnx_(c, "%s: xattr %s: %s", path, k, strerror(errno));
-            continue;
-        }
-        int rc = gmtf_fs_setxattr(c->fs, ino, k, c->buf, (size_t)v, 0);
-        if (rc)
-            warnx_(c, "%s: xattr %s: %s", path, k, strerror(-rc));
-    }
-}
-
-static int copy_file_data(mkfs_ctx *c, int fd, uint64_t ino, uint64_t size, const char *path)
-{
-    uint64_t off = 0;
-    while (off < size) {
-        /* Skip holes of sparse files. */
-        off_t d = lseek(fd, (off_t)off, SEEK_DATA);
-        if (d < 0)
-            break; /* no more data: the rest is a hole */
-        off_t h = lseek(fd, d, SEEK_HOLE);
-        if (h < 0)
-            h = (off_t)size;
-        off = (uint64_t)d;
-        while (off < (uint64_t)h) {
-            size_t want = (uint64_t)h - off < COPY_BUF ? (size_t)((uint64_t)h - off) : COPY_BUF;
-            ssize_t r = pread(fd, c->buf, want, (off_t)off);
-            if (r < 0) {
-                warnx_(c, "%s: read at %" PRIu64 ": %s", path, off, strerror(errno));
-                return -1;
-            }
-            if (r == 0)
-                break;
-            long w = gmtf_fs_write(c->fs, ino, c->buf, (size_t)r, off);
-            if (w < 0) {
-                warnx_(c, "%s: writing to the image: %s", path, strerror((int)-w));
-                return (int)w == -ENOSPC ? -2 : -1;
-            }
-            off += (uint64_t)r;
-            c->bytes_in += (uint64_t)r;
-            draw(c, 0);
-        }
-    }
-    struct stat ns = {.st_size = (off_t)size};
-    gmtf_fs_setattr(c->fs, ino, &ns, GMTF_SET_SIZE, NULL); /* trailing hole */
-    return 0;
-}
-
-static int add_tree(mkfs_ctx *c, const char *path, uint64_t dir_ino);
-
-static int add_path(mkfs_ctx *c, const char *path, const char *name, uint64_t parent)
+/* 0 when path may be made into an image: missing, an empty file, or a
+ * device whose first 64 KiB are zeros. Else a message for the refusal
+ * (-f overrides it). *created tells whether mkfs will make the file. */
+static const char *occupied(const char *path, int *created)
 {
     struct stat st;
-    if (lstat(path, &st)) {
-        warnx_(c, "%s: %s", path, strerror(errno));
-        return 0;
+    *created = 0;
+    if (stat(path, &st)) {
+        *created = errno == ENOENT;
+        return NULL;
     }
-    gmtf_entry e;
-    int rc = 0;
-    if (S_ISREG(st.st_mode) && st.st_nlink > 1) {
-        uint64_t g = link_find(c, st.st_dev, st.st_ino);
-        if (g) {
-            rc = gmtf_fs_link(c->fs, g, parent, name, &e);
-            if (rc)
-                warnx_(c, "%s: hard link: %s", path, strerror(-rc));
-            c->links++;
-            return 0;
-        }
-    }
-    if (S_ISDIR(st.st_mode)) {
-        rc = gmtf_fs_mkdir(c->fs, parent, name, st.st_mode & 07777, st.st_uid, st.st_gid, &e);
-        if (rc) {
-            warnx_(c, "%s: %s", path, strerror(-rc));
-            return rc == -ENOSPC ? -2 : 0;
-        }
-        c->dirs++;
-        copy_xattrs_fd(c, path, e.attr.st_ino);
-        int r = add_tree(c, path, e.attr.st_ino);
-        defer_dir(c, e.attr.st_ino, &st);
-        return r;
-    }
-    if (S_ISLNK(st.st_mode)) {
-        char t[4097];
-        ssize_t n = readlink(path, t, sizeof t - 1);
-        if (n < 0) {
-            warnx_(c, "%s: %s", path, strerror(errno));
-            return 0;
-        }
-        t[n] = 0;
-        rc = gmtf_fs_symlink(c->fs, parent, name, t, st.st_uid, st.st_gid, &e);
-        c->symlinks++;
-    } else if (S_ISREG(st.st_mode)) {
-        int fd = open(path, O_RDONLY | O_NOFOLLOW | O_CLOEXEC);
-        if (fd < 0) {
-            warnx_(c, "%s: %s", path, strerror(errno));
-            return 0;
-        }
-        rc = gmtf_fs_create(c->fs, parent, name, st.st_mode & 07777, st.st_uid, st.st_gid, 0, &e);
-        if (!rc) {
-            int r = copy_file_data(c, fd, e.attr.st_ino, (uint64_t)st.st_size, path);
-            gmtf_fs_release(c->fs, e.attr.st_ino);
-            if (r == -2) {
-                close(fd);
-                return -2;
-            }
-            if (st.st_nlink > 1)
-                link_add(c, st.st_dev, st.st_ino, e.attr.st_ino);
-        }
+    if (S_ISDIR(st.st_mode))
+        return "is a directory";
+    if (S_ISREG(st.st_mode) && st.st_size == 0)
+        return NULL;
+    static uint8_t head[65536];
+    int fd = open(path, O_RDONLY | O_CLOEXEC);
+    ssize_t n = fd < 0 ? -1 : pread(fd, head, sizeof head, 0);
+    if (fd >= 0)
         close(fd);
-        c->files++;
-    } else {
-        rc = gmtf_fs_mknod(c->fs, parent, name, st.st_mode, st.st_rdev, st.st_uid, st.st_gid, &e);
-        c->others++;
-    }
-    if (rc) {
-        warnx_(c, "%s: %s", path, strerror(-rc));
-        return rc == -ENOSPC ? -2 : 0;
-    }
-    copy_xattrs_fd(c, path, e.attr.st_ino);
-    set_attrs(c, e.attr.st_ino, &st, path);
-    draw(c, 0);
-    return 0;
+    if (n < 0)
+        return NULL; /* cannot be read: the open for writing will say why */
+    if (n >= 8 && !memcmp(head, "GMTFSB\r\n", 8))
+        return "holds a gmtf image";
+    for (ssize_t i = 0; i < n; i++)
+        if (head[i])
+            return S_ISBLK(st.st_mode) ? "holds data (its first 64 KiB are not zeros)"
+                                       : "is not empty";
+    return NULL;
 }
 
-static int add_tree(mkfs_ctx *c, const char *path, uint64_t dir_ino)
-{
-    DIR *d = opendir(path);
-    if (!d) {
-        warnx_(c, "%s: %s", path, strerror(errno));
-        return 0;
-    }
-    struct dirent *de;
-    int rc = 0;
-    while (!rc && (de = readdir(d))) {
-        if (!strcmp(de->d_name, ".") || !strcmp(de->d_name, ".."))
-            continue;
-        size_t n = strlen(path) + strlen(de->d_name) + 2;
-        char *p = malloc(n);
-        if (!p) {
-            rc = -1;
-            break;
-        }
-        snprintf(p, n, "%s/%s", path, de->d_name);
-        rc = add_path(c, p, de->d_name, dir_ino);
-        free(p);
-    }
-    closedir(d);
-    return rc;
-}
+static volatile int interrupted;
 
-static int fill_from_dir(mkfs_ctx *c, const char *src)
+static void on_signal(int sig)
 {
-    struct stat st;
-    if (stat(src, &st)) {
-        fprintf(stderr, "%s: %s: %s\n", c->prog, src, strerror(errno));
-        return -1;
-    }
-    int rc = add_tree(c, src, GMTF_ROOT_INO);
-    copy_xattrs_fd(c, src, GMTF_ROOT_INO);
-    defer_dir(c, GMTF_ROOT_INO, &st);
-    return rc;
-}
-
-/* ---- archive source ---------------------------------------------------------------------- */
-
-/* Walks path's directories from the root, creating missing ones. Returns
- * the parent's inode and points *leaf at the last component. */
-static uint64_t walk_parent(mkfs_ctx *c, char *path, char **leaf)
-{
-    uint64_t dir = GMTF_ROOT_INO;
-    char *p = path, *slash;
-    while (*p == '/')
-        p++;
-    while ((slash = strchr(p, '/'))) {
-        *slash = 0;
-        if (*p && strcmp(p, ".")) {
-            gmtf_entry e;
-            int rc = gmtf_fs_lookup(c->fs, dir, p, &e);
-            if (rc == -ENOENT) {
-                rc = gmtf_fs_mkdir(c->fs, dir, p, 0755, 0, 0, &e);
-                c->dirs += rc == 0; /* the archive names only its files */
-            }
-            if (rc || !S_ISDIR(e.attr.st_mode)) {
-                *slash = '/';
-                return 0;
-            }
-            dir = e.attr.st_ino;
-        }
-        *slash = '/';
-        p = slash + 1;
-        while (*p == '/')
-            p++;
-    }
-    *leaf = p;
-    return dir;
-}
-
-static uint64_t lookup_path(mkfs_ctx *c, const char *path)
-{
-    char *dup = strdup(path), *leaf;
-    uint64_t dir = walk_parent(c, dup, &leaf), ino = 0;
-    gmtf_entry e;
-    if (dir && *leaf && strcmp(leaf, ".") && !gmtf_fs_lookup(c->fs, dir, leaf, &e))
-        ino = e.attr.st_ino;
-    else if (dir && (!*leaf || !strcmp(leaf, ".")))
-        ino = dir;
-    free(dup);
-    return ino;
-}
-
-static void entry_stat(struct archive_entry *ae, struct stat *st)
-{
-    memset(st, 0, sizeof *st);
-    st->st_mode = archive_entry_mode(ae);
-    st->st_uid = (uid_t)archive_entry_uid(ae);
-    st->st_gid = (gid_t)archive_entry_gid(ae);
-    st->st_rdev = archive_entry_rdev(ae);
-    st->st_size = archive_entry_size(ae);
-    st->st_mtim.tv_sec = archive_entry_mtime(ae);
-    st->st_mtim.tv_nsec = archive_entry_mtime_nsec(ae);
-    if (archive_entry_atime_is_set(ae)) {
-        st->st_atim.tv_sec = archive_entry_atime(ae);
-        st->st_atim.tv_nsec = archive_entry_atime_nsec(ae);
-    } else {
-        st->st_atim = st->st_mtim;
-    }
-    if (archive_entry_ctime_is_set(ae)) {
-        st->st_ctim.tv_sec = archive_entry_ctime(ae);
-        st->st_ctim.tv_nsec = archive_entry_ctime_nsec(ae);
-    } else {
-        st->st_ctim = st->st_mtim;
-    }
-}
-
-static void entry_xattrs(mkfs_ctx *c, struct archive_entry *ae, uint64_t ino, const char *path)
-{
-    const char *name;
-    const void *val;
-    size_t size;
-    archive_entry_xattr_reset(ae);
-    while (archive_entry_xattr_next(ae, &name, &val, &size) == ARCHIVE_OK) {
-        int rc = gmtf_fs_setxattr(c->fs, ino, name, val, size, 0);
-        if (rc)
-            warnx_(c, "%s: xattr %s: %s", path, name, strerror(-rc));
-    }
-}
-
-static int archive_data(mkfs_ctx *c, uint64_t ino, const char *path)
-{
-    const void *blk;
-    size_t len;
-    la_int64_t off;
-    int r;
-    while ((r = archive_read_data_block(c->ar, &blk, &len, &off)) == ARCHIVE_OK) {
-        if (!len)
-            continue;
-        long w = gmtf_fs_write(c->fs, ino, blk, len, (uint64_t)off);
-        if (w < 0) {
-            warnx_(c, "%s: writing to the image: %s", path, strerror((int)-w));
-            return (int)w == -ENOSPC ? -2 : -1;
-        }
-        c->bytes_in += len;
-        draw(c, 0);
-    }
-    if (r != ARCHIVE_EOF) {
-        warnx_(c, "%s: %s", path, archive_error_string(c->ar));
-        return r == ARCHIVE_FATAL ? -3 : -1;
-    }
-    return 0;
-}
-
-static int add_entry(mkfs_ctx *c, struct archive_entry *ae)
-{
-    const char *path = archive_entry_pathname(ae);
-    if (!path)
-        return 0;
-    char *dup = strdup(path), *leaf;
-    uint64_t parent = walk_parent(c, dup, &leaf);
-    size_t ll = strlen(leaf);
-    while (ll && leaf[ll - 1] == '/')
-        leaf[--ll] = 0;
-    struct stat st;
-    entry_stat(ae, &st);
-    gmtf_entry e;
-    int rc = 0;
-    if (!parent) {
-        warnx_(c, "%s: a parent is not a directory", path);
-        goto out;
-    }
-    if (!*leaf || !strcmp(leaf, ".")) { /* the root itself */
-        if (S_ISDIR(st.st_mode)) {
-            entry_xattrs(c, ae, parent, path);
-            defer_dir(c, parent, &st);
-        }
-        goto out;
-    }
-    const char *hl = archive_entry_hardlink(ae);
-    if (hl) {
-        uint64_t target = lookup_path(c, hl);
-        replace_name(c, parent, leaf, 0);
-        rc = target ? gmtf_fs_link(c->fs, target, parent, leaf, &e) : -ENOENT;
-        if (rc)
-            warnx_(c, "%s: hard link to %s: %s", path, hl, strerror(-rc));
-        else
-            c->links++;
-        if (!rc && archive_entry_size_is_set(ae) && archive_entry_size(ae) > 0)
-            rc = archive_data(c, target, path); /* a link entry may carry the data */
-        goto out;
-    }
-    switch (st.st_mode & S_IFMT) {
-    case S_IFDIR: {
-        uint64_t ino = replace_name(c, parent, leaf, 1);
-        if (!ino) {
-            rc = gmtf_fs_mkdir(c->fs, parent, leaf, st.st_mode & 07777, st.st_uid, st.st_gid, &e);
-            ino = e.attr.st_ino;
-            c->dirs += rc == 0;
-        }
-        if (!rc) {
-            entry_xattrs(c, ae, ino, path);
-            defer_dir(c, ino, &st);
-        }
-        break;
-    }
-    case S_IFLNK:
-        replace_name(c, parent, leaf, 0);
-        rc = gmtf_fs_symlink(c->fs, parent, leaf,
-                             archive_entry_symlink(ae) ? archive_entry_symlink(ae) : "", st.st_uid,
-                             st.st_gid, &e);
-        c->symlinks += rc == 0;
-        break;
-    case S_IFREG:
-        replace_name(c, parent, leaf, 0);
-        rc = gmtf_fs_create(c->fs, parent, leaf, st.st_mode & 07777, st.st_uid, st.st_gid, 0, &e);
-        if (!rc) {
-            int r = archive_data(c, e.attr.st_ino, path);
-            if (!r && st.st_size > 0) {
-                struct stat ns = {.st_size = st.st_size}; /* a trailing hole */
-                gmtf_fs_setattr(c->fs, e.attr.st_ino, &ns, GMTF_SET_SIZE, NULL);
-            }
-            gmtf_fs_release(c->fs, e.attr.st_ino);
-            c->files++;
-            if (r <= -2) {
-                free(dup);
-                return r;
-            }
-        }
-        break;
-    default:
-        replace_name(c, parent, leaf, 0);
-        rc = gmtf_fs_mknod(c->fs, parent, leaf, st.st_mode, st.st_rdev, st.st_uid, st.st_gid, &e);
-        c->others += rc == 0;
-    }
-    if (rc) {
-        warnx_(c, "%s: %s", path, strerror(-rc));
-        rc = rc == -ENOSPC ? -2 : 0;
-        goto out;
-    }
-    if (!S_ISDIR(st.st_mode)) {
-        entry_xattrs(c, ae, e.attr.st_ino, path);
-        set_attrs(c, e.attr.st_ino, &st, path);
-    }
-out:
-    free(dup);
-    return rc;
-}
-
-static int fill_from_archive(mkfs_ctx *c, const char *src)
-{
-    struct archive *a = archive_read_new();
-    archive_read_support_filter_all(a);
-    archive_read_support_format_all(a);
-    int r;
-    if (!strcmp(src, "-")) {
-        r = archive_read_open_fd(a, 0, 1 << 20);
-    } else {
-        struct stat st;
-        if (!stat(src, &st))
-            c->src_total = (uint64_t)st.st_size;
-        r = archive_read_open_filename(a, src, 1 << 20);
-    }
-    if (r != ARCHIVE_OK) {
-        fprintf(stderr, "%s: %s: %s\n", c->prog, src, archive_error_string(a));
-        archive_read_free(a);
-        return -1;
-    }
-    c->ar = a;
-    struct archive_entry *ae;
-    int rc = 0;
-    while (!rc && (r = archive_read_next_header(a, &ae)) != ARCHIVE_EOF) {
-        if (r == ARCHIVE_FATAL) {
-            fprintf(stderr, "%s: %s: %s\n", c->prog, src, archive_error_string(a));
-            rc = -1;
-            break;
-        }
-        if (r == ARCHIVE_WARN)
-            warnx_(c, "%s: %s", src, archive_error_string(a));
-        rc = add_entry(c, ae);
-        if (rc == -3) {
-            fprintf(stderr, "%s: %s: archive is damaged\n", c->prog, src);
-            rc = -1;
-        }
-        if (rc == -1)
-            rc = 0; /* one bad entry: reported, keep going */
-    }
-    c->ar = NULL;
-    archive_read_free(a);
-    return rc;
+    (void)sig;
+    interrupted = 1;
 }
 
 /* ---- main -------------------------------------------------------------------------------- */
@@ -636,6 +72,7 @@ static void usage(FILE *f, const char *prog)
             "      --mtf=NAME         MTF backend of the codec (default: auto)\n"
             "      --from=SOURCE      fill from a directory, an archive (tar, tar.gz/xz/zst/bz2,\n"
             "                         zip, cpio, 7z, iso...) or - for an archive on stdin\n"
+            "  -f, --force            overwrite an existing image or a non-empty file/device\n"
             "  -q, --quiet            no progress bar or summary\n"
             "  -h, --help             show this help and exit\n"
             "  -V, --version          show the version and exit\n"
@@ -652,6 +89,7 @@ int main(int argc, char **argv)
                                           {"threads", required_argument, 0, 'j'},
                                           {"mtf", required_argument, 0, 'm'},
                                           {"from", required_argument, 0, 'F'},
+                                          {"force", no_argument, 0, 'f'},
                                           {"quiet", no_argument, 0, 'q'},
                                           {"help", no_argument, 0, 'h'},
                                           {"version", no_argument, 0, 'V'},
@@ -659,57 +97,70 @@ int main(int argc, char **argv)
     gmtf_mkfs_options mo = {0};
     const char *from = NULL, *mtf = NULL;
     unsigned threads = 0;
-    int quiet = 0, opt;
-    int64_t v;
-    while ((opt = getopt_long(argc, argv, "b:L:s:j:qhV", longs, NULL)) != -1) {
+    int quiet = 0, force = 0, opt;
+    uint64_t v;
+    while ((opt = getopt_long(argc, argv, "b:L:s:j:fqhV", longs, NULL)) != -1) {
         switch (opt) {
         case 'b':
-            v = parse_size(optarg);
-            if (v < GMTF_FS_BLOCK_MIN || v > GMTF_FS_BLOCK_MAX || (v & (v - 1))) {
+            if (cli_parse_size(optarg, &v) < 0 || v < GMTF_FS_BLOCK_MIN || v > GMTF_FS_BLOCK_MAX ||
+                (v & (v - 1))) {
                 fprintf(stderr, "%s: -b %s: block size must be a power of two from 64K to 16M\n",
                         prog, optarg);
-                return 1;
+                return CLI_EXIT_FAIL;
             }
             mo.block_size = (uint32_t)v;
             break;
         case 'L':
             if (strlen(optarg) > GMTF_FS_LABEL_MAX) {
                 fprintf(stderr, "%s: -L: label longer than %d bytes\n", prog, GMTF_FS_LABEL_MAX);
-                return 1;
+                return CLI_EXIT_FAIL;
             }
             mo.label = optarg;
             break;
         case 's':
-            v = parse_size(optarg);
-            if (v < (2 << 20)) {
+            if (cli_parse_size(optarg, &v) < 0 || v < (2 << 20)) {
                 fprintf(stderr, "%s: -s %s: not a size of at least 2M\n", prog, optarg);
-                return 1;
+                return CLI_EXIT_FAIL;
             }
-            mo.capacity = (uint64_t)v;
+            mo.capacity = v;
             break;
         case 'j':
-            v = parse_size(optarg);
-            if (v < 1 || v > 1024) {
+            if (cli_parse_uint(optarg, 1, 1024, &threads) < 0) {
                 fprintf(stderr, "%s: -j %s: not a thread count (1..1024)\n", prog, optarg);
-                return 1;
+                return CLI_EXIT_FAIL;
             }
-            threads = (unsigned)v;
             break;
         case 'm': mtf = optarg; break;
         case 'F': from = optarg; break;
+        case 'f': force = 1; break;
         case 'q': quiet = 1; break;
-        case 'h': usage(stdout, prog); return 0;
-        case 'V': printf("mkfs.gmtf %s (libgmtf %s)\n", GMTF_VERSION, gmtf_version()); return 0;
-        default: usage(stderr, prog); return 1;
+        case 'h': usage(stdout, prog); return CLI_EXIT_OK;
+        case 'V': cli_version(prog, NULL); return CLI_EXIT_OK;
+        default: usage(stderr, prog); return CLI_EXIT_FAIL;
         }
     }
     if (optind != argc - 1) {
         fprintf(stderr, "%s: %s\n", prog,
                 optind >= argc ? "no IMAGE given" : "more than one IMAGE given");
         usage(stderr, prog);
-        return 1;
+        return CLI_EXIT_FAIL;
     }
     const char *path = argv[optind];
+    int created;
+    const char *why = occupied(path, &created);
+    if (why && !force) {
+        fprintf(stderr, "%s: %s %s: refusing to overwrite it (-f to do so)\n", prog, path, why);
+        return CLI_EXIT_FAIL;
+    }
+    /* Filled from a source, the image is marked incomplete until the fill
+     * has succeeded: an interrupted or failed mkfs never leaves an image
+     * that mounts or checks clean with part of the files. */
+    mo.incomplete = from != NULL;
+    struct sigaction sa = {.sa_handler = on_signal};
+    sigemptyset(&sa.sa_mask);
+    sigaction(SIGINT, &sa, NULL);
+    sigaction(SIGTERM, &sa, NULL);
+    sigaction(SIGHUP, &sa, NULL);
     gmtf_image *img;
     int rc = gmtf_image_open_file(path, GMTF_IMAGE_CREATE, &img);
     if (rc) {
@@ -718,17 +169,14 @@ int main(int argc, char **argv)
                     path);
         else
             fprintf(stderr, "%s: %s: %s\n", prog, path, strerror(-rc));
-        return 1;
+        return CLI_EXIT_FAIL;
     }
-    /* Incomplete until the unmount below finishes it: a crash (or kill)
-     * midway leaves an image mount and fsck refuse, never a "clean" part. */
-    mo.incomplete = 1;
     rc = gmtf_fs_mkfs(img, &mo);
     if (rc) {
         fprintf(stderr, "%s: %s: %s\n", prog, path,
                 rc == -ENOSPC ? "device or size too small" : strerror(-rc));
         gmtf_image_close(img);
-        return 1;
+        return CLI_EXIT_FAIL;
     }
     gmtf_fs_options fo = {.mtf = mtf,
                           .threads = threads,
@@ -736,46 +184,53 @@ int main(int argc, char **argv)
                           .cache_bytes = 16u << 20,
                           .journal_bytes = 64u << 10,
                           .no_flush = 1,
-                          .mkfs_finish = 1};
-    mkfs_ctx c = {.prog = prog, .quiet = quiet};
-    c.progress = !quiet && isatty(2);
-    rc = gmtf_fs_mount(img, &fo, &c.fs);
+                          .mkfs_finish = mo.incomplete};
+    gmtf_fs *fs;
+    rc = gmtf_fs_mount(img, &fo, &fs);
     if (rc) {
         fprintf(stderr, "%s: %s: %s\n", prog, path, rc < -1000 ? gmtf_strerror(rc) : strerror(-rc));
-        return 1;
+        return CLI_EXIT_FAIL;
     }
-    c.t0 = now_s();
-    int fill = 0;
-    if (from) {
-        c.buf = malloc(COPY_BUF);
-        struct stat st;
-        if (strcmp(from, "-") && stat(from, &st)) {
-            fprintf(stderr, "%s: --from %s: %s\n", prog, from, strerror(errno));
-            fill = -1;
-        } else if (strcmp(from, "-") && S_ISDIR(st.st_mode)) {
-            fill = fill_from_dir(&c, from);
-        } else {
-            fill = fill_from_archive(&c, from);
-        }
-        for (size_t i = c.ndattr; i-- > 0;)
-            set_attrs(&c, c.dattr[i].ino, &c.dattr[i].st, "directory");
-    }
-    rc = gmtf_fs_syncfs(c.fs);
-    draw(&c, 1);
+    mkfs_import c;
+    int fill = mkfs_import_init(&c, fs, prog, quiet);
+    c.stop = &interrupted;
+    if (fill < 0)
+        fprintf(stderr, "%s: %s\n", prog, strerror(-fill));
+    else if (from)
+        fill = mkfs_import_from(&c, from);
+    mkfs_import_progress_end(&c);
     gmtf_fs_info info;
-    gmtf_fs_get_info(c.fs, &info);
-    int urc = gmtf_fs_unmount(c.fs);
-    if (!rc)
-        rc = urc;
+    gmtf_fs_get_info(fs, &info);
+    if (fill < 0 || interrupted) {
+        /* The source could not be read, the image is full, or the user
+         * stopped it: no image with part of the files. */
+        gmtf_fs_abandon(fs);
+        rc = fill == -2 ? -ENOSPC : fill == -1 ? -EIO : -EINTR;
+    } else {
+        rc = gmtf_fs_syncfs(fs);
+        int urc = gmtf_fs_unmount(fs);
+        if (!rc)
+            rc = urc;
+    }
     if (rc) {
         fprintf(stderr, "%s: %s: %s\n", prog, path,
-                rc == -ENOSPC ? "no space left (image capacity or host filesystem full)"
-                              : strerror(-rc));
-        return 1;
+                rc == -ENOSPC  ? "no space left (image capacity or host filesystem full)"
+                : rc == -EINTR ? "interrupted"
+                : rc == -EIO   ? "the source could not be read"
+                               : strerror(-rc));
+        if (created && !unlink(path))
+            fprintf(stderr, "%s: %s: removed the unfinished image\n", prog, path);
+        else if (mo.incomplete)
+            fprintf(stderr,
+                    "%s: %s: left marked incomplete (mount and fsck refuse it); run mkfs "
+                    "again\n",
+                    prog, path);
+        mkfs_import_free(&c);
+        return CLI_EXIT_FAIL;
     }
     struct stat ist;
     uint64_t isize = stat(path, &ist) ? 0 : (uint64_t)ist.st_size;
-    double el = now_s() - c.t0;
+    double el = cli_now() - c.line.start;
     if (!quiet) {
         printf("%s: %s: block size %u, label '%s'\n", prog, path, info.block_size, info.label);
         if (from)
@@ -788,13 +243,12 @@ int main(int argc, char **argv)
                    info.data_bytes ? (double)isize / (double)info.data_bytes : 0.0, el,
                    el > 0 ? c.bytes_in / el / 1e6 : 0.0);
     }
-    free(c.buf);
-    free(c.dattr);
-    free(c.lk);
-    if (fill || c.errors) {
-        fprintf(stderr, "%s: %" PRIu64 " problems reading %s (see above)\n", prog, c.errors,
+    uint64_t errors = c.errors;
+    mkfs_import_free(&c);
+    if (fill || errors) {
+        fprintf(stderr, "%s: %" PRIu64 " problems reading %s (see above)\n", prog, errors,
                 from ? from : "the source");
-        return 1;
+        return CLI_EXIT_FAIL;
     }
-    return 0;
+    return CLI_EXIT_OK;
 }

@@ -462,7 +462,7 @@ static void test_block_over_max_block(void **state)
     const gmtf_mtf_backend *const *list;
     size_t count = gmtf_mtf_backends(&list);
     for (size_t i = 0; i < count; i++) {
-        if (!list[i]->available())
+        if (!list[i]->available(list[i]))
             continue;
         for (unsigned threads = 1; threads <= 2; threads++) {
             gmtf_codec *c = NULL;

@@ -126,14 +126,14 @@ static void test_backend_table(void **state)
     assert_true(count >= 1);
     assert_non_null(list);
     assert_string_equal(list[0]->name, "scalar");
-    assert_true(list[0]->available());
+    assert_true(list[0]->available(list[0]));
     assert_int_equal(gmtf_mtf_backend_count(), count);
     for (size_t i = 0; i < count; i++) {
         int avail = -1;
         const char *name = gmtf_mtf_backend_name(i, &avail);
         assert_non_null(name);
         assert_string_equal(name, list[i]->name);
-        assert_int_equal(!!avail, !!list[i]->available());
+        assert_int_equal(!!avail, !!list[i]->available(list[i]));
         assert_non_null(list[i]->encode);
         assert_non_null(list[i]->decode);
         /* names are unique */
@@ -150,8 +150,9 @@ static void test_backend_table(void **state)
     assert_null(gmtf_mtf_backend_find("no-such-backend"));
 }
 
-static void check_backend(const gmtf_mtf_backend *be)
+static void check_backend(const gmtf_mtf *m)
 {
+    const gmtf_mtf_backend *be = m->ops;
     size_t maxn = 300001;
     uint8_t *src = tu_malloc(maxn), *ref = tu_malloc(maxn), *out = tu_malloc(maxn),
             *back = tu_malloc(maxn);
@@ -161,11 +162,11 @@ static void check_backend(const gmtf_mtf_backend *be)
             fill_kind(src, n, kind, 5000 + si * 7 + (size_t)kind);
             gmtf_mtf_encode_scalar(src, ref, n);
             memset(out, 0xCC, n);
-            be->encode(src, out, n);
+            gmtf_mtf_encode(m, src, out, n);
             if (memcmp(out, ref, n) != 0)
                 fail_msg("backend %s encode differs from scalar: n=%zu kind=%d", be->name, n, kind);
             memset(back, 0xCC, n);
-            be->decode(ref, back, n);
+            gmtf_mtf_decode(m, ref, back, n);
             if (memcmp(back, src, n) != 0)
                 fail_msg("backend %s decode differs: n=%zu kind=%d", be->name, n, kind);
         }
@@ -176,8 +177,9 @@ static void check_backend(const gmtf_mtf_backend *be)
 /* A batch of blocks of awkward sizes (including 1-byte blocks) through
  * the batch hooks; a hook may decline (negative return), but when it
  * succeeds its bytes must equal scalar's per block. */
-static void check_backend_batch(const gmtf_mtf_backend *be)
+static void check_backend_batch(const gmtf_mtf *m)
 {
+    const gmtf_mtf_backend *be = m->ops;
     enum { COUNT = 67 };
     uint64_t off[COUNT + 1];
     uint64_t s = 99;
@@ -195,19 +197,57 @@ static void check_backend_batch(const gmtf_mtf_backend *be)
         gmtf_mtf_encode_scalar(src + off[i], ref + off[i], (size_t)(off[i + 1] - off[i]));
     if (be->batch_encode) {
         memset(out, 0xCC, total);
-        int r = be->batch_encode(src, off, COUNT, out);
+        int r = gmtf_mtf_batch_encode(m, src, off, COUNT, out);
         if (r == 0 && memcmp(out, ref, total) != 0)
             fail_msg("backend %s batch_encode differs from scalar", be->name);
         printf("# %s batch_encode: %s\n", be->name, r == 0 ? "ran" : "declined");
     }
     if (be->batch_decode) {
         memset(back, 0xCC, total);
-        int r = be->batch_decode(ref, off, COUNT, back);
+        int r = gmtf_mtf_batch_decode(m, ref, off, COUNT, back);
         if (r == 0 && memcmp(back, src, total) != 0)
             fail_msg("backend %s batch_decode differs", be->name);
         printf("# %s batch_decode: %s\n", be->name, r == 0 ? "ran" : "declined");
     }
     free(src), free(ref), free(out), free(back);
+}
+
+/* Instances are independent: two of one backend, used in turn and freed
+ * in either order, give scalar's output; freeing twice is harmless. */
+static void test_instances(void **state)
+{
+    (void)state;
+    const gmtf_mtf_backend *const *list = NULL;
+    size_t count = gmtf_mtf_backends(&list);
+    enum { N = 4096 };
+    uint8_t src[N], ref[N], out[N];
+    fill_kind(src, N, 0, 7);
+    gmtf_mtf_encode_scalar(src, ref, N);
+    for (size_t i = 0; i < count; i++) {
+        if (!list[i]->available(list[i]))
+            continue;
+        gmtf_mtf a, b;
+        assert_int_equal(gmtf_mtf_init(&a, list[i]), 0);
+        assert_int_equal(gmtf_mtf_init(&b, list[i]), 0);
+        memset(out, 0, N);
+        gmtf_mtf_encode(&a, src, out, N);
+        assert_memory_equal(out, ref, N);
+        gmtf_mtf_free(&a);
+        memset(out, 0, N);
+        gmtf_mtf_encode(&b, src, out, N);
+        assert_memory_equal(out, ref, N);
+        gmtf_mtf_free(&b);
+        gmtf_mtf_free(&b);
+    }
+    /* host memory: the backend's, or malloc's */
+    gmtf_mtf m;
+    assert_int_equal(gmtf_mtf_init(&m, gmtf_mtf_backend_find("scalar")), 0);
+    uint8_t *p = gmtf_mtf_host_alloc(&m, 100);
+    assert_non_null(p);
+    memset(p, 1, 100);
+    gmtf_mtf_host_free(&m, p);
+    assert_int_equal(gmtf_mtf_batch_encode(&m, src, NULL, 0, out), -ENOTSUP);
+    gmtf_mtf_free(&m);
 }
 
 static void test_every_backend_matches_scalar(void **state)
@@ -217,12 +257,17 @@ static void test_every_backend_matches_scalar(void **state)
     size_t count = gmtf_mtf_backends(&list);
     size_t ran = 0;
     for (size_t i = 0; i < count; i++) {
-        if (!list[i]->available()) {
+        if (!list[i]->available(list[i])) {
             printf("# backend %s not available here: skipped\n", list[i]->name);
             continue;
         }
-        check_backend(list[i]);
-        check_backend_batch(list[i]);
+        gmtf_mtf m;
+        assert_int_equal(gmtf_mtf_init(&m, list[i]), 0);
+        assert_ptr_equal(m.ops, list[i]);
+        check_backend(&m);
+        check_backend_batch(&m);
+        gmtf_mtf_free(&m);
+        assert_null(m.ops);
         ran++;
     }
     assert_true(ran >= 1);
@@ -236,6 +281,7 @@ int main(void)
         cmocka_unit_test(test_scalar_decode_any_ranks),
         cmocka_unit_test(test_backend_table),
         cmocka_unit_test(test_every_backend_matches_scalar),
+        cmocka_unit_test(test_instances),
     };
     return cmocka_run_group_tests_name("mtf", tests, NULL, NULL);
 }

@@ -321,19 +321,35 @@ static void batch_free(batch *b)
     free(b->off);
 }
 
-/* Batch-encodes b; returns the malloc'ed frames, fills *dst_off. */
+/* Batch-encodes b; returns the malloc'ed frames, fills *dst_off. Checks
+ * the CRCs gmtf_batch_encode_crc reports against the blocks and against
+ * the data checksums in the frames. */
 static uint8_t *batch_encode_checked(gmtf_codec *c, const batch *b, uint64_t **dst_off)
 {
     uint64_t cap = gmtf_batch_bound(b->off, b->count);
     assert_true(cap >= b->off[b->count]);
     uint8_t *dst = tu_malloc((size_t)cap);
     *dst_off = tu_malloc((b->count + 1) * sizeof **dst_off);
-    int r = gmtf_batch_encode(c, b->src, b->off, b->count, dst, cap, *dst_off);
+    uint32_t *crc = tu_malloc((b->count + 1) * sizeof *crc);
+    for (size_t i = 0; i < b->count; i++)
+        crc[i] = ~gmtf_crc32c(0, b->src + b->off[i], (size_t)(b->off[i + 1] - b->off[i]));
+    int r = gmtf_batch_encode_crc(c, b->src, b->off, b->count, dst, cap, *dst_off, crc);
     if (r != 0)
         fail_msg("batch_encode (%u threads, %zu blocks): %s", gmtf_codec_threads(c), b->count,
                  gmtf_strerror(r));
     assert_int_equal((*dst_off)[0], 0);
     assert_true((*dst_off)[b->count] <= cap);
+    for (size_t i = 0; i < b->count; i++) {
+        size_t len = (size_t)(b->off[i + 1] - b->off[i]);
+        gmtf_frame_info info;
+        assert_int_equal(gmtf_frame_info_get(dst + (*dst_off)[i],
+                                             (size_t)((*dst_off)[i + 1] - (*dst_off)[i]), &info),
+                         0);
+        if (crc[i] != gmtf_crc32c(0, b->src + b->off[i], len) || crc[i] != info.data_crc)
+            fail_msg("batch_encode_crc (%s, %u threads): wrong CRC for block %zu",
+                     gmtf_codec_mtf_name(c), gmtf_codec_threads(c), i);
+    }
+    free(crc);
     return dst;
 }
 

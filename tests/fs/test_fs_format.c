@@ -78,10 +78,10 @@ static void test_records_checked(void **state)
     fs->opt.log = quiet;
     /* an EXT naming a frame that does not exist */
     uint8_t rec[64] = {9, 0, 0, 0};
-    put_le32(rec + 4, 24);
-    put_le64(rec + 8, GMTF_ROOT_INO);
-    put_le32(rec + 16, 0);
-    put_le32(rec + 20, 77);
+    store_le32(rec + 4, 24);
+    store_le64(rec + 8, GMTF_ROOT_INO);
+    store_le32(rec + 16, 0);
+    store_le32(rec + 20, 77);
     assert_int_equal(rec_apply(fs, rec, 32), -EUCLEAN);
     /* body length not matching the record */
     assert_int_equal(rec_apply(fs, rec, 31), -EUCLEAN);
@@ -97,7 +97,7 @@ static void test_records_checked(void **state)
         size_t len = 8 + (size_t)rand() % 72;
         b[0] = (uint8_t)(1 + rand() % 10);
         b[1] = 0;
-        put_le32(b + 4, (uint32_t)(len - 8));
+        store_le32(b + 4, (uint32_t)(len - 8));
         fs->loading = LOADING_JOURNAL;
         rec_apply(fs, b, len);
         fs->loading = 0;

@@ -653,6 +653,213 @@ static void test_incomplete_image(void **state)
     free(img);
 }
 
+/* ---- a full host -------------------------------------------------------------- */
+
+/* A file image on a host of cap bytes: writes, growth and reservations past
+ * it fail with ENOSPC, as on a full tmpfs (punching gives nothing back). */
+typedef struct host {
+    gmtf_image *inner;
+    uint64_t cap;
+} host;
+
+static int c_pwrite(void *ctx, const void *buf, size_t n, uint64_t off)
+{
+    host *h = ctx;
+    uint64_t size;
+    h->inner->ops->size(h->inner->ctx, &size);
+    if (off + n > size && off + n > h->cap)
+        return -ENOSPC;
+    return h->inner->ops->pwrite(h->inner->ctx, buf, n, off);
+}
+
+static int c_pread(void *ctx, void *buf, size_t n, uint64_t off)
+{
+    host *h = ctx;
+    return h->inner->ops->pread(h->inner->ctx, buf, n, off);
+}
+
+static int c_flush(void *ctx)
+{
+    (void)ctx;
+    return 0;
+}
+
+static int c_size(void *ctx, uint64_t *size)
+{
+    host *h = ctx;
+    return h->inner->ops->size(h->inner->ctx, size);
+}
+
+static int c_truncate(void *ctx, uint64_t size)
+{
+    host *h = ctx;
+    if (size > h->cap)
+        return -ENOSPC;
+    return h->inner->ops->truncate(h->inner->ctx, size);
+}
+
+static int c_host_free(void *ctx, uint64_t *bytes)
+{
+    host *h = ctx;
+    uint64_t size;
+    h->inner->ops->size(h->inner->ctx, &size);
+    *bytes = size < h->cap ? h->cap - size : 0;
+    return 0;
+}
+
+static int c_reserve(void *ctx, uint64_t off, uint64_t len)
+{
+    host *h = ctx;
+    if (off + len > h->cap)
+        return -ENOSPC;
+    return h->inner->ops->reserve(h->inner->ctx, off, len);
+}
+
+static void c_close(void *ctx)
+{
+    (void)ctx; /* the test owns the disk */
+}
+
+static const gmtf_image_ops host_ops = {.pread = c_pread,
+                                        .pwrite = c_pwrite,
+                                        .flush = c_flush,
+                                        .size = c_size,
+                                        .truncate = c_truncate,
+                                        .host_free = c_host_free,
+                                        .close = c_close,
+                                        .reserve = c_reserve};
+
+static gmtf_fs *host_mount(host *h, int ro)
+{
+    gmtf_image *gi = calloc(1, sizeof *gi);
+    gi->ops = &host_ops;
+    gi->ctx = h;
+    gmtf_fs_options o = {.read_only = ro, .threads = 1, .log = quiet};
+    gmtf_fs *fs;
+    assert_int_equal(gmtf_fs_mount(gi, &o, &fs), 0);
+    return fs;
+}
+
+static host *host_new(uint64_t cap)
+{
+    host *h = calloc(1, sizeof *h);
+    h->cap = cap;
+    assert_int_equal(gmtf_image_open_mem(NULL, 0, &h->inner), 0);
+    gmtf_image gi = {.ops = &host_ops, .ctx = h};
+    gmtf_mkfs_options mo = {.block_size = BS};
+    assert_int_equal(gmtf_fs_mkfs(&gi, &mo), 0);
+    return h;
+}
+
+static int host_check_clean(host *h)
+{
+    size_t len;
+    const uint8_t *p = gmtf_image_mem_data(h->inner, &len);
+    gmtf_fs_check_report rep;
+    assert_int_equal(check_mem(p, len, 0, &rep, NULL, NULL), 0);
+    return (int)rep.errors;
+}
+
+/* Defect 7: on a full host, fsync returned ENOSPC (right), but after
+ * deleting every file even a 1000-byte fsync failed, unmount failed and
+ * the deletes came back (the journal was a sparse hole on the host, and
+ * commits waited on the data flush). */
+static void test_full_host_deletes_commit(void **state)
+{
+    (void)state;
+    host *h = host_new(24u << 20);
+    gmtf_fs *fs = host_mount(h, 0);
+    size_t n = 1u << 20;
+    uint8_t *p = malloc(n);
+    int made = 0, refused = 0;
+    for (int i = 0; i < 60; i++) {
+        char name[16];
+        snprintf(name, sizeof name, "big%02d", i);
+        gmtf_entry e;
+        assert_int_equal(gmtf_fs_create(fs, ROOT, name, 0644, 0, 0, 0, &e), 0);
+        fill_pattern(p, n, 500 + (uint32_t)i); /* incompressible */
+        long w = gmtf_fs_write(fs, e.attr.st_ino, p, n, 0);
+        int rc = w == (long)n ? gmtf_fs_fsync(fs, e.attr.st_ino, 0) : (int)w;
+        assert_int_equal(gmtf_fs_release(fs, e.attr.st_ino), 0);
+        if (rc == 0) {
+            made++;
+        } else {
+            assert_int_equal(rc, -ENOSPC);
+            refused++;
+        }
+    }
+    fprintf(stderr, "# 24 MiB host: %d files of 1 MiB stored, %d refused (ENOSPC)\n", made,
+            refused);
+    assert_true(made > 5 && refused > 0);
+    for (int i = 0; i < 60; i++) {
+        char name[16];
+        snprintf(name, sizeof name, "big%02d", i);
+        int rc = gmtf_fs_unlink(fs, ROOT, name);
+        assert_true(rc == 0 || rc == -ENOENT);
+    }
+    uint8_t small[1000];
+    fill_pattern(small, sizeof small, 7);
+    uint64_t ino = write_file(fs, ROOT, "small", small, sizeof small);
+    assert_int_equal(gmtf_fs_fsync(fs, ino, 0), 0);
+    /* Space comes back: a file as large as the ones refused fits again. */
+    gmtf_entry e;
+    assert_int_equal(gmtf_fs_create(fs, ROOT, "again", 0644, 0, 0, 0, &e), 0);
+    assert_int_equal(gmtf_fs_write(fs, e.attr.st_ino, p, n, 0), (long)n);
+    assert_int_equal(gmtf_fs_fsync(fs, e.attr.st_ino, 0), 0);
+    assert_int_equal(gmtf_fs_release(fs, e.attr.st_ino), 0);
+    assert_int_equal(gmtf_fs_unmount(fs), 0);
+    fs = host_mount(h, 1);
+    assert_int_equal(gmtf_fs_lookup(fs, ROOT, "big00", &e), -ENOENT); /* deletes stayed */
+    assert_int_equal(gmtf_fs_lookup(fs, ROOT, "small", &e), 0);
+    uint8_t back[1000];
+    assert_int_equal(gmtf_fs_read(fs, e.attr.st_ino, back, sizeof back, 0), (long)sizeof back);
+    assert_memory_equal(back, small, sizeof small);
+    gmtf_fs_unmount(fs);
+    assert_int_equal(host_check_clean(h), 0);
+    free(p);
+    gmtf_image_close(h->inner);
+    free(h);
+}
+
+/* Defect 8: a copy of 20 MiB onto a host with 3 MiB: every write was
+ * accepted (cp exited 0), and after unmount the file read as zeros or was
+ * gone, fsck clean. Now the writer gets ENOSPC, and what it was told is
+ * written is there after unmount. */
+static void test_full_host_write_refused(void **state)
+{
+    (void)state;
+    host *h = host_new(3u << 20);
+    gmtf_fs *fs = host_mount(h, 0);
+    size_t chunk = 128u << 10, total = 20u << 20, done = 0;
+    uint8_t *p = malloc(total);
+    fill_pattern(p, total, 77);
+    gmtf_entry e;
+    assert_int_equal(gmtf_fs_create(fs, ROOT, "copy", 0644, 0, 0, 0, &e), 0);
+    long w = 0;
+    while (done < total && (w = gmtf_fs_write(fs, e.attr.st_ino, p + done, chunk, done)) > 0)
+        done += (size_t)w;
+    fprintf(stderr, "# 3 MiB host: %zu of %zu bytes accepted, then %ld\n", done, total, w);
+    assert_int_equal(w, -ENOSPC);
+    assert_true(done > 0 && done < total);
+    assert_int_equal(gmtf_fs_release(fs, e.attr.st_ino), 0);
+    assert_int_equal(gmtf_fs_unmount(fs), 0);
+    fs = host_mount(h, 1);
+    assert_int_equal(gmtf_fs_lookup(fs, ROOT, "copy", &e), 0);
+    uint8_t *b = malloc(done);
+    size_t got = 0;
+    long r;
+    while (got < done && (r = gmtf_fs_read(fs, e.attr.st_ino, b + got, done - got, got)) > 0)
+        got += (size_t)r;
+    assert_int_equal(got, done); /* every accepted byte, none lost to zeros */
+    assert_memory_equal(b, p, done);
+    free(b);
+    gmtf_fs_unmount(fs);
+    assert_int_equal(host_check_clean(h), 0);
+    free(p);
+    gmtf_image_close(h->inner);
+    free(h);
+}
+
 int main(int argc, char **argv)
 {
     if (argc > 1)
@@ -666,6 +873,8 @@ int main(int argc, char **argv)
         cmocka_unit_test(test_mapped_past_size),
         cmocka_unit_test(test_rw_mount_reading_changes_nothing),
         cmocka_unit_test(test_incomplete_image),
+        cmocka_unit_test(test_full_host_deletes_commit),
+        cmocka_unit_test(test_full_host_write_refused),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

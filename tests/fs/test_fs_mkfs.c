@@ -214,6 +214,104 @@ static void test_lock_and_exit_codes(void **state)
     assert_int_equal(run("'%s' --version >/dev/null", mkfs_bin), 0);
 }
 
+/* Integrity defect 12: a hard link to a member missing before it stopped the
+ * import and dropped every later member; a ".." member changed the root's
+ * mode. Now each is reported (exit 1) and the rest comes in. */
+static void test_archive_bad_members(void **state)
+{
+    (void)state;
+    char tar[300], img[300];
+    snprintf(tar, sizeof tar, "%s/bad.tar", tmp);
+    snprintf(img, sizeof img, "%s/bad.img", tmp);
+    assert_int_equal(run("python3 -c \"import io, tarfile\n"
+                         "t = tarfile.open('%s', 'w')\n"
+                         "def add(name, kind, data=b'', mode=0o644, link=''):\n"
+                         "    i = tarfile.TarInfo(name); i.type = kind; i.mode = mode\n"
+                         "    i.size = len(data); i.linkname = link\n"
+                         "    t.addfile(i, io.BytesIO(data) if data else None)\n"
+                         "add('first.txt', tarfile.REGTYPE, b'one')\n"
+                         "add('hl', tarfile.LNKTYPE, link='missing')\n"
+                         "add('..', tarfile.DIRTYPE, mode=0o700)\n"
+                         "add('d/../../evil', tarfile.REGTYPE, b'x')\n"
+                         "add('after.txt', tarfile.REGTYPE, b'two')\n"
+                         "t.close()\"",
+                         tar),
+                     0);
+    assert_int_equal(run("'%s' -q --from '%s' '%s' 2>/dev/null", mkfs_bin, tar, img), 1);
+    gmtf_image *im;
+    assert_int_equal(gmtf_image_open_file(img, GMTF_IMAGE_RDONLY, &im), 0);
+    gmtf_fs_options o = {.read_only = 1, .threads = 1};
+    gmtf_fs *fs;
+    assert_int_equal(gmtf_fs_mount(im, &o, &fs), 0);
+    gmtf_entry e;
+    assert_int_equal(gmtf_fs_lookup(fs, GMTF_ROOT_INO, "first.txt", &e), 0);
+    assert_int_equal(gmtf_fs_lookup(fs, GMTF_ROOT_INO, "after.txt", &e), 0); /* not dropped */
+    assert_int_equal(gmtf_fs_lookup(fs, GMTF_ROOT_INO, "hl", &e), -ENOENT);
+    assert_int_equal(gmtf_fs_lookup(fs, GMTF_ROOT_INO, "evil", &e), -ENOENT);
+    struct stat st;
+    assert_int_equal(gmtf_fs_getattr(fs, GMTF_ROOT_INO, &st), 0);
+    assert_int_not_equal(st.st_mode & 07777, 0700); /* the ".." member did not touch it */
+    gmtf_fs_unmount(fs);
+}
+
+static int image_ok(const char *img)
+{
+    return run("'%s' -n -q '%s' >/dev/null 2>&1", fsck_bin, img);
+}
+
+/* Integrity defect 13: mkfs wrote over an existing image without asking,
+ * and a failed or interrupted mkfs left an image fsck called clean. */
+static void test_existing_and_failed(void **state)
+{
+    (void)state;
+    char img[300], plain[300];
+    snprintf(img, sizeof img, "%s/keep.img", tmp);
+    assert_int_equal(run("'%s' -q --from '%s' '%s'", mkfs_bin, src, img), 0);
+    struct stat before;
+    assert_int_equal(stat(img, &before), 0);
+    /* An image, or any file with content: refused without -f. */
+    assert_int_not_equal(run("'%s' -q '%s' 2>/dev/null", mkfs_bin, img), 0);
+    struct stat after;
+    assert_int_equal(stat(img, &after), 0);
+    assert_int_equal(after.st_size, before.st_size);
+    assert_int_equal(image_ok(img), 0);
+    snprintf(plain, sizeof plain, "%s/notes.txt", tmp);
+    put("../notes.txt", "my notes\n", 9, 0644);
+    assert_int_not_equal(run("'%s' -q '%s' 2>/dev/null", mkfs_bin, plain), 0);
+    assert_int_equal(stat(plain, &after), 0);
+    assert_int_equal(after.st_size, 9);
+    assert_int_equal(run("'%s' -q -f '%s'", mkfs_bin, plain), 0); /* -f: overwritten */
+    assert_int_equal(image_ok(plain), 0);
+    /* A source that cannot be read: no image left behind. */
+    char gone[300];
+    snprintf(gone, sizeof gone, "%s/gone.img", tmp);
+    assert_int_not_equal(
+        run("'%s' -q --from '%s/nonexistent' '%s' 2>/dev/null", mkfs_bin, tmp, gone), 0);
+    assert_int_equal(access(gone, F_OK), -1);
+    /* Interrupted half way (a stream that stops coming, then SIGINT): a
+     * file mkfs made is removed; one it was told to overwrite (-f) stays,
+     * marked incomplete: fsck and mount refuse it. */
+    char pipe_img[300];
+    snprintf(pipe_img, sizeof pipe_img, "%s/int.img", tmp);
+    assert_int_equal(run("'%s' -q -f '%s'", mkfs_bin, pipe_img), 0);
+    assert_int_equal(run("(tar -C '%s' -cf - . ; sleep 6) | '%s' -q -f --from - '%s' "
+                         "2>/dev/null & pid=$!; sleep 2; kill -INT $pid; wait $pid",
+                         src, mkfs_bin, pipe_img),
+                     1);
+    assert_int_not_equal(image_ok(pipe_img), 0);
+    gmtf_image *im;
+    assert_int_equal(gmtf_image_open_file(pipe_img, GMTF_IMAGE_RDONLY, &im), 0);
+    gmtf_fs_options o = {.read_only = 1, .threads = 1};
+    gmtf_fs *fs;
+    assert_int_not_equal(gmtf_fs_mount(im, &o, &fs), 0);
+    snprintf(pipe_img, sizeof pipe_img, "%s/int2.img", tmp);
+    assert_int_equal(run("(tar -C '%s' -cf - . ; sleep 6) | '%s' -q --from - '%s' "
+                         "2>/dev/null & pid=$!; sleep 2; kill -INT $pid; wait $pid",
+                         src, mkfs_bin, pipe_img),
+                     1);
+    assert_int_equal(access(pipe_img, F_OK), -1);
+}
+
 int main(int argc, char **argv)
 {
     if (argc < 3) {
@@ -226,6 +324,8 @@ int main(int argc, char **argv)
         cmocka_unit_test(test_from_dir),
         cmocka_unit_test(test_from_tar_and_stdin),
         cmocka_unit_test(test_lock_and_exit_codes),
+        cmocka_unit_test(test_archive_bad_members),
+        cmocka_unit_test(test_existing_and_failed),
     };
     return cmocka_run_group_tests(tests, setup, teardown);
 }

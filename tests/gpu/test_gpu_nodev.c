@@ -14,6 +14,7 @@
 #include "gmtf_config.h"
 #include "gpu.h"
 #include "mtf.h"
+#include "mtf_bench.h"
 
 static void test_entry_points(void **state)
 {
@@ -61,18 +62,24 @@ static void test_codec_fallback(void **state)
         if (strncmp(list[i]->name, "gpu", 3) != 0)
             continue;
         gpu_entries++;
-        assert_int_equal(list[i]->available(), gmtf_gpu_available());
+        assert_int_equal(list[i]->available(list[i]), gmtf_gpu_available());
+        /* an instance holds no CUDA context until its first batch */
+        gmtf_mtf m;
+        assert_int_equal(gmtf_mtf_init(&m, list[i]), 0);
         /* per-block call works either way (GPU or scalar fallback) */
         memset(out, 0, sizeof out);
-        list[i]->encode(src, out, sizeof src);
+        gmtf_mtf_encode(&m, src, out, sizeof src);
         assert_memory_equal(out, ref, sizeof src);
-        list[i]->decode(ref, out, sizeof src);
+        gmtf_mtf_decode(&m, ref, out, sizeof src);
         assert_memory_equal(out, src, sizeof src);
         if (!gmtf_gpu_available()) {
             uint64_t off[2] = {0, sizeof src};
-            assert_true(list[i]->batch_encode(src, off, 1, out) < 0);
+            assert_true(gmtf_mtf_batch_encode(&m, src, off, 1, out) < 0);
+            double ms;
+            assert_true(gmtf_mtf_bench_kernel(&m, src, off, 1, out, 0, &ms) < 0);
             assert_null(gmtf_mtf_backend_find(list[i]->name));
         }
+        gmtf_mtf_free(&m);
     }
 #if GMTF_HAVE_CUDA
     assert_true(gpu_entries >= 2);

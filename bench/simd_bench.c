@@ -1,4 +1,4 @@
-/* bench_simd: MB/s of every MTF variant this CPU supports, one core.
+/* simd_bench: MB/s of every MTF variant this CPU supports, one core.
  *
  * Inputs (each BWT'd by libdivsufsort in blocks, then timed block by block):
  *   calgary  the files of CORPUS/calgary concatenated in name order
@@ -50,7 +50,7 @@ static void *xmalloc(size_t n)
 {
     void *p = malloc(n ? n : 1);
     if (!p) {
-        fprintf(stderr, "bench_simd: out of memory (%zu bytes)\n", n);
+        fprintf(stderr, "simd_bench: out of memory (%zu bytes)\n", n);
         exit(1);
     }
     return p;
@@ -63,7 +63,7 @@ static void bwt_blocks(uint8_t *buf, size_t n)
     for (size_t off = 0; off < n; off += block_size) {
         size_t len = n - off < block_size ? n - off : block_size;
         if (divbwt(buf + off, tmp, work, (saidx_t)len) < 0) {
-            fprintf(stderr, "bench_simd: divbwt failed\n");
+            fprintf(stderr, "simd_bench: divbwt failed\n");
             exit(1);
         }
         memcpy(buf + off, tmp, len);
@@ -171,7 +171,7 @@ static int measure(const gmtf_simd_mtf_variant *v, const dataset *d, const uint8
             pass(v, dec, pairs, dec ? ref : d->data, out, d->n);
             t[k][r] = now() - t0;
             if (memcmp(out, dec ? d->data : ref, d->n)) {
-                fprintf(stderr, "bench_simd: %s %s%s output differs on %s\n", v->name,
+                fprintf(stderr, "simd_bench: %s %s%s output differs on %s\n", v->name,
                         dec ? "decode" : "encode", pairs ? "2" : "", d->name);
                 return -1;
             }
@@ -198,7 +198,7 @@ static int wanted(const char *list, const char *name)
 static void usage(void)
 {
     fprintf(stderr,
-            "usage: bench_simd [-r RUNS] [-b BLOCK_KIB] [-c CORPUS_DIR] [-l LINUX_TAR_XZ]\n"
+            "usage: simd_bench [-r RUNS] [-b BLOCK_KIB] [-c CORPUS_DIR] [-l LINUX_TAR_XZ]\n"
             "                  [-m LINUX_MIB] [-s SYNTH_MIB] [-V VARIANT,...] [-d SET,...] [-w]\n"
             "-w: wall-clock time instead of this thread's CPU time\n"
             "defaults: -r 5 -b 1024 -c ../shared/corpus -l /usr/src/linux-source-6.1.tar.xz\n"
@@ -236,13 +236,13 @@ int main(int argc, char **argv)
         if (load_calgary(corpus, &ds[nd]) == 0)
             bwt_blocks(ds[nd].data, ds[nd].n), nd++;
         else
-            fprintf(stderr, "bench_simd: no calgary corpus under %s, skipped\n", corpus);
+            fprintf(stderr, "simd_bench: no calgary corpus under %s, skipped\n", corpus);
     }
     if (wanted(sets, "linux")) {
         if (load_linux(tarxz, linux_mib, &ds[nd]) == 0)
             bwt_blocks(ds[nd].data, ds[nd].n), nd++;
         else
-            fprintf(stderr, "bench_simd: cannot read %s, linux skipped\n", tarxz);
+            fprintf(stderr, "simd_bench: cannot read %s, linux skipped\n", tarxz);
     }
     size_t sn = synth_mib << 20;
     if (wanted(sets, "random")) {

@@ -3,7 +3,7 @@
 #  1. ratio: gmtfc -b 900k on each corpus file separately vs bzip2 -9, per file and totals;
 #  2. speed: first 100 MiB of the Linux 6.1 tar, gmtfc -b 900k -j1 and -j2 vs bzip2 -9 / -d,
 #     median of RUNS runs (default 5), MB/s = 10^6 bytes of uncompressed data per second.
-# Usage: [RUNS=5] [PEERS=all] scripts/bench-codec [BUILD_DIR]
+# Usage: [RUNS=5] [PEERS=all] bench/run codec [BUILD_DIR]   (or bench/codec.sh [BUILD_DIR])
 #   (default build-bench, configured if missing; PEERS=all adds zstd -19 and xz -9)
 set -euo pipefail
 cd "$(dirname "$0")/.."

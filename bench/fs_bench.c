@@ -4,7 +4,7 @@
  *   fs_bench random IMAGE [N]    N cold 4 KiB reads at random files and offsets
  *   fs_bench fsync IMAGE [N]     N transactions: two 4 KiB page writes + fsync, as a
  *                                database does (writes to IMAGE: use a scratch image)
- * Run: BUILD/tests/fs/fs_bench walk linux.gmtf */
+ * Run: bench/run fs walk linux.gmtf (or BUILD/bench/fs_bench walk linux.gmtf) */
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>

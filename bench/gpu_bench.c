@@ -18,7 +18,9 @@
 
 #include <divsufsort.h>
 
+#include "gmtf_simd.h"
 #include "gpu.h"
+#include "gpu_bench.h"
 #include "mtf.h"
 
 #define MIB (1u << 20)
@@ -54,12 +56,6 @@ typedef struct job {
     void (*mtf)(const uint8_t *src, uint8_t *dst, size_t n);
 } job;
 
-/* The meson build links the whole codec (GMTF_BENCH_WITH_CODEC): the CPU
- * comparison then uses the best SIMD backend too. The plain gpu-run build
- * has only the scalar reference. */
-#ifndef GMTF_BENCH_WITH_CODEC
-#define gmtf_mtf_backend_find(name) ((const gmtf_mtf_backend *)NULL)
-#endif
 static void (*cpu_mtf)(const uint8_t *, uint8_t *, size_t) = gmtf_mtf_encode_scalar;
 
 static void *worker(void *arg)
@@ -253,9 +249,7 @@ static void bench_cpu(const char *what, const uint8_t *data, uint8_t *ref, const
     snprintf(v, sizeof v, "scalar x%d", ncpu());
     add_row(what, v, (double)(off[count] - off[0]), median(t, 5), -1);
     /* The best CPU backend on all cores, encode and decode, checked. */
-    const gmtf_mtf_backend *b = gmtf_mtf_backend_find("simd");
-    if (!b)
-        return;
+    const gmtf_simd_mtf_variant *b = gmtf_simd_mtf_best();
     uint8_t *out = malloc(off[count]), *back = malloc(off[count]);
     for (int dir = 0; dir < 2 && out && back; dir++) {
         cpu_mtf = dir ? b->decode : b->encode;
@@ -265,7 +259,7 @@ static void bench_cpu(const char *what, const uint8_t *data, uint8_t *ref, const
             t[r] = now_ms() - t0;
         }
         int exact = dir ? !memcmp(back, data, off[count]) : !memcmp(out, ref, off[count]);
-        snprintf(v, sizeof v, "%s %s x%d", b->name, dir ? "dec" : "enc", ncpu());
+        snprintf(v, sizeof v, "simd %s x%d", dir ? "dec" : "enc", ncpu());
         add_row(what, v, (double)(off[count] - off[0]), median(t, 5), exact);
     }
     cpu_mtf = gmtf_mtf_encode_scalar;

@@ -2,12 +2,14 @@
 # Benchmark: fsync'ed single-row sqlite3 transactions per second on a gmtf
 # mount and on the host filesystem (where the image lives), same run.
 #
-#   tests/fuse/bench_sqlite.sh [N]     (N transactions per run, default 1000)
+#   bench/run sqlite [N]     (N transactions per run, default 1000; needs
+#                             root or fusermount3, /dev/fuse, sqlite3)
 #
 # Each figure is the median of 3 runs; journal modes DELETE (sqlite's
 # default) and WAL, synchronous=FULL. Acceptance (issue 3): >= 100 tx/s on
 # the mount in DELETE mode. Exits 1 below that, 77 when FUSE is unusable.
-. "$(dirname "$0")/common.sh"
+: "${GMTF_BUILD_ROOT:=$(cd "$(dirname "$0")/.." && pwd)/build}"
+. "$(dirname "$0")/../tests/fuse/common.sh"
 need sqlite3 python3
 N=${1:-${GMTF_BENCH_TX:-1000}}
 RUNS=3

@@ -1,0 +1,84 @@
+/* The frame layer of libgmtf: one block through the whole pipeline with a
+ * caller's workspace and MTF backend, and the pieces the staged batch path
+ * (batch.c) runs between its batch-wide MTF calls. Frame layout: frame.c
+ * and docs/codec.md. Internal to libgmtf. */
+#ifndef GMTF_FRAME_H
+#define GMTF_FRAME_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "gmtf_codec.h"
+#include "mtf.h"
+
+#define GMTF_FRAME_MAGIC 0x46544D47u /* "GMTF" */
+#define GMTF_FRAME_VERSION 1
+#define GMTF_FRAME_FIXED 24 /* header bytes without BWT indexes */
+
+/* ---- workspace (workspace.c) -------------------------------------------- */
+
+/* Scratch memory of one worker, sized for blocks up to max_block. The rank
+ * coder's encoder scratch (7.25 x max_block) is there only once the worker
+ * has encoded: a decoder needs just the coder's fixed tables. */
+typedef struct gmtf_workspace {
+    size_t max_block;
+    uint8_t *buf_a; /* max_block bytes: BWT output / decoded ranks */
+    uint8_t *buf_b; /* max_block bytes: MTF ranks (encoder only) */
+    void *bwt_ws;   /* gmtf_bwt_workspace_size(max_block) */
+    void *rank_ws;  /* gmtf_rank_workspace_size(max_block) once rank_enc, else of 0 */
+    int rank_enc;   /* rank_ws can encode (gmtf_workspace_encoder) */
+} gmtf_workspace;
+
+/* Allocates a workspace that decodes; 0 or -ENOMEM. */
+int gmtf_workspace_init(gmtf_workspace *w, size_t max_block);
+/* Adds the encoder scratch (no-op when there); 0 or -ENOMEM. Call before
+ * gmtf_frame_encode_ws or gmtf_frame_encode_ranks with w->rank_ws. */
+int gmtf_workspace_encoder(gmtf_workspace *w);
+/* Drops the encoder scratch again (kept on -ENOMEM: still valid). */
+void gmtf_workspace_trim(gmtf_workspace *w);
+void gmtf_workspace_free(gmtf_workspace *w);
+
+/* ---- header (frame.c) --------------------------------------------------- */
+
+/* Writes a frame header for the given fields into dst; returns its size. */
+size_t gmtf_frame_write_header(uint8_t *dst, uint8_t method, uint32_t orig_len,
+                               uint32_t payload_len, uint32_t data_crc, const uint32_t *idx,
+                               unsigned nidx);
+/* Parses and checks a header; *hdr_len and idx[] (GMTF_BWT_MAX_INDEXES)
+ * receive the header size and BWT indexes. */
+int gmtf_frame_parse(const uint8_t *src, size_t len, gmtf_frame_info *info, unsigned *hdr_len,
+                     uint32_t *idx, unsigned *nidx);
+
+/* ---- one frame ---------------------------------------------------------- */
+
+/* Encodes src[0..n) into dst (cap >= gmtf_frame_bound(n)) with MTF
+ * instance mtf and workspace w (encoder scratch present); *data_crc (may be
+ * NULL) gets the CRC-32C of src. Returns the frame length or a negative
+ * code. */
+long gmtf_frame_encode_ws(const gmtf_mtf *mtf, gmtf_workspace *w, const uint8_t *src, size_t n,
+                          uint8_t *dst, size_t cap, uint32_t *data_crc);
+/* Decodes the frame at src[0..len) into dst (cap bytes); returns the
+ * original length or a negative code. */
+long gmtf_frame_decode_ws(const gmtf_mtf *mtf, gmtf_workspace *w, const uint8_t *src, size_t len,
+                          uint8_t *dst, size_t cap);
+
+/* ---- pieces, for the staged batch path ---------------------------------- */
+
+/* Empty, tiny and one-byte-run blocks: writes the frame and returns its
+ * length, or 0 when the block needs the BWT path. */
+long gmtf_frame_encode_special(const uint8_t *src, size_t n, uint8_t *dst, uint32_t crc);
+/* Entropy-codes MTF ranks into a BWT frame (raw frame when that is smaller). */
+long gmtf_frame_encode_ranks(const uint8_t *src, const uint8_t *ranks, size_t n,
+                             const uint32_t *idx, uint32_t crc, uint8_t *dst, void *rank_ws);
+/* Parses a frame; raw and run frames are decoded into dst (returns 0), BWT
+ * frames have their ranks decoded into ranks[0..orig_len) (returns 1);
+ * -EINVAL when a BWT frame is larger than ranks_cap. */
+long gmtf_frame_decode_begin(const uint8_t *src, size_t len, uint8_t *dst, size_t cap,
+                             uint8_t *ranks, size_t ranks_cap, void *rank_ws, gmtf_frame_info *fi,
+                             uint32_t *idx);
+/* Inverse BWT of the inverse-MTF output (BWT frames) and the data check.
+ * mtf_out may be dst itself: the inverse BWT reads all of it first. */
+long gmtf_frame_decode_end(const uint8_t *mtf_out, uint8_t *dst, const gmtf_frame_info *fi,
+                           const uint32_t *idx, void *bwt_ws);
+
+#endif

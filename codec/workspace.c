@@ -1,0 +1,83 @@
+/* Per-worker scratch memory: one gmtf_workspace per codec thread, made on
+ * the worker's first block; the rank coder's encoder scratch only once the
+ * worker encodes (gmtf_codec_trim drops it again). */
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "bwt.h"
+#include "codec_internal.h"
+#include "rank_coder.h"
+
+/* The rank decoder uses only the coder's fixed tables, the start of any
+ * workspace (rank_coder.h): the size for a zero-length block. The encoder
+ * adds 7.25 x max_block behind them, which a decoder never touches. */
+static size_t rank_ws_size(size_t max_block, int enc)
+{
+    return gmtf_rank_workspace_size(enc ? max_block : 0);
+}
+
+int gmtf_workspace_init(gmtf_workspace *w, size_t max_block)
+{
+    memset(w, 0, sizeof *w);
+    w->max_block = max_block;
+    w->buf_a = malloc(max_block ? max_block : 1);
+    w->buf_b = malloc(max_block ? max_block : 1);
+    w->bwt_ws = malloc(gmtf_bwt_workspace_size(max_block));
+    w->rank_ws = malloc(rank_ws_size(max_block, 0));
+    if (!w->buf_a || !w->buf_b || !w->bwt_ws || !w->rank_ws) {
+        gmtf_workspace_free(w);
+        return -ENOMEM;
+    }
+    return 0;
+}
+
+int gmtf_workspace_encoder(gmtf_workspace *w)
+{
+    if (w->rank_enc)
+        return 0;
+    void *ws = malloc(rank_ws_size(w->max_block, 1)); /* scratch: nothing to keep */
+    if (!ws)
+        return -ENOMEM;
+    free(w->rank_ws);
+    w->rank_ws = ws;
+    w->rank_enc = 1;
+    return 0;
+}
+
+void gmtf_workspace_trim(gmtf_workspace *w)
+{
+    if (!w->rank_enc)
+        return;
+    void *ws = malloc(rank_ws_size(w->max_block, 0));
+    if (!ws)
+        return;
+    free(w->rank_ws);
+    w->rank_ws = ws;
+    w->rank_enc = 0;
+}
+
+void gmtf_workspace_free(gmtf_workspace *w)
+{
+    free(w->buf_a);
+    free(w->buf_b);
+    free(w->bwt_ws);
+    free(w->rank_ws);
+    memset(w, 0, sizeof *w);
+}
+
+gmtf_workspace *gmtf_codec_workspace(gmtf_codec *c, unsigned i)
+{
+    gmtf_workspace *w = &c->ws[i];
+    if (!w->buf_a && gmtf_workspace_init(w, c->max_block) < 0)
+        return NULL;
+    return w;
+}
+
+gmtf_workspace *gmtf_codec_workspace_enc(gmtf_codec *c, unsigned i)
+{
+    gmtf_workspace *w = gmtf_codec_workspace(c, i);
+    if (w && gmtf_workspace_encoder(w) < 0)
+        return NULL;
+    return w;
+}
