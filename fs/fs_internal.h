@@ -306,7 +306,21 @@ int snapshot_serialize(gmtf_fs *fs, const extvec *retire, wbuf *w, size_t chunk,
 int snapshot_write(gmtf_fs *fs, uint64_t gen, const extvec *retire, sb_info *nsb);
 int snapshot_load(gmtf_fs *fs); /* the snapshot fs->sb names */
 
-/* ---- attr.c, file.c, compact.c (operations) ---- */
+/* ---- attr.c, file.c, compact.c, xattr.c, acl.c, xblob.c (operations) ---- */
+int xblob_find(const struct inode *in, const char *name, size_t n, uint32_t *pos, uint32_t *rlen);
+const uint8_t *xblob_value(const struct inode *in, const char *name, uint32_t *len);
+int xblob_set(gmtf_fs *fs, struct inode *in, const char *name, const void *value, size_t size,
+              int flags);
+int xblob_remove(gmtf_fs *fs, struct inode *in, const char *name);
+int acl_valid(const void *acl, size_t size); /* 0: a well-formed ACL xattr */
+int acl_is_name(const char *name);
+/* The policy for a new node in dir: r's mode and gid adjusted, and the ACLs
+ * to store on it (caller frees; NULL when none). */
+int acl_new_node(gmtf_fs *fs, struct inode *dir, gmtf_make_req *r, uint8_t **access,
+                 size_t *access_len, uint8_t **dflt, size_t *dflt_len);
+int acl_follow_chmod(gmtf_fs *fs, struct inode *in); /* after a mode change */
+int acl_set(gmtf_fs *fs, struct inode *in, const char *name, const void *value, size_t size,
+            int flags);
 void inode_to_stat(gmtf_fs *fs, const struct inode *in, struct stat *st);
 /* Fills e (may be NULL) for a reply naming in; count: one more lookup. */
 void attr_fill_entry(gmtf_fs *fs, struct inode *in, gmtf_entry *e, int count);

@@ -5,16 +5,20 @@
  * the host by punching holes (alloc.c decides what is free). */
 #include <fcntl.h>
 #include <linux/fs.h>
+#include <linux/loop.h>
+#include <linux/major.h>
 #include <stdio.h>
 #include <sys/ioctl.h>
 #include <sys/stat.h>
 #include <sys/statvfs.h>
+#include <sys/sysmacros.h>
 #include <unistd.h>
 
 #include "fs_internal.h"
 
 typedef struct file_img {
     int fd;
+    int backing_fd; /* a loop device's backing file, held for its lock; -1 */
 } file_img;
 
 static int file_pread(void *ctx, void *buf, size_t n, uint64_t off)
@@ -146,6 +150,8 @@ static void file_close(void *ctx)
 {
     file_img *f = ctx;
     close(f->fd);
+    if (f->backing_fd >= 0)
+        close(f->backing_fd);
     free(f);
 }
 
@@ -162,6 +168,56 @@ static const gmtf_image_ops file_ops = {
     .allocated = file_allocated,
 };
 
+static int image_lock(int fd, int ro)
+{
+    /* OFD locks belong to the open file, not the process: a second open in
+     * the same process (a test, a second mount) is refused too. */
+    struct flock fl = {.l_type = ro ? F_RDLCK : F_WRLCK, .l_whence = SEEK_SET};
+    if (fcntl(fd, F_OFD_SETLK, &fl))
+        return (errno == EAGAIN || errno == EACCES) ? -EBUSY : -errno;
+    return 0;
+}
+
+/* A loop device over a file is that file: the same lock is taken on the
+ * backing file, so a mount of the file and one of the device (or of two
+ * devices over it) exclude each other. Returns the backing file's
+ * descriptor (locked), -1 when fd is no loop device or it has no file to
+ * lock, or a negative code (-EBUSY) below -1. */
+static int lock_loop_backing(int fd, const struct stat *st, int ro)
+{
+    if (!S_ISBLK(st->st_mode) || major(st->st_rdev) != LOOP_MAJOR)
+        return -1;
+    char sys[96], path[4096];
+    snprintf(sys, sizeof sys, "/sys/dev/block/%u:%u/loop/backing_file", major(st->st_rdev),
+             minor(st->st_rdev));
+    int sfd = open(sys, O_RDONLY | O_CLOEXEC);
+    if (sfd < 0)
+        return -1; /* not attached */
+    ssize_t n = read(sfd, path, sizeof path - 1);
+    close(sfd);
+    if (n <= 0)
+        return -1;
+    path[n] = 0;
+    if (path[n - 1] == '\n')
+        path[n - 1] = 0;
+    int bfd = open(path, (ro ? O_RDONLY : O_RDWR) | O_CLOEXEC);
+    struct loop_info64 li;
+    struct stat bst;
+    if (bfd < 0)
+        return -1; /* deleted, or out of reach: the device's own lock only */
+    if (ioctl(fd, LOOP_GET_STATUS64, &li) || fstat(bfd, &bst) || bst.st_ino != li.lo_inode ||
+        bst.st_dev != li.lo_device) {
+        close(bfd); /* renamed meanwhile: not the file the device reads */
+        return -1;
+    }
+    int rc = image_lock(bfd, ro);
+    if (rc) {
+        close(bfd);
+        return rc < -1 ? rc : -EBUSY;
+    }
+    return bfd;
+}
+
 int gmtf_image_open_file(const char *path, int flags, gmtf_image **out)
 {
     int ro = flags & GMTF_IMAGE_RDONLY;
@@ -171,15 +227,10 @@ int gmtf_image_open_file(const char *path, int flags, gmtf_image **out)
     int fd = open(path, oflags, 0644);
     if (fd < 0)
         return -errno;
-    if (!(flags & GMTF_IMAGE_NOLOCK)) {
-        /* OFD locks belong to the open file, not the process: a second open
-         * in the same process (a test, a second mount) is refused too. */
-        struct flock fl = {.l_type = ro ? F_RDLCK : F_WRLCK, .l_whence = SEEK_SET};
-        if (fcntl(fd, F_OFD_SETLK, &fl)) {
-            int e = errno;
-            close(fd);
-            return (e == EAGAIN || e == EACCES) ? -EBUSY : -e;
-        }
+    int rc = flags & GMTF_IMAGE_NOLOCK ? 0 : image_lock(fd, ro);
+    if (rc) {
+        close(fd);
+        return rc;
     }
     struct stat st;
     if (fstat(fd, &st)) {
@@ -187,15 +238,23 @@ int gmtf_image_open_file(const char *path, int flags, gmtf_image **out)
         close(fd);
         return -e;
     }
+    int bfd = flags & GMTF_IMAGE_NOLOCK ? -1 : lock_loop_backing(fd, &st, ro);
+    if (bfd < -1) {
+        close(fd);
+        return bfd;
+    }
     gmtf_image *img = calloc(1, sizeof *img);
     file_img *f = calloc(1, sizeof *f);
     if (!img || !f) {
         free(img);
         free(f);
         close(fd);
+        if (bfd >= 0)
+            close(bfd);
         return -ENOMEM;
     }
     f->fd = fd;
+    f->backing_fd = bfd;
     img->ops = &file_ops;
     img->ctx = f;
     img->is_blockdev = S_ISBLK(st.st_mode);

@@ -312,6 +312,42 @@ static void test_existing_and_failed(void **state)
     assert_int_equal(access(pipe_img, F_OK), -1);
 }
 
+/* Integrity defect 11: a loop device over the image file bypassed the
+ * image lock: a mount of each, both read-write, the writes of one lost. */
+static void test_loop_device_lock(void **state)
+{
+    (void)state;
+    char img[300], dev[64] = "";
+    snprintf(img, sizeof img, "%s/loop.img", tmp);
+    assert_int_equal(run("'%s' -q '%s'", mkfs_bin, img), 0);
+    char cmd[400];
+    snprintf(cmd, sizeof cmd, "losetup -f --show '%s' 2>/dev/null", img);
+    FILE *p = popen(cmd, "r");
+    if (!p || !fgets(dev, sizeof dev, p) || dev[0] != '/') {
+        if (p)
+            pclose(p);
+        fprintf(stderr, "# loop devices not available here (root and /dev/loop-control "
+                        "needed): test_loop_device_lock skipped\n");
+        skip();
+    }
+    pclose(p);
+    dev[strcspn(dev, "\n")] = 0;
+    gmtf_image *a, *b;
+    assert_int_equal(gmtf_image_open_file(img, 0, &a), 0);
+    assert_int_equal(gmtf_image_open_file(dev, 0, &b), -EBUSY); /* the file is in use */
+    gmtf_image_close(a);
+    assert_int_equal(gmtf_image_open_file(dev, 0, &b), 0);
+    assert_int_equal(gmtf_image_open_file(img, 0, &a), -EBUSY); /* the device is in use */
+    assert_int_equal(gmtf_image_open_file(img, GMTF_IMAGE_RDONLY, &a), -EBUSY);
+    gmtf_image_close(b);
+    /* Read-only on both sides may share. */
+    assert_int_equal(gmtf_image_open_file(img, GMTF_IMAGE_RDONLY, &a), 0);
+    assert_int_equal(gmtf_image_open_file(dev, GMTF_IMAGE_RDONLY, &b), 0);
+    gmtf_image_close(a);
+    gmtf_image_close(b);
+    run("losetup -d '%s'", dev);
+}
+
 int main(int argc, char **argv)
 {
     if (argc < 3) {
@@ -326,6 +362,7 @@ int main(int argc, char **argv)
         cmocka_unit_test(test_lock_and_exit_codes),
         cmocka_unit_test(test_archive_bad_members),
         cmocka_unit_test(test_existing_and_failed),
+        cmocka_unit_test(test_loop_device_lock),
     };
     return cmocka_run_group_tests(tests, setup, teardown);
 }
