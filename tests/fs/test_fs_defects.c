@@ -155,7 +155,8 @@ static void attrs_after_failed_sync(int how)
         assert_int_equal(cm_create(m, CM_ROOT, "f", 0644, &f), 0);
         write_data(m, f, 0, 1000, 1, 0);
         assert_int_equal(cm_fsync(m, f, 0), 0);
-        write_data(m, f, 1000, 3000, 2, 0); /* size 4000: attributes dirty */
+        /* attributes dirty (size, mtime); with how 2 too much to stage */
+        write_data(m, f, 1000, how == 2 ? 3 * BS : 3000, 2, 0);
         alloc_fault_arm(n);
         int rc = how == 1 ? gmtf_fs_syncfs(cm_fs(m)) : gmtf_fs_fsync(cm_fs(m), cm_ino(m, f), 0);
         int fired = alloc_fault_fired();
