@@ -563,8 +563,9 @@ int alloc_trim_end(gmtf_fs *fs)
     int rc = img_size(fs, &size);
     if (rc)
         return rc;
-    if (size > fs->end)
-        rc = img_truncate(fs, fs->end);
+    if (size > fs->end && (rc = img_truncate(fs, fs->end)))
+        fs_log(fs, "giving the image's free end back (truncating it to %llu bytes): %s",
+               (unsigned long long)fs->end, strerror(-rc)); /* the next checkpoint retries */
     if (!rc)
         punch_free(fs);
     return rc;

@@ -187,6 +187,16 @@ static int frame_load_set_id(gmtf_fs *fs, uint32_t *id, int *outside, uint64_t e
     return 0;
 }
 
+int frame_reserve(gmtf_fs *fs, uint32_t k)
+{
+    uint32_t i = fs->nframes;
+    while (i > 1 && !fs->frames[i - 1].clen)
+        i--;
+    if (i == 0)
+        i = 1;
+    return k ? frame_table_grow(fs, i + k) : 0;
+}
+
 int frame_set(gmtf_fs *fs, uint32_t id, uint64_t off, uint32_t clen, uint32_t dlen, uint32_t crc)
 {
     if (id == 0 || clen == 0 || dlen == 0 || dlen > fs->bs || clen > gmtf_frame_bound(fs->bs) ||

@@ -35,6 +35,8 @@ typedef struct wbuf {
     uint8_t *p;
     size_t len, cap;
     int err;
+    int ext; /* p is the caller's storage (a small record on the stack): never
+                freed, copied to the heap when the buffer must grow */
 } wbuf;
 
 typedef struct rbuf {
@@ -207,10 +209,13 @@ struct gmtf_fs {
     uint64_t next_gen;
     uint64_t *adirty; /* inodes with attr_dirty set */
     size_t nadirty, adirty_cap;
+    int adirty_all; /* the list could not grow: some are only flagged */
 
     /* directory entries: one hash table over (parent, name) */
     struct dent **dent_tab;
     size_t dent_cap, dent_count;
+    struct dent *dent_spare[2]; /* dent_reserve: taken when malloc fails */
+    unsigned ndent_spare;
 
     /* frames, by id (0 unused) */
     struct frame_idmap *idmap; /* while loading: the image's ids -> table ids */
@@ -373,6 +378,12 @@ int journal_replay(gmtf_fs *fs);
 /* ---- record.c: build a record, apply it, append it to the journal buffer ---- */
 int rec_apply(gmtf_fs *fs, const uint8_t *rec, size_t len);
 int rec_apply_all(gmtf_fs *fs, const uint8_t *p, size_t len); /* a sequence */
+/* Journal buffer room for `bytes` of records more: after it, records of
+ * fixed size (all but LINK, XATTR, STAGE) up to that many bytes cannot fail
+ * for want of memory. An operation of several records reserves first, so
+ * that it cannot stop halfway. */
+int rec_reserve(gmtf_fs *fs, size_t bytes);
+#define REC_SMALL_MAX 320 /* the largest fixed-size record (DADD, 255-byte name) */
 void rec_start(wbuf *w, uint16_t type);
 void rec_put_inode(wbuf *w, const struct inode *in);
 int rec_inode(gmtf_fs *fs, const struct inode *in);
@@ -415,6 +426,9 @@ uint32_t blockmap_lower(const struct inode *in, uint32_t blk); /* first mapping 
 /* Maps blk to frame[off, off+len) (frame 0: unmaps it). */
 int blockmap_set(gmtf_fs *fs, struct inode *in, uint32_t blk, uint32_t frame, uint32_t off,
                  uint32_t len);
+/* Room for k more mappings in in's map: k new blocks then map without
+ * allocating. */
+int blockmap_reserve(struct inode *in, uint32_t k);
 void blockmap_free(gmtf_fs *fs, struct inode *in);
 void blockmap_truncate(gmtf_fs *fs, struct inode *in, uint64_t size); /* mappings past size */
 
@@ -432,6 +446,9 @@ int frames_verify(gmtf_fs *fs, const uint32_t *ids, size_t n, int *status);
 int frame_new_id(gmtf_fs *fs, uint32_t *id);
 /* A new frame. While loading, id is the image's id: the table id it gets is
  * frame_load_id(fs, id) from then on (until frame_load_end). */
+/* Room in the table for k new frames: k frame_new_id + frame_set pairs
+ * then allocate nothing. */
+int frame_reserve(gmtf_fs *fs, uint32_t k);
 int frame_set(gmtf_fs *fs, uint32_t id, uint64_t off, uint32_t clen, uint32_t dlen, uint32_t crc);
 uint32_t frame_load_id(gmtf_fs *fs, uint32_t image_id); /* 0: no such frame */
 void frame_load_end(gmtf_fs *fs); /* the image's ids are not needed any more */
@@ -533,6 +550,11 @@ int dent_insert(gmtf_fs *fs, struct inode *dir, uint64_t ino, uint64_t cookie, c
                 size_t n);
 int dent_remove(gmtf_fs *fs, struct inode *dir, struct dent *d);
 uint32_t dir_seek(const struct inode *dir, uint64_t cookie);
+/* Room for k more entries in dir (table, directory array, and spare
+ * entries for when malloc fails): k inserts into dir then cannot fail.
+ * dent_unreserve frees the spares left. */
+int dent_reserve(gmtf_fs *fs, struct inode *dir, unsigned k);
+void dent_unreserve(gmtf_fs *fs);
 
 /* ---- superblock.c ---- */
 void sb_encode(const sb_info *sb, uint8_t *buf); /* always the current version */

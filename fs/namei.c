@@ -89,6 +89,19 @@ int gmtf_fs_lookup(gmtf_fs *fs, uint64_t parent, const char *name, gmtf_entry *e
     return rc;
 }
 
+/* Takes, before an operation's first record, what its records need: room
+ * in the journal buffer for recs small records and, with dadds, room for
+ * that many entries in dir. The operation then cannot fail halfway for want
+ * of memory (a rename that dropped the target and then failed lost it).
+ * dent_unreserve after. */
+static int op_reserve(gmtf_fs *fs, unsigned recs, struct inode *dir, unsigned dadds)
+{
+    int rc = rec_reserve(fs, (size_t)recs * REC_SMALL_MAX);
+    if (!rc && dadds)
+        rc = dent_reserve(fs, dir, dadds);
+    return rc;
+}
+
 /* Creates an inode named r->parent/r->name (policy: apply the creation
  * policy of acl.c, the ACLs stored in the same locked call). Caller holds
  * the write lock. */
@@ -110,7 +123,7 @@ static int make_node(gmtf_fs *fs, gmtf_make_req r, int policy, struct inode **ou
     if (policy && (rc = acl_new_node(fs, dir, &r, &access, &alen, &dflt, &dlen)))
         return rc;
     uint64_t ino;
-    if ((rc = inode_alloc_ino(fs, &ino)))
+    if ((rc = op_reserve(fs, 4, dir, 1)) || (rc = inode_alloc_ino(fs, &ino)))
         goto out;
     uint64_t gen = fs->next_gen;
     rc = rec_inode_new(fs, ino, gen, r.mode, r.uid, r.gid, r.rdev, S_ISDIR(r.mode) ? r.parent : 0,
@@ -126,7 +139,7 @@ static int make_node(gmtf_fs *fs, gmtf_make_req r, int policy, struct inode **ou
         rc = xblob_set(fs, in, GMTF_FS_ACL_DEFAULT, dflt, dlen, 0);
     if (!rc)
         rc = rec_dadd(fs, r.parent, ino, dir->u.dir.next, r.name, n);
-    if (rc) {
+    if (rc) { /* the inode goes again (the room for IDEL is reserved) */
         rec_idel(fs, ino);
         goto out;
     }
@@ -136,6 +149,7 @@ static int make_node(gmtf_fs *fs, gmtf_make_req r, int policy, struct inode **ou
     rc = rec_inode(fs, dir);
     *out = in;
 out:
+    dent_unreserve(fs);
     free(access);
     free(dflt);
     return rc;
@@ -280,7 +294,8 @@ int gmtf_fs_link(gmtf_fs *fs, uint64_t ino, uint64_t newparent, const char *newn
         goto out;
     }
     rec_attr_emit(fs);
-    if ((rc = rec_dadd(fs, newparent, ino, dir->u.dir.next, newname, n)))
+    if ((rc = op_reserve(fs, 3, dir, 1)) ||
+        (rc = rec_dadd(fs, newparent, ino, dir->u.dir.next, newname, n)))
         goto out;
     in->nlink++;
     attr_touch(in, 0);
@@ -291,6 +306,7 @@ int gmtf_fs_link(gmtf_fs *fs, uint64_t ino, uint64_t newparent, const char *newn
     if (!rc)
         attr_fill_entry(fs, in, e, 1);
 out:
+    dent_unreserve(fs);
     FS_UNLOCK(fs);
     return rc;
 }
@@ -340,7 +356,7 @@ static int remove_entry(gmtf_fs *fs, uint64_t parent, const char *name, int want
     if (rc)
         goto out;
     rec_attr_emit(fs);
-    if ((rc = rec_ddel(fs, parent, name, n)))
+    if ((rc = op_reserve(fs, 4, dir, 0)) || (rc = rec_ddel(fs, parent, name, n)))
         goto out;
     attr_touch(dir, 1);
     rc = drop_link(fs, dir, in);
@@ -444,7 +460,11 @@ static int rename_exchange(gmtf_fs *fs, struct rename_op *r)
         return -EINVAL;
     rec_attr_emit(fs);
     uint64_t si = r->src->ino, di = r->dst->ino;
-    int rc = rec_ddel(fs, r->parent, r->name, r->n);
+    int rc = op_reserve(fs, 10, r->to, 2);
+    if (!rc && r->from != r->to)
+        rc = dent_reserve(fs, r->from, 1);
+    if (!rc)
+        rc = rec_ddel(fs, r->parent, r->name, r->n);
     if (!rc)
         rc = rec_ddel(fs, r->newparent, r->newname, r->nn);
     if (!rc)
@@ -476,7 +496,9 @@ static int rename_move(gmtf_fs *fs, struct rename_op *r)
     if (S_ISDIR(r->src->mode) && is_below(fs, r->newparent, r->src->ino))
         return -EINVAL;
     rec_attr_emit(fs);
-    int rc;
+    int rc = op_reserve(fs, 10, r->to, 1);
+    if (rc)
+        return rc;
     if (r->dd) {
         if ((rc = rec_ddel(fs, r->newparent, r->newname, r->nn)))
             return rc;
@@ -522,6 +544,7 @@ int gmtf_fs_rename(gmtf_fs *fs, uint64_t parent, const char *name, uint64_t newp
         ; /* two links of one file: nothing to do */
     else if (!r.dd || !(rc = rename_may_replace(&r)))
         rc = rename_move(fs, &r);
+    dent_unreserve(fs);
     FS_UNLOCK(fs);
     return rc;
 }
