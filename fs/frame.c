@@ -18,9 +18,11 @@
 struct frame_idmap { /* while loading: image id -> table id (open addressing) */
     uint32_t *key, *val;
     size_t cap, n;
-    uint32_t next;  /* the next table id to try */
+    uint32_t next;  /* the next table id to try for an id past ident */
+    uint32_t ident; /* ids up to this keep their number */
     uint64_t limit; /* frames must end at or below: image size, capacity */
 };
+#define IDMAP_IDENT_MIN 65536u
 
 static size_t idmap_slot(uint32_t key, size_t cap)
 {
@@ -79,11 +81,19 @@ static struct frame_idmap *idmap_get(gmtf_fs *fs)
     struct frame_idmap *m = calloc(1, sizeof *m);
     if (!m)
         return NULL;
-    m->next = 1;
     uint64_t size;
     m->limit = img_size(fs, &size) ? UINT64_MAX : size;
     if (fs->sb.capacity && fs->sb.capacity < m->limit)
         m->limit = fs->sb.capacity;
+    /* Ids kept as they are: a frame id is handed out only past the highest
+     * in use, so a sound image's ids stay near its frame count; one frame
+     * per KiB of image (at least 65,536) bounds the table to 4% of the
+     * image's size whatever ids it claims. */
+    uint64_t ident = (m->limit == UINT64_MAX ? 0 : m->limit) / 1024;
+    m->ident = (uint32_t)(ident < IDMAP_IDENT_MIN ? IDMAP_IDENT_MIN
+                          : ident > (1u << 30)    ? (1u << 30)
+                                                  : ident);
+    m->next = m->ident + 1;
     fs->idmap = m;
     return m;
 }
@@ -162,7 +172,13 @@ int frame_new_id(gmtf_fs *fs, uint32_t *id)
     return 0;
 }
 
-/* Loading: the table id for the image's id (a new one the first time). */
+/* Loading: the table id for the image's id (a new one the first time).
+ * Ids up to m->ident keep their number, so the ids of records written after
+ * this load (table ids) mean what the image's records mean when both meet
+ * in one journal: a remount without a checkpoint must not renumber. Only an
+ * id past that bound (which a sound image does not reach: see idmap_get)
+ * gets a table id above it, and fs->frames_renumbered then tells a
+ * read-write mount to checkpoint before it writes a record. */
 static int frame_load_set_id(gmtf_fs *fs, uint32_t *id, int *outside, uint64_t end)
 {
     struct frame_idmap *m = idmap_get(fs);
@@ -174,15 +190,19 @@ static int frame_load_set_id(gmtf_fs *fs, uint32_t *id, int *outside, uint64_t e
         *id = *v;
         return 0;
     }
-    uint32_t t = m->next;
-    while (t < fs->nframes && fs->frames[t].clen)
-        t++;
+    uint32_t t = *id;
+    if (t > m->ident) {
+        t = m->next > m->ident ? m->next : m->ident + 1;
+        while (t < fs->nframes && fs->frames[t].clen)
+            t++;
+        m->next = t + 1;
+        fs->frames_renumbered = 1;
+    }
     int rc = frame_table_grow(fs, t);
     if (!rc)
         rc = idmap_add(m, *id, t);
     if (rc)
         return rc;
-    m->next = t + 1;
     *id = t;
     return 0;
 }

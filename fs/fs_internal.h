@@ -258,6 +258,7 @@ struct gmtf_fs {
     int changed;         /* a record was made since mount: unmount checkpoints */
     /* What loading found (fsck reports it; mount acts on it). */
     int fell_back;                 /* the newest generation did not load: an older one did */
+    int frames_renumbered;         /* loading gave frames other ids: a rw mount checkpoints */
     uint64_t lost_gen;             /* the newest generation, when fell_back */
     int meta_damaged;              /* a metadata copy was damaged (the other one served) */
     int sb_twin_bad, sb_pair_lost; /* superblock copies damaged (sb_pick) */

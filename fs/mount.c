@@ -388,11 +388,13 @@ int gmtf_fs_mount(gmtf_image *img, const gmtf_fs_options *opt, gmtf_fs **out)
             fs_log(fs, "image is %llu bytes but data reaches %llu: truncated?",
                    (unsigned long long)size, (unsigned long long)fs->end);
         /* A mount writes only when it must: to upgrade a version 1 image,
-         * after a crash (replayed records), or to repair a damaged copy. */
+         * after a crash (replayed records), to repair a damaged copy, or
+         * when loading gave frames other ids than the image's (records
+         * written from now on name table ids: frame.c). */
         if (fs->sb.version < FMT_VERSION)
             rc = fs_upgrade(fs);
         else if (fs->replayed || fs->meta_damaged || fs->sb_twin_bad || fs->sb_pair_lost ||
-                 fs->root_nlink_bad)
+                 fs->root_nlink_bad || fs->frames_renumbered)
             rc = fs_checkpoint(fs, fs->opt.journal_bytes);
         fs->changed = 0;
     }

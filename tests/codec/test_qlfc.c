@@ -358,7 +358,7 @@ static void mutations(unsigned k, size_t n, uint64_t seed, unsigned count)
 static void test_mutations(void **state)
 {
     (void)state;
-    unsigned count = (unsigned)tu_env_long("GMTF_MUTATIONS", 4000);
+    unsigned count = (unsigned)tu_env_long("GMTF_CODER_MUTATIONS", 4000);
     mutations(0, 150 * KIB, 1, count);
     mutations(1, 60 * KIB, 2, count);
     mutations(2, GMTF_QLFC_LANES_MIN + 5000, 3, count / 10);

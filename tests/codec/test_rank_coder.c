@@ -359,7 +359,7 @@ static void mutate_sample(const uint8_t *ranks, size_t n, long iterations, uint6
 static void test_mutations(void **state)
 {
     (void)state;
-    long iters = tu_env_long("GMTF_MUTATIONS", 6000);
+    long iters = tu_env_long("GMTF_CODER_MUTATIONS", 6000);
     size_t n = 20000;
     uint8_t *r = tu_malloc(n);
     fill_skewed_ranks(r, n, 5);
@@ -393,7 +393,7 @@ static void test_method_choice(void **state)
     long len = gmtf_rank_encode(r, n, enc, 2 * n, ws);
     assert_true(len > 0);
     assert_int_equal(enc[0], 1);
-    mutate_sample(r, n, tu_env_long("GMTF_MUTATIONS", 6000) / 2, 13);
+    mutate_sample(r, n, tu_env_long("GMTF_CODER_MUTATIONS", 6000) / 2, 13);
     len = gmtf_rank_encode(r, 1000, enc, 2 * n, ws);
     assert_true(len > 0);
     assert_int_equal(enc[0], 0);
