@@ -67,6 +67,12 @@ void gmtf_batch_stage_free(gmtf_codec *c)
     }
     c->stage_a = c->stage_b = NULL;
     c->stage_cap = 0;
+    if (c->stage_idx_pinned)
+        gmtf_mtf_host_free(c->batch_mtf, c->stage_idx);
+    else
+        free(c->stage_idx);
+    c->stage_idx = NULL;
+    c->stage_idx_cap = 0;
 }
 
 /* Grows the two staging buffers to n bytes each, from the batch backend's
@@ -199,6 +205,168 @@ static int batch_encode_staged(gmtf_codec *c, const uint8_t *src, const uint64_t
     return s.err;
 }
 
+/* ---- version 2 batches with the BWT on the device ------------------------ */
+
+/* Grows the sample-row array to n entries (pinned like the staging). */
+static int stage_idx_reserve(gmtf_codec *c, uint64_t n)
+{
+    if (n <= c->stage_idx_cap)
+        return 0;
+    if (c->stage_idx_pinned)
+        gmtf_mtf_host_free(c->batch_mtf, c->stage_idx);
+    else
+        free(c->stage_idx);
+    c->stage_idx_cap = 0;
+    c->stage_idx_pinned = c->batch_mtf != NULL;
+    c->stage_idx = c->stage_idx_pinned ? gmtf_mtf_host_alloc(c->batch_mtf, n * 4) : NULL;
+    if (!c->stage_idx) {
+        c->stage_idx_pinned = 0;
+        c->stage_idx = malloc(n * 4);
+    }
+    if (!c->stage_idx)
+        return -ENOMEM;
+    c->stage_idx_cap = n;
+    return 0;
+}
+
+static uint32_t v2_step(size_t n)
+{
+    return 1u << gmtf_bwt_step_log2(n);
+}
+
+/* The device's share of a batch: the blocks it transforms, packed in the
+ * staging buffers, and their sample rows. */
+struct dev_batch {
+    struct staged s;
+    size_t nsel;    /* blocks on the device */
+    size_t *sel;    /* their batch indexes */
+    uint64_t *coff; /* their bytes in stage_a / stage_b (nsel + 1) */
+    uint64_t *ioff; /* their first sample row in stage_idx */
+    uint32_t *step; /* their sample steps */
+    int dev_failed; /* the device call failed: the CPU redoes the batch */
+};
+
+static int dev_batch_alloc(struct dev_batch *d, size_t count)
+{
+    size_t m = count + 1;
+    d->sel = malloc(m * sizeof *d->sel);
+    d->coff = malloc(m * sizeof *d->coff);
+    d->ioff = malloc(m * sizeof *d->ioff);
+    d->step = malloc(m * sizeof *d->step);
+    d->s.sb = calloc(m, sizeof *d->s.sb);
+    return d->sel && d->coff && d->ioff && d->step && d->s.sb ? 0 : -ENOMEM;
+}
+
+static void dev_batch_free(struct dev_batch *d)
+{
+    free(d->sel);
+    free(d->coff);
+    free(d->ioff);
+    free(d->step);
+    free(d->s.sb);
+}
+
+/* Packs the selected blocks (sb[i].bwt set) and sizes the staging. */
+static int dev_batch_pack(struct dev_batch *d, size_t count, const uint64_t *len_of_base,
+                          int by_frames)
+{
+    gmtf_codec *c = d->s.c;
+    d->nsel = 0;
+    d->coff[0] = 0;
+    d->ioff[0] = 0;
+    for (size_t i = 0; i < count; i++) {
+        if (!d->s.sb[i].bwt)
+            continue;
+        size_t n = by_frames ? d->s.sb[i].fi.orig_len : len_of_base[i + 1] - len_of_base[i];
+        size_t j = d->nsel++;
+        d->sel[j] = i;
+        d->step[j] = v2_step(n);
+        d->coff[j + 1] = d->coff[j] + n;
+        d->ioff[j + 1] = d->ioff[j] + gmtf_bwt_sample_count(n);
+    }
+    if (d->nsel == 0)
+        return 0;
+    int rc = stage_reserve(c, d->coff[d->nsel]);
+    return rc ? rc : stage_idx_reserve(c, d->ioff[d->nsel]);
+}
+
+/* Pass 1: checksum, empty/tiny/run frames; the others are marked. */
+static void dev_encode_prep(void *ctx, size_t i, unsigned worker)
+{
+    (void)worker;
+    struct dev_batch *d = ctx;
+    struct staged *s = &d->s;
+    const uint8_t *src = s->src + s->off[i];
+    size_t n = s->off[i + 1] - s->off[i];
+    struct stage_block *b = &s->sb[i];
+    b->crc = gmtf_crc32c(0, src, n);
+    if (s->crc)
+        s->crc[i] = b->crc;
+    long r = gmtf_frame_encode_special_v2(src, n, s->dst + s->slot[i], b->crc);
+    if (r)
+        s->len[i] = (uint64_t)r;
+    else
+        b->bwt = 1;
+}
+
+/* Pass 2: the selected blocks into the staging (pinned: fast transfers). */
+static void dev_encode_copy(void *ctx, size_t j, unsigned worker)
+{
+    (void)worker;
+    struct dev_batch *d = ctx;
+    size_t i = d->sel[j];
+    memcpy(d->s.c->stage_a + d->coff[j], d->s.src + d->s.off[i], d->coff[j + 1] - d->coff[j]);
+}
+
+/* Pass 3: QLFC coding of each block's BWT output. */
+static void dev_encode_entropy(void *ctx, size_t j, unsigned worker)
+{
+    struct dev_batch *d = ctx;
+    struct staged *s = &d->s;
+    size_t i = d->sel[j];
+    gmtf_workspace *w = gmtf_codec_workspace_enc(s->c, worker);
+    if (!w) {
+        batch_set_err(&s->err, -ENOMEM);
+        return;
+    }
+    size_t n = s->off[i + 1] - s->off[i];
+    long r = gmtf_frame_encode_bwt_v2(s->src + s->off[i], s->c->stage_b + d->coff[j], n,
+                                      s->c->stage_idx + d->ioff[j], s->sb[i].crc,
+                                      s->dst + s->slot[i], w->rank_ws);
+    if (r < 0)
+        batch_set_err(&s->err, (int)r);
+    else
+        s->len[i] = (uint64_t)r;
+}
+
+/* Version 2 frames with the forward BWT of every block on the device.
+ * Returns 1 when the device could not do it (the caller runs the batch on
+ * the CPU), else 0 or a negative code. */
+static int batch_encode_dev(gmtf_codec *c, const uint8_t *src, const uint64_t *off, size_t count,
+                            uint8_t *dst, const uint64_t *slot, uint64_t *len, uint32_t *crc)
+{
+    struct dev_batch d = {
+        .s = {.c = c, .src = src, .off = off, .dst = dst, .slot = slot, .len = len, .crc = crc}};
+    int rc = dev_batch_alloc(&d, count);
+    if (rc == 0) {
+        gmtf_pool_run(c->pool, dev_encode_prep, &d, count);
+        rc = dev_batch_pack(&d, count, off, 0);
+    }
+    if (rc == 0 && d.nsel) {
+        gmtf_pool_run(c->pool, dev_encode_copy, &d, d.nsel);
+        rc = gmtf_bwt_dev_forward(&c->bwt_dev, c->stage_a, d.coff, d.nsel, d.step, c->stage_b,
+                                  c->stage_idx);
+        if (rc == 0)
+            gmtf_pool_run(c->pool, dev_encode_entropy, &d, d.nsel);
+        else
+            rc = 1; /* the CPU redoes the whole batch */
+    }
+    if (rc == 0)
+        rc = d.s.err;
+    dev_batch_free(&d);
+    return rc == -ENOMEM ? 1 : rc;
+}
+
 static int batch_use_staged(const gmtf_codec *c, uint64_t bytes)
 {
     return c->batch_mtf && bytes >= c->batch_mtf->ops->min_batch_bytes;
@@ -233,10 +401,18 @@ int gmtf_batch_encode_crc(gmtf_codec *c, const uint8_t *src, const uint64_t *off
     }
     struct batch_enc b = {c, src, off, dst, slot, len, crc, 0};
     /* Only version 1 frames have an MTF stage to batch. */
+    int cpu = 1;
     if (c->frame_version == GMTF_FRAME_V1 && batch_use_staged(c, off[count]) &&
-        c->batch_mtf->ops->batch_encode)
+        c->batch_mtf->ops->batch_encode) {
         b.err = batch_encode_staged(c, src, off, count, dst, slot, len, crc);
-    else
+        cpu = 0;
+    } else if (c->frame_version != GMTF_FRAME_V1 &&
+               gmtf_bwt_dev_wants(&c->bwt_dev, GMTF_BWT_DEV_FWD, off[count])) {
+        int rc = batch_encode_dev(c, src, off, count, dst, slot, len, crc);
+        cpu = rc == 1;
+        b.err = rc == 1 ? 0 : rc;
+    }
+    if (cpu)
         gmtf_pool_run(c->pool, batch_encode_one, &b, count);
     if (b.err == 0) {
         uint64_t out = 0;
@@ -366,12 +542,142 @@ static int batch_decode_staged(gmtf_codec *c, const uint8_t *src, const uint64_t
     return s.err;
 }
 
+/* ---- batch decode with the inverse BWT on the device --------------------- */
+
+/* Pass 1: frames that are not version 2 BWT blocks of the expected size
+ * decode whole on the CPU; the others have their BWT output decoded into
+ * the staging and their rows checked (a bad row fails the block here, as
+ * codec/bwt.c would, and the device then inverts harmless rows 1). */
+static void dev_decode_begin(void *ctx, size_t j, unsigned worker)
+{
+    struct dev_batch *d = ctx;
+    struct staged *s = &d->s;
+    size_t i = d->sel[j];
+    struct stage_block *b = &s->sb[i];
+    gmtf_workspace *w = gmtf_codec_workspace(s->c, worker);
+    size_t n = d->coff[j + 1] - d->coff[j];
+    uint32_t *rows = s->c->stage_idx + d->ioff[j];
+    unsigned k = (unsigned)(d->ioff[j + 1] - d->ioff[j]);
+    long r = -ENOMEM;
+    gmtf_frame_info fi;
+    if (w)
+        r = gmtf_frame_decode_begin(s->src + s->off[i], s->off[i + 1] - s->off[i],
+                                    s->dst + s->slot[i], n, s->c->stage_a + d->coff[j], n,
+                                    w->rank_ws, &fi, b->idx);
+    if (r == GMTF_DECODE_BWT_V2 && fi.orig_len == n && fi.method == GMTF_METHOD_BWT) {
+        for (unsigned q = 0; q < k; q++)
+            if (b->idx[q] == 0 || b->idx[q] > n)
+                r = GMTF_E_CORRUPT;
+    } else if (r >= 0) {
+        r = GMTF_E_CORRUPT; /* cannot happen: the header said so in pass 0 */
+    }
+    if (r == GMTF_DECODE_BWT_V2) {
+        b->fi = fi;
+        memcpy(rows, b->idx, k * sizeof *rows);
+        return;
+    }
+    b->bwt = 0;
+    s->status[i] = (int)r;
+    for (unsigned q = 0; q < k; q++)
+        rows[q] = 1;
+}
+
+static void dev_decode_cpu(void *ctx, size_t i, unsigned worker)
+{
+    struct dev_batch *d = ctx;
+    if (d->s.sb[i].bwt)
+        return;
+    struct batch_dec b = {d->s.c, d->s.src, d->s.off, d->s.dst, d->s.slot, d->s.status, 0};
+    batch_decode_one(&b, i, worker);
+}
+
+/* Pass 2: the checksum of the device's output, then into place; or, when
+ * the device failed, codec/bwt.c's inverse from the staged BWT output. */
+static void dev_decode_end(void *ctx, size_t j, unsigned worker)
+{
+    struct dev_batch *d = ctx;
+    struct staged *s = &d->s;
+    size_t i = d->sel[j];
+    struct stage_block *b = &s->sb[i];
+    if (!b->bwt)
+        return;
+    size_t n = b->fi.orig_len;
+    if (d->dev_failed) {
+        gmtf_workspace *w = gmtf_codec_workspace(s->c, worker);
+        long r = w ? gmtf_frame_decode_end(s->c->stage_a + d->coff[j], s->dst + s->slot[i], &b->fi,
+                                           b->idx, w->bwt_ws, GMTF_DECODE_BWT_V2)
+                   : -ENOMEM;
+        s->status[i] = r < 0 ? (int)r : 0;
+        return;
+    }
+    const uint8_t *out = s->c->stage_b + d->coff[j];
+    if (gmtf_crc32c(0, out, n) != b->fi.data_crc) {
+        s->status[i] = GMTF_E_CHECKSUM;
+        return;
+    }
+    memcpy(s->dst + s->slot[i], out, n);
+    s->status[i] = 0;
+}
+
+/* Every frame: version 2 BWT frames entropy-decoded on the CPU, their
+ * inverse BWT on the device, the rest on the CPU. Returns 1 when the
+ * device part could not start (the caller decodes on the CPU). */
+static int batch_decode_dev(gmtf_codec *c, const uint8_t *src, const uint64_t *foff, size_t count,
+                            uint8_t *dst, const uint64_t *doff, int *status)
+{
+    struct dev_batch d = {
+        .s = {.c = c, .src = src, .off = foff, .dst = dst, .slot = doff, .status = status}};
+    int rc = dev_batch_alloc(&d, count);
+    /* pass 0: which frames go to the device (headers only) */
+    for (size_t i = 0; i < count && rc == 0; i++) {
+        unsigned h, k, version;
+        gmtf_frame_info fi;
+        uint64_t cap = doff[i + 1] - doff[i];
+        status[i] = 0;
+        if (gmtf_frame_parse_version(src + foff[i], foff[i + 1] - foff[i], &fi, &h, NULL, &k,
+                                     &version) == 0 &&
+            version == GMTF_FRAME_V2 && fi.method == GMTF_METHOD_BWT && fi.orig_len == cap &&
+            cap <= c->max_block) {
+            d.s.sb[i].bwt = 1;
+            d.s.sb[i].fi = fi;
+        }
+    }
+    if (rc == 0)
+        rc = dev_batch_pack(&d, count, NULL, 1);
+    if (rc) {
+        dev_batch_free(&d);
+        return 1;
+    }
+    gmtf_pool_run(c->pool, dev_decode_cpu, &d, count);
+    if (d.nsel) {
+        gmtf_pool_run(c->pool, dev_decode_begin, &d, d.nsel);
+        d.dev_failed = gmtf_bwt_dev_inverse(&c->bwt_dev, c->stage_a, d.coff, d.nsel, d.step,
+                                            c->stage_idx, c->stage_b) != 0;
+        gmtf_pool_run(c->pool, dev_decode_end, &d, d.nsel);
+    }
+    rc = 0;
+    for (size_t i = 0; i < count && !rc; i++)
+        rc = status[i];
+    dev_batch_free(&d);
+    return rc;
+}
+
 int gmtf_batch_decode(gmtf_codec *c, const uint8_t *src, const uint64_t *foff, size_t count,
                       uint8_t *dst, const uint64_t *doff, int *status)
 {
     for (size_t i = 0; i < count; i++)
         if (foff[i + 1] < foff[i] || doff[i + 1] < doff[i])
             return -EINVAL;
+    if (gmtf_bwt_dev_wants(&c->bwt_dev, GMTF_BWT_DEV_INV, doff[count] - doff[0])) {
+        int *st = status ? status : calloc(count ? count : 1, sizeof *st);
+        if (!st)
+            return -ENOMEM;
+        int rc = batch_decode_dev(c, src, foff, count, dst, doff, st);
+        if (st != status)
+            free(st);
+        if (rc != 1)
+            return rc;
+    }
     if (batch_use_staged(c, doff[count] - doff[0]) && c->batch_mtf->ops->batch_decode) {
         int *st = status ? status : calloc(count ? count : 1, sizeof *st);
         if (!st)
