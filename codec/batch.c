@@ -8,6 +8,7 @@
  * Either way each block's frame depends only on its bytes, so the output
  * is the same for any thread count. */
 #include <errno.h>
+#include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -205,167 +206,9 @@ static int batch_encode_staged(gmtf_codec *c, const uint8_t *src, const uint64_t
     return s.err;
 }
 
-/* ---- version 2 batches with the BWT on the device ------------------------ */
-
-/* Grows the sample-row array to n entries (pinned like the staging). */
-static int stage_idx_reserve(gmtf_codec *c, uint64_t n)
-{
-    if (n <= c->stage_idx_cap)
-        return 0;
-    if (c->stage_idx_pinned)
-        gmtf_mtf_host_free(c->batch_mtf, c->stage_idx);
-    else
-        free(c->stage_idx);
-    c->stage_idx_cap = 0;
-    c->stage_idx_pinned = c->batch_mtf != NULL;
-    c->stage_idx = c->stage_idx_pinned ? gmtf_mtf_host_alloc(c->batch_mtf, n * 4) : NULL;
-    if (!c->stage_idx) {
-        c->stage_idx_pinned = 0;
-        c->stage_idx = malloc(n * 4);
-    }
-    if (!c->stage_idx)
-        return -ENOMEM;
-    c->stage_idx_cap = n;
-    return 0;
-}
-
-static uint32_t v2_step(size_t n)
-{
-    return 1u << gmtf_bwt_step_log2(n);
-}
-
-/* The device's share of a batch: the blocks it transforms, packed in the
- * staging buffers, and their sample rows. */
-struct dev_batch {
-    struct staged s;
-    size_t nsel;    /* blocks on the device */
-    size_t *sel;    /* their batch indexes */
-    uint64_t *coff; /* their bytes in stage_a / stage_b (nsel + 1) */
-    uint64_t *ioff; /* their first sample row in stage_idx */
-    uint32_t *step; /* their sample steps */
-    int dev_failed; /* the device call failed: the CPU redoes the batch */
-};
-
-static int dev_batch_alloc(struct dev_batch *d, size_t count)
-{
-    size_t m = count + 1;
-    d->sel = malloc(m * sizeof *d->sel);
-    d->coff = malloc(m * sizeof *d->coff);
-    d->ioff = malloc(m * sizeof *d->ioff);
-    d->step = malloc(m * sizeof *d->step);
-    d->s.sb = calloc(m, sizeof *d->s.sb);
-    return d->sel && d->coff && d->ioff && d->step && d->s.sb ? 0 : -ENOMEM;
-}
-
-static void dev_batch_free(struct dev_batch *d)
-{
-    free(d->sel);
-    free(d->coff);
-    free(d->ioff);
-    free(d->step);
-    free(d->s.sb);
-}
-
-/* Packs the selected blocks (sb[i].bwt set) and sizes the staging. */
-static int dev_batch_pack(struct dev_batch *d, size_t count, const uint64_t *len_of_base,
-                          int by_frames)
-{
-    gmtf_codec *c = d->s.c;
-    d->nsel = 0;
-    d->coff[0] = 0;
-    d->ioff[0] = 0;
-    for (size_t i = 0; i < count; i++) {
-        if (!d->s.sb[i].bwt)
-            continue;
-        size_t n = by_frames ? d->s.sb[i].fi.orig_len : len_of_base[i + 1] - len_of_base[i];
-        size_t j = d->nsel++;
-        d->sel[j] = i;
-        d->step[j] = v2_step(n);
-        d->coff[j + 1] = d->coff[j] + n;
-        d->ioff[j + 1] = d->ioff[j] + gmtf_bwt_sample_count(n);
-    }
-    if (d->nsel == 0)
-        return 0;
-    int rc = stage_reserve(c, d->coff[d->nsel]);
-    return rc ? rc : stage_idx_reserve(c, d->ioff[d->nsel]);
-}
-
-/* Pass 1: checksum, empty/tiny/run frames; the others are marked. */
-static void dev_encode_prep(void *ctx, size_t i, unsigned worker)
-{
-    (void)worker;
-    struct dev_batch *d = ctx;
-    struct staged *s = &d->s;
-    const uint8_t *src = s->src + s->off[i];
-    size_t n = s->off[i + 1] - s->off[i];
-    struct stage_block *b = &s->sb[i];
-    b->crc = gmtf_crc32c(0, src, n);
-    if (s->crc)
-        s->crc[i] = b->crc;
-    long r = gmtf_frame_encode_special_v2(src, n, s->dst + s->slot[i], b->crc);
-    if (r)
-        s->len[i] = (uint64_t)r;
-    else
-        b->bwt = 1;
-}
-
-/* Pass 2: the selected blocks into the staging (pinned: fast transfers). */
-static void dev_encode_copy(void *ctx, size_t j, unsigned worker)
-{
-    (void)worker;
-    struct dev_batch *d = ctx;
-    size_t i = d->sel[j];
-    memcpy(d->s.c->stage_a + d->coff[j], d->s.src + d->s.off[i], d->coff[j + 1] - d->coff[j]);
-}
-
-/* Pass 3: QLFC coding of each block's BWT output. */
-static void dev_encode_entropy(void *ctx, size_t j, unsigned worker)
-{
-    struct dev_batch *d = ctx;
-    struct staged *s = &d->s;
-    size_t i = d->sel[j];
-    gmtf_workspace *w = gmtf_codec_workspace_enc(s->c, worker);
-    if (!w) {
-        batch_set_err(&s->err, -ENOMEM);
-        return;
-    }
-    size_t n = s->off[i + 1] - s->off[i];
-    long r = gmtf_frame_encode_bwt_v2(s->src + s->off[i], s->c->stage_b + d->coff[j], n,
-                                      s->c->stage_idx + d->ioff[j], s->sb[i].crc,
-                                      s->dst + s->slot[i], w->rank_ws);
-    if (r < 0)
-        batch_set_err(&s->err, (int)r);
-    else
-        s->len[i] = (uint64_t)r;
-}
-
-/* Version 2 frames with the forward BWT of every block on the device.
- * Returns 1 when the device could not do it (the caller runs the batch on
- * the CPU), else 0 or a negative code. */
+/* Version 2 frames with the BWT on the device (below). */
 static int batch_encode_dev(gmtf_codec *c, const uint8_t *src, const uint64_t *off, size_t count,
-                            uint8_t *dst, const uint64_t *slot, uint64_t *len, uint32_t *crc)
-{
-    struct dev_batch d = {
-        .s = {.c = c, .src = src, .off = off, .dst = dst, .slot = slot, .len = len, .crc = crc}};
-    int rc = dev_batch_alloc(&d, count);
-    if (rc == 0) {
-        gmtf_pool_run(c->pool, dev_encode_prep, &d, count);
-        rc = dev_batch_pack(&d, count, off, 0);
-    }
-    if (rc == 0 && d.nsel) {
-        gmtf_pool_run(c->pool, dev_encode_copy, &d, d.nsel);
-        rc = gmtf_bwt_dev_forward(&c->bwt_dev, c->stage_a, d.coff, d.nsel, d.step, c->stage_b,
-                                  c->stage_idx);
-        if (rc == 0)
-            gmtf_pool_run(c->pool, dev_encode_entropy, &d, d.nsel);
-        else
-            rc = 1; /* the CPU redoes the whole batch */
-    }
-    if (rc == 0)
-        rc = d.s.err;
-    dev_batch_free(&d);
-    return rc == -ENOMEM ? 1 : rc;
-}
+                            uint8_t *dst, const uint64_t *slot, uint64_t *len, uint32_t *crc);
 
 static int batch_use_staged(const gmtf_codec *c, uint64_t bytes)
 {
@@ -542,15 +385,277 @@ static int batch_decode_staged(gmtf_codec *c, const uint8_t *src, const uint64_t
     return s.err;
 }
 
-/* ---- batch decode with the inverse BWT on the device --------------------- */
+/* ---- version 2 batches with the BWT on the device -------------------------
+ *
+ * The blocks that need a BWT are packed into the staging buffers (pinned
+ * when the GPU is the batch backend) and cut into chunks of about equal
+ * bytes (gmtf_bwt_dev.pipe and chunk_min); each chunk goes through three steps:
+ *   encode: copy in (CPU) -> forward BWT (device) -> QLFC coding (CPU);
+ *   decode: QLFC decoding (CPU) -> inverse BWT (device) -> checksum, copy
+ *           out (CPU).
+ * The device step of chunk k runs on a helper thread while the pool does
+ * the first step of chunk k + 1 and the last of chunk k - 1. A device step
+ * that fails retires the device (bwt_dev.c); its chunk and every later one
+ * finish on the CPU (codec/bwt.c from the same staged bytes), so no block
+ * of the batch is lost and the output is the same. */
 
-/* Pass 1: frames that are not version 2 BWT blocks of the expected size
- * decode whole on the CPU; the others have their BWT output decoded into
- * the staging and their rows checked (a bad row fails the block here, as
- * codec/bwt.c would, and the device then inverts harmless rows 1). */
-static void dev_decode_begin(void *ctx, size_t j, unsigned worker)
+/* Grows the sample-row array to n entries (pinned like the staging). */
+static int stage_idx_reserve(gmtf_codec *c, uint64_t n)
 {
+    if (n <= c->stage_idx_cap)
+        return 0;
+    if (c->stage_idx_pinned)
+        gmtf_mtf_host_free(c->batch_mtf, c->stage_idx);
+    else
+        free(c->stage_idx);
+    c->stage_idx_cap = 0;
+    c->stage_idx_pinned = c->batch_mtf != NULL;
+    c->stage_idx = c->stage_idx_pinned ? gmtf_mtf_host_alloc(c->batch_mtf, n * 4) : NULL;
+    if (!c->stage_idx) {
+        c->stage_idx_pinned = 0;
+        c->stage_idx = malloc(n * 4);
+    }
+    if (!c->stage_idx)
+        return -ENOMEM;
+    c->stage_idx_cap = n;
+    return 0;
+}
+
+/* The device's share of a batch: the blocks it transforms, packed in the
+ * staging buffers, and their sample rows. */
+struct dev_batch {
+    struct staged s;
+    size_t nsel;    /* blocks on the device */
+    size_t *sel;    /* their batch indexes */
+    uint64_t *coff; /* their bytes in stage_a / stage_b (nsel + 1) */
+    uint64_t *ioff; /* their first sample row in stage_idx (nsel + 1) */
+    uint32_t *step; /* their sample steps */
+    int dev_failed; /* set before the last step of the chunk that failed */
+};
+
+static int dev_batch_alloc(struct dev_batch *d, size_t count)
+{
+    size_t m = count + 1;
+    d->sel = malloc(m * sizeof *d->sel);
+    d->coff = malloc(m * sizeof *d->coff);
+    d->ioff = malloc(m * sizeof *d->ioff);
+    d->step = malloc(m * sizeof *d->step);
+    d->s.sb = calloc(m, sizeof *d->s.sb);
+    return d->sel && d->coff && d->ioff && d->step && d->s.sb ? 0 : -ENOMEM;
+}
+
+static void dev_batch_free(struct dev_batch *d)
+{
+    free(d->sel);
+    free(d->coff);
+    free(d->ioff);
+    free(d->step);
+    free(d->s.sb);
+}
+
+/* Packs the marked blocks (sb[i].bwt) of size[i] bytes; sizes the staging. */
+static int dev_batch_pack(struct dev_batch *d, size_t count, const uint64_t *size)
+{
+    gmtf_codec *c = d->s.c;
+    d->nsel = 0;
+    d->coff[0] = 0;
+    d->ioff[0] = 0;
+    for (size_t i = 0; i < count; i++) {
+        if (!d->s.sb[i].bwt)
+            continue;
+        size_t n = size[i], j = d->nsel++;
+        d->sel[j] = i;
+        d->step[j] = 1u << gmtf_bwt_step_log2(n);
+        d->coff[j + 1] = d->coff[j] + n;
+        d->ioff[j + 1] = d->ioff[j] + gmtf_bwt_sample_count(n);
+    }
+    if (d->nsel == 0)
+        return 0;
+    int rc = stage_reserve(c, d->coff[d->nsel]);
+    return rc ? rc : stage_idx_reserve(c, d->ioff[d->nsel]);
+}
+
+/* ---- the chunk pipeline ---- */
+
+typedef void (*dev_step)(struct dev_batch *d, size_t j, unsigned worker);
+
+struct dev_range {
+    struct dev_batch *d;
+    size_t j0;
+    dev_step fn;
+};
+
+static void dev_range_one(void *ctx, size_t i, unsigned worker)
+{
+    struct dev_range *r = ctx;
+    r->fn(r->d, r->j0 + i, worker);
+}
+
+/* fn over the packed blocks [j0, j1) on the pool. */
+static void dev_run(struct dev_batch *d, dev_step fn, size_t j0, size_t j1)
+{
+    struct dev_range r = {d, j0, fn};
+    gmtf_pool_run(d->s.c->pool, dev_range_one, &r, j1 - j0);
+}
+
+struct dev_job {
+    struct dev_batch *d;
+    int dir;
+    size_t j0, j1;
+    int rc;
+};
+
+static void *dev_job_run(void *arg)
+{
+    struct dev_job *job = arg;
+    struct dev_batch *d = job->d;
+    gmtf_codec *c = d->s.c;
+    size_t j0 = job->j0, n = job->j1 - j0;
+    if (job->dir == GMTF_BWT_DEV_FWD)
+        job->rc = gmtf_bwt_dev_forward(&c->bwt_dev, c->stage_a, d->coff + j0, n, d->step + j0,
+                                       c->stage_b, c->stage_idx + d->ioff[j0]);
+    else
+        job->rc = gmtf_bwt_dev_inverse(&c->bwt_dev, c->stage_a, d->coff + j0, n, d->step + j0,
+                                       c->stage_idx + d->ioff[j0], c->stage_b);
+    return NULL;
+}
+
+/* first(k), device(k), last(k) for every chunk k, device(k) on a helper
+ * thread beside first(k + 1) and last(k - 1). */
+static void dev_pipeline(struct dev_batch *d, int dir, dev_step first, dev_step last)
+{
+    gmtf_codec *c = d->s.c;
+    uint64_t bytes = d->coff[d->nsel],
+             most = c->bwt_dev.chunk_min ? bytes / c->bwt_dev.chunk_min : bytes;
+    unsigned chunks = c->bwt_dev.pipe[dir];
+    if (chunks > most)
+        chunks = (unsigned)most;
+    if (chunks > d->nsel)
+        chunks = (unsigned)d->nsel;
+    if (chunks < 1)
+        chunks = 1;
+    size_t b[GMTF_BWT_DEV_PIPE_MAX + 1];
+    b[0] = 0;
+    for (unsigned k = 1; k <= chunks; k++) {
+        /* the first block boundary at or past k / chunks of the bytes */
+        uint64_t want = d->coff[d->nsel] * k / chunks;
+        size_t j = b[k - 1] < d->nsel ? b[k - 1] + 1 : d->nsel;
+        while (j < d->nsel && d->coff[j] < want)
+            j++;
+        b[k] = k == chunks ? d->nsel : j;
+    }
+    struct dev_job job = {0};
+    pthread_t th;
+    int running = 0;
+    for (unsigned k = 0; k <= chunks; k++) {
+        if (k < chunks && b[k] < b[k + 1])
+            dev_run(d, first, b[k], b[k + 1]);
+        if (running) {
+            pthread_join(th, NULL);
+            running = 0;
+            if (job.rc)
+                d->dev_failed = 1;
+        }
+        if (k < chunks && b[k] < b[k + 1] && !d->dev_failed) {
+            job = (struct dev_job){d, dir, b[k], b[k + 1], 0};
+            if (chunks > 1 && pthread_create(&th, NULL, dev_job_run, &job) == 0) {
+                running = 1;
+            } else {
+                dev_job_run(&job);
+                d->dev_failed = job.rc != 0;
+            }
+        }
+        if (k > 0 && b[k - 1] < b[k])
+            dev_run(d, last, b[k - 1], b[k]);
+    }
+}
+
+/* ---- encode ---- */
+
+/* Pass 1: checksum, empty/tiny/run frames; the others are marked. */
+static void dev_encode_prep(void *ctx, size_t i, unsigned worker)
+{
+    (void)worker;
     struct dev_batch *d = ctx;
+    struct staged *s = &d->s;
+    const uint8_t *src = s->src + s->off[i];
+    size_t n = s->off[i + 1] - s->off[i];
+    struct stage_block *b = &s->sb[i];
+    b->crc = gmtf_crc32c(0, src, n);
+    if (s->crc)
+        s->crc[i] = b->crc;
+    long r = gmtf_frame_encode_special_v2(src, n, s->dst + s->slot[i], b->crc);
+    if (r)
+        s->len[i] = (uint64_t)r;
+    else
+        b->bwt = 1;
+}
+
+/* The block into the staging (pinned: fast transfers). */
+static void dev_encode_copy(struct dev_batch *d, size_t j, unsigned worker)
+{
+    (void)worker;
+    memcpy(d->s.c->stage_a + d->coff[j], d->s.src + d->s.off[d->sel[j]],
+           d->coff[j + 1] - d->coff[j]);
+}
+
+/* QLFC coding of the block's BWT output; the whole frame on the CPU when
+ * the device failed. */
+static void dev_encode_entropy(struct dev_batch *d, size_t j, unsigned worker)
+{
+    struct staged *s = &d->s;
+    size_t i = d->sel[j];
+    gmtf_workspace *w = gmtf_codec_workspace_enc(s->c, worker);
+    if (!w) {
+        batch_set_err(&s->err, -ENOMEM);
+        return;
+    }
+    size_t n = s->off[i + 1] - s->off[i];
+    long r;
+    if (d->dev_failed)
+        r = gmtf_frame_encode_ws(&s->c->mtf, w, s->src + s->off[i], n, s->dst + s->slot[i],
+                                 gmtf_frame_bound(n), GMTF_FRAME_V2, NULL);
+    else
+        r = gmtf_frame_encode_bwt_v2(s->src + s->off[i], s->c->stage_b + d->coff[j], n,
+                                     s->c->stage_idx + d->ioff[j], s->sb[i].crc,
+                                     s->dst + s->slot[i], w->rank_ws);
+    if (r < 0)
+        batch_set_err(&s->err, (int)r);
+    else
+        s->len[i] = (uint64_t)r;
+}
+
+/* Returns 1 when the device part could not start (the caller runs the
+ * batch on the CPU), else 0 or a negative code. */
+static int batch_encode_dev(gmtf_codec *c, const uint8_t *src, const uint64_t *off, size_t count,
+                            uint8_t *dst, const uint64_t *slot, uint64_t *len, uint32_t *crc)
+{
+    struct dev_batch d = {
+        .s = {.c = c, .src = src, .off = off, .dst = dst, .slot = slot, .len = len, .crc = crc}};
+    uint64_t *size = malloc((count + 1) * sizeof *size);
+    int rc = size ? dev_batch_alloc(&d, count) : -ENOMEM;
+    if (rc == 0) {
+        for (size_t i = 0; i < count; i++)
+            size[i] = off[i + 1] - off[i];
+        gmtf_pool_run(c->pool, dev_encode_prep, &d, count);
+        rc = dev_batch_pack(&d, count, size);
+    }
+    if (rc == 0 && d.nsel)
+        dev_pipeline(&d, GMTF_BWT_DEV_FWD, dev_encode_copy, dev_encode_entropy);
+    if (rc == 0)
+        rc = d.s.err;
+    dev_batch_free(&d);
+    free(size);
+    return rc == -ENOMEM ? 1 : rc;
+}
+
+/* ---- decode ---- */
+
+/* QLFC decoding of the block's BWT output into the staging and a check of
+ * its rows (a bad row fails the block here, as codec/bwt.c would, and the
+ * device then inverts harmless rows 1). */
+static void dev_decode_begin(struct dev_batch *d, size_t j, unsigned worker)
+{
     struct staged *s = &d->s;
     size_t i = d->sel[j];
     struct stage_block *b = &s->sb[i];
@@ -569,7 +674,7 @@ static void dev_decode_begin(void *ctx, size_t j, unsigned worker)
             if (b->idx[q] == 0 || b->idx[q] > n)
                 r = GMTF_E_CORRUPT;
     } else if (r >= 0) {
-        r = GMTF_E_CORRUPT; /* cannot happen: the header said so in pass 0 */
+        r = GMTF_E_CORRUPT; /* cannot happen: its header said so in pass 0 */
     }
     if (r == GMTF_DECODE_BWT_V2) {
         b->fi = fi;
@@ -591,11 +696,10 @@ static void dev_decode_cpu(void *ctx, size_t i, unsigned worker)
     batch_decode_one(&b, i, worker);
 }
 
-/* Pass 2: the checksum of the device's output, then into place; or, when
- * the device failed, codec/bwt.c's inverse from the staged BWT output. */
-static void dev_decode_end(void *ctx, size_t j, unsigned worker)
+/* The checksum of the device's output, then into place; when the device
+ * failed, codec/bwt.c's inverse from the staged BWT output instead. */
+static void dev_decode_end(struct dev_batch *d, size_t j, unsigned worker)
 {
-    struct dev_batch *d = ctx;
     struct staged *s = &d->s;
     size_t i = d->sel[j];
     struct stage_block *b = &s->sb[i];
@@ -619,46 +723,45 @@ static void dev_decode_end(void *ctx, size_t j, unsigned worker)
     s->status[i] = 0;
 }
 
-/* Every frame: version 2 BWT frames entropy-decoded on the CPU, their
- * inverse BWT on the device, the rest on the CPU. Returns 1 when the
- * device part could not start (the caller decodes on the CPU). */
+/* Version 2 BWT frames: QLFC decoding on the CPU, the inverse BWT on the
+ * device; every other frame on the CPU. Returns 1 when the device part
+ * could not start (the caller decodes on the CPU), else the first error
+ * (in block order) or 0. */
 static int batch_decode_dev(gmtf_codec *c, const uint8_t *src, const uint64_t *foff, size_t count,
                             uint8_t *dst, const uint64_t *doff, int *status)
 {
     struct dev_batch d = {
         .s = {.c = c, .src = src, .off = foff, .dst = dst, .slot = doff, .status = status}};
-    int rc = dev_batch_alloc(&d, count);
+    uint64_t *size = malloc((count + 1) * sizeof *size);
+    int rc = size ? dev_batch_alloc(&d, count) : -ENOMEM;
     /* pass 0: which frames go to the device (headers only) */
     for (size_t i = 0; i < count && rc == 0; i++) {
         unsigned h, k, version;
         gmtf_frame_info fi;
         uint64_t cap = doff[i + 1] - doff[i];
         status[i] = 0;
+        size[i] = cap;
         if (gmtf_frame_parse_version(src + foff[i], foff[i + 1] - foff[i], &fi, &h, NULL, &k,
                                      &version) == 0 &&
             version == GMTF_FRAME_V2 && fi.method == GMTF_METHOD_BWT && fi.orig_len == cap &&
-            cap <= c->max_block) {
+            cap <= c->max_block)
             d.s.sb[i].bwt = 1;
-            d.s.sb[i].fi = fi;
-        }
     }
     if (rc == 0)
-        rc = dev_batch_pack(&d, count, NULL, 1);
+        rc = dev_batch_pack(&d, count, size);
     if (rc) {
         dev_batch_free(&d);
+        free(size);
         return 1;
     }
     gmtf_pool_run(c->pool, dev_decode_cpu, &d, count);
-    if (d.nsel) {
-        gmtf_pool_run(c->pool, dev_decode_begin, &d, d.nsel);
-        d.dev_failed = gmtf_bwt_dev_inverse(&c->bwt_dev, c->stage_a, d.coff, d.nsel, d.step,
-                                            c->stage_idx, c->stage_b) != 0;
-        gmtf_pool_run(c->pool, dev_decode_end, &d, d.nsel);
-    }
+    if (d.nsel)
+        dev_pipeline(&d, GMTF_BWT_DEV_INV, dev_decode_begin, dev_decode_end);
     rc = 0;
     for (size_t i = 0; i < count && !rc; i++)
         rc = status[i];
     dev_batch_free(&d);
+    free(size);
     return rc;
 }
 

@@ -4,6 +4,7 @@
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include "bwt_dev.h"
 #include "gmtf_config.h"
@@ -12,6 +13,14 @@
  * GPU": a device call costs a few ms whatever its size). */
 #define DEV_MIN_FWD (4u << 20)
 #define DEV_MIN_INV (4u << 20)
+/* Chunks a batch is cut into: the device works on one while the CPU codes
+ * the last and prepares the next. Measured (docs/gpu.md): encoding gains
+ * from two, decoding from none (its CPU step is the longer one and each
+ * chunk ends with idle workers); a device call costs some ms whatever its
+ * size, so a chunk holds 32 MiB or more. */
+#define DEV_PIPE_FWD 2
+#define DEV_PIPE_INV 1
+#define DEV_CHUNK_MIN (32u << 20)
 
 static uint64_t env_u64(const char *name, uint64_t def)
 {
@@ -30,6 +39,13 @@ void gmtf_bwt_dev_init(gmtf_bwt_dev *d, const gmtf_bwt_dev_ops *ops)
     d->min_bytes[GMTF_BWT_DEV_FWD] = env_u64("GMTF_GPU_BWT_MIN", DEV_MIN_FWD);
     d->min_bytes[GMTF_BWT_DEV_INV] = env_u64("GMTF_GPU_IBWT_MIN", DEV_MIN_INV);
     d->fault_at = (long)env_u64("GMTF_GPU_FAULT", 0);
+    uint64_t pipe[2] = {env_u64("GMTF_GPU_PIPE", DEV_PIPE_FWD),
+                        env_u64("GMTF_GPU_IPIPE", DEV_PIPE_INV)};
+    for (int i = 0; i < 2; i++)
+        d->pipe[i] = pipe[i] < 1                       ? 1
+                     : pipe[i] > GMTF_BWT_DEV_PIPE_MAX ? GMTF_BWT_DEV_PIPE_MAX
+                                                       : (unsigned)pipe[i];
+    d->chunk_min = env_u64("GMTF_GPU_CHUNK_MIN", DEV_CHUNK_MIN);
 }
 
 static void dev_close(gmtf_bwt_dev *d)
@@ -52,6 +68,13 @@ void gmtf_bwt_dev_free(gmtf_bwt_dev *d)
 int gmtf_bwt_dev_wants(const gmtf_bwt_dev *d, int dir, uint64_t bytes)
 {
     return d->ops && !d->retired && bytes > 0 && bytes >= d->min_bytes[dir];
+}
+
+static uint64_t now_ns(void)
+{
+    struct timespec t;
+    clock_gettime(CLOCK_MONOTONIC, &t);
+    return (uint64_t)t.tv_sec * 1000000000u + (uint64_t)t.tv_nsec;
 }
 
 /* Makes the direction's context; then counts the call and applies the
@@ -88,18 +111,22 @@ static int dev_leave(gmtf_bwt_dev *d, int dir, int rc, size_t count)
 int gmtf_bwt_dev_forward(gmtf_bwt_dev *d, const uint8_t *src, const uint64_t *off, size_t count,
                          const uint32_t *step, uint8_t *dst, uint32_t *idx)
 {
+    uint64_t t0 = now_ns();
     int rc = dev_enter(d, GMTF_BWT_DEV_FWD);
     if (rc == 0)
         rc = d->ops->fwd(d->ctx[GMTF_BWT_DEV_FWD], src, off, count, step, dst, idx);
+    d->ns[GMTF_BWT_DEV_FWD] += now_ns() - t0;
     return dev_leave(d, GMTF_BWT_DEV_FWD, rc, count);
 }
 
 int gmtf_bwt_dev_inverse(gmtf_bwt_dev *d, const uint8_t *bwt, const uint64_t *off, size_t count,
                          const uint32_t *step, const uint32_t *idx, uint8_t *dst)
 {
+    uint64_t t0 = now_ns();
     int rc = dev_enter(d, GMTF_BWT_DEV_INV);
     if (rc == 0)
         rc = d->ops->inv(d->ctx[GMTF_BWT_DEV_INV], bwt, off, count, step, idx, dst);
+    d->ns[GMTF_BWT_DEV_INV] += now_ns() - t0;
     return dev_leave(d, GMTF_BWT_DEV_INV, rc, count);
 }
 

@@ -27,6 +27,7 @@ typedef struct gmtf_bwt_dev_ops {
 } gmtf_bwt_dev_ops;
 
 enum { GMTF_BWT_DEV_FWD, GMTF_BWT_DEV_INV };
+#define GMTF_BWT_DEV_PIPE_MAX 16
 
 typedef struct gmtf_bwt_dev {
     const gmtf_bwt_dev_ops *ops; /* NULL: no device */
@@ -37,6 +38,9 @@ typedef struct gmtf_bwt_dev {
     long fault_at;               /* tests: device call number fault_at fails (-EIO) */
     long calls;                  /* device calls so far */
     uint64_t blocks[2];          /* blocks each direction did on the device */
+    uint64_t ns[2];              /* wall time of each direction's device calls */
+    unsigned pipe[2];            /* most chunks a batch is cut into, each direction */
+    uint64_t chunk_min;          /* fewest bytes a chunk holds */
 } gmtf_bwt_dev;
 
 /* The GPU's ops, or NULL in a build without CUDA. */
@@ -44,7 +48,9 @@ const gmtf_bwt_dev_ops *gmtf_bwt_dev_gpu(void);
 
 /* Sets up d for ops (NULL: no device). Environment, read here:
  * GMTF_GPU_BWT_MIN / GMTF_GPU_IBWT_MIN (smallest batch in bytes sent to
- * the device, each direction), GMTF_GPU_FAULT=N (device call N, from 1,
+ * the device, each direction), GMTF_GPU_PIPE / GMTF_GPU_IPIPE (most
+ * chunks a batch is cut into, 1..GMTF_BWT_DEV_PIPE_MAX; a chunk holds
+ * GMTF_GPU_CHUNK_MIN bytes or more), GMTF_GPU_FAULT=N (device call N, from 1,
  * fails as a device error would: the fault-injection hook). */
 void gmtf_bwt_dev_init(gmtf_bwt_dev *d, const gmtf_bwt_dev_ops *ops);
 void gmtf_bwt_dev_free(gmtf_bwt_dev *d);

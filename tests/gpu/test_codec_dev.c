@@ -90,6 +90,8 @@ static gmtf_codec *codec_new(int dev, unsigned threads)
     gmtf_bwt_dev *d = gmtf_codec_bwt_dev(c);
     d->min_bytes[GMTF_BWT_DEV_FWD] = d->min_bytes[GMTF_BWT_DEV_INV] = 1;
     d->fault_at = 0;
+    d->pipe[0] = d->pipe[1] = 3;
+    d->chunk_min = 1;
     return c;
 }
 
@@ -192,7 +194,9 @@ static void test_identical_frames(void **state)
 {
     (void)state;
     gmtf_codec *cpu = codec_new(0, 3), *dev = codec_new(1, 3);
-    for (uint64_t seed = 1; seed <= 3; seed++) {
+    unsigned pipes[] = {1, 2, 4, GMTF_BWT_DEV_PIPE_MAX};
+    for (uint64_t seed = 1; seed <= 4; seed++) {
+        gmtf_codec_bwt_dev(dev)->pipe[0] = gmtf_codec_bwt_dev(dev)->pipe[1] = pipes[seed - 1];
         blocks b = make_blocks(seed * 7919, 12 + seed * 4, UNIT);
         frames want = encode(cpu, &b), got = encode(dev, &b);
         assert_same_frames(&want, &got);
@@ -225,6 +229,7 @@ static void test_size_rule(void **state)
     (void)state;
     gmtf_codec *dev = codec_new(1, 2);
     gmtf_bwt_dev *d = gmtf_codec_bwt_dev(dev);
+    d->pipe[0] = d->pipe[1] = 1;
     blocks b = make_blocks(99, 6, UNIT / 4);
     d->min_bytes[GMTF_BWT_DEV_FWD] = d->min_bytes[GMTF_BWT_DEV_INV] = b.off[b.count] + 1;
     frames f = encode(dev, &b);
@@ -245,14 +250,15 @@ static void test_size_rule(void **state)
     gmtf_codec_destroy(dev);
 }
 
-/* A device fault in the middle of a run of batches: that batch is redone
- * on the CPU (same frames, same bytes), the device is retired and no later
- * batch calls it. */
+/* A device fault in the middle of a run of batches (three chunks a batch,
+ * so also in the middle of a batch): the rest of that batch is done on the
+ * CPU (same frames, same bytes), the device is retired and no later call
+ * reaches it. */
 static void test_fault(void **state)
 {
     (void)state;
     gmtf_codec *cpu = codec_new(0, 2);
-    for (long at = 1; at <= 4; at++) {
+    for (long at = 1; at <= 8; at++) {
         gmtf_codec *dev = codec_new(1, 2);
         gmtf_bwt_dev *d = gmtf_codec_bwt_dev(dev);
         d->fault_at = at;
@@ -274,7 +280,7 @@ static void test_fault(void **state)
             frames_free(&got);
             blocks_free(&b);
         }
-        /* 6 batches would make 6 calls; the fault at call `at` ends them */
+        /* 6 batches would make about 18 calls; the fault at call `at` ends them */
         assert_int_equal(d->retired, 1);
         assert_int_equal(d->last_err, -EIO);
         assert_int_equal(d->calls, at);

@@ -10,7 +10,8 @@
  *
  * Built a second time with GMTF_GPU_IBWT_EMU against the CPU emulation of
  * gpu/ibwt.cu (test_gpu_ibwt_emu), smaller sizes unless
- * GMTF_IBWT_EMU_FULL=1. */
+ * GMTF_IBWT_EMU_FULL=1; GMTF_IBWT_TEST_SMALL=1 gives the GPU build the
+ * small sizes (for compute-sanitizer). */
 #include <dirent.h>
 #include <errno.h>
 #include <setjmp.h>
@@ -478,6 +479,11 @@ int main(void)
         unit = 96u << 10;
     printf("CPU emulation of the GPU inverse BWT%s\n", full ? " (full sizes)" : "");
 #else
+    const char *small = getenv("GMTF_IBWT_TEST_SMALL"); /* e.g. under compute-sanitizer */
+    if (small && *small && *small != '0') {
+        full = 0;
+        unit = 96u << 10;
+    }
     if (!gmtf_gpu_available()) {
         printf("SKIP: no usable CUDA device on this machine (or no CUDA in this build)\n");
         return 77;
