@@ -10,9 +10,11 @@
 #include "gmtf_config.h"
 
 /* Below these a batch stays on the CPU (docs/gpu.md, "The codec on the
- * GPU": a device call costs a few ms whatever its size). */
-#define DEV_MIN_FWD (4u << 20)
-#define DEV_MIN_INV (4u << 20)
+ * GPU": a device call costs a few ms whatever its size; measured on an
+ * H100 host, 16 threads, the GPU codec ties the CPU one at 1 MiB batches
+ * of 64 KiB blocks and wins from there on). */
+#define DEV_MIN_FWD (1u << 20)
+#define DEV_MIN_INV (1u << 20)
 /* Chunks a batch is cut into: the device works on one while the CPU codes
  * the last and prepares the next. Measured (docs/gpu.md): encoding gains
  * from two, decoding from none (its CPU step is the longer one and each
