@@ -14,6 +14,8 @@
 
 #include "bwt.h"
 #include "codec_internal.h"
+#include "entropy_lanes_dev.h"
+#include "qlfc.h"
 
 /* ---- batch encode ------------------------------------------------------ */
 
@@ -109,8 +111,9 @@ struct stage_block {
     uint32_t idx[GMTF_BWT_MAX_SAMPLES];
     gmtf_frame_info fi;
     uint32_t crc;
-    int bwt; /* the block goes through BWT and MTF (GMTF_DECODE_RANKS), or
-              * decodes to BWT output with no MTF (GMTF_DECODE_BWT_V2) */
+    int bwt;   /* the block goes through BWT and MTF (GMTF_DECODE_RANKS), or
+                * decodes to BWT output with no MTF (GMTF_DECODE_BWT_V2) */
+    int lanes; /* device path: its method 2 lanes are decoded on the device */
 };
 
 struct staged {
@@ -431,7 +434,25 @@ struct dev_batch {
     uint64_t *ioff; /* their first sample row in stage_idx (nsel + 1) */
     uint32_t *step; /* their sample steps */
     int dev_failed; /* set before the last step of the chunk that failed */
+    size_t count;   /* blocks in the batch */
+    /* decode, method 2 on the device: per packed block its 32 lanes,
+     * tables and selectors (gpu_lanes.h), and the device's verdict */
+    gmtf_gpu_lane *lanes;
+    uint16_t *cum;
+    uint8_t *selectors;
+    uint8_t *bad;
 };
+
+#define LANES_CUM ((size_t)GMTF_GPU_LANES_NTABLES * GMTF_GPU_LANES_CUM)
+
+/* Packed block j's lanes as a stand-in: all at their end, nothing to do. */
+static void lanes_standin(struct dev_batch *d, size_t j)
+{
+    gmtf_gpu_lane *l = d->lanes + j * GMTF_GPU_LANES;
+    memset(l, 0, GMTF_GPU_LANES * sizeof *l);
+    for (unsigned q = 0; q < GMTF_GPU_LANES; q++)
+        l[q].x[0] = l[q].x[1] = 1ull << 32;
+}
 
 static int dev_batch_alloc(struct dev_batch *d, size_t count)
 {
@@ -446,6 +467,10 @@ static int dev_batch_alloc(struct dev_batch *d, size_t count)
 
 static void dev_batch_free(struct dev_batch *d)
 {
+    free(d->lanes);
+    free(d->cum);
+    free(d->selectors);
+    free(d->bad);
     free(d->sel);
     free(d->coff);
     free(d->ioff);
@@ -498,6 +523,37 @@ static void dev_run(struct dev_batch *d, dev_step fn, size_t j0, size_t j1)
     gmtf_pool_run(d->s.c->pool, dev_range_one, &r, j1 - j0);
 }
 
+/* Method 2 lanes of the packed blocks [j0, j1) on the device, into the
+ * staging; a block the device finds corrupt fails (as gmtf_qlfc_decode
+ * would) and the inverse then sees harmless rows for it. */
+static int dev_lanes(struct dev_batch *d, size_t j0, size_t j1)
+{
+    if (!d->lanes)
+        return 0;
+    size_t any = 0;
+    for (size_t j = j0; j < j1; j++)
+        any += d->s.sb[d->sel[j]].lanes;
+    if (!any)
+        return 0;
+    gmtf_codec *c = d->s.c;
+    int rc = gmtf_bwt_dev_lanes(&c->bwt_dev, d->s.src, d->s.off[d->count], j1 - j0,
+                                d->lanes + j0 * GMTF_GPU_LANES, d->cum + j0 * LANES_CUM,
+                                d->selectors + j0 * GMTF_GPU_LANES_MAX_GROUPS, d->coff + j0,
+                                c->stage_a, d->bad + j0);
+    if (rc)
+        return rc;
+    for (size_t j = j0; j < j1; j++) {
+        struct stage_block *b = &d->s.sb[d->sel[j]];
+        if (!b->lanes || !d->bad[j])
+            continue;
+        b->bwt = 0;
+        d->s.status[d->sel[j]] = GMTF_E_CORRUPT;
+        for (uint64_t q = d->ioff[j]; q < d->ioff[j + 1]; q++)
+            c->stage_idx[q] = 1;
+    }
+    return 0;
+}
+
 struct dev_job {
     struct dev_batch *d;
     int dir;
@@ -514,7 +570,7 @@ static void *dev_job_run(void *arg)
     if (job->dir == GMTF_BWT_DEV_FWD)
         job->rc = gmtf_bwt_dev_forward(&c->bwt_dev, c->stage_a, d->coff + j0, n, d->step + j0,
                                        c->stage_b, c->stage_idx + d->ioff[j0]);
-    else
+    else if ((job->rc = dev_lanes(d, j0, job->j1)) == 0)
         job->rc = gmtf_bwt_dev_inverse(&c->bwt_dev, c->stage_a, d->coff + j0, n, d->step + j0,
                                        c->stage_idx + d->ioff[j0], c->stage_b);
     return NULL;
@@ -665,6 +721,24 @@ static void dev_decode_begin(struct dev_batch *d, size_t j, unsigned worker)
     unsigned k = (unsigned)(d->ioff[j + 1] - d->ioff[j]);
     long r = -ENOMEM;
     gmtf_frame_info fi;
+    if (w && d->lanes) {
+        /* method 2: its header parsed here, its lanes run on the device */
+        const uint8_t *fr = s->src + s->off[i];
+        unsigned h, nidx, version;
+        if (gmtf_frame_parse_version(fr, s->off[i + 1] - s->off[i], &fi, &h, b->idx, &nidx,
+                                     &version) == 0 &&
+            version == GMTF_FRAME_V2 && fi.method == GMTF_METHOD_BWT && fi.orig_len == n &&
+            fi.frame_len > h && fr[h] == GMTF_QLFC_METHOD_LANES) {
+            r = gmtf_lanes_dev_setup(fr + h, fi.frame_len - h, n, w->rank_ws, s->off[i] + h,
+                                     d->lanes + j * GMTF_GPU_LANES, d->cum + j * LANES_CUM,
+                                     d->selectors + j * GMTF_GPU_LANES_MAX_GROUPS);
+            if (r == 0) {
+                r = GMTF_DECODE_BWT_V2;
+                b->lanes = 1;
+            }
+            w = NULL; /* decided */
+        }
+    }
     if (w)
         r = gmtf_frame_decode_begin(s->src + s->off[i], s->off[i + 1] - s->off[i],
                                     s->dst + s->slot[i], n, s->c->stage_a + d->coff[j], n,
@@ -681,6 +755,9 @@ static void dev_decode_begin(struct dev_batch *d, size_t j, unsigned worker)
         memcpy(rows, b->idx, k * sizeof *rows);
         return;
     }
+    if (d->lanes) /* the setup may have written part of it */
+        lanes_standin(d, j);
+    b->lanes = 0;
     b->bwt = 0;
     s->status[i] = (int)r;
     for (unsigned q = 0; q < k; q++)
@@ -708,9 +785,15 @@ static void dev_decode_end(struct dev_batch *d, size_t j, unsigned worker)
     size_t n = b->fi.orig_len;
     if (d->dev_failed) {
         gmtf_workspace *w = gmtf_codec_workspace(s->c, worker);
-        long r = w ? gmtf_frame_decode_end(s->c->stage_a + d->coff[j], s->dst + s->slot[i], &b->fi,
-                                           b->idx, w->bwt_ws, GMTF_DECODE_BWT_V2)
-                   : -ENOMEM;
+        long r = -ENOMEM;
+        if (w && b->lanes) { /* its BWT bytes never came: the whole frame here */
+            r = gmtf_frame_decode_ws(&s->c->mtf, w, s->src + s->off[i], s->off[i + 1] - s->off[i],
+                                     s->dst + s->slot[i], n);
+            r = r < 0 ? r : r == (long)n ? 0 : GMTF_E_CORRUPT;
+        } else if (w) {
+            r = gmtf_frame_decode_end(s->c->stage_a + d->coff[j], s->dst + s->slot[i], &b->fi,
+                                      b->idx, w->bwt_ws, GMTF_DECODE_BWT_V2);
+        }
         s->status[i] = r < 0 ? (int)r : 0;
         return;
     }
@@ -749,6 +832,17 @@ static int batch_decode_dev(gmtf_codec *c, const uint8_t *src, const uint64_t *f
     }
     if (rc == 0)
         rc = dev_batch_pack(&d, count, size);
+    d.count = count;
+    if (rc == 0 && d.nsel && c->bwt_dev.use_lanes) {
+        d.lanes = malloc(d.nsel * GMTF_GPU_LANES * sizeof *d.lanes);
+        d.cum = malloc(d.nsel * LANES_CUM * sizeof *d.cum);
+        d.selectors = malloc(d.nsel * GMTF_GPU_LANES_MAX_GROUPS);
+        d.bad = calloc(d.nsel, 1);
+        if (!d.lanes || !d.cum || !d.selectors || !d.bad)
+            rc = -ENOMEM;
+        for (size_t j = 0; j < d.nsel && rc == 0; j++)
+            lanes_standin(&d, j);
+    }
     if (rc) {
         dev_batch_free(&d);
         free(size);

@@ -48,6 +48,7 @@ void gmtf_bwt_dev_init(gmtf_bwt_dev *d, const gmtf_bwt_dev_ops *ops)
                      : pipe[i] > GMTF_BWT_DEV_PIPE_MAX ? GMTF_BWT_DEV_PIPE_MAX
                                                        : (unsigned)pipe[i];
     d->chunk_min = env_u64("GMTF_GPU_CHUNK_MIN", DEV_CHUNK_MIN);
+    d->use_lanes = ops && ops->lanes && env_u64("GMTF_GPU_LANES", 1) != 0;
 }
 
 static void dev_close(gmtf_bwt_dev *d)
@@ -58,7 +59,9 @@ static void dev_close(gmtf_bwt_dev *d)
         d->ops->fwd_destroy(d->ctx[GMTF_BWT_DEV_FWD]);
     if (d->ctx[GMTF_BWT_DEV_INV])
         d->ops->inv_destroy(d->ctx[GMTF_BWT_DEV_INV]);
-    d->ctx[GMTF_BWT_DEV_FWD] = d->ctx[GMTF_BWT_DEV_INV] = NULL;
+    if (d->ctx[GMTF_BWT_DEV_LANES])
+        d->ops->lanes_destroy(d->ctx[GMTF_BWT_DEV_LANES]);
+    d->ctx[GMTF_BWT_DEV_FWD] = d->ctx[GMTF_BWT_DEV_INV] = d->ctx[GMTF_BWT_DEV_LANES] = NULL;
 }
 
 void gmtf_bwt_dev_free(gmtf_bwt_dev *d)
@@ -86,8 +89,9 @@ static int dev_enter(gmtf_bwt_dev *d, int dir)
     if (!d->ops || d->retired)
         return -ENODEV;
     if (!d->ctx[dir]) {
-        int rc = dir == GMTF_BWT_DEV_FWD ? d->ops->fwd_create(&d->ctx[dir])
-                                         : d->ops->inv_create(&d->ctx[dir]);
+        int rc = dir == GMTF_BWT_DEV_FWD   ? d->ops->fwd_create(&d->ctx[dir])
+                 : dir == GMTF_BWT_DEV_INV ? d->ops->inv_create(&d->ctx[dir])
+                                           : d->ops->lanes_create(&d->ctx[dir]);
         if (rc < 0) {
             d->ctx[dir] = NULL;
             return rc;
@@ -132,6 +136,21 @@ int gmtf_bwt_dev_inverse(gmtf_bwt_dev *d, const uint8_t *bwt, const uint64_t *of
     return dev_leave(d, GMTF_BWT_DEV_INV, rc, count);
 }
 
+int gmtf_bwt_dev_lanes(gmtf_bwt_dev *d, const uint8_t *in, uint64_t nin, size_t count,
+                       const gmtf_gpu_lane *lanes, const uint16_t *cum, const uint8_t *sel,
+                       const uint64_t *out_off, uint8_t *out, uint8_t *bad)
+{
+    if (!d->use_lanes)
+        return -ENOTSUP;
+    uint64_t t0 = now_ns();
+    int rc = dev_enter(d, GMTF_BWT_DEV_LANES);
+    if (rc == 0)
+        rc = d->ops->lanes(d->ctx[GMTF_BWT_DEV_LANES], in, nin, count, lanes, cum, sel, out_off,
+                           out, bad);
+    d->ns[GMTF_BWT_DEV_LANES] += now_ns() - t0;
+    return dev_leave(d, GMTF_BWT_DEV_LANES, rc, count);
+}
+
 /* ---- the GPU's ops -------------------------------------------------------- */
 
 #if GMTF_HAVE_CUDA
@@ -172,6 +191,23 @@ static int gpu_inv(void *ctx, const uint8_t *bwt, const uint64_t *off, size_t co
     return gmtf_gpu_ibwt_batch(ctx, bwt, off, count, step, idx, dst);
 }
 
+static int gpu_lanes_create(void **ctx)
+{
+    return gmtf_gpu_lanes_create((gmtf_gpu_lanes_ctx **)ctx);
+}
+
+static void gpu_lanes_destroy(void *ctx)
+{
+    gmtf_gpu_lanes_destroy(ctx);
+}
+
+static int gpu_lanes(void *ctx, const uint8_t *in, uint64_t nin, size_t count,
+                     const gmtf_gpu_lane *lanes, const uint16_t *cum, const uint8_t *sel,
+                     const uint64_t *out_off, uint8_t *out, uint8_t *bad)
+{
+    return gmtf_gpu_lanes_decode(ctx, in, nin, count, lanes, cum, sel, out_off, out, bad);
+}
+
 static const gmtf_bwt_dev_ops gpu_ops = {
     .name = "gpu",
     .fwd_create = gpu_fwd_create,
@@ -180,6 +216,9 @@ static const gmtf_bwt_dev_ops gpu_ops = {
     .inv_create = gpu_inv_create,
     .inv_destroy = gpu_inv_destroy,
     .inv = gpu_inv,
+    .lanes_create = gpu_lanes_create,
+    .lanes_destroy = gpu_lanes_destroy,
+    .lanes = gpu_lanes,
 };
 
 const gmtf_bwt_dev_ops *gmtf_bwt_dev_gpu(void)

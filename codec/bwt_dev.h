@@ -13,6 +13,8 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "gpu_lanes.h"
+
 /* The calls of gpu_bwt.h / gpu_ibwt.h that the codec uses (same meaning). */
 typedef struct gmtf_bwt_dev_ops {
     const char *name;
@@ -24,21 +26,28 @@ typedef struct gmtf_bwt_dev_ops {
     void (*inv_destroy)(void *ctx);
     int (*inv)(void *ctx, const uint8_t *bwt, const uint64_t *off, size_t count,
                const uint32_t *step, const uint32_t *idx, uint8_t *dst);
+    /* Optional (gpu_lanes.h): method 2's lanes decoded on the device. */
+    int (*lanes_create)(void **ctx);
+    void (*lanes_destroy)(void *ctx);
+    int (*lanes)(void *ctx, const uint8_t *in, uint64_t nin, size_t count,
+                 const gmtf_gpu_lane *lanes, const uint16_t *cum, const uint8_t *sel,
+                 const uint64_t *out_off, uint8_t *out, uint8_t *bad);
 } gmtf_bwt_dev_ops;
 
-enum { GMTF_BWT_DEV_FWD, GMTF_BWT_DEV_INV };
+enum { GMTF_BWT_DEV_FWD, GMTF_BWT_DEV_INV, GMTF_BWT_DEV_LANES };
 #define GMTF_BWT_DEV_PIPE_MAX 16
 
 typedef struct gmtf_bwt_dev {
     const gmtf_bwt_dev_ops *ops; /* NULL: no device */
-    void *ctx[2];                /* forward, inverse; NULL until first used */
+    void *ctx[3];                /* forward, inverse, lanes; NULL until first used */
+    int use_lanes;               /* decode method 2 on the device (ops->lanes) */
     int retired;                 /* a call failed: no more device calls */
     int last_err;                /* the error that retired it */
     uint64_t min_bytes[2];       /* smallest batch (bytes) each direction sends */
     long fault_at;               /* tests: device call number fault_at fails (-EIO) */
     long calls;                  /* device calls so far */
-    uint64_t blocks[2];          /* blocks each direction did on the device */
-    uint64_t ns[2];              /* wall time of each direction's device calls */
+    uint64_t blocks[3];          /* blocks each direction did on the device */
+    uint64_t ns[3];              /* wall time of each direction's device calls */
     unsigned pipe[2];            /* most chunks a batch is cut into, each direction */
     uint64_t chunk_min;          /* fewest bytes a chunk holds */
 } gmtf_bwt_dev;
@@ -64,5 +73,8 @@ int gmtf_bwt_dev_forward(gmtf_bwt_dev *d, const uint8_t *src, const uint64_t *of
                          const uint32_t *step, uint8_t *dst, uint32_t *idx);
 int gmtf_bwt_dev_inverse(gmtf_bwt_dev *d, const uint8_t *bwt, const uint64_t *off, size_t count,
                          const uint32_t *step, const uint32_t *idx, uint8_t *dst);
+int gmtf_bwt_dev_lanes(gmtf_bwt_dev *d, const uint8_t *in, uint64_t nin, size_t count,
+                       const gmtf_gpu_lane *lanes, const uint16_t *cum, const uint8_t *sel,
+                       const uint64_t *out_off, uint8_t *out, uint8_t *bad);
 
 #endif

@@ -62,7 +62,8 @@ const char *gmtf_gpu_lanes_error(const gmtf_gpu_lanes_ctx *ctx);
  * (uint16, cumulative counts of 12-bit frequencies), its selectors at
  * sel + b * max_groups; its output goes to out[out_off[b] .. out_off[b+1]).
  * bad[b] = 1 when the block's lanes broke a rule (the caller's "corrupt"),
- * else 0. */
+ * else 0. A block whose lanes are all at their end (pos == end) is a
+ * stand-in: nothing is written to its part of out. */
 int gmtf_gpu_lanes_decode(gmtf_gpu_lanes_ctx *ctx, const uint8_t *in, uint64_t nin, size_t count,
                           const gmtf_gpu_lane *lanes, const uint16_t *cum, const uint8_t *sel,
                           const uint64_t *out_off, uint8_t *out, uint8_t *bad);

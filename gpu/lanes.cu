@@ -428,6 +428,14 @@ extern "C" const char *gmtf_gpu_lanes_error(const gmtf_gpu_lanes_ctx *c)
     return c ? c->err : "no context";
 }
 
+static int has_work(const gmtf_gpu_lane *l)
+{
+    for (unsigned j = 0; j < GMTF_GPU_LANES; j++)
+        if (l[j].pos < l[j].end)
+            return 1;
+    return 0;
+}
+
 /* The host's check of the caller's structures: every index the device
  * takes from them stays in bounds. */
 static int check(const gmtf_gpu_lane *lanes, size_t count, uint64_t nin, const uint64_t *off)
@@ -479,7 +487,19 @@ extern "C" int gmtf_gpu_lanes_decode(gmtf_gpu_lanes_ctx *c, const uint8_t *in, u
     TRY(h2d(c, c->sel.p, sel, count * MAX_GROUPS));
     TRY(h2d(c, c->off.p, out_off, (count + 1) * 8));
     TRY(run(c, count, nout));
-    TRY(d2h(c, out + out_off[0], c->out.p, nout));
+    /* only the blocks with work: the others' bytes in out stay the caller's */
+    for (size_t b = 0; b < count;) {
+        if (!has_work(lanes + b * GMTF_GPU_LANES)) {
+            b++;
+            continue;
+        }
+        size_t e = b + 1;
+        while (e < count && has_work(lanes + e * GMTF_GPU_LANES))
+            e++;
+        TRY(d2h(c, out + out_off[b], (uint8_t *)c->out.p + (out_off[b] - out_off[0]),
+                out_off[e] - out_off[b]));
+        b = e;
+    }
     TRY(d2h(c, bad, c->bad.p, count));
     return sync(c);
 }

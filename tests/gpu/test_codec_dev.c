@@ -20,6 +20,9 @@
 
 #include <cmocka.h>
 
+#ifdef GMTF_CODEC_DEV_EMU
+#include "lanes_emu_names.h" /* before codec_internal.h, which includes gpu_lanes.h */
+#endif
 #include "../codec/test_util.h"
 #include "bwt.h"
 #include "codec_internal.h"
@@ -58,6 +61,20 @@ static int emu_inv(void *ctx, const uint8_t *bwt, const uint64_t *off, size_t co
 {
     return gmtf_gpu_ibwt_batch(ctx, bwt, off, count, step, idx, dst);
 }
+static int emu_lanes_create(void **ctx)
+{
+    return gmtf_gpu_lanes_create((gmtf_gpu_lanes_ctx **)ctx);
+}
+static void emu_lanes_destroy(void *ctx)
+{
+    gmtf_gpu_lanes_destroy(ctx);
+}
+static int emu_lanes(void *ctx, const uint8_t *in, uint64_t nin, size_t count,
+                     const gmtf_gpu_lane *lanes, const uint16_t *cum, const uint8_t *sel,
+                     const uint64_t *out_off, uint8_t *out, uint8_t *bad)
+{
+    return gmtf_gpu_lanes_decode(ctx, in, nin, count, lanes, cum, sel, out_off, out, bad);
+}
 static const gmtf_bwt_dev_ops emu_ops = {
     .name = "emu",
     .fwd_create = emu_fwd_create,
@@ -66,6 +83,9 @@ static const gmtf_bwt_dev_ops emu_ops = {
     .inv_create = emu_inv_create,
     .inv_destroy = emu_inv_destroy,
     .inv = emu_inv,
+    .lanes_create = emu_lanes_create,
+    .lanes_destroy = emu_lanes_destroy,
+    .lanes = emu_lanes,
 };
 static const gmtf_bwt_dev_ops *dev_ops(void)
 {
@@ -372,6 +392,93 @@ static void test_damaged(void **state)
     gmtf_codec_destroy(v1);
 }
 
+/* Blocks of method 2's sizes (900 KiB and more): their lanes decode on the
+ * device; damaged ones get the CPU's statuses; a fault at the lanes call
+ * (call 2: the encode's BWT is call 1) is taken over by the CPU. */
+static void test_lanes(void **state)
+{
+    (void)state;
+    size_t bs = 1u << 20, count = 4, n = bs * count;
+    blocks b;
+    b.data = tu_malloc(n);
+    tu_files sys = tu_corpus_files();
+    if (sys.count == 0) {
+        tu_files_free(&sys);
+        sys = tu_system_files(64, 4u << 20);
+    }
+    uint8_t *real = sys.count ? tu_concat(&sys, n) : NULL;
+    if (real)
+        memcpy(b.data, real, n);
+    else
+        tu_fill_text_like(b.data, n, 77);
+    free(real);
+    tu_files_free(&sys);
+    b.count = count;
+    b.off = tu_malloc((count + 1) * sizeof *b.off);
+    for (size_t i = 0; i <= count; i++)
+        b.off[i] = i * bs;
+    gmtf_codec *cpu = codec_new(0, 2), *dev = codec_new(1, 2);
+    gmtf_bwt_dev *d = gmtf_codec_bwt_dev(dev);
+    d->pipe[0] = d->pipe[1] = 2;
+    frames want = encode(cpu, &b), got = encode(dev, &b);
+    assert_same_frames(&want, &got);
+    uint8_t *out, *ref;
+    int *st, *rst;
+    assert_int_equal(decode(dev, &got, b.off, &out, &st), 0);
+    assert_memory_equal(out, b.data, n);
+    free(out);
+    free(st);
+    printf("lanes: %llu blocks decoded by the device's lanes\n",
+           (unsigned long long)d->blocks[GMTF_BWT_DEV_LANES]);
+    assert_true(d->blocks[GMTF_BWT_DEV_LANES] >= count - 1);
+    /* damage the lane streams of some frames */
+    uint64_t seed = 31337;
+    for (int r = 0; r < 4; r++) {
+        frames f = encode(cpu, &b);
+        for (size_t i = 0; i < count; i++) {
+            if (tu_rand(&seed) % 2)
+                continue;
+            size_t len = f.off[i + 1] - f.off[i];
+            f.data[f.off[i] + len / 2 + tu_rand_below(&seed, len / 2)] ^= 0x41;
+        }
+        int rc = decode(dev, &f, b.off, &out, &st);
+        int rrc = decode(cpu, &f, b.off, &ref, &rst);
+        assert_int_equal(rc != 0, rrc != 0);
+        assert_memory_equal(st, rst, count * sizeof *st);
+        for (size_t i = 0; i < count; i++)
+            if (st[i] == 0)
+                assert_memory_equal(out + b.off[i], b.data + b.off[i], bs);
+        free(out);
+        free(ref);
+        free(st);
+        free(rst);
+        frames_free(&f);
+    }
+    assert_int_equal(d->retired, 0);
+    /* a fault at the lanes call */
+    gmtf_codec *flt = codec_new(1, 2);
+    gmtf_bwt_dev *fd = gmtf_codec_bwt_dev(flt);
+    fd->pipe[0] = fd->pipe[1] = 1; /* call 1: the BWT of the batch; call 2: its lanes */
+    fd->fault_at = 2;
+    frames g = encode(flt, &b);
+    assert_same_frames(&want, &g);
+    assert_int_equal(decode(flt, &g, b.off, &out, &st), 0);
+    assert_memory_equal(out, b.data, n);
+    assert_int_equal(fd->retired, 1);
+    assert_int_equal(fd->calls, 2);
+    assert_int_equal(fd->blocks[GMTF_BWT_DEV_FWD], count);
+    assert_int_equal(fd->blocks[GMTF_BWT_DEV_LANES], 0);
+    free(out);
+    free(st);
+    frames_free(&g);
+    frames_free(&want);
+    frames_free(&got);
+    blocks_free(&b);
+    gmtf_codec_destroy(cpu);
+    gmtf_codec_destroy(dev);
+    gmtf_codec_destroy(flt);
+}
+
 /* Real data in the codec's large blocks: corpus files, or the Linux tar. */
 static void test_real(void **state)
 {
@@ -448,6 +555,7 @@ int main(void)
         cmocka_unit_test(test_size_rule),
         cmocka_unit_test(test_fault),
         cmocka_unit_test(test_damaged),
+        cmocka_unit_test(test_lanes),
         cmocka_unit_test(test_real),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
