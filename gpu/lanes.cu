@@ -8,6 +8,7 @@
  * The same source builds for the CPU with GMTF_LANES_EMU: tests/gpu runs
  * the device code path without a GPU. */
 #include <errno.h>
+#include <stddef.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -63,6 +64,11 @@ GMTF_CONST uint8_t c_r_q[16] = {0, 1, 2, 3, 3, 4, 4, 4, 4, 4, 4, 4, 4, 4, 4, 4};
 static_assert(NTAB == GMTF_GPU_LANES_NTABLES && TPS == GMTF_GPU_LANES_TPS &&
                   GROUP_BYTES == GMTF_GPU_LANES_GROUP && MAX_GROUPS == GMTF_GPU_LANES_MAX_GROUPS,
               "gpu_lanes.h's layout");
+static_assert(offsetof(gmtf_gpu_lane, list) % 4 == 0 &&
+                  offsetof(gmtf_gpu_lane, er) == offsetof(gmtf_gpu_lane, list) + 256 &&
+                  offsetof(gmtf_gpu_lane, el) == offsetof(gmtf_gpu_lane, list) + 512 &&
+                  offsetof(gmtf_gpu_lane, hr) == offsetof(gmtf_gpu_lane, list) + 768,
+              "a lane's list and histories: 1024 aligned bytes");
 
 /* ---- one lane --------------------------------------------------------------- */
 
@@ -106,21 +112,29 @@ static GMTF_HD inline uint32_t get_raw(lane_regs &l, int st, unsigned nb)
     return v;
 }
 
-static GMTF_HD inline void next_run(lane_regs &l, const gmtf_gpu_lane *g, const uint8_t *sel,
+/* A lane's byte list and histories, side by side (shared memory on the
+ * device): list 0..255, er 256.., el 512.., hr 768.. */
+#define S_LIST 0
+#define S_ER 256
+#define S_EL 512
+#define S_HR 768
+
+static GMTF_HD inline void next_run(lane_regs &l, const uint8_t *s, const uint8_t *sel,
                                     unsigned prev)
 {
-    unsigned c = g->list[0];
+    unsigned c = s[S_LIST];
     uint32_t gi = l.group_base + (l.pos - l.start) / GROUP_BYTES;
     unsigned set = sel[gi < MAX_GROUPS ? gi : MAX_GROUPS - 1] & (MAX_SETS - 1);
     l.c = c;
-    l.rtab = set * TPS + (c_e_q[((g->er[c] + 8) >> 4) & 15] * 3 + c_h_q[g->hr[c] & 15]) * 3 +
+    l.rtab = set * TPS + (c_e_q[((s[S_ER + c] + 8) >> 4) & 15] * 3 + c_h_q[s[S_HR + c] & 15]) * 3 +
              c_p_q[prev & 15];
-    l.ltab = set * TPS + NRCTX + c_e_q[((g->el[c] + 8) >> 4) & 15] * 5;
+    l.ltab = set * TPS + NRCTX + c_e_q[((s[S_EL + c] + 8) >> 4) & 15] * 5;
 }
 
-/* Runs lane g to its end; 0, or 1 when it broke a rule. */
-static GMTF_HD int lane_decode(gmtf_gpu_lane *g, const uint16_t *cum, const uint8_t *sel,
-                               const uint8_t *in, uint8_t *out)
+/* Runs lane g to its end, its list and histories in s (a copy of g's);
+ * 0, or 1 when it broke a rule. */
+static GMTF_HD int lane_decode(const gmtf_gpu_lane *g, uint8_t *s, const uint16_t *cum,
+                               const uint8_t *sel, const uint8_t *in, uint8_t *out)
 {
     lane_regs l;
     l.x[0] = g->x[0];
@@ -170,15 +184,15 @@ static GMTF_HD int lane_decode(gmtf_gpu_lane *g, const uint16_t *cum, const uint
             out[l.pos + i] = (uint8_t)c;
         l.pos += len;
         for (unsigned i = 0; i < r; i++)
-            g->list[i] = g->list[i + 1];
-        g->list[r] = (uint8_t)c;
+            s[S_LIST + i] = s[S_LIST + i + 1];
+        s[S_LIST + r] = (uint8_t)c;
         l.active -= retire;
         unsigned rv = retire ? 15 : rsym;
-        g->er[c] = (uint8_t)((g->er[c] + (rv << 4)) >> 1);
-        g->el[c] = (uint8_t)((g->el[c] + (lsym << 4)) >> 1);
-        g->hr[c] = (uint8_t)rv;
+        s[S_ER + c] = (uint8_t)((s[S_ER + c] + (rv << 4)) >> 1);
+        s[S_EL + c] = (uint8_t)((s[S_EL + c] + (lsym << 4)) >> 1);
+        s[S_HR + c] = (uint8_t)rv;
         if (l.pos < l.end)
-            next_run(l, g, sel, rsym);
+            next_run(l, s, sel, rsym);
     }
     return l.active != 0 || l.x[XA] != RANS_L || l.x[XB] != RANS_L || l.in != l.in_end || l.over;
 }
@@ -234,14 +248,23 @@ static int cuda_fail(gmtf_gpu_lanes_ctx *c, cudaError_t e, const char *what)
             return cuda_fail((c), e_, #call);                                                      \
     } while (0)
 
+/* The lane's list and histories in shared memory, one row of 1028 bytes a
+ * lane (the extra word spreads the lanes' rows over the banks). */
+#define S_ROW 1028
+
 __global__ void __launch_bounds__(GMTF_GPU_LANES)
-    k_lanes(gmtf_gpu_lane *lanes, const uint16_t *cum, const uint8_t *sel, const uint8_t *in,
+    k_lanes(const gmtf_gpu_lane *lanes, const uint16_t *cum, const uint8_t *sel, const uint8_t *in,
             const uint64_t *off, uint8_t *out, uint8_t *bad)
 {
+    __shared__ __align__(16) uint8_t sh[GMTF_GPU_LANES * S_ROW];
     uint32_t b = blockIdx.x, j = threadIdx.x;
-    int e = lane_decode(&lanes[(size_t)b * GMTF_GPU_LANES + j],
-                        cum + (size_t)b * NTAB * GMTF_GPU_LANES_CUM, sel + (size_t)b * MAX_GROUPS,
-                        in, out + (off[b] - off[0]));
+    const gmtf_gpu_lane *g = &lanes[(size_t)b * GMTF_GPU_LANES + j];
+    uint8_t *s = sh + j * S_ROW;
+    const uint32_t *from = (const uint32_t *)g->list; /* list, er, el, hr: 1024 bytes */
+    for (unsigned i = 0; i < 256; i++)
+        ((uint32_t *)s)[i] = from[i];
+    int e = lane_decode(g, s, cum + (size_t)b * NTAB * GMTF_GPU_LANES_CUM,
+                        sel + (size_t)b * MAX_GROUPS, in, out + (off[b] - off[0]));
     if (e)
         bad[b] = 1;
 }
@@ -310,7 +333,7 @@ static int run(gmtf_gpu_lanes_ctx *c, size_t count, size_t nout)
 {
     CK(c, cudaMemsetAsync(c->bad.p, 0, count, c->st));
     k_lanes<<<(unsigned)count, GMTF_GPU_LANES, 0, c->st>>>(
-        (gmtf_gpu_lane *)c->lanes.p, (const uint16_t *)c->cum.p, (const uint8_t *)c->sel.p,
+        (const gmtf_gpu_lane *)c->lanes.p, (const uint16_t *)c->cum.p, (const uint8_t *)c->sel.p,
         (const uint8_t *)c->in.p, (const uint64_t *)c->off.p, (uint8_t *)c->out.p,
         (uint8_t *)c->bad.p);
     CK(c, cudaGetLastError());
@@ -372,12 +395,15 @@ static int run(gmtf_gpu_lanes_ctx *c, size_t count, size_t)
     uint8_t *bad = (uint8_t *)c->bad.p;
     for (size_t b = 0; b < count; b++) {
         bad[b] = 0;
-        for (unsigned j = 0; j < GMTF_GPU_LANES; j++)
-            if (lane_decode((gmtf_gpu_lane *)c->lanes.p + b * GMTF_GPU_LANES + j,
-                            (const uint16_t *)c->cum.p + b * NTAB * GMTF_GPU_LANES_CUM,
+        for (unsigned j = 0; j < GMTF_GPU_LANES; j++) {
+            const gmtf_gpu_lane *g = (const gmtf_gpu_lane *)c->lanes.p + b * GMTF_GPU_LANES + j;
+            uint8_t s[1024];
+            memcpy(s, g->list, 1024);
+            if (lane_decode(g, s, (const uint16_t *)c->cum.p + b * NTAB * GMTF_GPU_LANES_CUM,
                             (const uint8_t *)c->sel.p + b * MAX_GROUPS, (const uint8_t *)c->in.p,
                             (uint8_t *)c->out.p + (off[b] - off[0])))
                 bad[b] = 1;
+        }
     }
     return 0;
 }
