@@ -8,11 +8,14 @@
  * Either way each block's frame depends only on its bytes, so the output
  * is the same for any thread count. */
 #include <errno.h>
+#include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "bwt.h"
 #include "codec_internal.h"
+#include "entropy_lanes_dev.h"
+#include "qlfc.h"
 
 /* ---- batch encode ------------------------------------------------------ */
 
@@ -67,6 +70,12 @@ void gmtf_batch_stage_free(gmtf_codec *c)
     }
     c->stage_a = c->stage_b = NULL;
     c->stage_cap = 0;
+    if (c->stage_idx_pinned)
+        gmtf_mtf_host_free(c->batch_mtf, c->stage_idx);
+    else
+        free(c->stage_idx);
+    c->stage_idx = NULL;
+    c->stage_idx_cap = 0;
 }
 
 /* Grows the two staging buffers to n bytes each, from the batch backend's
@@ -102,8 +111,9 @@ struct stage_block {
     uint32_t idx[GMTF_BWT_MAX_SAMPLES];
     gmtf_frame_info fi;
     uint32_t crc;
-    int bwt; /* the block goes through BWT and MTF (GMTF_DECODE_RANKS), or
-              * decodes to BWT output with no MTF (GMTF_DECODE_BWT_V2) */
+    int bwt;   /* the block goes through BWT and MTF (GMTF_DECODE_RANKS), or
+                * decodes to BWT output with no MTF (GMTF_DECODE_BWT_V2) */
+    int lanes; /* device path: its method 2 lanes are decoded on the device */
 };
 
 struct staged {
@@ -199,6 +209,10 @@ static int batch_encode_staged(gmtf_codec *c, const uint8_t *src, const uint64_t
     return s.err;
 }
 
+/* Version 2 frames with the BWT on the device (below). */
+static int batch_encode_dev(gmtf_codec *c, const uint8_t *src, const uint64_t *off, size_t count,
+                            uint8_t *dst, const uint64_t *slot, uint64_t *len, uint32_t *crc);
+
 static int batch_use_staged(const gmtf_codec *c, uint64_t bytes)
 {
     return c->batch_mtf && bytes >= c->batch_mtf->ops->min_batch_bytes;
@@ -233,10 +247,18 @@ int gmtf_batch_encode_crc(gmtf_codec *c, const uint8_t *src, const uint64_t *off
     }
     struct batch_enc b = {c, src, off, dst, slot, len, crc, 0};
     /* Only version 1 frames have an MTF stage to batch. */
+    int cpu = 1;
     if (c->frame_version == GMTF_FRAME_V1 && batch_use_staged(c, off[count]) &&
-        c->batch_mtf->ops->batch_encode)
+        c->batch_mtf->ops->batch_encode) {
         b.err = batch_encode_staged(c, src, off, count, dst, slot, len, crc);
-    else
+        cpu = 0;
+    } else if (c->frame_version != GMTF_FRAME_V1 &&
+               gmtf_bwt_dev_wants(&c->bwt_dev, GMTF_BWT_DEV_FWD, off[count])) {
+        int rc = batch_encode_dev(c, src, off, count, dst, slot, len, crc);
+        cpu = rc == 1;
+        b.err = rc == 1 ? 0 : rc;
+    }
+    if (cpu)
         gmtf_pool_run(c->pool, batch_encode_one, &b, count);
     if (b.err == 0) {
         uint64_t out = 0;
@@ -366,12 +388,493 @@ static int batch_decode_staged(gmtf_codec *c, const uint8_t *src, const uint64_t
     return s.err;
 }
 
+/* ---- version 2 batches with the BWT on the device -------------------------
+ *
+ * The blocks that need a BWT are packed into the staging buffers (pinned
+ * when the GPU is the batch backend) and cut into chunks of about equal
+ * bytes (gmtf_bwt_dev.pipe and chunk_min); each chunk goes through three steps:
+ *   encode: copy in (CPU) -> forward BWT (device) -> QLFC coding (CPU);
+ *   decode: QLFC decoding (CPU) -> inverse BWT (device) -> checksum, copy
+ *           out (CPU).
+ * The device step of chunk k runs on a helper thread while the pool does
+ * the first step of chunk k + 1 and the last of chunk k - 1. A device step
+ * that fails retires the device (bwt_dev.c); its chunk and every later one
+ * finish on the CPU (codec/bwt.c from the same staged bytes), so no block
+ * of the batch is lost and the output is the same. */
+
+/* Grows the sample-row array to n entries (pinned like the staging). */
+static int stage_idx_reserve(gmtf_codec *c, uint64_t n)
+{
+    if (n <= c->stage_idx_cap)
+        return 0;
+    if (c->stage_idx_pinned)
+        gmtf_mtf_host_free(c->batch_mtf, c->stage_idx);
+    else
+        free(c->stage_idx);
+    c->stage_idx_cap = 0;
+    c->stage_idx_pinned = c->batch_mtf != NULL;
+    c->stage_idx = c->stage_idx_pinned ? gmtf_mtf_host_alloc(c->batch_mtf, n * 4) : NULL;
+    if (!c->stage_idx) {
+        c->stage_idx_pinned = 0;
+        c->stage_idx = malloc(n * 4);
+    }
+    if (!c->stage_idx)
+        return -ENOMEM;
+    c->stage_idx_cap = n;
+    return 0;
+}
+
+/* The device's share of a batch: the blocks it transforms, packed in the
+ * staging buffers, and their sample rows. */
+struct dev_batch {
+    struct staged s;
+    size_t nsel;    /* blocks on the device */
+    size_t *sel;    /* their batch indexes */
+    uint64_t *coff; /* their bytes in stage_a / stage_b (nsel + 1) */
+    uint64_t *ioff; /* their first sample row in stage_idx (nsel + 1) */
+    uint32_t *step; /* their sample steps */
+    int dev_failed; /* set before the last step of the chunk that failed */
+    size_t count;   /* blocks in the batch */
+    /* decode, method 2 on the device: per packed block its 32 lanes,
+     * tables and selectors (gpu_lanes.h), and the device's verdict */
+    gmtf_gpu_lane *lanes;
+    uint16_t *cum;
+    uint8_t *selectors;
+    uint8_t *bad;
+};
+
+#define LANES_CUM ((size_t)GMTF_GPU_LANES_NTABLES * GMTF_GPU_LANES_CUM)
+
+/* Packed block j's lanes as a stand-in: all at their end, nothing to do. */
+static void lanes_standin(struct dev_batch *d, size_t j)
+{
+    gmtf_gpu_lane *l = d->lanes + j * GMTF_GPU_LANES;
+    memset(l, 0, GMTF_GPU_LANES * sizeof *l);
+    for (unsigned q = 0; q < GMTF_GPU_LANES; q++)
+        l[q].x[0] = l[q].x[1] = 1ull << 32;
+}
+
+static int dev_batch_alloc(struct dev_batch *d, size_t count)
+{
+    size_t m = count + 1;
+    d->sel = malloc(m * sizeof *d->sel);
+    d->coff = malloc(m * sizeof *d->coff);
+    d->ioff = malloc(m * sizeof *d->ioff);
+    d->step = malloc(m * sizeof *d->step);
+    d->s.sb = calloc(m, sizeof *d->s.sb);
+    return d->sel && d->coff && d->ioff && d->step && d->s.sb ? 0 : -ENOMEM;
+}
+
+static void dev_batch_free(struct dev_batch *d)
+{
+    free(d->lanes);
+    free(d->cum);
+    free(d->selectors);
+    free(d->bad);
+    free(d->sel);
+    free(d->coff);
+    free(d->ioff);
+    free(d->step);
+    free(d->s.sb);
+}
+
+/* Packs the marked blocks (sb[i].bwt) of size[i] bytes; sizes the staging. */
+static int dev_batch_pack(struct dev_batch *d, size_t count, const uint64_t *size)
+{
+    gmtf_codec *c = d->s.c;
+    d->nsel = 0;
+    d->coff[0] = 0;
+    d->ioff[0] = 0;
+    for (size_t i = 0; i < count; i++) {
+        if (!d->s.sb[i].bwt)
+            continue;
+        size_t n = size[i], j = d->nsel++;
+        d->sel[j] = i;
+        d->step[j] = 1u << gmtf_bwt_step_log2(n);
+        d->coff[j + 1] = d->coff[j] + n;
+        d->ioff[j + 1] = d->ioff[j] + gmtf_bwt_sample_count(n);
+    }
+    if (d->nsel == 0)
+        return 0;
+    int rc = stage_reserve(c, d->coff[d->nsel]);
+    return rc ? rc : stage_idx_reserve(c, d->ioff[d->nsel]);
+}
+
+/* ---- the chunk pipeline ---- */
+
+typedef void (*dev_step)(struct dev_batch *d, size_t j, unsigned worker);
+
+struct dev_range {
+    struct dev_batch *d;
+    size_t j0;
+    dev_step fn;
+};
+
+static void dev_range_one(void *ctx, size_t i, unsigned worker)
+{
+    struct dev_range *r = ctx;
+    r->fn(r->d, r->j0 + i, worker);
+}
+
+/* fn over the packed blocks [j0, j1) on the pool. */
+static void dev_run(struct dev_batch *d, dev_step fn, size_t j0, size_t j1)
+{
+    struct dev_range r = {d, j0, fn};
+    gmtf_pool_run(d->s.c->pool, dev_range_one, &r, j1 - j0);
+}
+
+/* Method 2 lanes of the packed blocks [j0, j1) on the device, into the
+ * staging; a block the device finds corrupt fails (as gmtf_qlfc_decode
+ * would) and the inverse then sees harmless rows for it. */
+static int dev_lanes(struct dev_batch *d, size_t j0, size_t j1)
+{
+    if (!d->lanes)
+        return 0;
+    size_t any = 0;
+    for (size_t j = j0; j < j1; j++)
+        any += d->s.sb[d->sel[j]].lanes;
+    if (!any)
+        return 0;
+    gmtf_codec *c = d->s.c;
+    int rc = gmtf_bwt_dev_lanes(&c->bwt_dev, d->s.src, d->s.off[d->count], j1 - j0,
+                                d->lanes + j0 * GMTF_GPU_LANES, d->cum + j0 * LANES_CUM,
+                                d->selectors + j0 * GMTF_GPU_LANES_MAX_GROUPS, d->coff + j0,
+                                c->stage_a, d->bad + j0);
+    if (rc)
+        return rc;
+    for (size_t j = j0; j < j1; j++) {
+        struct stage_block *b = &d->s.sb[d->sel[j]];
+        if (!b->lanes || !d->bad[j])
+            continue;
+        b->bwt = 0;
+        d->s.status[d->sel[j]] = GMTF_E_CORRUPT;
+        for (uint64_t q = d->ioff[j]; q < d->ioff[j + 1]; q++)
+            c->stage_idx[q] = 1;
+    }
+    return 0;
+}
+
+struct dev_job {
+    struct dev_batch *d;
+    int dir;
+    size_t j0, j1;
+    int rc;
+};
+
+static void *dev_job_run(void *arg)
+{
+    struct dev_job *job = arg;
+    struct dev_batch *d = job->d;
+    gmtf_codec *c = d->s.c;
+    size_t j0 = job->j0, n = job->j1 - j0;
+    if (job->dir == GMTF_BWT_DEV_FWD)
+        job->rc = gmtf_bwt_dev_forward(&c->bwt_dev, c->stage_a, d->coff + j0, n, d->step + j0,
+                                       c->stage_b, c->stage_idx + d->ioff[j0]);
+    else if ((job->rc = dev_lanes(d, j0, job->j1)) == 0)
+        job->rc = gmtf_bwt_dev_inverse(&c->bwt_dev, c->stage_a, d->coff + j0, n, d->step + j0,
+                                       c->stage_idx + d->ioff[j0], c->stage_b);
+    return NULL;
+}
+
+/* first(k), device(k), last(k) for every chunk k, device(k) on a helper
+ * thread beside first(k + 1) and last(k - 1). */
+static void dev_pipeline(struct dev_batch *d, int dir, dev_step first, dev_step last)
+{
+    gmtf_codec *c = d->s.c;
+    uint64_t bytes = d->coff[d->nsel],
+             most = c->bwt_dev.chunk_min ? bytes / c->bwt_dev.chunk_min : bytes;
+    unsigned chunks = c->bwt_dev.pipe[dir];
+    if (chunks > most)
+        chunks = (unsigned)most;
+    if (chunks > d->nsel)
+        chunks = (unsigned)d->nsel;
+    if (chunks < 1)
+        chunks = 1;
+    size_t b[GMTF_BWT_DEV_PIPE_MAX + 1];
+    b[0] = 0;
+    for (unsigned k = 1; k <= chunks; k++) {
+        /* the first block boundary at or past k / chunks of the bytes */
+        uint64_t want = d->coff[d->nsel] * k / chunks;
+        size_t j = b[k - 1] < d->nsel ? b[k - 1] + 1 : d->nsel;
+        while (j < d->nsel && d->coff[j] < want)
+            j++;
+        b[k] = k == chunks ? d->nsel : j;
+    }
+    struct dev_job job = {0};
+    pthread_t th;
+    int running = 0;
+    for (unsigned k = 0; k <= chunks; k++) {
+        if (k < chunks && b[k] < b[k + 1])
+            dev_run(d, first, b[k], b[k + 1]);
+        if (running) {
+            pthread_join(th, NULL);
+            running = 0;
+            if (job.rc)
+                d->dev_failed = 1;
+        }
+        if (k < chunks && b[k] < b[k + 1] && !d->dev_failed) {
+            job = (struct dev_job){d, dir, b[k], b[k + 1], 0};
+            if (chunks > 1 && pthread_create(&th, NULL, dev_job_run, &job) == 0) {
+                running = 1;
+            } else {
+                dev_job_run(&job);
+                d->dev_failed = job.rc != 0;
+            }
+        }
+        if (k > 0 && b[k - 1] < b[k])
+            dev_run(d, last, b[k - 1], b[k]);
+    }
+}
+
+/* ---- encode ---- */
+
+/* Pass 1: checksum, empty/tiny/run frames; the others are marked. */
+static void dev_encode_prep(void *ctx, size_t i, unsigned worker)
+{
+    (void)worker;
+    struct dev_batch *d = ctx;
+    struct staged *s = &d->s;
+    const uint8_t *src = s->src + s->off[i];
+    size_t n = s->off[i + 1] - s->off[i];
+    struct stage_block *b = &s->sb[i];
+    b->crc = gmtf_crc32c(0, src, n);
+    if (s->crc)
+        s->crc[i] = b->crc;
+    long r = gmtf_frame_encode_special_v2(src, n, s->dst + s->slot[i], b->crc);
+    if (r)
+        s->len[i] = (uint64_t)r;
+    else
+        b->bwt = 1;
+}
+
+/* The block into the staging (pinned: fast transfers). */
+static void dev_encode_copy(struct dev_batch *d, size_t j, unsigned worker)
+{
+    (void)worker;
+    memcpy(d->s.c->stage_a + d->coff[j], d->s.src + d->s.off[d->sel[j]],
+           d->coff[j + 1] - d->coff[j]);
+}
+
+/* QLFC coding of the block's BWT output; the whole frame on the CPU when
+ * the device failed. */
+static void dev_encode_entropy(struct dev_batch *d, size_t j, unsigned worker)
+{
+    struct staged *s = &d->s;
+    size_t i = d->sel[j];
+    gmtf_workspace *w = gmtf_codec_workspace_enc(s->c, worker);
+    if (!w) {
+        batch_set_err(&s->err, -ENOMEM);
+        return;
+    }
+    size_t n = s->off[i + 1] - s->off[i];
+    long r;
+    if (d->dev_failed)
+        r = gmtf_frame_encode_ws(&s->c->mtf, w, s->src + s->off[i], n, s->dst + s->slot[i],
+                                 gmtf_frame_bound(n), GMTF_FRAME_V2, NULL);
+    else
+        r = gmtf_frame_encode_bwt_v2(s->src + s->off[i], s->c->stage_b + d->coff[j], n,
+                                     s->c->stage_idx + d->ioff[j], s->sb[i].crc,
+                                     s->dst + s->slot[i], w->rank_ws);
+    if (r < 0)
+        batch_set_err(&s->err, (int)r);
+    else
+        s->len[i] = (uint64_t)r;
+}
+
+/* Returns 1 when the device part could not start (the caller runs the
+ * batch on the CPU), else 0 or a negative code. */
+static int batch_encode_dev(gmtf_codec *c, const uint8_t *src, const uint64_t *off, size_t count,
+                            uint8_t *dst, const uint64_t *slot, uint64_t *len, uint32_t *crc)
+{
+    struct dev_batch d = {
+        .s = {.c = c, .src = src, .off = off, .dst = dst, .slot = slot, .len = len, .crc = crc}};
+    uint64_t *size = malloc((count + 1) * sizeof *size);
+    int rc = size ? dev_batch_alloc(&d, count) : -ENOMEM;
+    if (rc == 0) {
+        for (size_t i = 0; i < count; i++)
+            size[i] = off[i + 1] - off[i];
+        gmtf_pool_run(c->pool, dev_encode_prep, &d, count);
+        rc = dev_batch_pack(&d, count, size);
+    }
+    if (rc == 0 && d.nsel)
+        dev_pipeline(&d, GMTF_BWT_DEV_FWD, dev_encode_copy, dev_encode_entropy);
+    if (rc == 0)
+        rc = d.s.err;
+    dev_batch_free(&d);
+    free(size);
+    return rc == -ENOMEM ? 1 : rc;
+}
+
+/* ---- decode ---- */
+
+/* QLFC decoding of the block's BWT output into the staging and a check of
+ * its rows (a bad row fails the block here, as codec/bwt.c would, and the
+ * device then inverts harmless rows 1). */
+static void dev_decode_begin(struct dev_batch *d, size_t j, unsigned worker)
+{
+    struct staged *s = &d->s;
+    size_t i = d->sel[j];
+    struct stage_block *b = &s->sb[i];
+    gmtf_workspace *w = gmtf_codec_workspace(s->c, worker);
+    size_t n = d->coff[j + 1] - d->coff[j];
+    uint32_t *rows = s->c->stage_idx + d->ioff[j];
+    unsigned k = (unsigned)(d->ioff[j + 1] - d->ioff[j]);
+    long r = -ENOMEM;
+    gmtf_frame_info fi;
+    if (w && d->lanes) {
+        /* method 2: its header parsed here, its lanes run on the device */
+        const uint8_t *fr = s->src + s->off[i];
+        unsigned h, nidx, version;
+        if (gmtf_frame_parse_version(fr, s->off[i + 1] - s->off[i], &fi, &h, b->idx, &nidx,
+                                     &version) == 0 &&
+            version == GMTF_FRAME_V2 && fi.method == GMTF_METHOD_BWT && fi.orig_len == n &&
+            fi.frame_len > h && fr[h] == GMTF_QLFC_METHOD_LANES) {
+            r = gmtf_lanes_dev_setup(fr + h, fi.frame_len - h, n, w->rank_ws, s->off[i] + h,
+                                     d->lanes + j * GMTF_GPU_LANES, d->cum + j * LANES_CUM,
+                                     d->selectors + j * GMTF_GPU_LANES_MAX_GROUPS);
+            if (r == 0) {
+                r = GMTF_DECODE_BWT_V2;
+                b->lanes = 1;
+            }
+            w = NULL; /* decided */
+        }
+    }
+    if (w)
+        r = gmtf_frame_decode_begin(s->src + s->off[i], s->off[i + 1] - s->off[i],
+                                    s->dst + s->slot[i], n, s->c->stage_a + d->coff[j], n,
+                                    w->rank_ws, &fi, b->idx);
+    if (r == GMTF_DECODE_BWT_V2 && fi.orig_len == n && fi.method == GMTF_METHOD_BWT) {
+        for (unsigned q = 0; q < k; q++)
+            if (b->idx[q] == 0 || b->idx[q] > n)
+                r = GMTF_E_CORRUPT;
+    } else if (r >= 0) {
+        r = GMTF_E_CORRUPT; /* cannot happen: its header said so in pass 0 */
+    }
+    if (r == GMTF_DECODE_BWT_V2) {
+        b->fi = fi;
+        memcpy(rows, b->idx, k * sizeof *rows);
+        return;
+    }
+    if (d->lanes) /* the setup may have written part of it */
+        lanes_standin(d, j);
+    b->lanes = 0;
+    b->bwt = 0;
+    s->status[i] = (int)r;
+    for (unsigned q = 0; q < k; q++)
+        rows[q] = 1;
+}
+
+static void dev_decode_cpu(void *ctx, size_t i, unsigned worker)
+{
+    struct dev_batch *d = ctx;
+    if (d->s.sb[i].bwt)
+        return;
+    struct batch_dec b = {d->s.c, d->s.src, d->s.off, d->s.dst, d->s.slot, d->s.status, 0};
+    batch_decode_one(&b, i, worker);
+}
+
+/* The checksum of the device's output, then into place; when the device
+ * failed, codec/bwt.c's inverse from the staged BWT output instead. */
+static void dev_decode_end(struct dev_batch *d, size_t j, unsigned worker)
+{
+    struct staged *s = &d->s;
+    size_t i = d->sel[j];
+    struct stage_block *b = &s->sb[i];
+    if (!b->bwt)
+        return;
+    size_t n = b->fi.orig_len;
+    if (d->dev_failed) {
+        gmtf_workspace *w = gmtf_codec_workspace(s->c, worker);
+        long r = -ENOMEM;
+        if (w && b->lanes) { /* its BWT bytes never came: the whole frame here */
+            r = gmtf_frame_decode_ws(&s->c->mtf, w, s->src + s->off[i], s->off[i + 1] - s->off[i],
+                                     s->dst + s->slot[i], n);
+            r = r < 0 ? r : r == (long)n ? 0 : GMTF_E_CORRUPT;
+        } else if (w) {
+            r = gmtf_frame_decode_end(s->c->stage_a + d->coff[j], s->dst + s->slot[i], &b->fi,
+                                      b->idx, w->bwt_ws, GMTF_DECODE_BWT_V2);
+        }
+        s->status[i] = r < 0 ? (int)r : 0;
+        return;
+    }
+    const uint8_t *out = s->c->stage_b + d->coff[j];
+    if (gmtf_crc32c(0, out, n) != b->fi.data_crc) {
+        s->status[i] = GMTF_E_CHECKSUM;
+        return;
+    }
+    memcpy(s->dst + s->slot[i], out, n);
+    s->status[i] = 0;
+}
+
+/* Version 2 BWT frames: QLFC decoding on the CPU, the inverse BWT on the
+ * device; every other frame on the CPU. Returns 1 when the device part
+ * could not start (the caller decodes on the CPU), else the first error
+ * (in block order) or 0. */
+static int batch_decode_dev(gmtf_codec *c, const uint8_t *src, const uint64_t *foff, size_t count,
+                            uint8_t *dst, const uint64_t *doff, int *status)
+{
+    struct dev_batch d = {
+        .s = {.c = c, .src = src, .off = foff, .dst = dst, .slot = doff, .status = status}};
+    uint64_t *size = malloc((count + 1) * sizeof *size);
+    int rc = size ? dev_batch_alloc(&d, count) : -ENOMEM;
+    /* pass 0: which frames go to the device (headers only) */
+    for (size_t i = 0; i < count && rc == 0; i++) {
+        unsigned h, k, version;
+        gmtf_frame_info fi;
+        uint64_t cap = doff[i + 1] - doff[i];
+        status[i] = 0;
+        size[i] = cap;
+        if (gmtf_frame_parse_version(src + foff[i], foff[i + 1] - foff[i], &fi, &h, NULL, &k,
+                                     &version) == 0 &&
+            version == GMTF_FRAME_V2 && fi.method == GMTF_METHOD_BWT && fi.orig_len == cap &&
+            cap <= c->max_block)
+            d.s.sb[i].bwt = 1;
+    }
+    if (rc == 0)
+        rc = dev_batch_pack(&d, count, size);
+    d.count = count;
+    if (rc == 0 && d.nsel && c->bwt_dev.use_lanes) {
+        d.lanes = malloc(d.nsel * GMTF_GPU_LANES * sizeof *d.lanes);
+        d.cum = malloc(d.nsel * LANES_CUM * sizeof *d.cum);
+        d.selectors = malloc(d.nsel * GMTF_GPU_LANES_MAX_GROUPS);
+        d.bad = calloc(d.nsel, 1);
+        if (!d.lanes || !d.cum || !d.selectors || !d.bad)
+            rc = -ENOMEM;
+        for (size_t j = 0; j < d.nsel && rc == 0; j++)
+            lanes_standin(&d, j);
+    }
+    if (rc) {
+        dev_batch_free(&d);
+        free(size);
+        return 1;
+    }
+    gmtf_pool_run(c->pool, dev_decode_cpu, &d, count);
+    if (d.nsel)
+        dev_pipeline(&d, GMTF_BWT_DEV_INV, dev_decode_begin, dev_decode_end);
+    rc = 0;
+    for (size_t i = 0; i < count && !rc; i++)
+        rc = status[i];
+    dev_batch_free(&d);
+    free(size);
+    return rc;
+}
+
 int gmtf_batch_decode(gmtf_codec *c, const uint8_t *src, const uint64_t *foff, size_t count,
                       uint8_t *dst, const uint64_t *doff, int *status)
 {
     for (size_t i = 0; i < count; i++)
         if (foff[i + 1] < foff[i] || doff[i + 1] < doff[i])
             return -EINVAL;
+    if (gmtf_bwt_dev_wants(&c->bwt_dev, GMTF_BWT_DEV_INV, doff[count] - doff[0])) {
+        int *st = status ? status : calloc(count ? count : 1, sizeof *st);
+        if (!st)
+            return -ENOMEM;
+        int rc = batch_decode_dev(c, src, foff, count, dst, doff, st);
+        if (st != status)
+            free(st);
+        if (rc != 1)
+            return rc;
+    }
     if (batch_use_staged(c, doff[count] - doff[0]) && c->batch_mtf->ops->batch_decode) {
         int *st = status ? status : calloc(count ? count : 1, sizeof *st);
         if (!st)

@@ -73,6 +73,11 @@ int gmtf_codec_create(gmtf_codec **out, const gmtf_codec_options *opt)
     }
     if (rc == 0 && o.threads > 1)
         rc = gmtf_pool_create(&c->pool, o.threads);
+    /* The GPU's BWT when batches go to the GPU (the gpu and auto backends);
+     * GMTF_GPU_BWT=0 keeps it off (comparisons). */
+    const char *env = getenv("GMTF_GPU_BWT");
+    int use_dev = c->batch_mtf && !(env && *env == '0');
+    gmtf_bwt_dev_init(&c->bwt_dev, use_dev ? gmtf_bwt_dev_gpu() : NULL);
     if (rc < 0) {
         gmtf_codec_destroy(c);
         return rc;
@@ -91,9 +96,21 @@ void gmtf_codec_destroy(gmtf_codec *c)
             gmtf_workspace_free(&c->ws[i]);
     free(c->ws);
     gmtf_batch_stage_free(c);
+    gmtf_bwt_dev_free(&c->bwt_dev);
     gmtf_mtf_free(&c->batch_inst);
     gmtf_mtf_free(&c->mtf);
     free(c);
+}
+
+void gmtf_codec_set_bwt_dev(gmtf_codec *c, const gmtf_bwt_dev_ops *ops)
+{
+    gmtf_bwt_dev_free(&c->bwt_dev);
+    gmtf_bwt_dev_init(&c->bwt_dev, ops);
+}
+
+gmtf_bwt_dev *gmtf_codec_bwt_dev(gmtf_codec *c)
+{
+    return &c->bwt_dev;
 }
 
 const char *gmtf_codec_mtf_name(const gmtf_codec *c)

@@ -7,6 +7,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "bwt_dev.h"
 #include "frame.h"
 #include "gmtf_codec.h"
 #include "mtf.h"
@@ -25,6 +26,12 @@ struct gmtf_codec {
     uint8_t *stage_a, *stage_b;
     uint64_t stage_cap;
     int stage_pinned; /* staging came from gmtf_mtf_host_alloc(batch_mtf) */
+    /* The batch BWT device (the GPU) for version 2 frames, and the sample
+     * rows of a batch it transforms (from the same allocator as staging). */
+    gmtf_bwt_dev bwt_dev;
+    uint32_t *stage_idx;
+    uint64_t stage_idx_cap;
+    int stage_idx_pinned;
 };
 
 /* Lazily allocates workspace i, for decoding (gmtf_codec_workspace) or
@@ -35,5 +42,11 @@ gmtf_workspace *gmtf_codec_workspace_enc(gmtf_codec *c, unsigned i);
 
 /* Frees the batch staging buffers (batch.c). */
 void gmtf_batch_stage_free(gmtf_codec *c);
+
+/* Test hooks (codec.c): puts ops in place of the codec's batch BWT device
+ * (the CPU emulations of the GPU kernels; NULL: none), and the device's
+ * state (its size rule, fault hook and counters). */
+void gmtf_codec_set_bwt_dev(gmtf_codec *c, const gmtf_bwt_dev_ops *ops);
+gmtf_bwt_dev *gmtf_codec_bwt_dev(gmtf_codec *c);
 
 #endif

@@ -39,6 +39,7 @@
 #include "qlfc.h"
 #include "qlfc_internal.h"
 #include "qlfc_rc.h"
+#include "entropy_lanes_dev.h"
 
 /* ---- alphabets ----------------------------------------------------------- */
 
@@ -1337,6 +1338,49 @@ int gmtf_lanes_decode(const uint8_t *src, size_t len, uint8_t *out, size_t n, vo
         if (l->active != 0 || l->x[XA] != RANS_L || l->x[XB] != RANS_L || l->in != l->in_end ||
             l->over)
             return GMTF_E_CORRUPT;
+    }
+    return 0;
+}
+
+/* ---- for device decoders (entropy_lanes_dev.h) ------------------------------ */
+
+_Static_assert(NTABLES + 1 == GMTF_GPU_LANES_NTABLES && TPS == GMTF_GPU_LANES_TPS &&
+                   GROUP_BYTES == GMTF_GPU_LANES_GROUP && MAX_GROUPS == GMTF_GPU_LANES_MAX_GROUPS &&
+                   GMTF_QLFC_NLANES == GMTF_GPU_LANES && NSYM + 2 == GMTF_GPU_LANES_CUM,
+               "gpu/gpu_lanes.h's layout is this file's");
+
+int gmtf_lanes_dev_setup(const uint8_t *src, size_t len, size_t n, void *ws, uint64_t in_base,
+                         gmtf_gpu_lane *lanes, uint16_t *cum, uint8_t *sel)
+{
+    if (len < 1 || src[0] != GMTF_QLFC_METHOD_LANES || n == 0 || n > GMTF_BLOCK_MAX)
+        return GMTF_E_CORRUPT;
+    lanes_dec_ws *w = ws;
+    size_t at;
+    int err = lanes_read_header(w, src, len, n, &at);
+    if (err)
+        return err;
+    memcpy(cum, w->cum, sizeof w->cum);
+    memcpy(sel, w->sel, sizeof w->sel);
+    for (unsigned j = 0; j < GMTF_QLFC_NLANES; j++) {
+        const lane_dec *l = &w->lane[j];
+        gmtf_gpu_lane *g = &lanes[j];
+        g->x[0] = l->x[0];
+        g->x[1] = l->x[1];
+        g->in = in_base + (uint64_t)(l->in - src);
+        g->in_end = in_base + (uint64_t)(l->in_end - src);
+        g->pos = l->pos;
+        g->end = l->end;
+        g->start = l->start;
+        g->active = l->active;
+        g->group_base = l->group_base;
+        int live = l->pos < l->end; /* an empty lane's next run is stale */
+        g->c = live ? l->c : 0;
+        g->rtab = live ? l->rtab : 0;
+        g->ltab = live ? l->ltab : 0;
+        memcpy(g->list, l->h.list, 256);
+        memcpy(g->er, l->h.er, 256);
+        memcpy(g->el, l->h.el, 256);
+        memcpy(g->hr, l->h.hr, 256);
     }
     return 0;
 }

@@ -269,24 +269,35 @@ long gmtf_frame_encode_ranks(const uint8_t *src, const uint8_t *ranks, size_t n,
     return (long)(h + (size_t)plen);
 }
 
+long gmtf_frame_encode_special_v2(const uint8_t *src, size_t n, uint8_t *dst, uint32_t crc)
+{
+    return encode_special_v2(src, n, dst, crc);
+}
+
 /* Version 2: the BWT output coded by the QLFC coder (raw when that is not
  * smaller). */
-static long encode_v2(gmtf_workspace *w, const uint8_t *src, size_t n, uint8_t *dst, uint32_t crc)
+long gmtf_frame_encode_bwt_v2(const uint8_t *src, const uint8_t *bwt, size_t n, const uint32_t *idx,
+                              uint32_t crc, uint8_t *dst, void *rank_ws)
 {
-    uint32_t idx[GMTF_BWT_MAX_SAMPLES];
-    int rc = gmtf_bwt_forward_step(src, w->buf_a, n, idx, w->bwt_ws);
-    if (rc < 0)
-        return rc;
     size_t h = gmtf_frame_header_len_v2(GMTF_METHOD_BWT, n);
     long plen = -ENOSPC;
     if (n > h) /* the frame must be smaller than a raw one (n + 24) */
-        plen = gmtf_qlfc_encode(w->buf_a, n, dst + h, n + GMTF_FRAME_FIXED - h - 1, w->rank_ws);
+        plen = gmtf_qlfc_encode(bwt, n, dst + h, n + GMTF_FRAME_FIXED - h - 1, rank_ws);
     if (plen == -ENOSPC)
         return frame_raw_v2(src, n, dst, crc);
     if (plen < 0)
         return plen;
     gmtf_frame_write_header_v2(dst, GMTF_METHOD_BWT, (uint32_t)n, (uint32_t)plen, crc, idx);
     return (long)(h + (size_t)plen);
+}
+
+static long encode_v2(gmtf_workspace *w, const uint8_t *src, size_t n, uint8_t *dst, uint32_t crc)
+{
+    uint32_t idx[GMTF_BWT_MAX_SAMPLES];
+    int rc = gmtf_bwt_forward_step(src, w->buf_a, n, idx, w->bwt_ws);
+    if (rc < 0)
+        return rc;
+    return gmtf_frame_encode_bwt_v2(src, w->buf_a, n, idx, crc, dst, w->rank_ws);
 }
 
 long gmtf_frame_encode_ws(const gmtf_mtf *mtf, gmtf_workspace *w, const uint8_t *src, size_t n,

@@ -82,6 +82,12 @@ long gmtf_frame_encode_special(const uint8_t *src, size_t n, uint8_t *dst, uint3
 /* Entropy-codes MTF ranks into a BWT frame (raw frame when that is smaller). */
 long gmtf_frame_encode_ranks(const uint8_t *src, const uint8_t *ranks, size_t n,
                              const uint32_t *idx, uint32_t crc, uint8_t *dst, void *rank_ws);
+/* Version 2: empty, tiny and run blocks as encode_special (0 when the block
+ * needs the BWT), and a BWT block's frame from its BWT output bwt and
+ * samples idx (gmtf_bwt_forward_step's layout; raw when not smaller). */
+long gmtf_frame_encode_special_v2(const uint8_t *src, size_t n, uint8_t *dst, uint32_t crc);
+long gmtf_frame_encode_bwt_v2(const uint8_t *src, const uint8_t *bwt, size_t n, const uint32_t *idx,
+                              uint32_t crc, uint8_t *dst, void *rank_ws);
 /* Parses a frame; raw and run frames are decoded into dst (returns 0);
  * version 1 BWT frames have their MTF ranks decoded into ranks[0..orig_len)
  * (returns GMTF_DECODE_RANKS), version 2 ones their BWT output (returns

@@ -1,0 +1,236 @@
+/* The codec's batch BWT device (bwt_dev.h): lazy contexts, the size rule,
+ * retirement on a device error, the fault-injection hook, and the GPU's
+ * ops over gpu/gpu_bwt.h and gpu/gpu_ibwt.h. */
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "bwt_dev.h"
+#include "gmtf_config.h"
+
+/* Below these a batch stays on the CPU (docs/gpu.md, "The codec on the
+ * GPU": a device call costs a few ms whatever its size; measured on an
+ * H100 host, 16 threads, the GPU codec ties the CPU one at 1 MiB batches
+ * of 64 KiB blocks and wins from there on). */
+#define DEV_MIN_FWD (1u << 20)
+#define DEV_MIN_INV (1u << 20)
+/* Chunks a batch is cut into: the device works on one while the CPU codes
+ * the last and prepares the next. Measured (docs/gpu.md): encoding gains
+ * from two, decoding from none (its CPU step is the longer one and each
+ * chunk ends with idle workers); a device call costs some ms whatever its
+ * size, so a chunk holds 32 MiB or more. */
+#define DEV_PIPE_FWD 2
+#define DEV_PIPE_INV 1
+#define DEV_CHUNK_MIN (32u << 20)
+
+static uint64_t env_u64(const char *name, uint64_t def)
+{
+    const char *s = getenv(name);
+    if (!s || !*s)
+        return def;
+    char *end;
+    unsigned long long v = strtoull(s, &end, 10);
+    return *end ? def : (uint64_t)v;
+}
+
+void gmtf_bwt_dev_init(gmtf_bwt_dev *d, const gmtf_bwt_dev_ops *ops)
+{
+    memset(d, 0, sizeof *d);
+    d->ops = ops;
+    d->min_bytes[GMTF_BWT_DEV_FWD] = env_u64("GMTF_GPU_BWT_MIN", DEV_MIN_FWD);
+    d->min_bytes[GMTF_BWT_DEV_INV] = env_u64("GMTF_GPU_IBWT_MIN", DEV_MIN_INV);
+    d->fault_at = (long)env_u64("GMTF_GPU_FAULT", 0);
+    uint64_t pipe[2] = {env_u64("GMTF_GPU_PIPE", DEV_PIPE_FWD),
+                        env_u64("GMTF_GPU_IPIPE", DEV_PIPE_INV)};
+    for (int i = 0; i < 2; i++)
+        d->pipe[i] = pipe[i] < 1                       ? 1
+                     : pipe[i] > GMTF_BWT_DEV_PIPE_MAX ? GMTF_BWT_DEV_PIPE_MAX
+                                                       : (unsigned)pipe[i];
+    d->chunk_min = env_u64("GMTF_GPU_CHUNK_MIN", DEV_CHUNK_MIN);
+    d->use_lanes = ops && ops->lanes && env_u64("GMTF_GPU_LANES", 1) != 0;
+}
+
+static void dev_close(gmtf_bwt_dev *d)
+{
+    if (!d->ops)
+        return;
+    if (d->ctx[GMTF_BWT_DEV_FWD])
+        d->ops->fwd_destroy(d->ctx[GMTF_BWT_DEV_FWD]);
+    if (d->ctx[GMTF_BWT_DEV_INV])
+        d->ops->inv_destroy(d->ctx[GMTF_BWT_DEV_INV]);
+    if (d->ctx[GMTF_BWT_DEV_LANES])
+        d->ops->lanes_destroy(d->ctx[GMTF_BWT_DEV_LANES]);
+    d->ctx[GMTF_BWT_DEV_FWD] = d->ctx[GMTF_BWT_DEV_INV] = d->ctx[GMTF_BWT_DEV_LANES] = NULL;
+}
+
+void gmtf_bwt_dev_free(gmtf_bwt_dev *d)
+{
+    dev_close(d);
+    d->ops = NULL;
+}
+
+int gmtf_bwt_dev_wants(const gmtf_bwt_dev *d, int dir, uint64_t bytes)
+{
+    return d->ops && !d->retired && bytes > 0 && bytes >= d->min_bytes[dir];
+}
+
+static uint64_t now_ns(void)
+{
+    struct timespec t;
+    clock_gettime(CLOCK_MONOTONIC, &t);
+    return (uint64_t)t.tv_sec * 1000000000u + (uint64_t)t.tv_nsec;
+}
+
+/* Makes the direction's context; then counts the call and applies the
+ * injected fault. 0 or a negative code. */
+static int dev_enter(gmtf_bwt_dev *d, int dir)
+{
+    if (!d->ops || d->retired)
+        return -ENODEV;
+    if (!d->ctx[dir]) {
+        int rc = dir == GMTF_BWT_DEV_FWD   ? d->ops->fwd_create(&d->ctx[dir])
+                 : dir == GMTF_BWT_DEV_INV ? d->ops->inv_create(&d->ctx[dir])
+                                           : d->ops->lanes_create(&d->ctx[dir]);
+        if (rc < 0) {
+            d->ctx[dir] = NULL;
+            return rc;
+        }
+    }
+    d->calls++;
+    return d->fault_at && d->calls == d->fault_at ? -EIO : 0;
+}
+
+/* Retires the device after a device error (the input's errors do not). */
+static int dev_leave(gmtf_bwt_dev *d, int dir, int rc, size_t count)
+{
+    if (rc == 0) {
+        d->blocks[dir] += count;
+    } else if (rc != -EINVAL && rc != -EUCLEAN) {
+        dev_close(d);
+        d->retired = 1;
+        d->last_err = rc;
+    }
+    return rc;
+}
+
+int gmtf_bwt_dev_forward(gmtf_bwt_dev *d, const uint8_t *src, const uint64_t *off, size_t count,
+                         const uint32_t *step, uint8_t *dst, uint32_t *idx)
+{
+    uint64_t t0 = now_ns();
+    int rc = dev_enter(d, GMTF_BWT_DEV_FWD);
+    if (rc == 0)
+        rc = d->ops->fwd(d->ctx[GMTF_BWT_DEV_FWD], src, off, count, step, dst, idx);
+    d->ns[GMTF_BWT_DEV_FWD] += now_ns() - t0;
+    return dev_leave(d, GMTF_BWT_DEV_FWD, rc, count);
+}
+
+int gmtf_bwt_dev_inverse(gmtf_bwt_dev *d, const uint8_t *bwt, const uint64_t *off, size_t count,
+                         const uint32_t *step, const uint32_t *idx, uint8_t *dst)
+{
+    uint64_t t0 = now_ns();
+    int rc = dev_enter(d, GMTF_BWT_DEV_INV);
+    if (rc == 0)
+        rc = d->ops->inv(d->ctx[GMTF_BWT_DEV_INV], bwt, off, count, step, idx, dst);
+    d->ns[GMTF_BWT_DEV_INV] += now_ns() - t0;
+    return dev_leave(d, GMTF_BWT_DEV_INV, rc, count);
+}
+
+int gmtf_bwt_dev_lanes(gmtf_bwt_dev *d, const uint8_t *in, uint64_t nin, size_t count,
+                       const gmtf_gpu_lane *lanes, const uint16_t *cum, const uint8_t *sel,
+                       const uint64_t *out_off, uint8_t *out, uint8_t *bad)
+{
+    if (!d->use_lanes)
+        return -ENOTSUP;
+    uint64_t t0 = now_ns();
+    int rc = dev_enter(d, GMTF_BWT_DEV_LANES);
+    if (rc == 0)
+        rc = d->ops->lanes(d->ctx[GMTF_BWT_DEV_LANES], in, nin, count, lanes, cum, sel, out_off,
+                           out, bad);
+    d->ns[GMTF_BWT_DEV_LANES] += now_ns() - t0;
+    return dev_leave(d, GMTF_BWT_DEV_LANES, rc, count);
+}
+
+/* ---- the GPU's ops -------------------------------------------------------- */
+
+#if GMTF_HAVE_CUDA
+
+#include "gpu.h"
+#include "gpu_bwt.h"
+#include "gpu_ibwt.h"
+
+static int gpu_fwd_create(void **ctx)
+{
+    return gmtf_gpu_bwt_create((gmtf_gpu_bwt_ctx **)ctx);
+}
+
+static void gpu_fwd_destroy(void *ctx)
+{
+    gmtf_gpu_bwt_destroy(ctx);
+}
+
+static int gpu_fwd(void *ctx, const uint8_t *src, const uint64_t *off, size_t count,
+                   const uint32_t *step, uint8_t *dst, uint32_t *idx)
+{
+    return gmtf_gpu_bwt_batch(ctx, src, off, count, step, dst, idx);
+}
+
+static int gpu_inv_create(void **ctx)
+{
+    return gmtf_gpu_ibwt_create((gmtf_gpu_ibwt_ctx **)ctx);
+}
+
+static void gpu_inv_destroy(void *ctx)
+{
+    gmtf_gpu_ibwt_destroy(ctx);
+}
+
+static int gpu_inv(void *ctx, const uint8_t *bwt, const uint64_t *off, size_t count,
+                   const uint32_t *step, const uint32_t *idx, uint8_t *dst)
+{
+    return gmtf_gpu_ibwt_batch(ctx, bwt, off, count, step, idx, dst);
+}
+
+static int gpu_lanes_create(void **ctx)
+{
+    return gmtf_gpu_lanes_create((gmtf_gpu_lanes_ctx **)ctx);
+}
+
+static void gpu_lanes_destroy(void *ctx)
+{
+    gmtf_gpu_lanes_destroy(ctx);
+}
+
+static int gpu_lanes(void *ctx, const uint8_t *in, uint64_t nin, size_t count,
+                     const gmtf_gpu_lane *lanes, const uint16_t *cum, const uint8_t *sel,
+                     const uint64_t *out_off, uint8_t *out, uint8_t *bad)
+{
+    return gmtf_gpu_lanes_decode(ctx, in, nin, count, lanes, cum, sel, out_off, out, bad);
+}
+
+static const gmtf_bwt_dev_ops gpu_ops = {
+    .name = "gpu",
+    .fwd_create = gpu_fwd_create,
+    .fwd_destroy = gpu_fwd_destroy,
+    .fwd = gpu_fwd,
+    .inv_create = gpu_inv_create,
+    .inv_destroy = gpu_inv_destroy,
+    .inv = gpu_inv,
+    .lanes_create = gpu_lanes_create,
+    .lanes_destroy = gpu_lanes_destroy,
+    .lanes = gpu_lanes,
+};
+
+const gmtf_bwt_dev_ops *gmtf_bwt_dev_gpu(void)
+{
+    return gmtf_gpu_available() ? &gpu_ops : NULL;
+}
+
+#else
+
+const gmtf_bwt_dev_ops *gmtf_bwt_dev_gpu(void)
+{
+    return NULL;
+}
+
+#endif

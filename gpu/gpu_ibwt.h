@@ -1,0 +1,79 @@
+/* gpu/: inverse Burrows-Wheeler transform of a batch of blocks on the GPU.
+ *
+ * Plain C; nothing CUDA-specific leaks out. The exact inverse of
+ * gpu_bwt.h's forward transform (and codec/bwt.c's): block i of n bytes is
+ * bwt[off[i] .. off[i+1]) (the BWT output, the empty suffix's row left
+ * out), with sample step step[i] (>= 1) and K = ceil(n / step[i]) sample
+ * rows in idx: idx[k] = the row (1..n) of the suffix starting at
+ * k * step[i]; idx[0] is the primary index. The rows of block 0 come first,
+ * then block 1's, and so on. The original bytes go to dst at the same
+ * offsets. The device builds each block's LF table (a stable sort of the
+ * positions by byte, the blocks side by side) and follows every chain of
+ * every block at once, one thread a chain (step bytes each).
+ *
+ * Untrusted input: the rows are checked on the host before anything is
+ * launched (-EUCLEAN when one is 0 or over n); any bytes with in-range
+ * rows give some output, never an access out of the block's table (a wrong
+ * result is the caller's checksum to catch, as codec/bwt.c).
+ *
+ * Errors: 0 or a negative errno-style code:
+ *   -ENODEV  no usable CUDA device (or no context given);
+ *   -EINVAL  bad argument (offsets not ascending, an empty block or one
+ *            over 2^24 bytes, a zero step, more than 2^24 blocks, NULL);
+ *   -EUCLEAN a sample row out of range (nothing launched);
+ *   -ENOMEM  device or pinned host memory exhausted;
+ *   -EIO     a CUDA call failed; the context stays usable only if
+ *            gmtf_gpu_ibwt_ok() says so.
+ *
+ * Device memory: about 22 bytes per byte of the largest piece (input,
+ * sort keys and values twice, the table, output); batches over the piece
+ * bound (512 MiB) run in pieces of whole blocks. A context owns its device
+ * buffers and stream, grown to the largest piece seen; not thread-safe: one
+ * context per thread. bwt and dst from pinned host memory copy fastest. */
+#ifndef GMTF_GPU_IBWT_H
+#define GMTF_GPU_IBWT_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+#define GMTF_GPU_IBWT_MAX_BLOCK (1u << 24)
+
+typedef struct gmtf_gpu_ibwt_ctx gmtf_gpu_ibwt_ctx;
+
+/* Creates a context on device 0 (no large allocation yet).
+ * 0, -ENODEV or -ENOMEM; *out is NULL on failure. */
+int gmtf_gpu_ibwt_create(gmtf_gpu_ibwt_ctx **out);
+void gmtf_gpu_ibwt_destroy(gmtf_gpu_ibwt_ctx *ctx); /* NULL is fine */
+/* 1 while the context can take work (no sticky device error). */
+int gmtf_gpu_ibwt_ok(const gmtf_gpu_ibwt_ctx *ctx);
+/* Text of the last error seen by this context ("" if none). */
+const char *gmtf_gpu_ibwt_error(const gmtf_gpu_ibwt_ctx *ctx);
+
+/* Most bytes inverted at once; 0 = default (512 MiB). Values below
+ * 2^24 are raised to it (one block always fits), over 2^30 lowered. */
+int gmtf_gpu_ibwt_set_piece(gmtf_gpu_ibwt_ctx *ctx, uint64_t bytes);
+
+/* Checks a batch's sample rows as gmtf_gpu_ibwt_batch does (no device
+ * needed): 0, -EINVAL or -EUCLEAN. */
+int gmtf_gpu_ibwt_check(const uint64_t *off, size_t count, const uint32_t *step,
+                        const uint32_t *idx);
+
+/* The inverse of every block of the batch (see above). count == 0 does
+ * nothing. bwt and dst must not overlap. */
+int gmtf_gpu_ibwt_batch(gmtf_gpu_ibwt_ctx *ctx, const uint8_t *bwt, const uint64_t *off,
+                        size_t count, const uint32_t *step, const uint32_t *idx, uint8_t *dst);
+
+/* Device time of the last batch by phase, ms (events; 0 in the CPU build):
+ * [0] upload, [1] keys + sort, [2] table, [3] chain walk, [4] download. */
+#define GMTF_GPU_IBWT_PHASES 5
+int gmtf_gpu_ibwt_last_ms(const gmtf_gpu_ibwt_ctx *ctx, double ms[GMTF_GPU_IBWT_PHASES]);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif

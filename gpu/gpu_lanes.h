@@ -1,0 +1,75 @@
+/* gpu/: decoding of lane-parallel rANS runs ("method 2" of the codec's
+ * QLFC coder) on the GPU, many blocks at once, one thread a lane.
+ *
+ * Plain C over buffers. The host parses each block's header (its tables,
+ * selectors, lane lists and rANS states: codec/entropy_lanes.c) into the
+ * structures below; the device runs every lane's runs to the end and writes
+ * the decoded bytes. The model (symbol alphabets, contexts, table layout)
+ * is the codec's and is repeated here; the layout macros below let the
+ * codec check at compile time that both sides agree.
+ *
+ * Untrusted input: the lanes' word streams are bounds-checked on every
+ * read, every rank, length and table index is checked or clamped on the
+ * device; a lane that breaks a rule stops and marks its block bad. The
+ * structures themselves come from the caller's parser and are checked on
+ * the host (-EINVAL) before anything runs.
+ *
+ * Errors: 0 or a negative errno-style code (-ENODEV, -EINVAL, -ENOMEM,
+ * -EIO as gpu_ibwt.h). */
+#ifndef GMTF_GPU_LANES_H
+#define GMTF_GPU_LANES_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+#define GMTF_GPU_LANES 32           /* lanes a block */
+#define GMTF_GPU_LANES_NSYM 16      /* symbols a table */
+#define GMTF_GPU_LANES_CUM (16 + 2) /* cumulative counts a table */
+
+/* One lane's decoding state after its block's header. */
+typedef struct gmtf_gpu_lane {
+    uint64_t x[2];          /* rANS states A and B */
+    uint64_t in, in_end;    /* its word stream: byte offsets in the batch's input */
+    uint32_t pos, end;      /* next and end output offsets in the block */
+    uint32_t start;         /* the lane's first output offset */
+    uint32_t active;        /* live bytes in list */
+    uint32_t group_base;    /* its first selector */
+    uint32_t c, rtab, ltab; /* the next run: byte, rank table, length tables */
+    uint8_t list[256], er[256], el[256], hr[256];
+} gmtf_gpu_lane;
+
+/* The layout the device assumes (the codec checks it at compile time):
+ * tables a block (the last one the one-symbol table), tables a selector
+ * set, output bytes a selector, selectors a block. */
+#define GMTF_GPU_LANES_NTABLES 1357
+#define GMTF_GPU_LANES_TPS 168
+#define GMTF_GPU_LANES_GROUP 4096
+#define GMTF_GPU_LANES_MAX_GROUPS 4128
+
+typedef struct gmtf_gpu_lanes_ctx gmtf_gpu_lanes_ctx;
+
+int gmtf_gpu_lanes_create(gmtf_gpu_lanes_ctx **out);
+void gmtf_gpu_lanes_destroy(gmtf_gpu_lanes_ctx *ctx);
+int gmtf_gpu_lanes_ok(const gmtf_gpu_lanes_ctx *ctx);
+const char *gmtf_gpu_lanes_error(const gmtf_gpu_lanes_ctx *ctx);
+
+/* Decodes count blocks: in[0..nin) holds every lane's word stream; block b
+ * has lanes[32 b .. 32 b + 32), its tables at cum + b * ntables * 18
+ * (uint16, cumulative counts of 12-bit frequencies), its selectors at
+ * sel + b * max_groups; its output goes to out[out_off[b] .. out_off[b+1]).
+ * bad[b] = 1 when the block's lanes broke a rule (the caller's "corrupt"),
+ * else 0. A block whose lanes are all at their end (pos == end) is a
+ * stand-in: nothing is written to its part of out. */
+int gmtf_gpu_lanes_decode(gmtf_gpu_lanes_ctx *ctx, const uint8_t *in, uint64_t nin, size_t count,
+                          const gmtf_gpu_lane *lanes, const uint16_t *cum, const uint8_t *sel,
+                          const uint64_t *out_off, uint8_t *out, uint8_t *bad);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif

@@ -1,0 +1,580 @@
+/* Inverse BWT of a batch of blocks on the GPU (gpu_ibwt.h).
+ *
+ * A piece of the batch (whole blocks, side by side) goes through four
+ * steps, all blocks at once:
+ * 1. keys: position i of block b gets the key (b << 8 | byte) and the value
+ *    i (piece-relative);
+ * 2. one stable radix sort of (key, value) over the low 8 + log2(blocks)
+ *    bits: block b's positions end up in its own range, ordered by byte
+ *    and, within a byte, by position: that is the LF order;
+ * 3. table: block b owns E[start_b + b .. start_b + b + n_b], one slot a
+ *    row; row 0 (the empty suffix) is 0, row r >= 1 is (F byte << 24 |
+ *    the L position of the same occurrence), as codec/bwt.c's table;
+ * 4. walk: one thread a chain (a sample row and the step bytes from its
+ *    sample position on): out = E[row] >> 24, w = E[row] & 0xffffff,
+ *    row = w + (w >= primary). w < n_b, so the row stays in 0..n_b whatever
+ *    the bytes: the walk never leaves its block's table.
+ * The rows are checked on the host first (gmtf_gpu_ibwt_check).
+ *
+ * The same source builds for the CPU with GMTF_IBWT_EMU (loops and
+ * std::stable_sort for kernels and CUB): tests/gpu runs it without a GPU. */
+#include <errno.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#ifdef GMTF_IBWT_EMU
+#include <algorithm>
+#include <vector>
+#include "ibwt_emu_names.h"
+#define GMTF_HD
+#else
+#include <cub/device/device_radix_sort.cuh>
+#include <cuda_runtime.h>
+#include "gpu.h"
+#define GMTF_HD __host__ __device__
+#endif
+
+#include "gpu_ibwt.h"
+
+#ifdef GMTF_IBWT_EMU
+#define PIECE_MIN 4096ull /* the emulation tests the piece logic on small inputs */
+#else
+#define PIECE_MIN ((uint64_t)GMTF_GPU_IBWT_MAX_BLOCK)
+#endif
+#define PIECE_MAX (1ull << 30)
+#define PIECE_DEFAULT (512ull << 20)
+#define MAX_BLOCKS (1u << 24) /* block ids take the key's upper 24 bits */
+
+/* One chain: block (piece-relative), first row, where its bytes start in
+ * the block, how many. */
+struct chain {
+    uint32_t b, row, start, len;
+};
+
+struct dbuf {
+    void *p;
+    size_t cap;
+};
+
+struct gmtf_gpu_ibwt_ctx {
+    int ok;
+    char err[256];
+    uint64_t piece_bound;
+    double ms[GMTF_GPU_IBWT_PHASES];
+    /* host: per piece block starts (nb + 1), primaries (nb), chains */
+    uint32_t *h_start, *h_p;
+    chain *h_ch;
+    size_t h_blk_cap, h_ch_cap;
+    dbuf in, out, ka, kb, va, vb, start, prim, ch, tmp;
+#ifndef GMTF_IBWT_EMU
+    cudaStream_t st;
+    cudaEvent_t ev[GMTF_GPU_IBWT_PHASES + 1];
+#endif
+};
+
+static int set_err(gmtf_gpu_ibwt_ctx *c, int rc, const char *what, const char *detail)
+{
+    snprintf(c->err, sizeof c->err, "%s: %s", what, detail);
+    return rc;
+}
+
+#define TRY(x)                                                                                     \
+    do {                                                                                           \
+        int rc_ = (x);                                                                             \
+        if (rc_)                                                                                   \
+            return rc_;                                                                            \
+    } while (0)
+
+/* ---- the per-element steps, shared by kernels and loops ------------------ */
+
+/* The block of piece position i: the last b with start[b] <= i. */
+static GMTF_HD inline uint32_t block_of(const uint32_t *start, uint32_t nb, uint32_t i)
+{
+    uint32_t lo = 0, hi = nb; /* start[lo] <= i < start[hi] */
+    while (hi - lo > 1) {
+        uint32_t mid = (lo + hi) / 2;
+        if (start[mid] <= i)
+            lo = mid;
+        else
+            hi = mid;
+    }
+    return lo;
+}
+
+static GMTF_HD inline void key_one(const uint8_t *in, const uint32_t *start, uint32_t nb,
+                                   uint32_t i, uint32_t *key, uint32_t *val)
+{
+    key[i] = block_of(start, nb, i) << 8 | in[i];
+    val[i] = i;
+}
+
+/* Sorted slot j: its row's table entry (and row 0's for a block's first). */
+static GMTF_HD inline void table_one(const uint32_t *key, const uint32_t *val,
+                                     const uint32_t *start, uint32_t j, uint32_t *e)
+{
+    uint32_t k = key[j], b = k >> 8;
+    e[j + b + 1] = (k & 0xff) << 24 | (val[j] - start[b]);
+    if (j == start[b])
+        e[j + b] = 0;
+}
+
+static GMTF_HD inline void walk_one(const chain *ch, const uint32_t *start, const uint32_t *prim,
+                                    const uint32_t *e, uint8_t *out, uint32_t t)
+{
+    chain c = ch[t];
+    const uint32_t *eb = e + start[c.b] + c.b;
+    uint8_t *o = out + start[c.b] + c.start;
+    uint32_t p = prim[c.b], row = c.row;
+    for (uint32_t i = 0; i < c.len; i++) {
+        uint32_t v = eb[row];
+        o[i] = (uint8_t)(v >> 24);
+        uint32_t w = v & 0xffffff;
+        row = w + (w >= p);
+    }
+}
+
+/* ---- backend: CUDA, or the CPU emulation -------------------------------- */
+
+#ifndef GMTF_IBWT_EMU
+
+static int cuda_fail(gmtf_gpu_ibwt_ctx *c, cudaError_t e, const char *what)
+{
+    set_err(c, 0, what, cudaGetErrorString(e));
+    if (e == cudaErrorMemoryAllocation) {
+        cudaGetLastError();
+        return -ENOMEM;
+    }
+    /* sticky errors (a kernel fault) poison the CUDA context for good */
+    if (cudaDeviceSynchronize() != cudaSuccess)
+        c->ok = 0;
+    cudaGetLastError();
+    return -EIO;
+}
+
+#define CK(c, call)                                                                                \
+    do {                                                                                           \
+        cudaError_t e_ = (call);                                                                   \
+        if (e_ != cudaSuccess)                                                                     \
+            return cuda_fail((c), e_, #call);                                                      \
+    } while (0)
+
+__global__ void __launch_bounds__(256) k_keys(const uint8_t *in, const uint32_t *start, uint32_t nb,
+                                              uint32_t n, uint32_t *key, uint32_t *val)
+{
+    uint32_t i = blockIdx.x * 256u + threadIdx.x;
+    if (i < n)
+        key_one(in, start, nb, i, key, val);
+}
+
+__global__ void __launch_bounds__(256) k_table(const uint32_t *key, const uint32_t *val,
+                                               const uint32_t *start, uint32_t n, uint32_t *e)
+{
+    uint32_t j = blockIdx.x * 256u + threadIdx.x;
+    if (j < n)
+        table_one(key, val, start, j, e);
+}
+
+/* 64 threads a CTA: chains are few (thousands), spread them over the SMs. */
+__global__ void __launch_bounds__(64)
+    k_walk(const chain *ch, const uint32_t *start, const uint32_t *prim, const uint32_t *e,
+           uint8_t *out, uint32_t nc)
+{
+    uint32_t t = blockIdx.x * 64u + threadIdx.x;
+    if (t < nc)
+        walk_one(ch, start, prim, e, out, t);
+}
+
+static int backend_open(gmtf_gpu_ibwt_ctx *c)
+{
+    if (!gmtf_gpu_available())
+        return -ENODEV;
+    bool fail = cudaSetDevice(0) != cudaSuccess ||
+                cudaStreamCreateWithFlags(&c->st, cudaStreamNonBlocking) != cudaSuccess;
+    for (int i = 0; i <= GMTF_GPU_IBWT_PHASES && !fail; i++)
+        fail = cudaEventCreate(&c->ev[i]) != cudaSuccess;
+    if (fail) {
+        cudaGetLastError();
+        return -ENODEV;
+    }
+    return 0;
+}
+
+static void backend_close(gmtf_gpu_ibwt_ctx *c)
+{
+    if (c->st)
+        cudaStreamSynchronize(c->st);
+    for (int i = 0; i <= GMTF_GPU_IBWT_PHASES; i++)
+        if (c->ev[i])
+            cudaEventDestroy(c->ev[i]);
+    if (c->st)
+        cudaStreamDestroy(c->st);
+    cudaGetLastError();
+}
+
+static int dev_reserve(gmtf_gpu_ibwt_ctx *c, dbuf *b, size_t bytes)
+{
+    if (bytes <= b->cap)
+        return 0;
+    if (b->p)
+        cudaFree(b->p);
+    b->p = NULL;
+    b->cap = 0;
+    cudaError_t e = cudaMalloc(&b->p, bytes);
+    if (e != cudaSuccess) {
+        b->p = NULL;
+        return cuda_fail(c, e, "cudaMalloc");
+    }
+    b->cap = bytes;
+    return 0;
+}
+
+static void dev_free(dbuf *b)
+{
+    if (b->p)
+        cudaFree(b->p);
+    b->p = NULL;
+    b->cap = 0;
+}
+
+static int mark(gmtf_gpu_ibwt_ctx *c, int phase)
+{
+    CK(c, cudaEventRecord(c->ev[phase], c->st));
+    return 0;
+}
+
+static int copy_h2d(gmtf_gpu_ibwt_ctx *c, void *d, const void *h, size_t n)
+{
+    if (n)
+        CK(c, cudaMemcpyAsync(d, h, n, cudaMemcpyHostToDevice, c->st));
+    return 0;
+}
+
+static int copy_d2h(gmtf_gpu_ibwt_ctx *c, void *h, const void *d, size_t n)
+{
+    if (n)
+        CK(c, cudaMemcpyAsync(h, d, n, cudaMemcpyDeviceToHost, c->st));
+    return 0;
+}
+
+static int launched(gmtf_gpu_ibwt_ctx *c, const char *what)
+{
+    cudaError_t e = cudaGetLastError();
+    return e == cudaSuccess ? 0 : cuda_fail(c, e, what);
+}
+
+/* Stable sort of (key, value) pairs over bits [0, bits): the result lands
+ * in ka/va or kb/vb; *flip says which (1: kb/vb). */
+static int sort_pairs(gmtf_gpu_ibwt_ctx *c, uint32_t n, int bits, int *flip)
+{
+    cub::DoubleBuffer<uint32_t> k((uint32_t *)c->ka.p, (uint32_t *)c->kb.p);
+    cub::DoubleBuffer<uint32_t> v((uint32_t *)c->va.p, (uint32_t *)c->vb.p);
+    size_t bytes = 0;
+    CK(c, cub::DeviceRadixSort::SortPairs(NULL, bytes, k, v, n, 0, bits, c->st));
+    TRY(dev_reserve(c, &c->tmp, bytes + 256));
+    bytes = c->tmp.cap;
+    CK(c, cub::DeviceRadixSort::SortPairs(c->tmp.p, bytes, k, v, n, 0, bits, c->st));
+    *flip = k.selector;
+    return 0;
+}
+
+static int run_steps(gmtf_gpu_ibwt_ctx *c, uint32_t np, uint32_t nb, uint32_t nc)
+{
+    int bits = 8;
+    while (bits < 32 && (1ull << (bits - 8)) < nb)
+        bits++;
+    const uint32_t *start = (const uint32_t *)c->start.p;
+    k_keys<<<(np + 255) / 256, 256, 0, c->st>>>((const uint8_t *)c->in.p, start, nb, np,
+                                                (uint32_t *)c->ka.p, (uint32_t *)c->va.p);
+    TRY(launched(c, "k_keys"));
+    int flip = 0;
+    TRY(sort_pairs(c, np, bits, &flip));
+    TRY(mark(c, 2));
+    const uint32_t *key = (const uint32_t *)(flip ? c->kb.p : c->ka.p);
+    const uint32_t *val = (const uint32_t *)(flip ? c->vb.p : c->va.p);
+    uint32_t *e = (uint32_t *)(flip ? c->ka.p : c->kb.p); /* the free key buffer */
+    k_table<<<(np + 255) / 256, 256, 0, c->st>>>(key, val, start, np, e);
+    TRY(launched(c, "k_table"));
+    TRY(mark(c, 3));
+    k_walk<<<(nc + 63) / 64, 64, 0, c->st>>>(
+        (const chain *)c->ch.p, start, (const uint32_t *)c->prim.p, e, (uint8_t *)c->out.p, nc);
+    TRY(launched(c, "k_walk"));
+    TRY(mark(c, 4));
+    return 0;
+}
+
+static int sync_times(gmtf_gpu_ibwt_ctx *c, int acc)
+{
+    CK(c, cudaStreamSynchronize(c->st));
+    for (int i = 0; i < GMTF_GPU_IBWT_PHASES; i++) {
+        float f = 0;
+        CK(c, cudaEventElapsedTime(&f, c->ev[i], c->ev[i + 1]));
+        c->ms[i] = acc ? c->ms[i] + f : f;
+    }
+    return 0;
+}
+
+#else /* GMTF_IBWT_EMU: the same steps on the CPU */
+
+static int backend_open(gmtf_gpu_ibwt_ctx *)
+{
+    return 0;
+}
+
+static void backend_close(gmtf_gpu_ibwt_ctx *)
+{
+}
+
+static int dev_reserve(gmtf_gpu_ibwt_ctx *c, dbuf *b, size_t bytes)
+{
+    if (bytes <= b->cap)
+        return 0;
+    free(b->p);
+    b->p = malloc(bytes);
+    b->cap = b->p ? bytes : 0;
+    return b->p ? 0 : set_err(c, -ENOMEM, "malloc", "out of memory");
+}
+
+static void dev_free(dbuf *b)
+{
+    free(b->p);
+    b->p = NULL;
+    b->cap = 0;
+}
+
+static int mark(gmtf_gpu_ibwt_ctx *, int)
+{
+    return 0;
+}
+
+static int copy_h2d(gmtf_gpu_ibwt_ctx *, void *d, const void *h, size_t n)
+{
+    if (n)
+        memcpy(d, h, n);
+    return 0;
+}
+
+static int copy_d2h(gmtf_gpu_ibwt_ctx *, void *h, const void *d, size_t n)
+{
+    if (n)
+        memcpy(h, d, n);
+    return 0;
+}
+
+static int run_steps(gmtf_gpu_ibwt_ctx *c, uint32_t np, uint32_t nb, uint32_t nc)
+{
+    const uint32_t *start = (const uint32_t *)c->start.p;
+    uint32_t *ka = (uint32_t *)c->ka.p, *va = (uint32_t *)c->va.p;
+    uint32_t *kb = (uint32_t *)c->kb.p, *vb = (uint32_t *)c->vb.p;
+    for (uint32_t i = 0; i < np; i++)
+        key_one((const uint8_t *)c->in.p, start, nb, i, ka, va);
+    /* the radix sort's result: stable by key, into the second buffers */
+    std::vector<uint32_t> ord(np);
+    for (uint32_t i = 0; i < np; i++)
+        ord[i] = i;
+    std::stable_sort(ord.begin(), ord.end(),
+                     [ka](uint32_t x, uint32_t y) { return ka[x] < ka[y]; });
+    for (uint32_t j = 0; j < np; j++) {
+        kb[j] = ka[ord[j]];
+        vb[j] = va[ord[j]];
+    }
+    uint32_t *e = ka;
+    for (uint32_t j = 0; j < np; j++)
+        table_one(kb, vb, start, j, e);
+    for (uint32_t t = 0; t < nc; t++)
+        walk_one((const chain *)c->ch.p, start, (const uint32_t *)c->prim.p, e, (uint8_t *)c->out.p,
+                 t);
+    return 0;
+}
+
+static int sync_times(gmtf_gpu_ibwt_ctx *c, int)
+{
+    for (int i = 0; i < GMTF_GPU_IBWT_PHASES; i++)
+        c->ms[i] = 0;
+    return 0;
+}
+
+#endif
+
+/* ---- host side ----------------------------------------------------------- */
+
+static uint64_t chains_of(uint64_t n, uint32_t step)
+{
+    return (n + step - 1) / step;
+}
+
+extern "C" int gmtf_gpu_ibwt_check(const uint64_t *off, size_t count, const uint32_t *step,
+                                   const uint32_t *idx)
+{
+    if (count && (!off || !step || !idx))
+        return -EINVAL;
+    if (count > MAX_BLOCKS)
+        return -EINVAL;
+    uint64_t k = 0;
+    for (size_t i = 0; i < count; i++) {
+        if (off[i + 1] <= off[i] || off[i + 1] - off[i] > GMTF_GPU_IBWT_MAX_BLOCK || step[i] == 0)
+            return -EINVAL;
+        uint64_t n = off[i + 1] - off[i], nk = chains_of(n, step[i]);
+        for (uint64_t j = 0; j < nk; j++)
+            if (idx[k + j] == 0 || idx[k + j] > n)
+                return -EUCLEAN;
+        k += nk;
+    }
+    return 0;
+}
+
+extern "C" int gmtf_gpu_ibwt_create(gmtf_gpu_ibwt_ctx **out)
+{
+    if (!out)
+        return -EINVAL;
+    *out = NULL;
+    gmtf_gpu_ibwt_ctx *c = (gmtf_gpu_ibwt_ctx *)calloc(1, sizeof *c);
+    if (!c)
+        return -ENOMEM;
+    int rc = backend_open(c);
+    if (rc) {
+        gmtf_gpu_ibwt_destroy(c);
+        return rc;
+    }
+    c->ok = 1;
+    c->piece_bound = PIECE_DEFAULT;
+    *out = c;
+    return 0;
+}
+
+extern "C" void gmtf_gpu_ibwt_destroy(gmtf_gpu_ibwt_ctx *c)
+{
+    if (!c)
+        return;
+    backend_close(c);
+    dbuf *b[] = {&c->in, &c->out,   &c->ka,   &c->kb, &c->va,
+                 &c->vb, &c->start, &c->prim, &c->ch, &c->tmp};
+    for (size_t i = 0; i < sizeof b / sizeof b[0]; i++)
+        dev_free(b[i]);
+    free(c->h_start);
+    free(c->h_p);
+    free(c->h_ch);
+    free(c);
+}
+
+extern "C" int gmtf_gpu_ibwt_ok(const gmtf_gpu_ibwt_ctx *c)
+{
+    return c && c->ok;
+}
+
+extern "C" const char *gmtf_gpu_ibwt_error(const gmtf_gpu_ibwt_ctx *c)
+{
+    return c ? c->err : "no context";
+}
+
+extern "C" int gmtf_gpu_ibwt_set_piece(gmtf_gpu_ibwt_ctx *c, uint64_t bytes)
+{
+    if (!c)
+        return -ENODEV;
+    uint64_t b = bytes ? bytes : PIECE_DEFAULT;
+    c->piece_bound = b < PIECE_MIN ? PIECE_MIN : b > PIECE_MAX ? PIECE_MAX : b;
+    return 0;
+}
+
+extern "C" int gmtf_gpu_ibwt_last_ms(const gmtf_gpu_ibwt_ctx *c, double ms[GMTF_GPU_IBWT_PHASES])
+{
+    if (!c)
+        return -ENODEV;
+    for (int i = 0; i < GMTF_GPU_IBWT_PHASES; i++)
+        ms[i] = c->ms[i];
+    return 0;
+}
+
+static int host_grow(gmtf_gpu_ibwt_ctx *c, size_t nb, size_t nc)
+{
+    if (nb > c->h_blk_cap) {
+        free(c->h_start);
+        free(c->h_p);
+        c->h_start = (uint32_t *)malloc((nb + 1) * sizeof *c->h_start);
+        c->h_p = (uint32_t *)malloc(nb * sizeof *c->h_p);
+        c->h_blk_cap = c->h_start && c->h_p ? nb : 0;
+        if (!c->h_blk_cap)
+            return set_err(c, -ENOMEM, "host", "out of memory");
+    }
+    if (nc > c->h_ch_cap) {
+        free(c->h_ch);
+        c->h_ch = (chain *)malloc(nc * sizeof *c->h_ch);
+        c->h_ch_cap = c->h_ch ? nc : 0;
+        if (!c->h_ch)
+            return set_err(c, -ENOMEM, "host", "out of memory");
+    }
+    return 0;
+}
+
+/* Blocks [b0, b1) of the batch, their rows from idx + i0. */
+static int run_piece(gmtf_gpu_ibwt_ctx *c, const uint8_t *bwt, const uint64_t *off, size_t b0,
+                     size_t b1, const uint32_t *step, const uint32_t *idx, uint64_t i0,
+                     uint8_t *dst, int acc)
+{
+    uint32_t nb = (uint32_t)(b1 - b0), np = (uint32_t)(off[b1] - off[b0]);
+    uint64_t nc = 0;
+    for (size_t i = b0; i < b1; i++)
+        nc += chains_of(off[i + 1] - off[i], step[i]);
+    TRY(host_grow(c, nb, nc));
+    uint64_t t = 0, k = i0;
+    for (uint32_t b = 0; b < nb; b++) {
+        uint64_t n = off[b0 + b + 1] - off[b0 + b];
+        uint32_t s = step[b0 + b];
+        c->h_start[b] = (uint32_t)(off[b0 + b] - off[b0]);
+        c->h_p[b] = idx[k];
+        for (uint64_t j = 0; j * s < n; j++, t++, k++) {
+            uint64_t from = j * s, len = n - from < s ? n - from : s;
+            c->h_ch[t] = chain{b, idx[k], (uint32_t)from, (uint32_t)len};
+        }
+    }
+    c->h_start[nb] = np;
+    TRY(dev_reserve(c, &c->in, np));
+    TRY(dev_reserve(c, &c->out, np));
+    TRY(dev_reserve(c, &c->ka, ((size_t)np + nb) * 4));
+    TRY(dev_reserve(c, &c->kb, ((size_t)np + nb) * 4));
+    TRY(dev_reserve(c, &c->va, (size_t)np * 4));
+    TRY(dev_reserve(c, &c->vb, (size_t)np * 4));
+    TRY(dev_reserve(c, &c->start, ((size_t)nb + 1) * 4));
+    TRY(dev_reserve(c, &c->prim, (size_t)nb * 4));
+    TRY(dev_reserve(c, &c->ch, nc * sizeof(chain)));
+    TRY(mark(c, 0));
+    TRY(copy_h2d(c, c->in.p, bwt + off[b0], np));
+    TRY(copy_h2d(c, c->start.p, c->h_start, ((size_t)nb + 1) * 4));
+    TRY(copy_h2d(c, c->prim.p, c->h_p, (size_t)nb * 4));
+    TRY(copy_h2d(c, c->ch.p, c->h_ch, nc * sizeof(chain)));
+    TRY(mark(c, 1));
+    TRY(run_steps(c, np, nb, (uint32_t)nc));
+    TRY(copy_d2h(c, dst + off[b0], c->out.p, np));
+    TRY(mark(c, 5));
+    return sync_times(c, acc);
+}
+
+extern "C" int gmtf_gpu_ibwt_batch(gmtf_gpu_ibwt_ctx *c, const uint8_t *bwt, const uint64_t *off,
+                                   size_t count, const uint32_t *step, const uint32_t *idx,
+                                   uint8_t *dst)
+{
+    if (!c)
+        return -ENODEV;
+    if (!c->ok)
+        return -EIO;
+    if (count && (!bwt || !dst))
+        return -EINVAL;
+    int rc = gmtf_gpu_ibwt_check(off, count, step, idx);
+    if (rc)
+        return set_err(c, rc, "batch", rc == -EUCLEAN ? "sample row out of range" : "bad batch");
+    size_t b0 = 0;
+    uint64_t i0 = 0;
+    int acc = 0;
+    while (b0 < count) {
+        size_t b1 = b0 + 1;
+        while (b1 < count && off[b1 + 1] - off[b0] <= c->piece_bound)
+            b1++;
+        TRY(run_piece(c, bwt, off, b0, b1, step, idx, i0, dst, acc));
+        for (size_t i = b0; i < b1; i++)
+            i0 += chains_of(off[i + 1] - off[i], step[i]);
+        b0 = b1;
+        acc = 1;
+    }
+    return 0;
+}

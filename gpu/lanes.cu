@@ -1,0 +1,531 @@
+/* Lane-parallel rANS run decoding on the GPU (gpu_lanes.h): one CTA of 32
+ * threads a block, one thread a lane; each thread runs its lane's runs to
+ * the end exactly as codec/entropy_lanes.c's lane_run does (the model's
+ * constants are repeated below; gpu_lanes.h's layout macros let the codec
+ * check the layout at compile time). The lane's byte list and
+ * histories stay in global memory (L1-resident: 1 KiB a lane).
+ *
+ * The same source builds for the CPU with GMTF_LANES_EMU: tests/gpu runs
+ * the device code path without a GPU. */
+#include <errno.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#ifdef GMTF_LANES_EMU
+#include "lanes_emu_names.h"
+#define GMTF_HD
+#define GMTF_CONST static const
+#else
+#include <cuda_runtime.h>
+#include "gpu.h"
+#define GMTF_HD __device__
+#define GMTF_CONST __constant__
+#endif
+
+#include "gpu_lanes.h"
+
+/* ---- the model (codec/entropy_lanes.c) ----------------------------------- */
+
+#define NSYM 16
+#define RSYM_RETIRE 0
+#define RSYM_BIG_FIRST 13
+#define LSYM_ESC 15
+#define LBIG_MIN 8
+#define NRCTX (12 * 3 * 3)
+#define NLCTX (12 * 5)
+#define TPS (NRCTX + NLCTX)
+#define MAX_SETS 8
+#define T_OFF (MAX_SETS * TPS)
+#define T_LBIG (T_OFF + 11)
+#define T_NONE (T_LBIG + 1)
+#define NTAB (T_NONE + 1) /* tables a block, the one-symbol table last */
+#define GROUP_BYTES 4096
+#define MAX_GROUPS ((16u << 20) / GROUP_BYTES + GMTF_GPU_LANES)
+#define PROB_BITS 12
+#define RANS_L (1ull << 32)
+#define XA 0
+#define XB 1
+
+GMTF_CONST uint8_t c_rbase[NSYM] = {0, 1, 2, 3, 4, 5, 7, 9, 13, 17, 25, 33, 49, 65, 129, 193};
+GMTF_CONST uint8_t c_lbase[LSYM_ESC] = {1, 2, 3, 4, 6, 8, 12, 16, 24, 32, 48, 64, 96, 128, 192};
+GMTF_CONST uint8_t c_lbits[LSYM_ESC] = {0, 0, 0, 1, 1, 2, 2, 3, 3, 4, 4, 5, 5, 6, 6};
+GMTF_CONST uint16_t c_off_table[NSYM] = {
+    T_NONE,    T_NONE,    T_NONE,    T_NONE,    T_NONE,    T_OFF + 0, T_OFF + 1, T_OFF + 2,
+    T_OFF + 3, T_OFF + 4, T_OFF + 5, T_OFF + 6, T_OFF + 7, T_OFF + 8, T_OFF + 9, T_OFF + 10,
+};
+GMTF_CONST uint8_t c_e_q[16] = {0, 1, 2, 3, 4, 5, 6, 7, 8, 8, 9, 9, 10, 10, 11, 11};
+GMTF_CONST uint8_t c_h_q[16] = {0, 1, 2, 2, 2, 2, 2, 2, 2, 2, 2, 2, 2, 2, 2, 2};
+GMTF_CONST uint8_t c_p_q[16] = {2, 0, 1, 2, 2, 2, 2, 2, 2, 2, 2, 2, 2, 2, 2, 2};
+GMTF_CONST uint8_t c_r_q[16] = {0, 1, 2, 3, 3, 4, 4, 4, 4, 4, 4, 4, 4, 4, 4, 4};
+
+static_assert(NTAB == GMTF_GPU_LANES_NTABLES && TPS == GMTF_GPU_LANES_TPS &&
+                  GROUP_BYTES == GMTF_GPU_LANES_GROUP && MAX_GROUPS == GMTF_GPU_LANES_MAX_GROUPS,
+              "gpu_lanes.h's layout");
+static_assert(offsetof(gmtf_gpu_lane, list) % 4 == 0 &&
+                  offsetof(gmtf_gpu_lane, er) == offsetof(gmtf_gpu_lane, list) + 256 &&
+                  offsetof(gmtf_gpu_lane, el) == offsetof(gmtf_gpu_lane, list) + 512 &&
+                  offsetof(gmtf_gpu_lane, hr) == offsetof(gmtf_gpu_lane, list) + 768,
+              "a lane's list and histories: 1024 aligned bytes");
+
+/* ---- one lane --------------------------------------------------------------- */
+
+struct lane_regs {
+    uint64_t x[2];
+    uint64_t in, in_end;
+    uint32_t pos, end, start, active, group_base, c, rtab, ltab, over;
+};
+
+static GMTF_HD inline void renorm(lane_regs &l, int st, const uint8_t *in)
+{
+    uint64_t x = l.x[st];
+    uint64_t need = x < RANS_L;
+    if (l.in_end - l.in >= 4) {
+        const uint8_t *p = in + l.in;
+        uint32_t wd =
+            (uint32_t)p[0] | (uint32_t)p[1] << 8 | (uint32_t)p[2] << 16 | (uint32_t)p[3] << 24;
+        l.x[st] = need ? x << 32 | wd : x;
+        l.in += 4 * need;
+    } else if (need) {
+        l.over++;
+        l.x[st] = x << 32;
+    }
+}
+
+static GMTF_HD inline unsigned get_sym(lane_regs &l, int st, const uint16_t *cum)
+{
+    uint64_t x = l.x[st];
+    uint32_t slot = (uint32_t)x & ((1u << PROB_BITS) - 1);
+    unsigned y = 0;
+    for (unsigned i = 1; i < NSYM; i++)
+        y += cum[i] <= slot;
+    l.x[st] = (uint64_t)(cum[y + 1] - cum[y]) * (x >> PROB_BITS) + slot - cum[y];
+    return y;
+}
+
+static GMTF_HD inline uint32_t get_raw(lane_regs &l, int st, unsigned nb)
+{
+    uint32_t v = (uint32_t)l.x[st] & ((1u << nb) - 1);
+    l.x[st] >>= nb;
+    return v;
+}
+
+/* A lane's byte list and histories, side by side (shared memory on the
+ * device): list 0..255, er 256.., el 512.., hr 768.. */
+#define S_LIST 0
+#define S_ER 256
+#define S_EL 512
+#define S_HR 768
+
+static GMTF_HD inline void next_run(lane_regs &l, const uint8_t *s, const uint8_t *sel,
+                                    unsigned prev)
+{
+    unsigned c = s[S_LIST];
+    uint32_t gi = l.group_base + (l.pos - l.start) / GROUP_BYTES;
+    unsigned set = sel[gi < MAX_GROUPS ? gi : MAX_GROUPS - 1] & (MAX_SETS - 1);
+    l.c = c;
+    l.rtab = set * TPS + (c_e_q[((s[S_ER + c] + 8) >> 4) & 15] * 3 + c_h_q[s[S_HR + c] & 15]) * 3 +
+             c_p_q[prev & 15];
+    l.ltab = set * TPS + NRCTX + c_e_q[((s[S_EL + c] + 8) >> 4) & 15] * 5;
+}
+
+/* Runs lane g to its end, its list and histories in s (a copy of g's);
+ * 0, or 1 when it broke a rule. */
+static GMTF_HD int lane_decode(const gmtf_gpu_lane *g, uint8_t *s, const uint16_t *cum,
+                               const uint8_t *sel, const uint8_t *in, uint8_t *out)
+{
+    lane_regs l;
+    l.x[0] = g->x[0];
+    l.x[1] = g->x[1];
+    l.in = g->in;
+    l.in_end = g->in_end;
+    l.pos = g->pos;
+    l.end = g->end;
+    l.start = g->start;
+    l.active = g->active;
+    l.group_base = g->group_base;
+    l.c = g->c;
+    l.rtab = g->rtab;
+    l.ltab = g->ltab;
+    l.over = 0;
+    while (l.pos < l.end) {
+        if (l.active == 0)
+            return 1;
+        unsigned c = l.c;
+        unsigned rsym = get_sym(l, XA, cum + (size_t)l.rtab * GMTF_GPU_LANES_CUM);
+        unsigned lsym = get_sym(l, XA, cum + (size_t)(l.ltab + c_r_q[rsym]) * GMTF_GPU_LANES_CUM);
+        renorm(l, XA, in);
+        unsigned r =
+            c_rbase[rsym] + get_sym(l, XB, cum + (size_t)c_off_table[rsym] * GMTF_GPU_LANES_CUM);
+        if (rsym >= RSYM_BIG_FIRST)
+            r = c_rbase[rsym] + ((r - c_rbase[rsym]) << 2 | get_raw(l, XB, 2));
+        unsigned retire = rsym == RSYM_RETIRE;
+        r = retire ? l.active - 1 : r;
+        if (r >= l.active)
+            return 1;
+        uint32_t len;
+        if (lsym == LSYM_ESC) {
+            renorm(l, XB, in);
+            unsigned eb = LBIG_MIN + get_sym(l, XB, cum + (size_t)T_LBIG * GMTF_GPU_LANES_CUM);
+            unsigned lo_bits = eb < 16 ? eb : 16;
+            uint32_t hi = get_raw(l, XB, lo_bits);
+            renorm(l, XB, in);
+            uint32_t low = get_raw(l, XB, eb - lo_bits);
+            len = 1u << eb | hi << (eb - lo_bits) | low;
+        } else {
+            len = c_lbase[lsym] + get_raw(l, XB, c_lbits[lsym]);
+        }
+        renorm(l, XB, in);
+        if (len > l.end - l.pos)
+            return 1;
+        for (uint32_t i = 0; i < len; i++)
+            out[l.pos + i] = (uint8_t)c;
+        l.pos += len;
+        for (unsigned i = 0; i < r; i++)
+            s[S_LIST + i] = s[S_LIST + i + 1];
+        s[S_LIST + r] = (uint8_t)c;
+        l.active -= retire;
+        unsigned rv = retire ? 15 : rsym;
+        s[S_ER + c] = (uint8_t)((s[S_ER + c] + (rv << 4)) >> 1);
+        s[S_EL + c] = (uint8_t)((s[S_EL + c] + (lsym << 4)) >> 1);
+        s[S_HR + c] = (uint8_t)rv;
+        if (l.pos < l.end)
+            next_run(l, s, sel, rsym);
+    }
+    return l.active != 0 || l.x[XA] != RANS_L || l.x[XB] != RANS_L || l.in != l.in_end || l.over;
+}
+
+/* ---- context -------------------------------------------------------------- */
+
+struct dbuf {
+    void *p;
+    size_t cap;
+};
+
+struct gmtf_gpu_lanes_ctx {
+    int ok;
+    char err[256];
+    dbuf in, lanes, cum, sel, off, out, bad;
+#ifndef GMTF_LANES_EMU
+    cudaStream_t st;
+#endif
+};
+
+static int set_err(gmtf_gpu_lanes_ctx *c, int rc, const char *what, const char *detail)
+{
+    snprintf(c->err, sizeof c->err, "%s: %s", what, detail);
+    return rc;
+}
+
+#define TRY(x)                                                                                     \
+    do {                                                                                           \
+        int rc_ = (x);                                                                             \
+        if (rc_)                                                                                   \
+            return rc_;                                                                            \
+    } while (0)
+
+#ifndef GMTF_LANES_EMU
+
+static int cuda_fail(gmtf_gpu_lanes_ctx *c, cudaError_t e, const char *what)
+{
+    set_err(c, 0, what, cudaGetErrorString(e));
+    if (e == cudaErrorMemoryAllocation) {
+        cudaGetLastError();
+        return -ENOMEM;
+    }
+    if (cudaDeviceSynchronize() != cudaSuccess)
+        c->ok = 0;
+    cudaGetLastError();
+    return -EIO;
+}
+
+#define CK(c, call)                                                                                \
+    do {                                                                                           \
+        cudaError_t e_ = (call);                                                                   \
+        if (e_ != cudaSuccess)                                                                     \
+            return cuda_fail((c), e_, #call);                                                      \
+    } while (0)
+
+/* The lane's list and histories in shared memory, one row of 1028 bytes a
+ * lane (the extra word spreads the lanes' rows over the banks). */
+#define S_ROW 1028
+
+__global__ void __launch_bounds__(GMTF_GPU_LANES)
+    k_lanes(const gmtf_gpu_lane *lanes, const uint16_t *cum, const uint8_t *sel, const uint8_t *in,
+            const uint64_t *off, uint8_t *out, uint8_t *bad)
+{
+    __shared__ __align__(16) uint8_t sh[GMTF_GPU_LANES * S_ROW];
+    uint32_t b = blockIdx.x, j = threadIdx.x;
+    const gmtf_gpu_lane *g = &lanes[(size_t)b * GMTF_GPU_LANES + j];
+    uint8_t *s = sh + j * S_ROW;
+    const uint32_t *from = (const uint32_t *)g->list; /* list, er, el, hr: 1024 bytes */
+    for (unsigned i = 0; i < 256; i++)
+        ((uint32_t *)s)[i] = from[i];
+    int e = lane_decode(g, s, cum + (size_t)b * NTAB * GMTF_GPU_LANES_CUM,
+                        sel + (size_t)b * MAX_GROUPS, in, out + (off[b] - off[0]));
+    if (e)
+        bad[b] = 1;
+}
+
+static int backend_open(gmtf_gpu_lanes_ctx *c)
+{
+    if (!gmtf_gpu_available())
+        return -ENODEV;
+    if (cudaSetDevice(0) != cudaSuccess ||
+        cudaStreamCreateWithFlags(&c->st, cudaStreamNonBlocking) != cudaSuccess) {
+        cudaGetLastError();
+        return -ENODEV;
+    }
+    return 0;
+}
+
+static void backend_close(gmtf_gpu_lanes_ctx *c)
+{
+    if (c->st) {
+        cudaStreamSynchronize(c->st);
+        cudaStreamDestroy(c->st);
+    }
+    cudaGetLastError();
+}
+
+static int dev_reserve(gmtf_gpu_lanes_ctx *c, dbuf *b, size_t bytes)
+{
+    if (bytes <= b->cap)
+        return 0;
+    if (b->p)
+        cudaFree(b->p);
+    b->p = NULL;
+    b->cap = 0;
+    cudaError_t e = cudaMalloc(&b->p, bytes);
+    if (e != cudaSuccess) {
+        b->p = NULL;
+        return cuda_fail(c, e, "cudaMalloc");
+    }
+    b->cap = bytes;
+    return 0;
+}
+
+static void dev_free(dbuf *b)
+{
+    if (b->p)
+        cudaFree(b->p);
+    b->p = NULL;
+    b->cap = 0;
+}
+
+static int h2d(gmtf_gpu_lanes_ctx *c, void *d, const void *h, size_t n)
+{
+    if (n)
+        CK(c, cudaMemcpyAsync(d, h, n, cudaMemcpyHostToDevice, c->st));
+    return 0;
+}
+
+static int d2h(gmtf_gpu_lanes_ctx *c, void *h, const void *d, size_t n)
+{
+    if (n)
+        CK(c, cudaMemcpyAsync(h, d, n, cudaMemcpyDeviceToHost, c->st));
+    return 0;
+}
+
+static int run(gmtf_gpu_lanes_ctx *c, size_t count, size_t nout)
+{
+    CK(c, cudaMemsetAsync(c->bad.p, 0, count, c->st));
+    k_lanes<<<(unsigned)count, GMTF_GPU_LANES, 0, c->st>>>(
+        (const gmtf_gpu_lane *)c->lanes.p, (const uint16_t *)c->cum.p, (const uint8_t *)c->sel.p,
+        (const uint8_t *)c->in.p, (const uint64_t *)c->off.p, (uint8_t *)c->out.p,
+        (uint8_t *)c->bad.p);
+    CK(c, cudaGetLastError());
+    (void)nout;
+    return 0;
+}
+
+static int sync(gmtf_gpu_lanes_ctx *c)
+{
+    CK(c, cudaStreamSynchronize(c->st));
+    return 0;
+}
+
+#else /* GMTF_LANES_EMU */
+
+static int backend_open(gmtf_gpu_lanes_ctx *)
+{
+    return 0;
+}
+
+static void backend_close(gmtf_gpu_lanes_ctx *)
+{
+}
+
+static int dev_reserve(gmtf_gpu_lanes_ctx *c, dbuf *b, size_t bytes)
+{
+    if (bytes <= b->cap)
+        return 0;
+    free(b->p);
+    b->p = malloc(bytes);
+    b->cap = b->p ? bytes : 0;
+    return b->p ? 0 : set_err(c, -ENOMEM, "malloc", "out of memory");
+}
+
+static void dev_free(dbuf *b)
+{
+    free(b->p);
+    b->p = NULL;
+    b->cap = 0;
+}
+
+static int h2d(gmtf_gpu_lanes_ctx *, void *d, const void *h, size_t n)
+{
+    if (n)
+        memcpy(d, h, n);
+    return 0;
+}
+
+static int d2h(gmtf_gpu_lanes_ctx *, void *h, const void *d, size_t n)
+{
+    if (n)
+        memcpy(h, d, n);
+    return 0;
+}
+
+static int run(gmtf_gpu_lanes_ctx *c, size_t count, size_t)
+{
+    const uint64_t *off = (const uint64_t *)c->off.p;
+    uint8_t *bad = (uint8_t *)c->bad.p;
+    for (size_t b = 0; b < count; b++) {
+        bad[b] = 0;
+        for (unsigned j = 0; j < GMTF_GPU_LANES; j++) {
+            const gmtf_gpu_lane *g = (const gmtf_gpu_lane *)c->lanes.p + b * GMTF_GPU_LANES + j;
+            uint8_t s[1024];
+            memcpy(s, g->list, 1024);
+            if (lane_decode(g, s, (const uint16_t *)c->cum.p + b * NTAB * GMTF_GPU_LANES_CUM,
+                            (const uint8_t *)c->sel.p + b * MAX_GROUPS, (const uint8_t *)c->in.p,
+                            (uint8_t *)c->out.p + (off[b] - off[0])))
+                bad[b] = 1;
+        }
+    }
+    return 0;
+}
+
+static int sync(gmtf_gpu_lanes_ctx *)
+{
+    return 0;
+}
+
+#endif
+
+extern "C" int gmtf_gpu_lanes_create(gmtf_gpu_lanes_ctx **out)
+{
+    if (!out)
+        return -EINVAL;
+    *out = NULL;
+    gmtf_gpu_lanes_ctx *c = (gmtf_gpu_lanes_ctx *)calloc(1, sizeof *c);
+    if (!c)
+        return -ENOMEM;
+    int rc = backend_open(c);
+    if (rc) {
+        free(c);
+        return rc;
+    }
+    c->ok = 1;
+    *out = c;
+    return 0;
+}
+
+extern "C" void gmtf_gpu_lanes_destroy(gmtf_gpu_lanes_ctx *c)
+{
+    if (!c)
+        return;
+    backend_close(c);
+    dbuf *b[] = {&c->in, &c->lanes, &c->cum, &c->sel, &c->off, &c->out, &c->bad};
+    for (size_t i = 0; i < sizeof b / sizeof b[0]; i++)
+        dev_free(b[i]);
+    free(c);
+}
+
+extern "C" int gmtf_gpu_lanes_ok(const gmtf_gpu_lanes_ctx *c)
+{
+    return c && c->ok;
+}
+
+extern "C" const char *gmtf_gpu_lanes_error(const gmtf_gpu_lanes_ctx *c)
+{
+    return c ? c->err : "no context";
+}
+
+static int has_work(const gmtf_gpu_lane *l)
+{
+    for (unsigned j = 0; j < GMTF_GPU_LANES; j++)
+        if (l[j].pos < l[j].end)
+            return 1;
+    return 0;
+}
+
+/* The host's check of the caller's structures: every index the device
+ * takes from them stays in bounds. */
+static int check(const gmtf_gpu_lane *lanes, size_t count, uint64_t nin, const uint64_t *off)
+{
+    for (size_t b = 0; b < count; b++) {
+        if (off[b + 1] < off[b] || off[b + 1] - off[b] > (16u << 20))
+            return -EINVAL;
+        uint64_t n = off[b + 1] - off[b];
+        for (unsigned j = 0; j < GMTF_GPU_LANES; j++) {
+            const gmtf_gpu_lane *l = &lanes[b * GMTF_GPU_LANES + j];
+            uint64_t groups = ((uint64_t)l->end - l->start + GROUP_BYTES - 1) / GROUP_BYTES;
+            if (l->in > l->in_end || l->in_end > nin || l->start > l->pos || l->pos > l->end ||
+                l->end > n || l->active > 256 || l->rtab >= NTAB || l->ltab + 4 >= NTAB ||
+                (uint64_t)l->group_base + groups > MAX_GROUPS)
+                return -EINVAL;
+        }
+    }
+    return 0;
+}
+
+extern "C" int gmtf_gpu_lanes_decode(gmtf_gpu_lanes_ctx *c, const uint8_t *in, uint64_t nin,
+                                     size_t count, const gmtf_gpu_lane *lanes, const uint16_t *cum,
+                                     const uint8_t *sel, const uint64_t *out_off, uint8_t *out,
+                                     uint8_t *bad)
+{
+    if (!c)
+        return -ENODEV;
+    if (!c->ok)
+        return -EIO;
+    if (count == 0)
+        return 0;
+    if (!in || !lanes || !cum || !sel || !out_off || !out || !bad || count > (1u << 20))
+        return -EINVAL;
+    if (check(lanes, count, nin, out_off))
+        return set_err(c, -EINVAL, "lanes", "a lane's state is out of range");
+    size_t nout = out_off[count] - out_off[0];
+    size_t lbytes = count * GMTF_GPU_LANES * sizeof(gmtf_gpu_lane);
+    size_t cbytes = count * NTAB * GMTF_GPU_LANES_CUM * 2;
+    TRY(dev_reserve(c, &c->in, nin ? nin : 1));
+    TRY(dev_reserve(c, &c->lanes, lbytes));
+    TRY(dev_reserve(c, &c->cum, cbytes));
+    TRY(dev_reserve(c, &c->sel, count * MAX_GROUPS));
+    TRY(dev_reserve(c, &c->off, (count + 1) * 8));
+    TRY(dev_reserve(c, &c->out, nout ? nout : 1));
+    TRY(dev_reserve(c, &c->bad, count));
+    TRY(h2d(c, c->in.p, in, nin));
+    TRY(h2d(c, c->lanes.p, lanes, lbytes));
+    TRY(h2d(c, c->cum.p, cum, cbytes));
+    TRY(h2d(c, c->sel.p, sel, count * MAX_GROUPS));
+    TRY(h2d(c, c->off.p, out_off, (count + 1) * 8));
+    TRY(run(c, count, nout));
+    /* only the blocks with work: the others' bytes in out stay the caller's */
+    for (size_t b = 0; b < count;) {
+        if (!has_work(lanes + b * GMTF_GPU_LANES)) {
+            b++;
+            continue;
+        }
+        size_t e = b + 1;
+        while (e < count && has_work(lanes + e * GMTF_GPU_LANES))
+            e++;
+        TRY(d2h(c, out + out_off[b], (uint8_t *)c->out.p + (out_off[b] - out_off[0]),
+                out_off[e] - out_off[b]));
+        b = e;
+    }
+    TRY(d2h(c, bad, c->bad.p, count));
+    return sync(c);
+}

@@ -1,0 +1,562 @@
+/* The codec's batch calls with the BWT on a device (codec/bwt_dev.h): the
+ * frames must be byte for byte those of the CPU path, the decoded blocks
+ * and every status the same as the CPU's, and a device fault mid-batch
+ * must lose nothing (the CPU redoes the batch) and retire the device.
+ *
+ * Built twice: test_codec_dev_emu puts the CPU emulations of the GPU
+ * kernels (gpu/bwt_sort.cu with GMTF_BWT_EMU, gpu/ibwt.cu with
+ * GMTF_IBWT_EMU) in the device's place through the codec's test hook, so
+ * the codec's wiring runs on every machine; test_codec_dev (CUDA builds)
+ * uses the GPU itself (exit 77 without one) and adds the Linux tar prefix
+ * (GMTF_LINUX_TAR, a plain tar). */
+#include <errno.h>
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <cmocka.h>
+
+#ifdef GMTF_CODEC_DEV_EMU
+#include "lanes_emu_names.h" /* before codec_internal.h, which includes gpu_lanes.h */
+#endif
+#include "../codec/test_util.h"
+#include "bwt.h"
+#include "codec_internal.h"
+#include "frame.h"
+#include "gmtf_codec.h"
+
+#ifdef GMTF_CODEC_DEV_EMU
+#include "bwt_emu_names.h"
+#include "gpu_bwt.h"
+#include "ibwt_emu_names.h"
+#include "gpu_ibwt.h"
+
+static int emu_fwd_create(void **ctx)
+{
+    return gmtf_gpu_bwt_create((gmtf_gpu_bwt_ctx **)ctx);
+}
+static void emu_fwd_destroy(void *ctx)
+{
+    gmtf_gpu_bwt_destroy(ctx);
+}
+static int emu_fwd(void *ctx, const uint8_t *src, const uint64_t *off, size_t count,
+                   const uint32_t *step, uint8_t *dst, uint32_t *idx)
+{
+    return gmtf_gpu_bwt_batch(ctx, src, off, count, step, dst, idx);
+}
+static int emu_inv_create(void **ctx)
+{
+    return gmtf_gpu_ibwt_create((gmtf_gpu_ibwt_ctx **)ctx);
+}
+static void emu_inv_destroy(void *ctx)
+{
+    gmtf_gpu_ibwt_destroy(ctx);
+}
+static int emu_inv(void *ctx, const uint8_t *bwt, const uint64_t *off, size_t count,
+                   const uint32_t *step, const uint32_t *idx, uint8_t *dst)
+{
+    return gmtf_gpu_ibwt_batch(ctx, bwt, off, count, step, idx, dst);
+}
+static int emu_lanes_create(void **ctx)
+{
+    return gmtf_gpu_lanes_create((gmtf_gpu_lanes_ctx **)ctx);
+}
+static void emu_lanes_destroy(void *ctx)
+{
+    gmtf_gpu_lanes_destroy(ctx);
+}
+static int emu_lanes(void *ctx, const uint8_t *in, uint64_t nin, size_t count,
+                     const gmtf_gpu_lane *lanes, const uint16_t *cum, const uint8_t *sel,
+                     const uint64_t *out_off, uint8_t *out, uint8_t *bad)
+{
+    return gmtf_gpu_lanes_decode(ctx, in, nin, count, lanes, cum, sel, out_off, out, bad);
+}
+static const gmtf_bwt_dev_ops emu_ops = {
+    .name = "emu",
+    .fwd_create = emu_fwd_create,
+    .fwd_destroy = emu_fwd_destroy,
+    .fwd = emu_fwd,
+    .inv_create = emu_inv_create,
+    .inv_destroy = emu_inv_destroy,
+    .inv = emu_inv,
+    .lanes_create = emu_lanes_create,
+    .lanes_destroy = emu_lanes_destroy,
+    .lanes = emu_lanes,
+};
+static const gmtf_bwt_dev_ops *dev_ops(void)
+{
+    return &emu_ops;
+}
+#define UNIT (64u << 10)
+#else
+static const gmtf_bwt_dev_ops *dev_ops(void)
+{
+    return gmtf_bwt_dev_gpu();
+}
+#define UNIT (1u << 20)
+#endif
+
+/* A codec with the device (min batch 1 byte, fault hook off) or without. */
+static gmtf_codec *codec_new(int dev, unsigned threads)
+{
+    gmtf_codec *c = NULL;
+    gmtf_codec_options o = {.threads = threads, .mtf = "scalar"};
+    assert_int_equal(gmtf_codec_create(&c, &o), 0);
+    gmtf_codec_set_bwt_dev(c, dev ? dev_ops() : NULL);
+    gmtf_bwt_dev *d = gmtf_codec_bwt_dev(c);
+    d->min_bytes[GMTF_BWT_DEV_FWD] = d->min_bytes[GMTF_BWT_DEV_INV] = 1;
+    d->fault_at = 0;
+    d->pipe[0] = d->pipe[1] = 3;
+    d->chunk_min = 1;
+    return c;
+}
+
+typedef struct blocks {
+    uint8_t *data;
+    uint64_t *off;
+    size_t count;
+} blocks;
+
+/* A batch: text-like, random, empty, tiny, one-byte runs, real files. */
+static blocks make_blocks(uint64_t seed, size_t count, size_t unit)
+{
+    blocks b;
+    b.off = tu_malloc((count + 1) * sizeof *b.off);
+    size_t *len = tu_malloc(count * sizeof *len);
+    uint64_t total = 0;
+    for (size_t i = 0; i < count; i++) {
+        uint64_t r = tu_rand(&seed) % 10;
+        len[i] = r == 0   ? 0
+                 : r == 1 ? 1 + tu_rand_below(&seed, 15)
+                          : 1 + tu_rand_below(&seed, unit);
+        if (r == 9)
+            len[i] = unit;
+        total += len[i];
+    }
+    b.data = tu_malloc(total + 1);
+    tu_files sys = tu_system_files(16, unit);
+    uint8_t *real = sys.count ? tu_concat(&sys, total + 1) : NULL;
+    uint64_t pos = 0;
+    b.off[0] = 0;
+    for (size_t i = 0; i < count; i++) {
+        uint8_t *p = b.data + pos;
+        switch (tu_rand(&seed) % 5) {
+        case 0: tu_fill_random(p, len[i], tu_rand(&seed)); break;
+        case 1: memset(p, (int)(tu_rand(&seed) & 0xff), len[i]); break;
+        case 2:
+            if (real) {
+                memcpy(p, real + pos, len[i]);
+                break;
+            }
+            /* fall through */
+        default: tu_fill_text_like(p, len[i], tu_rand(&seed)); break;
+        }
+        pos += len[i];
+        b.off[i + 1] = pos;
+    }
+    b.count = count;
+    free(real);
+    tu_files_free(&sys);
+    free(len);
+    return b;
+}
+
+static void blocks_free(blocks *b)
+{
+    free(b->data);
+    free(b->off);
+}
+
+typedef struct frames {
+    uint8_t *data;
+    uint64_t *off;
+    size_t count;
+} frames;
+
+static frames encode(gmtf_codec *c, const blocks *b)
+{
+    frames f;
+    uint64_t cap = gmtf_batch_bound(b->off, b->count);
+    f.data = tu_malloc(cap + 1);
+    f.off = tu_malloc((b->count + 1) * sizeof *f.off);
+    f.count = b->count;
+    assert_int_equal(gmtf_batch_encode(c, b->data, b->off, b->count, f.data, cap, f.off), 0);
+    return f;
+}
+
+static void frames_free(frames *f)
+{
+    free(f->data);
+    free(f->off);
+}
+
+static void assert_same_frames(const frames *a, const frames *b)
+{
+    assert_int_equal(a->count, b->count);
+    assert_memory_equal(a->off, b->off, (a->count + 1) * sizeof *a->off);
+    assert_memory_equal(a->data, b->data, a->off[a->count]);
+}
+
+/* Decodes f with c: the return value, statuses and bytes in *out. */
+static int decode(gmtf_codec *c, const frames *f, const uint64_t *doff, uint8_t **out, int **st)
+{
+    *out = tu_malloc(doff[f->count] + 1);
+    *st = tu_calloc((f->count + 1) * sizeof **st);
+    memset(*out, 0x77, doff[f->count] + 1);
+    return gmtf_batch_decode(c, f->data, f->off, f->count, *out, doff, *st);
+}
+
+static void test_identical_frames(void **state)
+{
+    (void)state;
+    gmtf_codec *cpu = codec_new(0, 3), *dev = codec_new(1, 3);
+    unsigned pipes[] = {1, 2, 4, GMTF_BWT_DEV_PIPE_MAX};
+    for (uint64_t seed = 1; seed <= 4; seed++) {
+        gmtf_codec_bwt_dev(dev)->pipe[0] = gmtf_codec_bwt_dev(dev)->pipe[1] = pipes[seed - 1];
+        blocks b = make_blocks(seed * 7919, 12 + seed * 4, UNIT);
+        frames want = encode(cpu, &b), got = encode(dev, &b);
+        assert_same_frames(&want, &got);
+        uint8_t *out;
+        int *st;
+        assert_int_equal(decode(dev, &got, b.off, &out, &st), 0);
+        assert_memory_equal(out, b.data, b.off[b.count]);
+        free(out);
+        free(st);
+        frames_free(&want);
+        frames_free(&got);
+        blocks_free(&b);
+    }
+    gmtf_bwt_dev *d = gmtf_codec_bwt_dev(dev);
+    printf("device: %llu blocks forward, %llu inverse\n",
+           (unsigned long long)d->blocks[GMTF_BWT_DEV_FWD],
+           (unsigned long long)d->blocks[GMTF_BWT_DEV_INV]);
+    assert_true(d->blocks[GMTF_BWT_DEV_FWD] > 20);
+    assert_true(d->blocks[GMTF_BWT_DEV_INV] > 20);
+    assert_int_equal(d->retired, 0);
+    /* the CPU codec never used one */
+    assert_int_equal(gmtf_codec_bwt_dev(cpu)->calls, 0);
+    gmtf_codec_destroy(cpu);
+    gmtf_codec_destroy(dev);
+}
+
+/* Batches under the size rule stay on the CPU. */
+static void test_size_rule(void **state)
+{
+    (void)state;
+    gmtf_codec *dev = codec_new(1, 2);
+    gmtf_bwt_dev *d = gmtf_codec_bwt_dev(dev);
+    d->pipe[0] = d->pipe[1] = 1;
+    blocks b = make_blocks(99, 6, UNIT / 4);
+    d->min_bytes[GMTF_BWT_DEV_FWD] = d->min_bytes[GMTF_BWT_DEV_INV] = b.off[b.count] + 1;
+    frames f = encode(dev, &b);
+    uint8_t *out;
+    int *st;
+    assert_int_equal(decode(dev, &f, b.off, &out, &st), 0);
+    assert_memory_equal(out, b.data, b.off[b.count]);
+    assert_int_equal(d->calls, 0);
+    d->min_bytes[GMTF_BWT_DEV_FWD] = d->min_bytes[GMTF_BWT_DEV_INV] = b.off[b.count];
+    frames g = encode(dev, &b);
+    assert_same_frames(&f, &g);
+    assert_int_equal(d->calls, 1);
+    free(out);
+    free(st);
+    frames_free(&f);
+    frames_free(&g);
+    blocks_free(&b);
+    gmtf_codec_destroy(dev);
+}
+
+/* A device fault in the middle of a run of batches (three chunks a batch,
+ * so also in the middle of a batch): the rest of that batch is done on the
+ * CPU (same frames, same bytes), the device is retired and no later call
+ * reaches it. */
+static void test_fault(void **state)
+{
+    (void)state;
+    gmtf_codec *cpu = codec_new(0, 2);
+    for (long at = 1; at <= 8; at++) {
+        gmtf_codec *dev = codec_new(1, 2);
+        gmtf_bwt_dev *d = gmtf_codec_bwt_dev(dev);
+        d->fault_at = at;
+        for (uint64_t seed = 1; seed <= 3; seed++) {
+            blocks b = make_blocks(seed * 31 + (uint64_t)at, 10, UNIT / 2);
+            frames want = encode(cpu, &b), got = encode(dev, &b);
+            assert_same_frames(&want, &got);
+            uint8_t *out, *ref;
+            int *st, *rst;
+            assert_int_equal(decode(dev, &got, b.off, &out, &st), 0);
+            assert_int_equal(decode(cpu, &got, b.off, &ref, &rst), 0);
+            assert_memory_equal(out, b.data, b.off[b.count]);
+            assert_memory_equal(st, rst, b.count * sizeof *st);
+            free(out);
+            free(ref);
+            free(st);
+            free(rst);
+            frames_free(&want);
+            frames_free(&got);
+            blocks_free(&b);
+        }
+        /* 6 batches would make about 18 calls; the fault at call `at` ends them */
+        assert_int_equal(d->retired, 1);
+        assert_int_equal(d->last_err, -EIO);
+        assert_int_equal(d->calls, at);
+        assert_null(d->ctx[0]);
+        assert_null(d->ctx[1]);
+        gmtf_codec_destroy(dev);
+    }
+    gmtf_codec_destroy(cpu);
+}
+
+/* Rewrites sample q of a version 2 BWT frame to row (keeping both header
+ * checksums valid): the frame is then hostile but well-formed. */
+static void set_row(uint8_t *frame, size_t len, unsigned q, uint32_t row)
+{
+    gmtf_frame_info fi;
+    unsigned h, k;
+    uint32_t idx[GMTF_BWT_MAX_SAMPLES];
+    assert_int_equal(gmtf_frame_parse(frame, len, &fi, &h, idx, &k), 0);
+    assert_true(q < k);
+    idx[q] = row;
+    gmtf_frame_write_header_v2(frame, fi.method, fi.orig_len, fi.frame_len - h, fi.data_crc, idx);
+}
+
+/* Damaged frames in a batch: each gets the status the CPU path gives it,
+ * the others decode. Version 1 frames in the same batch decode too. */
+static void test_damaged(void **state)
+{
+    (void)state;
+    gmtf_codec *cpu = codec_new(0, 2), *dev = codec_new(1, 2);
+    gmtf_codec *v1 = NULL;
+    gmtf_codec_options o1 = {.threads = 2, .mtf = "scalar", .frame_version = 1};
+    assert_int_equal(gmtf_codec_create(&v1, &o1), 0);
+    uint64_t seed = 4242;
+    for (int round = 0; round < 6; round++) {
+        blocks b = make_blocks(seed + (uint64_t)round, 14, UNIT / 2);
+        frames f = encode(round == 5 ? v1 : cpu, &b);
+        if (round == 4) { /* mix: every other frame version 1 */
+            frames g = encode(v1, &b);
+            frames m = {tu_malloc(f.off[f.count] + g.off[g.count]),
+                        tu_malloc((f.count + 1) * sizeof *m.off), f.count};
+            m.off[0] = 0;
+            for (size_t i = 0; i < f.count; i++) {
+                const frames *s = i & 1 ? &g : &f;
+                size_t l = s->off[i + 1] - s->off[i];
+                memcpy(m.data + m.off[i], s->data + s->off[i], l);
+                m.off[i + 1] = m.off[i] + l;
+            }
+            frames_free(&f);
+            frames_free(&g);
+            f = m;
+        }
+        /* damage: bad rows, flipped payload bytes, a wrong checksum */
+        for (size_t i = 0; i < f.count; i++) {
+            uint8_t *fr = f.data + f.off[i];
+            size_t len = f.off[i + 1] - f.off[i];
+            gmtf_frame_info fi;
+            unsigned h, k, ver;
+            uint32_t idx[GMTF_BWT_MAX_SAMPLES];
+            if (gmtf_frame_parse_version(fr, len, &fi, &h, idx, &k, &ver) != 0 ||
+                fi.method != GMTF_METHOD_BWT || ver != GMTF_FRAME_V2 || tu_rand(&seed) % 3)
+                continue;
+            switch (tu_rand(&seed) % 4) {
+            case 0: set_row(fr, len, (unsigned)tu_rand_below(&seed, k), fi.orig_len + 1); break;
+            case 1: set_row(fr, len, 0, 1 + (uint32_t)tu_rand_below(&seed, fi.orig_len)); break;
+            case 2: fr[h + tu_rand_below(&seed, len - h)] ^= 0x10; break;
+            default: fr[16] ^= 1; break; /* data CRC: the header checksum fails */
+            }
+        }
+        uint8_t *out, *ref;
+        int *st, *rst;
+        int rc = decode(dev, &f, b.off, &out, &st);
+        int rrc = decode(cpu, &f, b.off, &ref, &rst);
+        assert_int_equal(rc != 0, rrc != 0); /* the CPU path's pick of the error varies */
+        assert_memory_equal(st, rst, b.count * sizeof *st);
+        for (size_t i = 0; i < b.count; i++)
+            if (st[i] == 0)
+                assert_memory_equal(out + b.off[i], b.data + b.off[i], b.off[i + 1] - b.off[i]);
+        free(out);
+        free(ref);
+        free(st);
+        free(rst);
+        frames_free(&f);
+        blocks_free(&b);
+    }
+    assert_int_equal(gmtf_codec_bwt_dev(dev)->retired, 0);
+    assert_true(gmtf_codec_bwt_dev(dev)->blocks[GMTF_BWT_DEV_INV] > 0);
+    gmtf_codec_destroy(cpu);
+    gmtf_codec_destroy(dev);
+    gmtf_codec_destroy(v1);
+}
+
+/* Blocks of method 2's sizes (900 KiB and more): their lanes decode on the
+ * device; damaged ones get the CPU's statuses; a fault at the lanes call
+ * (call 2: the encode's BWT is call 1) is taken over by the CPU. */
+static void test_lanes(void **state)
+{
+    (void)state;
+    size_t bs = 1u << 20, count = 4, n = bs * count;
+    blocks b;
+    b.data = tu_malloc(n);
+    tu_files sys = tu_corpus_files();
+    if (sys.count == 0) {
+        tu_files_free(&sys);
+        sys = tu_system_files(64, 4u << 20);
+    }
+    uint8_t *real = sys.count ? tu_concat(&sys, n) : NULL;
+    if (real)
+        memcpy(b.data, real, n);
+    else
+        tu_fill_text_like(b.data, n, 77);
+    free(real);
+    tu_files_free(&sys);
+    b.count = count;
+    b.off = tu_malloc((count + 1) * sizeof *b.off);
+    for (size_t i = 0; i <= count; i++)
+        b.off[i] = i * bs;
+    gmtf_codec *cpu = codec_new(0, 2), *dev = codec_new(1, 2);
+    gmtf_bwt_dev *d = gmtf_codec_bwt_dev(dev);
+    d->pipe[0] = d->pipe[1] = 2;
+    frames want = encode(cpu, &b), got = encode(dev, &b);
+    assert_same_frames(&want, &got);
+    uint8_t *out, *ref;
+    int *st, *rst;
+    assert_int_equal(decode(dev, &got, b.off, &out, &st), 0);
+    assert_memory_equal(out, b.data, n);
+    free(out);
+    free(st);
+    printf("lanes: %llu blocks decoded by the device's lanes\n",
+           (unsigned long long)d->blocks[GMTF_BWT_DEV_LANES]);
+    assert_true(d->blocks[GMTF_BWT_DEV_LANES] >= count - 1);
+    /* damage the lane streams of some frames */
+    uint64_t seed = 31337;
+    for (int r = 0; r < 4; r++) {
+        frames f = encode(cpu, &b);
+        for (size_t i = 0; i < count; i++) {
+            if (tu_rand(&seed) % 2)
+                continue;
+            size_t len = f.off[i + 1] - f.off[i];
+            f.data[f.off[i] + len / 2 + tu_rand_below(&seed, len / 2)] ^= 0x41;
+        }
+        int rc = decode(dev, &f, b.off, &out, &st);
+        int rrc = decode(cpu, &f, b.off, &ref, &rst);
+        assert_int_equal(rc != 0, rrc != 0);
+        assert_memory_equal(st, rst, count * sizeof *st);
+        for (size_t i = 0; i < count; i++)
+            if (st[i] == 0)
+                assert_memory_equal(out + b.off[i], b.data + b.off[i], bs);
+        free(out);
+        free(ref);
+        free(st);
+        free(rst);
+        frames_free(&f);
+    }
+    assert_int_equal(d->retired, 0);
+    /* a fault at the lanes call */
+    gmtf_codec *flt = codec_new(1, 2);
+    gmtf_bwt_dev *fd = gmtf_codec_bwt_dev(flt);
+    fd->pipe[0] = fd->pipe[1] = 1; /* call 1: the BWT of the batch; call 2: its lanes */
+    fd->fault_at = 2;
+    frames g = encode(flt, &b);
+    assert_same_frames(&want, &g);
+    assert_int_equal(decode(flt, &g, b.off, &out, &st), 0);
+    assert_memory_equal(out, b.data, n);
+    assert_int_equal(fd->retired, 1);
+    assert_int_equal(fd->calls, 2);
+    assert_int_equal(fd->blocks[GMTF_BWT_DEV_FWD], count);
+    assert_int_equal(fd->blocks[GMTF_BWT_DEV_LANES], 0);
+    free(out);
+    free(st);
+    frames_free(&g);
+    frames_free(&want);
+    frames_free(&got);
+    blocks_free(&b);
+    gmtf_codec_destroy(cpu);
+    gmtf_codec_destroy(dev);
+    gmtf_codec_destroy(flt);
+}
+
+/* Real data in the codec's large blocks: corpus files, or the Linux tar. */
+static void test_real(void **state)
+{
+    (void)state;
+    tu_files cf = tu_corpus_files();
+    const char *tar = getenv("GMTF_LINUX_TAR");
+    uint8_t *tdata = NULL;
+    size_t tlen = 0;
+#ifndef GMTF_CODEC_DEV_EMU
+    if (tar && *tar)
+        tu_read_file(tar, 64u << 20, &tdata, &tlen);
+#else
+    (void)tar;
+#endif
+    if (cf.count == 0 && !tdata) {
+        printf("SKIP real data: no corpus (GMTF_CORPUS) or tar (GMTF_LINUX_TAR)\n");
+        tu_files_free(&cf);
+        skip();
+    }
+    size_t n = tdata ? tlen : 0;
+    for (size_t i = 0; i < cf.count; i++)
+        n += cf.v[i].len;
+#ifdef GMTF_CODEC_DEV_EMU
+    if (n > (4u << 20))
+        n = 4u << 20;
+    size_t bs = 256u << 10;
+#else
+    size_t bs = 2u << 20;
+#endif
+    blocks b;
+    b.data = tu_malloc(n + 1);
+    size_t pos = 0;
+    for (size_t i = 0; i < cf.count && pos < n; i++) {
+        size_t l = cf.v[i].len < n - pos ? cf.v[i].len : n - pos;
+        memcpy(b.data + pos, cf.v[i].data, l);
+        pos += l;
+    }
+    if (tdata && pos < n)
+        memcpy(b.data + pos, tdata, n - pos);
+    b.count = (n + bs - 1) / bs;
+    b.off = tu_malloc((b.count + 1) * sizeof *b.off);
+    for (size_t i = 0; i <= b.count; i++)
+        b.off[i] = i * bs < n ? i * bs : n;
+    gmtf_codec *cpu = codec_new(0, 4), *dev = codec_new(1, 4);
+    frames want = encode(cpu, &b), got = encode(dev, &b);
+    assert_same_frames(&want, &got);
+    uint8_t *out;
+    int *st;
+    assert_int_equal(decode(dev, &got, b.off, &out, &st), 0);
+    assert_memory_equal(out, b.data, n);
+    printf("real data: %zu bytes in %zu blocks -> %llu bytes, identical frames, decoded\n", n,
+           b.count, (unsigned long long)got.off[got.count]);
+    assert_true(gmtf_codec_bwt_dev(dev)->blocks[GMTF_BWT_DEV_FWD] >= b.count - 1);
+    free(out);
+    free(st);
+    frames_free(&want);
+    frames_free(&got);
+    free(b.data);
+    free(b.off);
+    free(tdata);
+    tu_files_free(&cf);
+    gmtf_codec_destroy(cpu);
+    gmtf_codec_destroy(dev);
+}
+
+int main(void)
+{
+    if (!dev_ops()) {
+        printf("SKIP: no usable CUDA device on this machine\n");
+        return 77;
+    }
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_identical_frames),
+        cmocka_unit_test(test_size_rule),
+        cmocka_unit_test(test_fault),
+        cmocka_unit_test(test_damaged),
+        cmocka_unit_test(test_lanes),
+        cmocka_unit_test(test_real),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}
