@@ -89,9 +89,11 @@ typedef struct gmtf_mkfs_options {
     uint32_t block_size; /* 0 = GMTF_FS_BLOCK_DEFAULT; power of two in [64 KiB, 16 MiB] */
     const char *label;   /* NULL = empty; at most GMTF_FS_LABEL_MAX bytes */
     uint64_t capacity;   /* bytes; 0 = growable (or the device size) */
-    const uint8_t *uuid; /* 16 bytes, NULL = random */
+    const uint8_t *uuid; /* 16 bytes, kept as given; NULL = random (version 4) */
     int incomplete;      /* mark the image incomplete: mount and fsck refuse it until a
                           * mount with mkfs_finish unmounts it (mkfs --from fills it) */
+    int64_t time;        /* seconds since 1970: the creation time and the root's times;
+                          * 0 = now (mkfs: SOURCE_DATE_EPOCH) */
 } gmtf_mkfs_options;
 
 /* Writes an empty filesystem (root directory only) on img, replacing what
@@ -115,6 +117,10 @@ typedef struct gmtf_fs_options {
     int no_flush;    /* skip device flushes until unmount (mkfs: a crash midway
                                   leaves no useful image anyway) */
     int mkfs_finish; /* mount an image mkfs marked incomplete; unmount marks it complete */
+
+    /* The write time every checkpoint records, seconds since 1970; 0 = the
+     * clock (reproducible images: mkfs with SOURCE_DATE_EPOCH). */
+    int64_t write_time;
 } gmtf_fs_options;
 
 typedef struct gmtf_fs gmtf_fs;

@@ -279,7 +279,7 @@ int gmtf_fs_mkfs(gmtf_image *img, const gmtf_mkfs_options *opt)
         return -EINVAL;
     if (o.label && strlen(o.label) > GMTF_FS_LABEL_MAX)
         return -ENAMETOOLONG;
-    gmtf_fs_options fo = {.threads = 1, .flush_interval_ms = 0};
+    gmtf_fs_options fo = {.threads = 1, .flush_interval_ms = 0, .write_time = o.time};
     gmtf_fs *fs;
     int rc = fs_new(img, &fo, bs, &fs);
     if (rc)
@@ -301,16 +301,18 @@ int gmtf_fs_mkfs(gmtf_image *img, const gmtf_mkfs_options *opt)
     sb_info *sb = &fs->sb;
     sb->block_size = bs;
     sb->capacity = o.capacity;
-    sb->ctime = (uint64_t)time(NULL);
+    sb->ctime = o.time ? (uint64_t)o.time : (uint64_t)time(NULL);
     if (o.label)
         snprintf(sb->label, sizeof sb->label, "%s", o.label);
-    if (o.uuid)
-        memcpy(sb->uuid, o.uuid, 16);
-    else if (getrandom(sb->uuid, 16, 0) != 16)
-        for (int i = 0; i < 16; i++) /* no entropy source: still distinct per run */
-            sb->uuid[i] = (uint8_t)(fs_hash64(&sb->ctime, 8, (uint64_t)getpid() + i) >> 8);
-    sb->uuid[6] = (uint8_t)((sb->uuid[6] & 0x0f) | 0x40); /* RFC 4122 version 4 */
-    sb->uuid[8] = (uint8_t)((sb->uuid[8] & 0x3f) | 0x80);
+    if (o.uuid) {
+        memcpy(sb->uuid, o.uuid, 16); /* as given: reproducible images (mkfs -U) */
+    } else {
+        if (getrandom(sb->uuid, 16, 0) != 16)
+            for (int i = 0; i < 16; i++) /* no entropy source: still distinct per run */
+                sb->uuid[i] = (uint8_t)(fs_hash64(&sb->ctime, 8, (uint64_t)getpid() + i) >> 8);
+        sb->uuid[6] = (uint8_t)((sb->uuid[6] & 0x0f) | 0x40); /* RFC 4122 version 4 */
+        sb->uuid[8] = (uint8_t)((sb->uuid[8] & 0x3f) | 0x80);
+    }
     sb->incompat = o.incomplete ? SB_INCOMPLETE : 0;
     fs->end = DATA_START;
     uint8_t *zero = calloc(1, DATA_START);
@@ -321,6 +323,11 @@ int gmtf_fs_mkfs(gmtf_image *img, const gmtf_mkfs_options *opt)
         rc = rec_inode_new(fs, GMTF_ROOT_INO, 1, S_IFDIR | 0755, (uint32_t)getuid(),
                            (uint32_t)getgid(), 0, GMTF_ROOT_INO, 0);
         fs->loading = 0;
+        struct inode *root = inode_get(fs, GMTF_ROOT_INO);
+        if (!rc && root && o.time) { /* the snapshot takes it from memory */
+            root->at_s = root->mt_s = root->ct_s = o.time;
+            root->at_ns = root->mt_ns = root->ct_ns = 0;
+        }
     }
     if (!rc)
         rc = fs_checkpoint(fs, JOURNAL_MIN);
