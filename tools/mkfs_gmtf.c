@@ -50,6 +50,56 @@ static const char *occupied(const char *path, int *created)
     return NULL;
 }
 
+/* "xxxxxxxx-xxxx-xxxx-xxxx-xxxxxxxxxxxx" (hex digits, either case). */
+static int parse_uuid(const char *s, uint8_t u[16])
+{
+    static const int dash[] = {8, 13, 18, 23};
+    if (strlen(s) != 36)
+        return -EINVAL;
+    for (int i = 0, k = 0, d = 0; i < 36; i++) {
+        if (d < 4 && i == dash[d]) {
+            if (s[i] != '-')
+                return -EINVAL;
+            d++;
+            continue;
+        }
+        int v = s[i] >= '0' && s[i] <= '9'   ? s[i] - '0'
+                : s[i] >= 'a' && s[i] <= 'f' ? s[i] - 'a' + 10
+                : s[i] >= 'A' && s[i] <= 'F' ? s[i] - 'A' + 10
+                                             : -1;
+        if (v < 0)
+            return -EINVAL;
+        u[k / 2] = (uint8_t)(k % 2 ? u[k / 2] | v : v << 4);
+        k++;
+    }
+    return 0;
+}
+
+/* SOURCE_DATE_EPOCH (reproducible-builds.org): decimal seconds since 1970.
+ * 0 and sets *epoch, 1 when not set, -1 (reported) when malformed. */
+static int source_date_epoch(const char *prog, int64_t *epoch)
+{
+    const char *e = getenv("SOURCE_DATE_EPOCH");
+    if (!e)
+        return 1;
+    char *end;
+    errno = 0;
+    long long v = strtoll(e, &end, 10);
+    if (!*e || *end || errno || v < 1 || *e < '0' || *e > '9') {
+        fprintf(stderr, "%s: SOURCE_DATE_EPOCH='%s': not a positive number of seconds\n", prog, e);
+        return -1;
+    }
+    *epoch = v;
+    return 0;
+}
+
+static void uuid_string(const uint8_t u[16], char out[37])
+{
+    snprintf(out, 37, "%02x%02x%02x%02x-%02x%02x-%02x%02x-%02x%02x-%02x%02x%02x%02x%02x%02x", u[0],
+             u[1], u[2], u[3], u[4], u[5], u[6], u[7], u[8], u[9], u[10], u[11], u[12], u[13],
+             u[14], u[15]);
+}
+
 static volatile int interrupted;
 
 static void on_signal(int sig)
@@ -67,6 +117,7 @@ static void usage(FILE *f, const char *prog)
             "Make a gmtf compressed filesystem image (a regular file or a block device).\n\n"
             "  -b, --block-size=SIZE  block size, 64K..16M, a power of two (default 2M)\n"
             "  -L, --label=LABEL      volume label (up to 63 bytes)\n"
+            "  -U, --uuid=UUID        the image's UUID (default: random)\n"
             "  -s, --size=SIZE        capacity of the image (default: grows as needed)\n"
             "  -j, --threads=N        compression threads (default: all CPUs)\n"
             "      --mtf=NAME         MTF backend of the codec (default: auto)\n"
@@ -76,7 +127,9 @@ static void usage(FILE *f, const char *prog)
             "  -q, --quiet            no progress bar or summary\n"
             "  -h, --help             show this help and exit\n"
             "  -V, --version          show the version and exit\n"
-            "SIZE takes K, M, G, T suffixes (powers of 1024).\n",
+            "SIZE takes K, M, G, T suffixes (powers of 1024).\n"
+            "SOURCE_DATE_EPOCH (seconds) sets the image's times and clamps every file time\n"
+            "to it: with -U, the same input gives the same image bytes.\n",
             prog);
 }
 
@@ -85,6 +138,7 @@ int main(int argc, char **argv)
     const char *prog = "mkfs.gmtf";
     static const struct option longs[] = {{"block-size", required_argument, 0, 'b'},
                                           {"label", required_argument, 0, 'L'},
+                                          {"uuid", required_argument, 0, 'U'},
                                           {"size", required_argument, 0, 's'},
                                           {"threads", required_argument, 0, 'j'},
                                           {"mtf", required_argument, 0, 'm'},
@@ -95,11 +149,12 @@ int main(int argc, char **argv)
                                           {"version", no_argument, 0, 'V'},
                                           {0, 0, 0, 0}};
     gmtf_mkfs_options mo = {0};
+    uint8_t uuid[16];
     const char *from = NULL, *mtf = NULL;
     unsigned threads = 0;
     int quiet = 0, force = 0, opt;
     uint64_t v;
-    while ((opt = getopt_long(argc, argv, "b:L:s:j:fqhV", longs, NULL)) != -1) {
+    while ((opt = getopt_long(argc, argv, "b:L:U:s:j:fqhV", longs, NULL)) != -1) {
         switch (opt) {
         case 'b':
             if (cli_parse_size(optarg, &v) < 0 || v < GMTF_FS_BLOCK_MIN || v > GMTF_FS_BLOCK_MAX ||
@@ -116,6 +171,14 @@ int main(int argc, char **argv)
                 return CLI_EXIT_FAIL;
             }
             mo.label = optarg;
+            break;
+        case 'U':
+            if (parse_uuid(optarg, uuid) < 0) {
+                fprintf(stderr, "%s: -U %s: not a UUID (xxxxxxxx-xxxx-xxxx-xxxx-xxxxxxxxxxxx)\n",
+                        prog, optarg);
+                return CLI_EXIT_FAIL;
+            }
+            mo.uuid = uuid;
             break;
         case 's':
             if (cli_parse_size(optarg, &v) < 0 || v < (2 << 20)) {
@@ -146,6 +209,12 @@ int main(int argc, char **argv)
         return CLI_EXIT_FAIL;
     }
     const char *path = argv[optind];
+    int64_t epoch = -1;
+    int sde = source_date_epoch(prog, &epoch);
+    if (sde < 0)
+        return CLI_EXIT_FAIL;
+    if (sde == 0)
+        mo.time = epoch;
     int created;
     const char *why = occupied(path, &created);
     if (why && !force) {
@@ -184,7 +253,8 @@ int main(int argc, char **argv)
                           .cache_bytes = 16u << 20,
                           .journal_bytes = 64u << 10,
                           .no_flush = 1,
-                          .mkfs_finish = mo.incomplete};
+                          .mkfs_finish = mo.incomplete,
+                          .write_time = mo.time};
     gmtf_fs *fs;
     rc = gmtf_fs_mount(img, &fo, &fs);
     if (rc) {
@@ -194,6 +264,7 @@ int main(int argc, char **argv)
     mkfs_import c;
     int fill = mkfs_import_init(&c, fs, prog, quiet);
     c.stop = &interrupted;
+    c.epoch = epoch;
     if (fill < 0)
         fprintf(stderr, "%s: %s\n", prog, strerror(-fill));
     else if (from)
@@ -232,7 +303,10 @@ int main(int argc, char **argv)
     uint64_t isize = stat(path, &ist) ? 0 : (uint64_t)ist.st_size;
     double el = cli_now() - c.line.start;
     if (!quiet) {
-        printf("%s: %s: block size %u, label '%s'\n", prog, path, info.block_size, info.label);
+        char us[37];
+        uuid_string(info.uuid, us);
+        printf("%s: %s: block size %u, label '%s', UUID %s\n", prog, path, info.block_size,
+               info.label, us);
         if (from)
             printf("  %" PRIu64 " files, %" PRIu64 " directories, %" PRIu64 " symlinks, %" PRIu64
                    " hard links, %" PRIu64 " others\n"

@@ -19,9 +19,11 @@
 
 struct mkfs_dir_attr {
     uint64_t ino;
+    unsigned set; /* GMTF_SET_* */
     struct stat st;
 };
 
+/* A hard-linked source inode and its inode in the image (0: a free slot). */
 struct mkfs_link {
     dev_t dev;
     ino_t ino;
@@ -70,20 +72,46 @@ static void draw(mkfs_import *c, int final)
 
 /* ---- attributes ----------------------------------------------------------------- */
 
-static void set_attrs(mkfs_import *c, uint64_t ino, const struct stat *st, const char *path)
+#define SET_ALL_TIMES (GMTF_SET_ATIME | GMTF_SET_MTIME | GMTF_SET_CTIME)
+#define SET_ALL (GMTF_SET_UID | GMTF_SET_GID | GMTF_SET_MODE | SET_ALL_TIMES)
+
+/* With SOURCE_DATE_EPOCH, no time after it (reproducible-builds.org's
+ * clamping): a copy of a tree has new ctimes and atimes at every run. */
+static void clamp_time(const mkfs_import *c, struct timespec *t)
 {
-    unsigned set = GMTF_SET_UID | GMTF_SET_GID | GMTF_SET_ATIME | GMTF_SET_MTIME | GMTF_SET_CTIME;
-    if (!S_ISLNK(st->st_mode))
-        set |= GMTF_SET_MODE;
-    int rc = gmtf_fs_setattr(c->fs, ino, st, set, NULL);
+    if (c->epoch >= 0 && t->tv_sec >= c->epoch) {
+        t->tv_sec = (time_t)c->epoch;
+        t->tv_nsec = 0;
+    }
+}
+
+static void set_attrs_mask(mkfs_import *c, uint64_t ino, const struct stat *st, unsigned set,
+                           const char *path)
+{
+    struct stat cs = *st;
+    clamp_time(c, &cs.st_atim);
+    clamp_time(c, &cs.st_mtim);
+    clamp_time(c, &cs.st_ctim);
+    if (S_ISLNK(st->st_mode))
+        set &= ~(unsigned)GMTF_SET_MODE;
+    int rc = gmtf_fs_setattr(c->fs, ino, &cs, set, NULL);
     if (rc)
         warnx_(c, "%s: setting attributes: %s", path, strerror(-rc));
 }
 
-static void defer_dir(mkfs_import *c, uint64_t ino, const struct stat *st)
+static void set_attrs(mkfs_import *c, uint64_t ino, const struct stat *st, const char *path)
+{
+    set_attrs_mask(c, ino, st, SET_ALL, path);
+}
+
+/* Directories get their attributes at the end, in the order they were
+ * named: children change a directory's times, and of two entries for one
+ * directory (an archive may name it twice, or after a member made it) the
+ * later wins. */
+static void defer_dir_mask(mkfs_import *c, uint64_t ino, const struct stat *st, unsigned set)
 {
     for (size_t i = c->ndattr; i-- > 0 && i + 64 > c->ndattr;)
-        if (c->dattr[i].ino == ino) { /* an archive may name a directory twice */
+        if (c->dattr[i].ino == ino && c->dattr[i].set == set) {
             c->dattr[i].st = *st;
             return;
         }
@@ -95,28 +123,77 @@ static void defer_dir(mkfs_import *c, uint64_t ino, const struct stat *st)
             exit(CLI_EXIT_OPERATIONAL);
         }
     }
-    c->dattr[c->ndattr++] = (struct mkfs_dir_attr){ino, *st};
+    c->dattr[c->ndattr++] = (struct mkfs_dir_attr){ino, set, *st};
+}
+
+static void defer_dir(mkfs_import *c, uint64_t ino, const struct stat *st)
+{
+    defer_dir_mask(c, ino, st, SET_ALL);
+}
+
+/* A directory mkfs makes without a source entry (the root of an archive
+ * without one, a member's missing parents): with SOURCE_DATE_EPOCH it
+ * gets that time instead of now. */
+static void implied_dir(mkfs_import *c, uint64_t ino)
+{
+    if (c->epoch < 0)
+        return;
+    struct stat st = {.st_mode = S_IFDIR | 0755};
+    st.st_atim.tv_sec = st.st_mtim.tv_sec = st.st_ctim.tv_sec = (time_t)c->epoch;
+    defer_dir_mask(c, ino, &st, SET_ALL_TIMES);
+}
+
+/* ---- hard links: (device, inode) of the source -> inode in the image --------------- */
+
+static size_t link_slot(const mkfs_import *c, dev_t dev, ino_t ino)
+{
+    uint64_t h = (uint64_t)ino * 0x9e3779b97f4a7c15ull ^ (uint64_t)dev * 0xbf58476d1ce4e5b9ull;
+    h ^= h >> 31; /* splitmix64's finish: every bit reaches the low ones */
+    h *= 0x94d049bb133111ebull;
+    h ^= h >> 29;
+    size_t i = (size_t)h & (c->lk_cap - 1);
+    while (c->lk[i].gino && (c->lk[i].dev != dev || c->lk[i].ino != ino))
+        i = (i + 1) & (c->lk_cap - 1);
+    return i;
 }
 
 static uint64_t link_find(mkfs_import *c, dev_t dev, ino_t ino)
 {
-    for (size_t i = 0; i < c->nlk; i++)
-        if (c->lk[i].dev == dev && c->lk[i].ino == ino)
-            return c->lk[i].gino;
-    return 0;
+    return c->lk_cap ? c->lk[link_slot(c, dev, ino)].gino : 0;
 }
 
 static void link_add(mkfs_import *c, dev_t dev, ino_t ino, uint64_t gino)
 {
-    if (c->nlk == c->lk_cap) {
-        c->lk_cap = c->lk_cap ? c->lk_cap * 2 : 64;
-        c->lk = realloc(c->lk, c->lk_cap * sizeof *c->lk);
+    if (2 * (c->nlk + 1) > c->lk_cap) { /* at most half full */
+        struct mkfs_link *old = c->lk;
+        size_t n = c->lk_cap;
+        c->lk_cap = n ? 2 * n : 256;
+        c->lk = calloc(c->lk_cap, sizeof *c->lk);
         if (!c->lk) {
             fprintf(stderr, "%s: out of memory\n", c->prog);
             exit(CLI_EXIT_OPERATIONAL);
         }
+        for (size_t i = 0; i < n; i++)
+            if (old[i].gino)
+                c->lk[link_slot(c, old[i].dev, old[i].ino)] = old[i];
+        free(old);
     }
-    c->lk[c->nlk++] = (struct mkfs_link){dev, ino, gino};
+    size_t i = link_slot(c, dev, ino);
+    c->nlk += !c->lk[i].gino;
+    c->lk[i] = (struct mkfs_link){dev, ino, gino};
+}
+
+/* gmtf_fs_link sets the target's ctime to now: the link keeps the one the
+ * source gave it. */
+static int link_keep_times(mkfs_import *c, uint64_t target, uint64_t parent, const char *name,
+                           gmtf_entry *e)
+{
+    struct stat before;
+    int have = gmtf_fs_getattr(c->fs, target, &before) == 0;
+    int rc = gmtf_fs_link(c->fs, target, parent, name, e);
+    if (!rc && have)
+        gmtf_fs_setattr(c->fs, target, &before, GMTF_SET_CTIME, NULL);
+    return rc;
 }
 
 /* Removes name in dir if present and not a directory (archives may repeat
@@ -207,7 +284,7 @@ static int add_path(mkfs_import *c, const char *path, const char *name, uint64_t
     if (S_ISREG(st.st_mode) && st.st_nlink > 1) {
         uint64_t g = link_find(c, st.st_dev, st.st_ino);
         if (g) {
-            rc = gmtf_fs_link(c->fs, g, parent, name, &e);
+            rc = link_keep_times(c, g, parent, name, &e);
             if (rc)
                 warnx_(c, "%s: hard link: %s", path, strerror(-rc));
             c->links++;
@@ -269,33 +346,83 @@ static int add_path(mkfs_import *c, const char *path, const char *name, uint64_t
     return 0;
 }
 
-static int add_tree(mkfs_import *c, const char *path, uint64_t dir_ino)
+static int name_cmp(const void *a, const void *b)
+{
+    return strcmp(*(char *const *)a, *(char *const *)b);
+}
+
+/* The names of directory path but . and .., sorted by their bytes: the
+ * image never depends on the order readdir gives (reproducible images).
+ * NULL with errno set on failure. */
+static char **dir_names(const char *path, size_t *count)
 {
     DIR *d = opendir(path);
-    if (!d) {
+    if (!d)
+        return NULL;
+    char **v = NULL;
+    size_t n = 0, cap = 0;
+    struct dirent *de;
+    errno = 0;
+    while ((de = readdir(d))) {
+        if (!strcmp(de->d_name, ".") || !strcmp(de->d_name, ".."))
+            continue;
+        if (n == cap) {
+            cap = cap ? 2 * cap : 64;
+            char **nv = realloc(v, cap * sizeof *v);
+            if (!nv)
+                goto fail;
+            v = nv;
+        }
+        if (!(v[n] = strdup(de->d_name)))
+            goto fail;
+        n++;
+        errno = 0;
+    }
+    if (errno)
+        goto fail;
+    closedir(d);
+    if (n)
+        qsort(v, n, sizeof *v, name_cmp);
+    *count = n;
+    return v ? v : calloc(1, sizeof *v);
+fail : {
+    int e = errno ? errno : ENOMEM;
+    while (n)
+        free(v[--n]);
+    free(v);
+    closedir(d);
+    errno = e;
+    return NULL;
+}
+}
+
+static int add_tree(mkfs_import *c, const char *path, uint64_t dir_ino)
+{
+    size_t n = 0;
+    char **names = dir_names(path, &n);
+    if (!names) {
         warnx_(c, "%s: %s", path, strerror(errno));
         return 0;
     }
-    struct dirent *de;
     int rc = 0;
-    while (!rc && (de = readdir(d))) {
+    for (size_t i = 0; i < n && !rc; i++) {
         if (c->stop && *c->stop) {
             rc = -4;
             break;
         }
-        if (!strcmp(de->d_name, ".") || !strcmp(de->d_name, ".."))
-            continue;
-        size_t n = strlen(path) + strlen(de->d_name) + 2;
-        char *p = malloc(n);
+        size_t len = strlen(path) + strlen(names[i]) + 2;
+        char *p = malloc(len);
         if (!p) {
             rc = -1;
             break;
         }
-        snprintf(p, n, "%s/%s", path, de->d_name);
-        rc = add_path(c, p, de->d_name, dir_ino);
+        snprintf(p, len, "%s/%s", path, names[i]);
+        rc = add_path(c, p, names[i], dir_ino);
         free(p);
     }
-    closedir(d);
+    for (size_t i = 0; i < n; i++)
+        free(names[i]);
+    free(names);
     return rc;
 }
 
@@ -330,6 +457,8 @@ static uint64_t walk_parent(mkfs_import *c, char *path, char **leaf)
             if (rc == -ENOENT) {
                 rc = gmtf_fs_mkdir(c->fs, dir, p, 0755, 0, 0, &e);
                 c->dirs += rc == 0; /* the archive names only its files */
+                if (rc == 0)
+                    implied_dir(c, e.attr.st_ino);
             }
             if (rc || !S_ISDIR(e.attr.st_mode)) {
                 *slash = '/';
@@ -463,7 +592,7 @@ static int add_entry(mkfs_import *c, struct archive_entry *ae)
     if (hl) {
         uint64_t target = has_dotdot(hl) ? 0 : lookup_path(c, hl);
         replace_name(c, parent, leaf, 0);
-        rc = target ? gmtf_fs_link(c->fs, target, parent, leaf, &e) : -ENOENT;
+        rc = target ? link_keep_times(c, target, parent, leaf, &e) : -ENOENT;
         if (rc) {
             /* Reported and counted; the members after it still come in. */
             warnx_(c, "%s: hard link to %s: %s", path, hl,
@@ -472,8 +601,10 @@ static int add_entry(mkfs_import *c, struct archive_entry *ae)
             goto out;
         }
         c->links++;
-        if (archive_entry_size_is_set(ae) && archive_entry_size(ae) > 0)
+        if (archive_entry_size_is_set(ae) && archive_entry_size(ae) > 0) {
             rc = archive_data(c, target, path); /* a link entry may carry the data */
+            set_attrs(c, target, &st, path);    /* and its attributes with it */
+        }
         rc = rc <= -2 ? rc : 0;
         goto out;
     }
@@ -554,6 +685,7 @@ static int fill_from_archive(mkfs_import *c, const char *src)
         return -1;
     }
     c->ar = a;
+    implied_dir(c, GMTF_ROOT_INO); /* unless the archive names it */
     struct archive_entry *ae;
     int rc = 0;
     while (!rc && (r = archive_read_next_header(a, &ae)) != ARCHIVE_EOF) {
@@ -589,6 +721,7 @@ int mkfs_import_init(mkfs_import *im, gmtf_fs *fs, const char *prog, int quiet)
     im->fs = fs;
     im->prog = prog;
     cli_progress_init(&im->line, quiet);
+    im->epoch = -1;
     im->buf = malloc(COPY_BUF);
     return im->buf ? 0 : -ENOMEM;
 }
@@ -605,8 +738,8 @@ int mkfs_import_from(mkfs_import *im, const char *src)
     } else {
         rc = fill_from_archive(im, src);
     }
-    for (size_t i = im->ndattr; i-- > 0;)
-        set_attrs(im, im->dattr[i].ino, &im->dattr[i].st, "directory");
+    for (size_t i = 0; i < im->ndattr; i++)
+        set_attrs_mask(im, im->dattr[i].ino, &im->dattr[i].st, im->dattr[i].set, "directory");
     return rc;
 }
 

@@ -24,6 +24,9 @@ typedef struct mkfs_import {
     /* what was imported */
     uint64_t files, dirs, links, symlinks, others, bytes_in;
     uint64_t errors; /* entries that could not be read or stored (reported) */
+    /* SOURCE_DATE_EPOCH (-1: not set, the default): no time after it, and
+     * directories mkfs makes itself get it (set after mkfs_import_init) */
+    int64_t epoch;
     /* private */
     uint64_t src_total; /* archive size for the ETA, 0 unknown */
     struct archive *ar;
