@@ -300,6 +300,7 @@ typedef struct gmtf_fs_check_report {
     unsigned warnings; /* harmless oddities (e.g. journal replayed) */
     int unrepairable;  /* a repair was asked for but cannot be made safely: nothing
                         * was written (fsck exit 8; the log says why) */
+    int written;       /* the repair wrote the image (a new checkpoint) */
     gmtf_fs_info info;
 } gmtf_fs_check_report;
 
