@@ -1,12 +1,17 @@
-/* fsck.gmtf: checks (and with -y repairs) a gmtf image. Exit codes as
- * fsck(8): 0 clean, 1 errors corrected, 4 errors left uncorrected,
- * 8 operational error, 16 usage error. */
+/* fsck.gmtf: checks (and with -y or -p repairs) a gmtf image. Exit status
+ * as fsck(8), the sum of: 1 errors corrected (the image was written),
+ * 4 errors left uncorrected, 8 operational error (also: a repair that
+ * cannot be made safely, nothing written), 16 usage error, 32 cancelled
+ * by the user (SIGINT, SIGTERM). 2 (reboot) never: a mounted image is
+ * locked against fsck. 0: no errors, nothing written. */
 #include <errno.h>
 #include <getopt.h>
 #include <inttypes.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "cli.h"
 #include "gmtf_codec.h"
@@ -19,7 +24,21 @@ enum {
     FSCK_UNCORRECTED = CLI_EXIT_UNCORRECTED,
     FSCK_ERROR = CLI_EXIT_OPERATIONAL,
     FSCK_USAGE = CLI_EXIT_USAGE,
+    FSCK_CANCELLED = 32,
 };
+
+/* The check can stop anywhere: read-only it wrote nothing, and a repair's
+ * checkpoint is crash-safe (its superblock is written last), so the image
+ * is as before or repaired, never between. */
+static void on_cancel(int sig)
+{
+    (void)sig;
+    static const char msg[] = "\nfsck.gmtf: cancelled\n";
+    if (write(STDERR_FILENO, msg, sizeof msg - 1) < 0) {
+        /* nothing more to do in a signal handler */
+    }
+    _exit(FSCK_CANCELLED);
+}
 
 typedef struct fsck_ctx {
     const char *prog, *path;
@@ -58,8 +77,8 @@ static void usage(FILE *f, const char *prog)
             "  -q, --quiet      print only problems\n"
             "  -h, --help       show this help and exit\n"
             "  -V, --version    show the version and exit\n"
-            "Exit status: 0 clean, 1 errors corrected, 4 errors left, 8 operational error,\n"
-            "16 usage error.\n",
+            "Exit status (fsck(8), added up): 0 no errors, 1 errors corrected, 4 errors left\n"
+            "uncorrected, 8 operational error, 16 usage error, 32 cancelled.\n",
             prog);
 }
 
@@ -108,6 +127,10 @@ int main(int argc, char **argv)
     }
     fsck_ctx c = {.prog = prog, .path = argv[optind]};
     cli_progress_init(&c.line, quiet);
+    struct sigaction sa = {.sa_handler = on_cancel};
+    sigemptyset(&sa.sa_mask);
+    sigaction(SIGINT, &sa, NULL);
+    sigaction(SIGTERM, &sa, NULL);
     gmtf_image *img;
     int rc = gmtf_image_open_file(c.path, mode_y ? 0 : GMTF_IMAGE_RDONLY, &img);
     if (rc) {
@@ -132,17 +155,26 @@ int main(int argc, char **argv)
                           : rc < -1000     ? gmtf_strerror(rc)
                                            : strerror(-rc);
         fprintf(stderr, "%s: %s: %s\n", prog, c.path, why);
+        /* no metadata to check: errors left; anything else kept fsck
+         * from doing its work (a refused repair writes nothing) */
         return rc == -EUCLEAN ? FSCK_UNCORRECTED : FSCK_ERROR;
     }
     const gmtf_fs_info *i = &rep.info;
     if (!quiet) {
-        printf("%s: %s: %s, generation %" PRIu64 "\n", prog, c.path,
-               rep.errors ? (rep.fixed == rep.errors ? "repaired" : "ERRORS") : "clean",
-               i->generation);
+        char uuid[37];
+        snprintf(uuid, sizeof uuid,
+                 "%02x%02x%02x%02x-%02x%02x-%02x%02x-%02x%02x-%02x%02x%02x%02x%02x%02x", i->uuid[0],
+                 i->uuid[1], i->uuid[2], i->uuid[3], i->uuid[4], i->uuid[5], i->uuid[6], i->uuid[7],
+                 i->uuid[8], i->uuid[9], i->uuid[10], i->uuid[11], i->uuid[12], i->uuid[13],
+                 i->uuid[14], i->uuid[15]);
+        printf("%s: %s: %s, generation %" PRIu64 ", label '%s', UUID %s\n", prog, c.path,
+               rep.errors ? (rep.written && rep.fixed >= rep.errors ? "repaired" : "ERRORS")
+                          : "clean",
+               i->generation, i->label, uuid);
         printf("  %" PRIu64 " files, %" PRIu64 " directories, %" PRIu64 " symlinks, %" PRIu64
                " others\n"
                "  %" PRIu64 " bytes in files, %" PRIu64 " bytes stored in %" PRIu64
-               " frames, ratio %.3f\n"
+               " frames, ratio %.3f (bytes in files / bytes stored)\n"
                "  %" PRIu64 " bytes allocated of %" PRIu64 " in use, block size %u\n",
                i->files, i->dirs, i->symlinks, i->others, i->data_bytes, i->stored_bytes, i->frames,
                i->stored_bytes ? (double)i->data_bytes / (double)i->stored_bytes : 0.0,
@@ -151,8 +183,9 @@ int main(int argc, char **argv)
             printf("  %u problems found, %u repaired\n", rep.errors, rep.fixed);
     }
     if (rep.unrepairable)
-        return FSCK_ERROR; /* nothing was written: the log says why */
-    if (rep.errors == 0)
-        return FSCK_OK;
-    return rep.fixed == rep.errors ? FSCK_FIXED : FSCK_UNCORRECTED;
+        return FSCK_ERROR;                           /* nothing was written: the log says why */
+    int status = rep.written ? FSCK_FIXED : FSCK_OK; /* also a journal replayed into it */
+    if (rep.errors > (rep.written ? rep.fixed : 0))
+        status |= FSCK_UNCORRECTED;
+    return status;
 }

@@ -132,6 +132,77 @@ case_reproducible() {
     return 0
 }
 
+# fsck(8)'s exit statuses, each made to happen: 0 on a clean image with
+# -n, -p and -y, none of which writes it; 1 when a repair wrote (a journal
+# replayed, a bad frame made a hole); 4 errors left (-n); 8 operational
+# (not an image, no such file); 16 usage; 32 cancelled (SIGINT).
+case_fsck_codes() {
+    local rc
+    fsck_rc() { # expected-status args...
+        local want=$1
+        shift
+        "$FSCK" "$@" >fsck.out 2>&1
+        rc=$?
+        [ "$rc" = "$want" ] || { cat fsck.out >&2; fail "fsck.gmtf $* exited $rc, expected $want"; }
+    }
+    python3 -c "import os; open('rand', 'wb').write(os.urandom(3 << 20))"
+    mkdir t && cp rand t/rand && echo hello >t/small
+    must "$MKFS" -q --from t img
+    cp -p img img.orig
+    for mode in -n -p -y "-p --verify-data"; do
+        # shellcheck disable=SC2086
+        fsck_rc 0 $mode img
+        cmp -s img img.orig || fail "fsck.gmtf $mode wrote a clean image"
+        [ img -nt img.orig ] && fail "fsck.gmtf $mode touched a clean image (mtime)"
+    done
+    # a journal to replay (the library workload of tests/images, saved
+    # right after its last fsync): -n reports it (0), -p replays it into
+    # the image (1), which is then clean
+    local gen=$BIN/../tests/fs/gen_images
+    [ -x "$gen" ] || skip "$gen not built"
+    must "$gen" ops clean.img crash.img mirror
+    fsck_rc 0 -n crash.img
+    grep -q "journal replayed" fsck.out || fail "-n on v1-crash.img: no journal note"
+    cp crash.img crash.orig
+    fsck_rc 1 -p crash.img
+    cmp -s crash.img crash.orig && fail "-p replayed nothing into the image"
+    fsck_rc 0 -n crash.img
+    grep -q "journal replayed" fsck.out && fail "the journal is still there after -p"
+    # a damaged frame: the random file is stored as it is; flip one byte of it
+    python3 - <<'PY'
+data = open("rand", "rb").read()
+img = bytearray(open("img", "rb").read())
+at = img.find(data[1 << 20:(1 << 20) + 64])
+assert at > 0, "the random bytes are not in the image"
+img[at + 10] ^= 0xff
+open("img", "wb").write(img)
+PY
+    fsck_rc 0 -n img # the metadata is sound
+    fsck_rc 4 -n --verify-data img
+    grep -q "frame" fsck.out || fail "--verify-data -n: no line naming the frame"
+    fsck_rc 1 -y --verify-data img
+    fsck_rc 0 -n --verify-data img
+    # operational errors
+    head -c 1048576 /dev/zero >zeros
+    fsck_rc 8 -n zeros
+    fsck_rc 8 -n does-not-exist
+    # usage
+    fsck_rc 16 -n -y img
+    fsck_rc 16 --no-such-option img
+    fsck_rc 16 -n
+    fsck_rc 16 -j zero img
+    # cancelled: the open of a fifo waits for a writer that never comes
+    mkfifo fifo
+    "$FSCK" -n fifo >fsck.out 2>&1 &
+    local pid=$!
+    sleep 0.5
+    kill -INT $pid
+    wait $pid
+    rc=$?
+    [ "$rc" = 32 ] || fail "SIGINT: fsck.gmtf exited $rc, expected 32"
+    return 0
+}
+
 fn="case_${CASE}"
 declare -F "$fn" >/dev/null || {
     echo "unknown case $CASE" >&2
