@@ -48,8 +48,7 @@ typedef struct fsck_ctx {
 static void log_line(void *arg, const char *msg)
 {
     fsck_ctx *c = arg;
-    cli_progress_clear(&c->line);
-    fprintf(stderr, "%s: %s: %s\n", c->prog, c->path, msg);
+    cli_progress_printf(&c->line, "%s: %s: %s\n", c->prog, c->path, msg);
 }
 
 static void progress(void *arg, uint64_t done, uint64_t total)
@@ -57,10 +56,13 @@ static void progress(void *arg, uint64_t done, uint64_t total)
     fsck_ctx *c = arg;
     if (!cli_progress_due(&c->line, done == total))
         return;
-    cli_progress_show(&c->line, "verifying frames: %" PRIu64 "/%" PRIu64 " (%.0f%%)", done, total,
-                      total ? 100.0 * (double)done / (double)total : 100.0);
-    if (done == total)
-        cli_progress_keep(&c->line);
+    cli_work w = {.what = "verifying frames",
+                  .done = done,
+                  .total = total,
+                  .files = done,
+                  .files_total = total,
+                  .unit = "frames"};
+    cli_progress_work(&c->line, &w, done == total);
 }
 
 static void usage(FILE *f, const char *prog)
@@ -126,7 +128,7 @@ int main(int argc, char **argv)
         return FSCK_USAGE;
     }
     fsck_ctx c = {.prog = prog, .path = argv[optind]};
-    cli_progress_init(&c.line, quiet);
+    cli_progress_init(&c.line, prog, quiet, 1);
     struct sigaction sa = {.sa_handler = on_cancel};
     sigemptyset(&sa.sa_mask);
     sigaction(SIGINT, &sa, NULL);

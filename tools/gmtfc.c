@@ -234,9 +234,11 @@ static int parse_options(int argc, char **argv, options *o)
 static void progress_begin(app *a, const char *name, uint64_t size)
 {
     progress *p = &a->prog;
+    if (p->name) /* the line of the file before */
+        cli_progress_free(&p->line);
     p->name = name;
     p->size = size;
-    cli_progress_init(&p->line, a->opt.quiet);
+    cli_progress_init(&p->line, prog_name, a->opt.quiet, 0);
 }
 
 static void progress_update(void *arg, const gmtfc_totals *t)
@@ -525,5 +527,7 @@ int main(int argc, char **argv)
     for (int i = first; i < argc; i++)
         status |= process_file(&a, argv[i]) < 0;
     gmtfc_stream_destroy(a.stream);
+    if (a.prog.name)
+        cli_progress_free(&a.prog.line);
     return status ? CLI_EXIT_FAIL : CLI_EXIT_OK;
 }

@@ -269,6 +269,7 @@ int main(int argc, char **argv)
         fprintf(stderr, "%s: %s\n", prog, strerror(-fill));
     else if (from)
         fill = mkfs_import_from(&c, from);
+    int synced = fill < 0 || interrupted ? 0 : mkfs_import_sync(&c);
     mkfs_import_progress_end(&c);
     gmtf_fs_info info;
     gmtf_fs_get_info(fs, &info);
@@ -278,7 +279,7 @@ int main(int argc, char **argv)
         gmtf_fs_abandon(fs);
         rc = fill == -2 ? -ENOSPC : fill == -1 ? -EIO : -EINTR;
     } else {
-        rc = gmtf_fs_syncfs(fs);
+        rc = synced;
         int urc = gmtf_fs_unmount(fs);
         if (!rc)
             rc = urc;
@@ -310,19 +311,19 @@ int main(int argc, char **argv)
         if (from)
             printf("  %" PRIu64 " files, %" PRIu64 " directories, %" PRIu64 " symlinks, %" PRIu64
                    " hard links, %" PRIu64 " others\n"
-                   "  %" PRIu64 " bytes in, %" PRIu64 " bytes stored in frames, image %" PRIu64
-                   " bytes (%.3f of the input), %.1f s, %.1f MB/s\n",
+                   "  %" PRIu64 " bytes in files, %" PRIu64
+                   " bytes stored (ratio %.3f), image %" PRIu64 " bytes, %.1f s, %.1f MB/s\n",
                    c.files, c.dirs, c.symlinks, c.links, c.others, info.data_bytes,
-                   info.stored_bytes, isize,
-                   info.data_bytes ? (double)isize / (double)info.data_bytes : 0.0, el,
-                   el > 0 ? c.bytes_in / el / 1e6 : 0.0);
+                   info.stored_bytes,
+                   info.stored_bytes ? (double)info.data_bytes / (double)info.stored_bytes : 0.0,
+                   isize, el, el > 0 ? c.bytes_in / el / 1e6 : 0.0);
     }
     uint64_t errors = c.errors;
     mkfs_import_free(&c);
-    if (fill || errors) {
-        fprintf(stderr, "%s: %" PRIu64 " problems reading %s (see above)\n", prog, errors,
-                from ? from : "the source");
+    if (errors) { /* reported one by one above; the image holds the rest */
+        fprintf(stderr, "%s: %" PRIu64 " %s of %s could not be imported (see above)\n", prog,
+                errors, errors == 1 ? "entry" : "entries", from ? from : "the source");
         return CLI_EXIT_FAIL;
     }
-    return CLI_EXIT_OK;
+    return fill ? CLI_EXIT_FAIL : CLI_EXIT_OK;
 }

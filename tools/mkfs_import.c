@@ -35,39 +35,107 @@ struct mkfs_link {
 static void warnx_(mkfs_import *c, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 static void warnx_(mkfs_import *c, const char *fmt, ...)
 {
+    char msg[1024];
     va_list ap;
-    cli_progress_clear(&c->line);
-    fprintf(stderr, "%s: ", c->prog);
     va_start(ap, fmt);
-    vfprintf(stderr, fmt, ap);
+    vsnprintf(msg, sizeof msg, fmt, ap);
     va_end(ap);
-    fputc('\n', stderr);
+    cli_progress_printf(&c->line, "%s: %s\n", c->prog, msg);
     c->errors++;
 }
 
-static void draw(mkfs_import *c, int final)
+#define LOAD(x) __atomic_load_n(&(x), __ATOMIC_RELAXED)
+#define STORE(x, v) __atomic_store_n(&(x), (v), __ATOMIC_RELAXED)
+
+/* What the progress thread shows, published by the import as it goes:
+ * the thread never calls into libarchive or the library itself. The
+ * stored bytes come from gmtf_fs_get_info, which walks every inode: at
+ * most every two seconds. */
+static void note_progress(mkfs_import *c)
 {
-    if (!cli_progress_due(&c->line, final))
+    if (c->line.mode == CLI_PROGRESS_OFF)
         return;
-    gmtf_fs_info info;
-    gmtf_fs_get_info(c->fs, &info);
-    double el = c->line.last - c->line.start, mbs = el > 0 ? c->bytes_in / el / 1e6 : 0;
-    double ratio =
-        info.stored_bytes ? (double)(c->bytes_in - info.dirty_bytes) / info.stored_bytes : 0;
-    char eta[32] = "";
-    if (c->src_total && c->ar) {
-        int64_t pos = archive_filter_bytes(c->ar, -1);
-        if (pos > 0 && el > 1) {
-            double left = el * ((double)c->src_total / (double)pos - 1);
-            snprintf(eta, sizeof eta, " ETA %02d:%02d", (int)left / 60, (int)left % 60);
-        }
+    STORE(c->pub.entries, c->files + c->dirs + c->symlinks + c->others + c->links);
+    STORE(c->pub.bytes, c->bytes_in);
+    if (c->ar)
+        STORE(c->pub.src_pos, (uint64_t)archive_filter_bytes(c->ar, -1));
+    double now = cli_now();
+    if (now - c->info_at >= 2) {
+        gmtf_fs_info info;
+        gmtf_fs_get_info(c->fs, &info);
+        c->info_at = cli_now();
+        STORE(c->pub.stored, info.stored_bytes);
+        STORE(c->pub.flushed, c->bytes_in > info.dirty_bytes ? c->bytes_in - info.dirty_bytes : 0);
     }
-    cli_progress_show(&c->line,
-                      "%" PRIu64 " files, %.1f MB in, %.1f MB stored, ratio %.2f, %.1f MB/s%s",
-                      c->files + c->dirs + c->symlinks + c->others, c->bytes_in / 1e6,
-                      info.stored_bytes / 1e6, ratio, mbs, eta);
-    if (final)
-        cli_progress_keep(&c->line);
+}
+
+/* A write that stays in the library long is a flush compressing what
+ * waited in the write-back cache: the line says so. */
+static long fs_write_noted(mkfs_import *c, uint64_t ino, const void *buf, size_t n, uint64_t off)
+{
+    STORE(c->pub.write_since_ms, (uint64_t)(cli_now() * 1000));
+    long w = gmtf_fs_write(c->fs, ino, buf, n, off);
+    STORE(c->pub.write_since_ms, 0);
+    return w;
+}
+
+static void progress_tick(void *arg, int final)
+{
+    mkfs_import *c = arg;
+    uint64_t since = LOAD(c->pub.write_since_ms), stored = LOAD(c->pub.stored);
+    uint64_t flushed = LOAD(c->pub.flushed);
+    cli_work w = {
+        .files = LOAD(c->pub.entries), .bytes = LOAD(c->pub.bytes), .bytes_total = c->src_bytes};
+    if (c->src_total) { /* an archive: how far into it */
+        w.done = LOAD(c->pub.src_pos);
+        w.total = c->src_total;
+    } else if (c->src_bytes) { /* a directory: how much of its data */
+        w.done = w.bytes;
+        w.total = c->src_bytes;
+        w.files_total = c->src_entries;
+    }
+    if (final) {
+        w.done = w.total;
+        w.note = NULL;
+    } else if (since && cli_now() * 1000 - (double)since > 1000) {
+        w.note = "compressing";
+    }
+    /* the ratio of what is stored so far: the bytes flushed over their frames */
+    if (stored && flushed) {
+        w.stored = stored;
+        w.stored_of = flushed;
+    }
+    cli_progress_work(&c->line, &w, final);
+}
+
+static char **dir_names(const char *path, size_t *count);
+
+/* Files and data bytes under path (for the percentage and the ETA): the
+ * allocated bytes of regular files, as the import reads no holes. */
+static void count_tree(mkfs_import *c, const char *path, int depth)
+{
+    size_t n = 0;
+    char **names = depth < 4096 ? dir_names(path, &n) : NULL;
+    for (size_t i = 0; names && i < n; i++) {
+        size_t len = strlen(path) + strlen(names[i]) + 2;
+        char *p = malloc(len);
+        struct stat st;
+        if (p) {
+            snprintf(p, len, "%s/%s", path, names[i]);
+            if (!lstat(p, &st)) {
+                c->src_entries++;
+                if (S_ISREG(st.st_mode)) {
+                    uint64_t alloc = (uint64_t)st.st_blocks * 512;
+                    c->src_bytes += alloc < (uint64_t)st.st_size ? alloc : (uint64_t)st.st_size;
+                } else if (S_ISDIR(st.st_mode)) {
+                    count_tree(c, p, depth + 1);
+                }
+            }
+            free(p);
+        }
+        free(names[i]);
+    }
+    free(names);
 }
 
 /* ---- attributes ----------------------------------------------------------------- */
@@ -255,14 +323,14 @@ static int copy_file_data(mkfs_import *c, int fd, uint64_t ino, uint64_t size, c
             }
             if (r == 0)
                 break;
-            long w = gmtf_fs_write(c->fs, ino, c->buf, (size_t)r, off);
+            long w = fs_write_noted(c, ino, c->buf, (size_t)r, off);
             if (w < 0) {
                 warnx_(c, "%s: writing to the image: %s", path, strerror((int)-w));
                 return (int)w == -ENOSPC ? -2 : -1;
             }
             off += (uint64_t)r;
             c->bytes_in += (uint64_t)r;
-            draw(c, 0);
+            note_progress(c);
         }
     }
     struct stat ns = {.st_size = (off_t)size};
@@ -342,7 +410,7 @@ static int add_path(mkfs_import *c, const char *path, const char *name, uint64_t
     }
     copy_xattrs_fd(c, path, e.attr.st_ino);
     set_attrs(c, e.attr.st_ino, &st, path);
-    draw(c, 0);
+    note_progress(c);
     return 0;
 }
 
@@ -544,13 +612,13 @@ static int archive_data(mkfs_import *c, uint64_t ino, const char *path)
     while ((r = archive_read_data_block(c->ar, &blk, &len, &off)) == ARCHIVE_OK) {
         if (!len)
             continue;
-        long w = gmtf_fs_write(c->fs, ino, blk, len, (uint64_t)off);
+        long w = fs_write_noted(c, ino, blk, len, (uint64_t)off);
         if (w < 0) {
             warnx_(c, "%s: writing to the image: %s", path, strerror((int)-w));
             return (int)w == -ENOSPC ? -2 : -1;
         }
         c->bytes_in += len;
-        draw(c, 0);
+        note_progress(c);
     }
     if (r != ARCHIVE_EOF) {
         warnx_(c, "%s: %s", path, archive_error_string(c->ar));
@@ -559,7 +627,16 @@ static int archive_data(mkfs_import *c, uint64_t ino, const char *path)
     return 0;
 }
 
+static int add_entry_(mkfs_import *c, struct archive_entry *ae);
+
 static int add_entry(mkfs_import *c, struct archive_entry *ae)
+{
+    int rc = add_entry_(c, ae);
+    note_progress(c);
+    return rc;
+}
+
+static int add_entry_(mkfs_import *c, struct archive_entry *ae)
 {
     const char *path = archive_entry_pathname(ae);
     if (!path)
@@ -674,9 +751,6 @@ static int fill_from_archive(mkfs_import *c, const char *src)
     if (!strcmp(src, "-")) {
         r = archive_read_open_fd(a, 0, 1 << 20);
     } else {
-        struct stat st;
-        if (!stat(src, &st))
-            c->src_total = (uint64_t)st.st_size;
         r = archive_read_open_filename(a, src, 1 << 20);
     }
     if (r != ARCHIVE_OK) {
@@ -720,7 +794,7 @@ int mkfs_import_init(mkfs_import *im, gmtf_fs *fs, const char *prog, int quiet)
     memset(im, 0, sizeof *im);
     im->fs = fs;
     im->prog = prog;
-    cli_progress_init(&im->line, quiet);
+    cli_progress_init(&im->line, prog, quiet, 1);
     im->epoch = -1;
     im->buf = malloc(COPY_BUF);
     return im->buf ? 0 : -ENOMEM;
@@ -734,8 +808,14 @@ int mkfs_import_from(mkfs_import *im, const char *src)
         fprintf(stderr, "%s: --from %s: %s\n", im->prog, src, strerror(errno));
         rc = -1;
     } else if (strcmp(src, "-") && S_ISDIR(st.st_mode)) {
+        if (im->line.mode != CLI_PROGRESS_OFF)
+            count_tree(im, src, 0);
+        cli_progress_start(&im->line, progress_tick, im);
         rc = fill_from_dir(im, src);
     } else {
+        if (strcmp(src, "-") && S_ISREG(st.st_mode))
+            im->src_total = (uint64_t)st.st_size;
+        cli_progress_start(&im->line, progress_tick, im);
         rc = fill_from_archive(im, src);
     }
     for (size_t i = 0; i < im->ndattr; i++)
@@ -743,13 +823,24 @@ int mkfs_import_from(mkfs_import *im, const char *src)
     return rc;
 }
 
+int mkfs_import_sync(mkfs_import *im)
+{
+    STORE(im->pub.write_since_ms, (uint64_t)(cli_now() * 1000));
+    int rc = gmtf_fs_syncfs(im->fs);
+    STORE(im->pub.write_since_ms, 0);
+    im->info_at = 0;
+    note_progress(im);
+    return rc;
+}
+
 void mkfs_import_progress_end(mkfs_import *im)
 {
-    draw(im, 1);
+    cli_progress_stop(&im->line);
 }
 
 void mkfs_import_free(mkfs_import *im)
 {
+    cli_progress_free(&im->line);
     free(im->buf);
     free(im->dattr);
     free(im->lk);
