@@ -217,6 +217,16 @@ int gmtf_fs_create(gmtf_fs *fs, uint64_t parent, const char *name, mode_t mode, 
 /* Reads up to n bytes at off (short only at end of file); holes read as
  * zeros. A damaged block gives -EIO and a log line naming inode and block. */
 long gmtf_fs_read(gmtf_fs *fs, uint64_t ino, void *buf, size_t n, uint64_t off);
+/* For a reader about to read whole files (extraction): decodes into the
+ * read cache, in batches on the codec's threads (the GPU when the codec
+ * has one), the frames holding the data of inodes inos[0..n) that are not
+ * cached yet, for as many inodes from the first as half the cache
+ * (cache_bytes) holds (a file larger than that alone is left to the
+ * read-ahead of its reads). Their reads then copy from the cache.
+ * Returns how many inodes it covered (call again for the rest), or
+ * -ENOMEM; a frame that does not decode is left for its read to report. */
+long gmtf_fs_prefetch(gmtf_fs *fs, const uint64_t *inos, size_t n);
+
 /* Writes n bytes at off into the write-back cache (extending the file).
  * Returns n, or -ENOSPC when the data cannot be stored. */
 long gmtf_fs_write(gmtf_fs *fs, uint64_t ino, const void *buf, size_t n, uint64_t off);
