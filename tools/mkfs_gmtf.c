@@ -5,6 +5,7 @@
 #include <fcntl.h>
 #include <getopt.h>
 #include <inttypes.h>
+#include <locale.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -136,6 +137,11 @@ static void usage(FILE *f, const char *prog)
 int main(int argc, char **argv)
 {
     const char *prog = "mkfs.gmtf";
+    /* Names are bytes: libarchive converts archive names (UTF-8 in pax) to
+     * the locale's charset, which C.UTF-8 leaves as they are; names that
+     * are not UTF-8 travel as binary (pax hdrcharset=BINARY). */
+    if (!setlocale(LC_CTYPE, "C.UTF-8"))
+        setlocale(LC_CTYPE, "");
     static const struct option longs[] = {{"block-size", required_argument, 0, 'b'},
                                           {"label", required_argument, 0, 'L'},
                                           {"uuid", required_argument, 0, 'U'},

@@ -772,8 +772,14 @@ static int fill_from_archive(mkfs_import *c, const char *src)
             rc = -1;
             break;
         }
-        if (r == ARCHIVE_WARN)
-            warnx_(c, "%s: %s", src, archive_error_string(a));
+        const char *why = r == ARCHIVE_WARN ? archive_error_string(a) : NULL;
+        if (why && strstr(why, "can't be converted")) /* a name not in UTF-8: kept as bytes */
+            cli_progress_printf(&c->line,
+                                "%s: note: %s: a name that is not UTF-8, kept as its "
+                                "bytes\n",
+                                c->prog, archive_entry_pathname(ae));
+        else if (why)
+            warnx_(c, "%s: %s", src, why);
         rc = add_entry(c, ae);
         if (rc == -3) {
             fprintf(stderr, "%s: %s: archive is damaged\n", c->prog, src);
