@@ -3,8 +3,12 @@
 #  1. ratio: gmtfc -b 900k on each corpus file separately vs bzip2 -9, per file and totals;
 #  2. speed: first 100 MiB of the Linux 6.1 tar, gmtfc -b 900k -j1 and -j2 vs bzip2 -9 / -d,
 #     median of RUNS runs (default 5), MB/s = 10^6 bytes of uncompressed data per second.
-# Usage: [RUNS=5] [PEERS=all] bench/run codec [BUILD_DIR]   (or bench/codec.sh [BUILD_DIR])
-#   (default build-bench, configured if missing; PEERS=all adds zstd -19 and xz -9)
+# Usage: [RUNS=5] [PEERS=all] [CLOCK=cpu] [OTHER=GMTFC] bench/run codec [BUILD_DIR]
+#   (or bench/codec.sh [BUILD_DIR]; default build-bench, configured if missing;
+#   PEERS=all adds zstd -19 and xz -9; CLOCK=cpu times user + system CPU instead of wall
+#   clock, for a shared machine; OTHER=path of another gmtfc binary, e.g. one built with
+#   -Dc_args=-DGMTF_FRAME_VERSION=1, adds its column to the ratio tables and its row to the
+#   speed table)
 set -euo pipefail
 cd "$(dirname "$0")/.."
 build=${1:-build-bench}
@@ -24,21 +28,25 @@ if [ -d "$corpus" ]; then
         [ -d "$corpus/$set" ] || continue
         echo
         echo "## ratio: $set (each file separately; gmtfc -b 900k vs bzip2 -9)"
-        printf '| %-14s | %10s | %10s | %10s | %8s |\n' file bytes gmtfc bzip2-9 gain
-        printf '|%s|%s|%s|%s|%s|\n' ---------------- ------------ ------------ ------------ ----------
-        tg=0 tb=0 to=0
+        printf '| %-14s | %10s | %10s | %10s | %8s |%s\n' file bytes gmtfc bzip2-9 gain \
+            "${OTHER:+ $(printf '%10s |' other)}"
+        printf '|%s|%s|%s|%s|%s|%s\n' ---------------- ------------ ------------ ------------ \
+            ---------- "${OTHER:+------------|}"
+        tg=0 tb=0 to=0 tx=0
         for f in "$corpus/$set"/*; do
             name=$(basename "$f")
             [ "$name" = SHA256SUMS ] && continue
             o=$(stat -c %s "$f")
             g=$("$gmtfc" -b 900k -c "$f" | wc -c)
             b=$(bzip2 -9 -c "$f" | wc -c)
-            tg=$((tg + g)) tb=$((tb + b)) to=$((to + o))
-            printf '| %-14s | %10d | %10d | %10d | %7.2f%% |\n' "$name" "$o" "$g" "$b" \
-                "$(echo "100 * ($b - $g) / $b" | bc -l)"
+            x=0
+            [ -n "${OTHER:-}" ] && x=$("$OTHER" -b 900k -c "$f" | wc -c)
+            tg=$((tg + g)) tb=$((tb + b)) to=$((to + o)) tx=$((tx + x))
+            printf '| %-14s | %10d | %10d | %10d | %7.2f%% |%s\n' "$name" "$o" "$g" "$b" \
+                "$(echo "100 * ($b - $g) / $b" | bc -l)" "${OTHER:+ $(printf '%10d |' "$x")}"
         done
-        printf '| %-14s | %10d | %10d | %10d | %7.2f%% |\n' TOTAL "$to" "$tg" "$tb" \
-            "$(echo "100 * ($tb - $tg) / $tb" | bc -l)"
+        printf '| %-14s | %10d | %10d | %10d | %7.2f%% |%s\n' TOTAL "$to" "$tg" "$tb" \
+            "$(echo "100 * ($tb - $tg) / $tb" | bc -l)" "${OTHER:+ $(printf '%10d |' "$tx")}"
     done
 else
     echo "(no corpus at $corpus: ratio tables skipped)"
@@ -54,15 +62,21 @@ size=$(stat -c %s "$work/in")
 median() { sort -g | awk '{a[NR]=$1} END {print a[int((NR+1)/2)]}'; }
 timeit() { # cmd infile outfile -> seconds (median of $runs)
     for _ in $(seq "$runs"); do
-        local t0 t1
-        t0=$(date +%s.%N)
-        eval "$1" <"$2" >"$3"
-        t1=$(date +%s.%N)
-        echo "$t1 - $t0" | bc -l
+        if [ "${CLOCK:-wall}" = cpu ]; then
+            # shellcheck disable=SC2086
+            /usr/bin/time -f "%U %S" -o "$work/time" sh -c "$1" <"$2" >"$3"
+            awk '{print $1 + $2}' "$work/time"
+        else
+            local t0 t1
+            t0=$(date +%s.%N)
+            eval "$1" <"$2" >"$3"
+            t1=$(date +%s.%N)
+            echo "$t1 - $t0" | bc -l
+        fi
     done | median
 }
 echo
-echo "## speed: first 100 MiB of the Linux 6.1 tar, median of $runs runs"
+echo "## speed: first 100 MiB of the Linux 6.1 tar, median of $runs runs (${CLOCK:-wall} clock; load $(cut -d' ' -f1-3 /proc/loadavg))"
 printf '| %-22s | %10s | %7s | %9s | %9s |\n' tool bytes ratio "enc MB/s" "dec MB/s"
 printf '|%s|%s|%s|%s|%s|\n' ------------------------ ------------ --------- ----------- -----------
 row() { # name enc-cmd dec-cmd
@@ -77,6 +91,7 @@ row() { # name enc-cmd dec-cmd
 }
 row "gmtfc -b 900k -j1" "$gmtfc -b 900k -j1 -c" "$gmtfc -d -j1 -c"
 row "gmtfc -b 900k -j2" "$gmtfc -b 900k -j2 -c" "$gmtfc -d -j2 -c"
+[ -n "${OTHER:-}" ] && row "other -b 900k -j1" "$OTHER -b 900k -j1 -c" "$OTHER -d -j1 -c"
 row "bzip2 -9" "bzip2 -9 -c" "bzip2 -d -c"
 command -v lbzip2 >/dev/null && row "lbzip2 -9 -n2" "lbzip2 -9 -n2 -c" "lbzip2 -d -n2 -c"
 if [ "${PEERS:-}" = all ]; then # slow: minutes per run

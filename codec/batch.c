@@ -47,8 +47,9 @@ static void batch_encode_one(void *ctx, size_t i, unsigned worker)
         return;
     }
     size_t n = b->off[i + 1] - b->off[i];
-    long r = gmtf_frame_encode_ws(&b->c->mtf, w, b->src + b->off[i], n, b->dst + b->slot[i],
-                                  gmtf_frame_bound(n), b->crc ? &b->crc[i] : NULL);
+    long r =
+        gmtf_frame_encode_ws(&b->c->mtf, w, b->src + b->off[i], n, b->dst + b->slot[i],
+                             gmtf_frame_bound(n), b->c->frame_version, b->crc ? &b->crc[i] : NULL);
     if (r < 0)
         batch_set_err(&b->err, (int)r);
     else
@@ -98,10 +99,11 @@ static int stage_reserve(gmtf_codec *c, uint64_t n)
 
 /* Per-block state of a staged batch. */
 struct stage_block {
-    uint32_t idx[GMTF_BWT_MAX_INDEXES];
+    uint32_t idx[GMTF_BWT_MAX_SAMPLES];
     gmtf_frame_info fi;
     uint32_t crc;
-    int bwt; /* 1: the block goes through BWT and MTF */
+    int bwt; /* the block goes through BWT and MTF (GMTF_DECODE_RANKS), or
+              * decodes to BWT output with no MTF (GMTF_DECODE_BWT_V2) */
 };
 
 struct staged {
@@ -230,7 +232,9 @@ int gmtf_batch_encode_crc(gmtf_codec *c, const uint8_t *src, const uint64_t *off
         pos += gmtf_frame_bound(off[i + 1] - off[i]);
     }
     struct batch_enc b = {c, src, off, dst, slot, len, crc, 0};
-    if (batch_use_staged(c, off[count]) && c->batch_mtf->ops->batch_encode)
+    /* Only version 1 frames have an MTF stage to batch. */
+    if (c->frame_version == GMTF_FRAME_V1 && batch_use_staged(c, off[count]) &&
+        c->batch_mtf->ops->batch_encode)
         b.err = batch_encode_staged(c, src, off, count, dst, slot, len, crc);
     else
         gmtf_pool_run(c->pool, batch_encode_one, &b, count);
@@ -292,8 +296,8 @@ static void staged_decode_ranks(void *ctx, size_t i, unsigned worker)
         r = gmtf_frame_decode_begin(
             s->src + s->off[i], s->off[i + 1] - s->off[i], s->dst + s->slot[i], cap, ranks,
             cap < w->max_block ? cap : w->max_block, w->rank_ws, &b->fi, b->idx);
-    if (r == 1 && b->fi.orig_len == cap) {
-        b->bwt = 1;
+    if ((r == GMTF_DECODE_RANKS || r == GMTF_DECODE_BWT_V2) && b->fi.orig_len == cap) {
+        b->bwt = (int)r; /* version 2: the batch MTF's output for it is unused */
         return;
     }
     memset(ranks, 0, cap); /* the batch MTF then reads defined bytes */
@@ -315,9 +319,11 @@ static void staged_decode_bwt(void *ctx, size_t i, unsigned worker)
         s->status[i] = -ENOMEM;
         return;
     }
-    if (b->bwt && s->mtf_failed)
+    if (b->bwt == GMTF_DECODE_RANKS && s->mtf_failed)
         gmtf_mtf_decode(&s->c->mtf, s->c->stage_a + s->stage[i], out, b->fi.orig_len);
-    long r = gmtf_frame_decode_end(out, s->dst + s->slot[i], &b->fi, b->idx, w->bwt_ws);
+    if (b->bwt == GMTF_DECODE_BWT_V2)
+        out = s->c->stage_a + s->stage[i];
+    long r = gmtf_frame_decode_end(out, s->dst + s->slot[i], &b->fi, b->idx, w->bwt_ws, b->bwt);
     s->status[i] = r < 0 ? (int)r : 0;
 }
 

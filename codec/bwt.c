@@ -3,9 +3,10 @@
  * Forward: libdivsufsort sorts the suffixes; we emit the last column of the
  * n+1 sorted rotations of src+sentinel, leaving out the sentinel row, whose
  * position is the primary index idx[0] (1..n). We also record the rows of
- * the suffixes starting at k*seg (k = 1..K-1, seg = ceil(n/K)): the inverse
- * then follows K independent chains at once, so K cache misses are in
- * flight instead of one.
+ * the suffixes starting at k*seg (frame version 1: k = 1..K-1, seg =
+ * ceil(n/K), K <= 16; version 2: seg = a power of two, 16 or 32 KiB, so 64
+ * chains at 2 MiB): the inverse then follows K independent chains at once,
+ * so K cache misses are in flight instead of one.
  *
  * Inverse: one packed table E[row] = (F char << 24) | L position of the
  * same occurrence, which is the row of the next suffix once the sentinel
@@ -16,6 +17,7 @@
  * data checksum. */
 #include <divsufsort.h>
 #include <errno.h>
+#include <string.h>
 
 #include "bwt.h"
 #include "gmtf_codec.h"
@@ -40,18 +42,34 @@ static size_t bwt_segment(size_t n, unsigned k)
     return (n + k - 1) / k;
 }
 
-int gmtf_bwt_forward(const uint8_t *src, uint8_t *dst, size_t n, uint32_t *idx, void *ws)
+unsigned gmtf_bwt_step_log2(size_t n)
+{
+    return n > (256u << 10) ? GMTF_BWT_STEP_LOG2_LARGE : GMTF_BWT_STEP_LOG2_SMALL;
+}
+
+unsigned gmtf_bwt_sample_count(size_t n)
+{
+    size_t step = (size_t)1 << gmtf_bwt_step_log2(n);
+    size_t k = (n + step - 1) / step;
+    return (unsigned)(k ? k : 1);
+}
+
+/* The last column and the rows of the suffixes at multiples of seg
+ * (k of them, idx[0] the primary index); shift: seg = 2^shift, or 0 when
+ * seg is not a power of two. */
+static int bwt_forward(const uint8_t *src, uint8_t *dst, size_t n, uint32_t *idx, unsigned k,
+                       size_t seg, unsigned shift, void *ws)
 {
     if (n == 0 || n > GMTF_BLOCK_MAX)
         return -EINVAL;
     saidx_t *sa = ws;
     if (divsufsort(src, sa, (saidx_t)n) != 0)
         return -ENOMEM;
-    unsigned k = gmtf_bwt_index_count(n);
-    size_t seg = bwt_segment(n, k);
     size_t j = 0;
     dst[j++] = src[n - 1]; /* row 0: the empty suffix, preceded by the last byte */
-    idx[0] = 0;
+    for (unsigned i = 0; i < k; i++)
+        idx[i] = 0;
+    size_t mask = shift ? seg - 1 : 0;
     for (size_t i = 0; i < n; i++) {
         size_t s = (size_t)sa[i];
         if (s == 0) {
@@ -59,33 +77,62 @@ int gmtf_bwt_forward(const uint8_t *src, uint8_t *dst, size_t n, uint32_t *idx, 
             continue;
         }
         dst[j++] = src[s - 1];
-        if (s % seg == 0)
-            idx[s / seg] = (uint32_t)(i + 1);
+        if (shift ? (s & mask) == 0 : s % seg == 0)
+            idx[shift ? s >> shift : s / seg] = (uint32_t)(i + 1);
     }
     return j == n && idx[0] ? 0 : -EIO;
 }
 
-/* Follows nchains chains of len bytes each, interleaved. */
+int gmtf_bwt_forward(const uint8_t *src, uint8_t *dst, size_t n, uint32_t *idx, void *ws)
+{
+    if (n == 0 || n > GMTF_BLOCK_MAX)
+        return -EINVAL;
+    unsigned k = gmtf_bwt_index_count(n);
+    return bwt_forward(src, dst, n, idx, k, bwt_segment(n, k), 0, ws);
+}
+
+int gmtf_bwt_forward_step(const uint8_t *src, uint8_t *dst, size_t n, uint32_t *idx, void *ws)
+{
+    if (n == 0 || n > GMTF_BLOCK_MAX)
+        return -EINVAL;
+    unsigned shift = gmtf_bwt_step_log2(n);
+    return bwt_forward(src, dst, n, idx, gmtf_bwt_sample_count(n), (size_t)1 << shift, shift, ws);
+}
+
+/* Follows nchains chains of len bytes each, interleaved. The chains' bytes
+ * go to a small buffer of LINE bytes per chain first, then out a line at a
+ * time: written straight to dst[k * seg + t], many chains a power of two
+ * apart (version 2's steps) would all hit the same cache sets. */
+#define WALK_LINE 64
 static void bwt_walk(const uint32_t *e, uint32_t p, uint32_t *row, uint8_t *dst, size_t seg,
                      unsigned nchains, size_t from, size_t len)
 {
-    for (size_t t = from; t < from + len; t++) {
-        for (unsigned k = 0; k < nchains; k++) {
-            uint32_t v = e[row[k]];
-            dst[k * seg + t] = (uint8_t)(v >> 24);
-            uint32_t w = v & 0xffffff;
-            row[k] = w + (w >= p);
+    uint8_t buf[GMTF_BWT_MAX_SAMPLES * WALK_LINE];
+    size_t t = from, end = from + len;
+    while (t < end) {
+        size_t m = end - t < WALK_LINE ? end - t : WALK_LINE;
+        for (size_t i = 0; i < m; i++) {
+            for (unsigned k = 0; k < nchains; k++) {
+                uint32_t v = e[row[k]];
+                buf[k * WALK_LINE + i] = (uint8_t)(v >> 24);
+                uint32_t w = v & 0xffffff;
+                row[k] = w + (w >= p);
+            }
         }
+        for (unsigned k = 0; k < nchains; k++)
+            memcpy(dst + k * seg + t, buf + k * WALK_LINE, m);
+        t += m;
     }
 }
 
-int gmtf_bwt_inverse(const uint8_t *bwt, uint8_t *dst, size_t n, const uint32_t *idx, void *ws)
+/* k chains of seg bytes (the last one shorter), started at idx[0..k). */
+static int bwt_inverse(const uint8_t *bwt, uint8_t *dst, size_t n, const uint32_t *idx, unsigned k,
+                       size_t seg, void *ws)
 {
-    if (n == 0 || n > GMTF_BLOCK_MAX)
+    if (n == 0 || n > GMTF_BLOCK_MAX || k == 0 || k > GMTF_BWT_MAX_SAMPLES)
         return GMTF_E_CORRUPT;
-    unsigned k = gmtf_bwt_index_count(n);
     uint32_t p = idx[0];
-    uint32_t row[GMTF_BWT_MAX_INDEXES];
+    uint32_t row[GMTF_BWT_MAX_SAMPLES];
     for (unsigned i = 0; i < k; i++) {
         if (idx[i] == 0 || idx[i] > n)
             return GMTF_E_CORRUPT;
@@ -106,10 +153,25 @@ int gmtf_bwt_inverse(const uint8_t *bwt, uint8_t *dst, size_t n, const uint32_t 
         uint8_t c = bwt[q];
         e[next[c]++] = (uint32_t)c << 24 | (uint32_t)q;
     }
-    size_t seg = bwt_segment(n, k);
     size_t last = n - (k - 1) * seg; /* the last chain is the shortest */
     bwt_walk(e, p, row, dst, seg, k, 0, last);
     if (k > 1)
         bwt_walk(e, p, row, dst, seg, k - 1, last, seg - last);
     return 0;
+}
+
+int gmtf_bwt_inverse(const uint8_t *bwt, uint8_t *dst, size_t n, const uint32_t *idx, void *ws)
+{
+    if (n == 0 || n > GMTF_BLOCK_MAX)
+        return GMTF_E_CORRUPT;
+    unsigned k = gmtf_bwt_index_count(n);
+    return bwt_inverse(bwt, dst, n, idx, k, bwt_segment(n, k), ws);
+}
+
+int gmtf_bwt_inverse_step(const uint8_t *bwt, uint8_t *dst, size_t n, const uint32_t *idx, void *ws)
+{
+    if (n == 0 || n > GMTF_BLOCK_MAX)
+        return GMTF_E_CORRUPT;
+    return bwt_inverse(bwt, dst, n, idx, gmtf_bwt_sample_count(n),
+                       (size_t)1 << gmtf_bwt_step_log2(n), ws);
 }

@@ -6,6 +6,8 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "gmtf_codec.h"
+
 /* Most sample indexes a frame carries; the inverse uses them to follow
  * several independent chains at once (memory-level parallelism). */
 #define GMTF_BWT_MAX_INDEXES 16
@@ -24,5 +26,26 @@ int gmtf_bwt_forward(const uint8_t *src, uint8_t *dst, size_t n, uint32_t *idx, 
 /* Inverse BWT. bwt and idx are untrusted: returns 0, or GMTF_E_CORRUPT when
  * an index is out of range; never reads or writes out of bounds. */
 int gmtf_bwt_inverse(const uint8_t *bwt, uint8_t *dst, size_t n, const uint32_t *idx, void *ws);
+
+/* ---- evenly spaced samples (frame version 2) ----------------------------
+ * idx[k] is the row of the suffix that starts at k * step, for k = 0 ..
+ * count - 1, count = ceil(n / step) (idx[0] is the primary index); the
+ * inverse follows count chains of step bytes at once (the GPU: one thread
+ * each). step = 2^gmtf_bwt_step_log2(n). */
+#define GMTF_BWT_STEP_LOG2_SMALL 14 /* 16 KiB up to 256 KiB */
+#define GMTF_BWT_STEP_LOG2_LARGE 15 /* 32 KiB above: 64 chains at 2 MiB */
+#define GMTF_BWT_MAX_SAMPLES (GMTF_BLOCK_MAX >> GMTF_BWT_STEP_LOG2_LARGE) /* 512 */
+
+unsigned gmtf_bwt_step_log2(size_t n);
+/* ceil(n / step) */
+unsigned gmtf_bwt_sample_count(size_t n);
+
+/* Forward BWT as gmtf_bwt_forward, with gmtf_bwt_sample_count(n) samples
+ * at multiples of 2^gmtf_bwt_step_log2(n) in idx. */
+int gmtf_bwt_forward_step(const uint8_t *src, uint8_t *dst, size_t n, uint32_t *idx, void *ws);
+
+/* Inverse with those samples; untrusted as gmtf_bwt_inverse. */
+int gmtf_bwt_inverse_step(const uint8_t *bwt, uint8_t *dst, size_t n, const uint32_t *idx,
+                          void *ws);
 
 #endif

@@ -53,7 +53,7 @@ int gmtf_codec_create(gmtf_codec **out, const gmtf_codec_options *opt)
         o = *opt;
     if (o.threads == 0)
         o.threads = 1;
-    if (o.threads > 1024 || o.max_block > GMTF_BLOCK_MAX)
+    if (o.threads > 1024 || o.max_block > GMTF_BLOCK_MAX || o.frame_version > GMTF_FRAME_VERSION)
         return -EINVAL;
     if (o.max_block == 0)
         o.max_block = GMTF_BLOCK_MAX;
@@ -65,6 +65,7 @@ int gmtf_codec_create(gmtf_codec **out, const gmtf_codec_options *opt)
         return -ENOMEM;
     c->max_block = o.max_block;
     c->threads = o.threads;
+    c->frame_version = o.frame_version ? o.frame_version : GMTF_FRAME_VERSION;
     int rc = mtf_instances(c, o.mtf, mtf);
     if (rc == 0) {
         c->ws = calloc(o.threads, sizeof *c->ws);
@@ -116,7 +117,7 @@ long gmtf_frame_encode(gmtf_codec *c, const void *src, size_t n, void *dst, size
     gmtf_workspace *w = gmtf_codec_workspace_enc(c, 0);
     if (!w)
         return -ENOMEM;
-    return gmtf_frame_encode_ws(&c->mtf, w, src, n, dst, cap, NULL);
+    return gmtf_frame_encode_ws(&c->mtf, w, src, n, dst, cap, c->frame_version, NULL);
 }
 
 long gmtf_frame_decode(gmtf_codec *c, const void *src, size_t len, void *dst, size_t cap)

@@ -18,8 +18,9 @@ struct gmtf_codec {
     gmtf_mtf *batch_mtf; /* batch hooks (GPU): &mtf, &batch_inst or NULL when none */
     uint32_t max_block;
     unsigned threads;
-    gmtf_pool *pool;    /* NULL when threads == 1 */
-    gmtf_workspace *ws; /* one per thread, allocated lazily */
+    unsigned frame_version; /* written by encoders: 1 or 2 */
+    gmtf_pool *pool;        /* NULL when threads == 1 */
+    gmtf_workspace *ws;     /* one per thread, allocated lazily */
     /* Staging buffers for batch MTF backends (grown, never shrunk; batch.c). */
     uint8_t *stage_a, *stage_b;
     uint64_t stage_cap;

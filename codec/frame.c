@@ -6,6 +6,13 @@
  *  16  u32 CRC-32C of the original bytes
  *  20  u32 idx[K]             20+4K  u32 CRC-32C of bytes [0, 20+4K)
  *
+ * Version 1 (MTF ranks, method 0/1 rank coder): K = clamp(n/16384, 1, 16)
+ * indexes in the header. Version 2 (QLFC coder, qlfc.h): K = 0, so the
+ * first 24 bytes read as a valid version-1 header with no index and a
+ * version-1 decoder reports GMTF_E_VERSION; a BWT frame then has its
+ * samples (rows - 1 of the suffixes at multiples of the step, 3 bytes
+ * each) and a CRC-32C of everything before, then the payload.
+ *
  * The header checksum is checked before anything else is trusted, so a
  * damaged header is rejected without decoding; the data checksum catches
  * everything else. */
@@ -15,6 +22,7 @@
 #include "bwt.h"
 #include "byteorder.h"
 #include "frame.h"
+#include "qlfc.h"
 #include "rank_coder.h"
 
 size_t gmtf_frame_bound(size_t n)
@@ -27,7 +35,7 @@ size_t gmtf_frame_write_header(uint8_t *dst, uint8_t method, uint32_t orig_len,
                                unsigned nidx)
 {
     store_le32(dst, GMTF_FRAME_MAGIC);
-    dst[4] = GMTF_FRAME_VERSION;
+    dst[4] = GMTF_FRAME_V1;
     dst[5] = method;
     dst[6] = (uint8_t)nidx;
     dst[7] = 0;
@@ -41,8 +49,103 @@ size_t gmtf_frame_write_header(uint8_t *dst, uint8_t method, uint32_t orig_len,
     return h + 4;
 }
 
+static void store_le24(uint8_t *p, uint32_t v)
+{
+    p[0] = (uint8_t)v;
+    p[1] = (uint8_t)(v >> 8);
+    p[2] = (uint8_t)(v >> 16);
+}
+
+static uint32_t load_le24(const uint8_t *p)
+{
+    return (uint32_t)p[0] | (uint32_t)p[1] << 8 | (uint32_t)p[2] << 16;
+}
+
+size_t gmtf_frame_header_len_v2(uint8_t method, size_t n)
+{
+    if (method != GMTF_METHOD_BWT)
+        return GMTF_FRAME_FIXED;
+    return GMTF_FRAME_FIXED + 3 * (size_t)gmtf_bwt_sample_count(n) + 4;
+}
+
+size_t gmtf_frame_write_header_v2(uint8_t *dst, uint8_t method, uint32_t orig_len,
+                                  uint32_t payload_len, uint32_t data_crc, const uint32_t *idx)
+{
+    store_le32(dst, GMTF_FRAME_MAGIC);
+    dst[4] = GMTF_FRAME_V2;
+    dst[5] = method;
+    dst[6] = 0;
+    dst[7] = 0;
+    store_le32(dst + 8, orig_len);
+    store_le32(dst + 12, payload_len);
+    store_le32(dst + 16, data_crc);
+    store_le32(dst + 20, gmtf_crc32c(0, dst, 20));
+    if (method != GMTF_METHOD_BWT)
+        return GMTF_FRAME_FIXED;
+    unsigned count = gmtf_bwt_sample_count(orig_len);
+    for (unsigned i = 0; i < count; i++)
+        store_le24(dst + GMTF_FRAME_FIXED + 3 * i, idx[i] - 1);
+    size_t h = GMTF_FRAME_FIXED + 3 * (size_t)count;
+    store_le32(dst + h, gmtf_crc32c(0, dst, h));
+    return h + 4;
+}
+
+/* Version 2 after the common 24 bytes passed their checksum. */
+static int parse_v2(const uint8_t *src, size_t len, gmtf_frame_info *info, unsigned *hdr_len,
+                    uint32_t *idx, unsigned *nidx)
+{
+    uint8_t method = src[5];
+    uint32_t orig = load_le32(src + 8), plen = load_le32(src + 12);
+    if (src[6] != 0 || src[7] != 0 || orig > GMTF_BLOCK_MAX)
+        return GMTF_E_CORRUPT;
+    size_t h = GMTF_FRAME_FIXED;
+    unsigned count = 0;
+    switch (method) {
+    case GMTF_METHOD_RAW:
+        if (plen != orig)
+            return GMTF_E_CORRUPT;
+        break;
+    case GMTF_METHOD_RUN:
+        if (plen != 1 || orig == 0)
+            return GMTF_E_CORRUPT;
+        break;
+    case GMTF_METHOD_BWT:
+        if (orig == 0 || plen == 0 || plen >= orig)
+            return GMTF_E_CORRUPT;
+        count = gmtf_bwt_sample_count(orig);
+        h = gmtf_frame_header_len_v2(method, orig);
+        if (len < h)
+            return GMTF_E_TRUNCATED;
+        if (gmtf_crc32c(0, src, h - 4) != load_le32(src + h - 4))
+            return GMTF_E_CHECKSUM;
+        break;
+    default: return GMTF_E_CORRUPT;
+    }
+    if (plen > len - h)
+        return GMTF_E_TRUNCATED;
+    info->frame_len = (uint32_t)(h + plen);
+    info->orig_len = orig;
+    info->method = method;
+    info->data_crc = load_le32(src + 16);
+    if (hdr_len)
+        *hdr_len = (unsigned)h;
+    if (idx)
+        for (unsigned i = 0; i < count; i++)
+            idx[i] = load_le24(src + GMTF_FRAME_FIXED + 3 * i) + 1;
+    if (nidx)
+        *nidx = count;
+    return 0;
+}
+
 int gmtf_frame_parse(const uint8_t *src, size_t len, gmtf_frame_info *info, unsigned *hdr_len,
                      uint32_t *idx, unsigned *nidx)
+{
+    unsigned version;
+    return gmtf_frame_parse_version(src, len, info, hdr_len, idx, nidx, &version);
+}
+
+int gmtf_frame_parse_version(const uint8_t *src, size_t len, gmtf_frame_info *info,
+                             unsigned *hdr_len, uint32_t *idx, unsigned *nidx, unsigned *version)
 {
     if (len < GMTF_FRAME_FIXED)
         return GMTF_E_TRUNCATED;
@@ -57,8 +160,11 @@ int gmtf_frame_parse(const uint8_t *src, size_t len, gmtf_frame_info *info, unsi
     if (gmtf_crc32c(0, src, h) != load_le32(src + h))
         return GMTF_E_CHECKSUM;
     /* The header is intact from here on: reject what this version can't read. */
-    if (src[4] != GMTF_FRAME_VERSION)
-        return src[4] > GMTF_FRAME_VERSION ? GMTF_E_VERSION : GMTF_E_CORRUPT;
+    *version = src[4];
+    if (src[4] == GMTF_FRAME_V2)
+        return parse_v2(src, len, info, hdr_len, idx, nidx);
+    if (src[4] != GMTF_FRAME_V1)
+        return src[4] > GMTF_FRAME_V2 ? GMTF_E_VERSION : GMTF_E_CORRUPT;
     uint8_t method = src[5];
     uint32_t orig = load_le32(src + 8), plen = load_le32(src + 12);
     if (src[7] != 0 || orig > GMTF_BLOCK_MAX)
@@ -111,8 +217,29 @@ static long frame_raw(const uint8_t *src, size_t n, uint8_t *dst, uint32_t crc)
 {
     size_t h =
         gmtf_frame_write_header(dst, GMTF_METHOD_RAW, (uint32_t)n, (uint32_t)n, crc, NULL, 0);
+    if (n) /* an empty frame: src may be NULL */
+        memcpy(dst + h, src, n);
+    return (long)(h + n);
+}
+
+static long frame_raw_v2(const uint8_t *src, size_t n, uint8_t *dst, uint32_t crc)
+{
+    size_t h =
+        gmtf_frame_write_header_v2(dst, GMTF_METHOD_RAW, (uint32_t)n, (uint32_t)n, crc, NULL);
     memcpy(dst + h, src, n);
     return (long)(h + n);
+}
+
+static long encode_special_v2(const uint8_t *src, size_t n, uint8_t *dst, uint32_t crc)
+{
+    if (n < 16)
+        return frame_raw_v2(src, n, dst, crc);
+    if (is_run(src, n)) {
+        size_t h = gmtf_frame_write_header_v2(dst, GMTF_METHOD_RUN, (uint32_t)n, 1, crc, NULL);
+        dst[h] = src[0];
+        return (long)(h + 1);
+    }
+    return 0;
 }
 
 long gmtf_frame_encode_special(const uint8_t *src, size_t n, uint8_t *dst, uint32_t crc)
@@ -142,8 +269,28 @@ long gmtf_frame_encode_ranks(const uint8_t *src, const uint8_t *ranks, size_t n,
     return (long)(h + (size_t)plen);
 }
 
+/* Version 2: the BWT output coded by the QLFC coder (raw when that is not
+ * smaller). */
+static long encode_v2(gmtf_workspace *w, const uint8_t *src, size_t n, uint8_t *dst, uint32_t crc)
+{
+    uint32_t idx[GMTF_BWT_MAX_SAMPLES];
+    int rc = gmtf_bwt_forward_step(src, w->buf_a, n, idx, w->bwt_ws);
+    if (rc < 0)
+        return rc;
+    size_t h = gmtf_frame_header_len_v2(GMTF_METHOD_BWT, n);
+    long plen = -ENOSPC;
+    if (n > h) /* the frame must be smaller than a raw one (n + 24) */
+        plen = gmtf_qlfc_encode(w->buf_a, n, dst + h, n + GMTF_FRAME_FIXED - h - 1, w->rank_ws);
+    if (plen == -ENOSPC)
+        return frame_raw_v2(src, n, dst, crc);
+    if (plen < 0)
+        return plen;
+    gmtf_frame_write_header_v2(dst, GMTF_METHOD_BWT, (uint32_t)n, (uint32_t)plen, crc, idx);
+    return (long)(h + (size_t)plen);
+}
+
 long gmtf_frame_encode_ws(const gmtf_mtf *mtf, gmtf_workspace *w, const uint8_t *src, size_t n,
-                          uint8_t *dst, size_t cap, uint32_t *data_crc)
+                          uint8_t *dst, size_t cap, unsigned version, uint32_t *data_crc)
 {
     if (n > w->max_block || n > GMTF_BLOCK_MAX)
         return -EINVAL;
@@ -152,6 +299,10 @@ long gmtf_frame_encode_ws(const gmtf_mtf *mtf, gmtf_workspace *w, const uint8_t 
     uint32_t crc = gmtf_crc32c(0, src, n);
     if (data_crc)
         *data_crc = crc;
+    if (version != GMTF_FRAME_V1) {
+        long r = encode_special_v2(src, n, dst, crc);
+        return r ? r : encode_v2(w, src, n, dst, crc);
+    }
     long r = gmtf_frame_encode_special(src, n, dst, crc);
     if (r)
         return r;
@@ -167,8 +318,8 @@ long gmtf_frame_decode_begin(const uint8_t *src, size_t len, uint8_t *dst, size_
                              uint8_t *ranks, size_t ranks_cap, void *rank_ws, gmtf_frame_info *fi,
                              uint32_t *idx)
 {
-    unsigned h, k;
-    int rc = gmtf_frame_parse(src, len, fi, &h, idx, &k);
+    unsigned h, k, version;
+    int rc = gmtf_frame_parse_version(src, len, fi, &h, idx, &k, &version);
     if (rc < 0)
         return rc;
     size_t n = fi->orig_len;
@@ -177,22 +328,30 @@ long gmtf_frame_decode_begin(const uint8_t *src, size_t len, uint8_t *dst, size_
     const uint8_t *pay = src + h;
     size_t plen = fi->frame_len - h;
     switch (fi->method) {
-    case GMTF_METHOD_RAW: memcpy(dst, pay, n); return 0;
+    case GMTF_METHOD_RAW:
+        if (n) /* an empty frame: dst may be NULL */
+            memcpy(dst, pay, n);
+        return 0;
     case GMTF_METHOD_RUN: memset(dst, pay[0], n); return 0;
     default:
         if (n > ranks_cap)
             return -EINVAL;
+        if (version == GMTF_FRAME_V2) {
+            rc = gmtf_qlfc_decode(pay, plen, ranks, n, rank_ws);
+            return rc < 0 ? rc : GMTF_DECODE_BWT_V2;
+        }
         rc = gmtf_rank_decode(pay, plen, ranks, n, rank_ws);
-        return rc < 0 ? rc : 1;
+        return rc < 0 ? rc : GMTF_DECODE_RANKS;
     }
 }
 
 long gmtf_frame_decode_end(const uint8_t *mtf_out, uint8_t *dst, const gmtf_frame_info *fi,
-                           const uint32_t *idx, void *bwt_ws)
+                           const uint32_t *idx, void *bwt_ws, long kind)
 {
     size_t n = fi->orig_len;
     if (fi->method == GMTF_METHOD_BWT) {
-        int rc = gmtf_bwt_inverse(mtf_out, dst, n, idx, bwt_ws);
+        int rc = kind == GMTF_DECODE_BWT_V2 ? gmtf_bwt_inverse_step(mtf_out, dst, n, idx, bwt_ws)
+                                            : gmtf_bwt_inverse(mtf_out, dst, n, idx, bwt_ws);
         if (rc < 0)
             return rc;
     }
@@ -205,7 +364,7 @@ long gmtf_frame_decode_ws(const gmtf_mtf *mtf, gmtf_workspace *w, const uint8_t 
                           uint8_t *dst, size_t cap)
 {
     gmtf_frame_info fi;
-    uint32_t idx[GMTF_BWT_MAX_INDEXES];
+    uint32_t idx[GMTF_BWT_MAX_SAMPLES];
     long r =
         gmtf_frame_decode_begin(src, len, dst, cap, w->buf_a, w->max_block, w->rank_ws, &fi, idx);
     if (r < 0)
@@ -213,8 +372,10 @@ long gmtf_frame_decode_ws(const gmtf_mtf *mtf, gmtf_workspace *w, const uint8_t 
     /* The inverse MTF goes into dst and the inverse BWT runs there in place
      * (it reads all of its input before it writes): a decoder touches
      * buf_a, bwt_ws and the rank tables only, not buf_b, which keeps one
-     * block less resident per decoding worker. */
-    if (r == 1)
+     * block less resident per decoding worker. A version 2 frame has its
+     * BWT output in buf_a already. */
+    if (r == GMTF_DECODE_RANKS)
         gmtf_mtf_decode(mtf, w->buf_a, dst, fi.orig_len);
-    return gmtf_frame_decode_end(dst, dst, &fi, idx, w->bwt_ws);
+    return gmtf_frame_decode_end(r == GMTF_DECODE_BWT_V2 ? w->buf_a : dst, dst, &fi, idx, w->bwt_ws,
+                                 r);
 }

@@ -12,7 +12,11 @@
 #include "mtf.h"
 
 #define GMTF_FRAME_MAGIC 0x46544D47u /* "GMTF" */
-#define GMTF_FRAME_VERSION 1
+#define GMTF_FRAME_V1 1              /* MTF ranks, rank coder methods 0/1 */
+#define GMTF_FRAME_V2 2              /* QLFC coder methods 2/3, evenly spaced BWT samples */
+#ifndef GMTF_FRAME_VERSION           /* a build may default to 1, for comparisons */
+#define GMTF_FRAME_VERSION 2         /* newest: what encoders write by default */
+#endif
 #define GMTF_FRAME_FIXED 24 /* header bytes without BWT indexes */
 
 /* ---- workspace (workspace.c) -------------------------------------------- */
@@ -44,19 +48,27 @@ void gmtf_workspace_free(gmtf_workspace *w);
 size_t gmtf_frame_write_header(uint8_t *dst, uint8_t method, uint32_t orig_len,
                                uint32_t payload_len, uint32_t data_crc, const uint32_t *idx,
                                unsigned nidx);
-/* Parses and checks a header; *hdr_len and idx[] (GMTF_BWT_MAX_INDEXES)
- * receive the header size and BWT indexes. */
+/* Version 2 header: its length for a block of n bytes, and the writer
+ * (idx: gmtf_bwt_sample_count(n) rows, BWT frames only). */
+size_t gmtf_frame_header_len_v2(uint8_t method, size_t n);
+size_t gmtf_frame_write_header_v2(uint8_t *dst, uint8_t method, uint32_t orig_len,
+                                  uint32_t payload_len, uint32_t data_crc, const uint32_t *idx);
+/* Parses and checks a header of either version; *hdr_len and idx[]
+ * (GMTF_BWT_MAX_SAMPLES entries) receive the header size and BWT indexes,
+ * *version the frame version. */
 int gmtf_frame_parse(const uint8_t *src, size_t len, gmtf_frame_info *info, unsigned *hdr_len,
                      uint32_t *idx, unsigned *nidx);
+int gmtf_frame_parse_version(const uint8_t *src, size_t len, gmtf_frame_info *info,
+                             unsigned *hdr_len, uint32_t *idx, unsigned *nidx, unsigned *version);
 
 /* ---- one frame ---------------------------------------------------------- */
 
-/* Encodes src[0..n) into dst (cap >= gmtf_frame_bound(n)) with MTF
- * instance mtf and workspace w (encoder scratch present); *data_crc (may be
- * NULL) gets the CRC-32C of src. Returns the frame length or a negative
- * code. */
+/* Encodes src[0..n) into dst (cap >= gmtf_frame_bound(n)) as a frame of
+ * version (1 or 2) with MTF instance mtf (version 1 only) and workspace w
+ * (encoder scratch present); *data_crc (may be NULL) gets the CRC-32C of
+ * src. Returns the frame length or a negative code. */
 long gmtf_frame_encode_ws(const gmtf_mtf *mtf, gmtf_workspace *w, const uint8_t *src, size_t n,
-                          uint8_t *dst, size_t cap, uint32_t *data_crc);
+                          uint8_t *dst, size_t cap, unsigned version, uint32_t *data_crc);
 /* Decodes the frame at src[0..len) into dst (cap bytes); returns the
  * original length or a negative code. */
 long gmtf_frame_decode_ws(const gmtf_mtf *mtf, gmtf_workspace *w, const uint8_t *src, size_t len,
@@ -70,15 +82,20 @@ long gmtf_frame_encode_special(const uint8_t *src, size_t n, uint8_t *dst, uint3
 /* Entropy-codes MTF ranks into a BWT frame (raw frame when that is smaller). */
 long gmtf_frame_encode_ranks(const uint8_t *src, const uint8_t *ranks, size_t n,
                              const uint32_t *idx, uint32_t crc, uint8_t *dst, void *rank_ws);
-/* Parses a frame; raw and run frames are decoded into dst (returns 0), BWT
- * frames have their ranks decoded into ranks[0..orig_len) (returns 1);
- * -EINVAL when a BWT frame is larger than ranks_cap. */
+/* Parses a frame; raw and run frames are decoded into dst (returns 0);
+ * version 1 BWT frames have their MTF ranks decoded into ranks[0..orig_len)
+ * (returns GMTF_DECODE_RANKS), version 2 ones their BWT output (returns
+ * GMTF_DECODE_BWT_V2: no inverse MTF); -EINVAL when a BWT frame is larger
+ * than ranks_cap. idx holds GMTF_BWT_MAX_SAMPLES entries. */
+#define GMTF_DECODE_RANKS 1
+#define GMTF_DECODE_BWT_V2 2
 long gmtf_frame_decode_begin(const uint8_t *src, size_t len, uint8_t *dst, size_t cap,
                              uint8_t *ranks, size_t ranks_cap, void *rank_ws, gmtf_frame_info *fi,
                              uint32_t *idx);
-/* Inverse BWT of the inverse-MTF output (BWT frames) and the data check.
+/* Inverse BWT of the inverse-MTF output (BWT frames) and the data check;
+ * kind: what gmtf_frame_decode_begin returned (the sample layout).
  * mtf_out may be dst itself: the inverse BWT reads all of it first. */
 long gmtf_frame_decode_end(const uint8_t *mtf_out, uint8_t *dst, const gmtf_frame_info *fi,
-                           const uint32_t *idx, void *bwt_ws);
+                           const uint32_t *idx, void *bwt_ws, long kind);
 
 #endif

@@ -1,4 +1,5 @@
-/* gmtf block codec: BWT -> MTF -> zero-run coding -> entropy coding.
+/* gmtf block codec: BWT -> QLFC entropy coding (frame version 2; version 1
+ * frames, BWT -> MTF -> zero-run coding -> entropy coding, stay readable).
  *
  * Public API of libgmtf. Every function returns 0 (or a non-negative count)
  * on success and a negative errno-style code on failure; gmtf_strerror()
@@ -46,9 +47,11 @@ const char *gmtf_version(void);
 typedef struct gmtf_codec gmtf_codec;
 
 typedef struct gmtf_codec_options {
-    unsigned threads;   /* worker threads for batches; 0 = 1 */
-    const char *mtf;    /* MTF backend name, NULL or "auto" = best available */
-    uint32_t max_block; /* largest block to be encoded/decoded; 0 = GMTF_BLOCK_MAX */
+    unsigned threads;       /* worker threads for batches; 0 = 1 */
+    const char *mtf;        /* MTF backend name, NULL or "auto" = best available */
+    uint32_t max_block;     /* largest block to be encoded/decoded; 0 = GMTF_BLOCK_MAX */
+    unsigned frame_version; /* frames to write: 0 = the newest (2); 1 = version 1
+                             * (MTF ranks), readable by older decoders */
 } gmtf_codec_options;
 
 /* Creates a codec: the thread pool and the MTF backend instances (a GPU
@@ -92,7 +95,9 @@ typedef struct gmtf_frame_info {
 
 #define GMTF_METHOD_RAW 0 /* stored: payload is the data */
 #define GMTF_METHOD_RUN 1 /* one byte repeated orig_len times */
-#define GMTF_METHOD_BWT 2 /* BWT + MTF + zero-run + entropy */
+#define GMTF_METHOD_BWT                                                                            \
+    2 /* BWT + entropy (version 1: MTF + zero-run + rank coder;
+                           * version 2: QLFC coder) */
 
 /* Parses and checks a frame header (magic, version, header checksum,
  * lengths fit in len). Reads no payload. Returns 0 or a negative code. */

@@ -7,6 +7,7 @@
 
 #include "bwt.h"
 #include "codec_internal.h"
+#include "qlfc.h"
 #include "rank_coder.h"
 
 /* The rank decoder uses only the coder's fixed tables, the start of any
@@ -14,7 +15,11 @@
  * adds 7.25 x max_block behind them, which a decoder never touches. */
 static size_t rank_ws_size(size_t max_block, int enc)
 {
-    return gmtf_rank_workspace_size(enc ? max_block : 0);
+    /* Either frame version's coder (rank_coder.h for version 1, qlfc.h for
+     * version 2), never both at once: the larger. */
+    size_t v1 = gmtf_rank_workspace_size(enc ? max_block : 0);
+    size_t v2 = enc ? gmtf_qlfc_workspace_size(max_block) : gmtf_qlfc_decode_workspace_size();
+    return v1 > v2 ? v1 : v2;
 }
 
 int gmtf_workspace_init(gmtf_workspace *w, size_t max_block)

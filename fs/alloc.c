@@ -249,6 +249,10 @@ int alloc_claim(gmtf_fs *fs, uint64_t off, uint64_t len)
 
 void alloc_release_now(gmtf_fs *fs, uint64_t off, uint64_t len)
 {
+    if (off >= fs->end) /* never this image's space (an old region past the end) */
+        return;
+    if (len > fs->end - off)
+        len = fs->end - off;
     if (!len)
         return;
     fs->used -= len < fs->used ? len : fs->used;
@@ -288,6 +292,9 @@ void alloc_commit_pending(gmtf_fs *fs)
 }
 
 /* The snapshot and journal copies sb names, as allocated. */
+/* The snapshot and journal copies sb names, as far as they lie inside the
+ * image: what an image claims past its end is not its space (neither
+ * referenced at the rebuild nor retired later). */
 static size_t sb_regions(const gmtf_fs *fs, const sb_info *sb, struct ext out[4])
 {
     size_t n = 0;
@@ -301,7 +308,18 @@ static size_t sb_regions(const gmtf_fs *fs, const sb_info *sb, struct ext out[4]
         out[n++] = (struct ext){sb->jrnl_off, jl};
     if (jl && sb->jrnl2_off)
         out[n++] = (struct ext){sb->jrnl2_off, jl};
-    return n;
+    uint64_t size;
+    if (img_size((gmtf_fs *)fs, &size))
+        return n;
+    size_t k = 0;
+    for (size_t i = 0; i < n; i++)
+        if (out[i].off < size) {
+            out[k] = out[i];
+            if (out[k].len > size - out[k].off)
+                out[k].len = size - out[k].off;
+            k++;
+        }
+    return k;
 }
 
 int alloc_retire_list(gmtf_fs *fs, extvec *out)
@@ -345,13 +363,27 @@ int alloc_rebuild(gmtf_fs *fs)
     if (!v)
         return -ENOMEM;
     for (uint32_t id = 1; id < fs->nframes && n < cap; id++)
-        if (fs->frames[id].clen)
+        if (fs->frames[id].clen && !(fs->frames[id].flags & FRAME_OUTSIDE))
             v[n++] = (struct ext){fs->frames[id].off, fs->frames[id].clen};
     n += sb_regions(fs, &fs->sb, v + n);
     for (size_t i = 0; i < fs->retired_cur.n; i++)
         v[n++] = fs->retired_cur.v[i];
     for (size_t i = 0; i < fs->retired_prev.n; i++)
         v[n++] = fs->retired_prev.v[i];
+    /* What lies past the end of the image (cut short, or hostile) is not
+     * there: the end is never moved to where an image claims space. */
+    uint64_t size;
+    if (!img_size(fs, &size)) {
+        size_t k = 0;
+        for (size_t i = 0; i < n; i++)
+            if (v[i].off < size) {
+                v[k] = v[i];
+                if (v[k].len > size - v[k].off)
+                    v[k].len = size - v[k].off;
+                k++;
+            }
+        n = k;
+    }
     qsort(v, n, sizeof *v, ext_cmp);
     fs->free.n = 0;
     fs->pending.n = 0;
@@ -531,8 +563,9 @@ int alloc_trim_end(gmtf_fs *fs)
     int rc = img_size(fs, &size);
     if (rc)
         return rc;
-    if (size > fs->end)
-        rc = img_truncate(fs, fs->end);
+    if (size > fs->end && (rc = img_truncate(fs, fs->end)))
+        fs_log(fs, "giving the image's free end back (truncating it to %llu bytes): %s",
+               (unsigned long long)fs->end, strerror(-rc)); /* the next checkpoint retries */
     if (!rc)
         punch_free(fs);
     return rc;

@@ -120,6 +120,8 @@ int gmtf_fs_setattr(gmtf_fs *fs, uint64_t ino, const struct stat *st, unsigned t
         in->ct_ns = ns;
     }
     rc = rec_inode(fs, in);
+    if (!rc && (to_set & GMTF_SET_MODE)) /* the access ACL's base entries follow */
+        rc = acl_follow_chmod(fs, in);
 out:
     if (!rc && out)
         inode_to_stat(fs, in, out);

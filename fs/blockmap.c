@@ -26,6 +26,21 @@ struct fref *blockmap_find(struct inode *in, uint32_t blk)
     return NULL;
 }
 
+int blockmap_reserve(struct inode *in, uint32_t k)
+{
+    if (in->u.ext.cap - in->u.ext.n >= k)
+        return 0;
+    uint32_t cap = in->u.ext.cap ? in->u.ext.cap * 2 : 1;
+    if (cap < in->u.ext.n + k)
+        cap = in->u.ext.n + k;
+    struct fref *v = realloc(in->u.ext.v, cap * sizeof *v);
+    if (!v)
+        return -ENOMEM;
+    in->u.ext.v = v;
+    in->u.ext.cap = cap;
+    return 0;
+}
+
 static uint64_t share_of(gmtf_fs *fs, uint32_t frame, uint32_t len)
 {
     struct frame *f = &fs->frames[frame];
@@ -37,6 +52,10 @@ int blockmap_set(gmtf_fs *fs, struct inode *in, uint32_t blk, uint32_t frame, ui
 {
     uint32_t i = blockmap_lower(in, blk);
     int found = i < in->u.ext.n && in->u.ext.v[i].blk == blk;
+    /* Grow first: a failure must leave no trace (a reference taken and
+     * dropped again would free a frame a journaled record names). */
+    if (!found && frame && blockmap_reserve(in, 1))
+        return -ENOMEM;
     if (frame)
         frame_ref(fs, frame); /* before the unref: the same frame may be set again */
     if (found) {
@@ -53,16 +72,6 @@ int blockmap_set(gmtf_fs *fs, struct inode *in, uint32_t blk, uint32_t frame, ui
         }
         frame_unref(fs, old);
     } else if (frame) {
-        if (in->u.ext.n == in->u.ext.cap) {
-            uint32_t cap = in->u.ext.cap ? in->u.ext.cap * 2 : 1;
-            struct fref *v = realloc(in->u.ext.v, cap * sizeof *v);
-            if (!v) {
-                frame_unref(fs, frame);
-                return -ENOMEM;
-            }
-            in->u.ext.v = v;
-            in->u.ext.cap = cap;
-        }
         struct fref *e = &in->u.ext.v[i];
         memmove(e + 1, e, (in->u.ext.n - i) * sizeof *e);
         *e = (struct fref){blk, frame, off, len};

@@ -12,9 +12,12 @@ int wb_reserve(wbuf *w, size_t n)
     size_t cap = w->cap ? w->cap : 4096;
     while (cap < w->len + n)
         cap *= 2;
-    uint8_t *p = realloc(w->p, cap);
+    uint8_t *p = w->ext ? malloc(cap) : realloc(w->p, cap);
     if (!p)
         return w->err = -ENOMEM;
+    if (w->ext && w->len)
+        memcpy(p, w->p, w->len);
+    w->ext = 0;
     w->p = p;
     w->cap = cap;
     return 0;
@@ -55,7 +58,8 @@ void wb_u64(wbuf *w, uint64_t v)
 
 void wb_free(wbuf *w)
 {
-    free(w->p);
+    if (!w->ext)
+        free(w->p);
     memset(w, 0, sizeof *w);
 }
 

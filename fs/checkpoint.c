@@ -134,7 +134,7 @@ static int checkpoint(gmtf_fs *fs, uint64_t journal_bytes, unsigned flush_flags)
     }
     alloc_generation_done(fs, &retire);
     for (uint32_t id = 1; id < fs->nframes; id++) /* a generation begins */
-        fs->frames[id].flags = 0;
+        fs->frames[id].flags &= FRAME_OUTSIDE;    /* (outside stays: frame.c) */
     fs->sb = nsb;
     fs->data_start = DATA_START;
     fs->jbuf.len = 0;

@@ -94,6 +94,9 @@ int codec_decode_one(gmtf_fs *fs, const uint8_t *src, size_t len, uint8_t *dst, 
 {
     uint64_t foff[2] = {0, len}, doff[2] = {0, dlen};
     int st = 0;
+    uint8_t none;
+    if (!dst) /* an empty frame (an empty snapshot chunk): no arithmetic on NULL */
+        dst = &none;
     int rc = codec_decode_batch(fs, 1, src, foff, dst, doff, &st);
     return rc ? rc : st;
 }

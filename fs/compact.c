@@ -26,9 +26,9 @@ int fs_compact(gmtf_fs *fs, int force)
     /* Pull the live blocks of sparse frames into the write-back cache; the
      * flush packs them anew and the old frames lose their last reference. */
     int rc = 0;
-    for (uint64_t ino = 1; !rc && ino < fs->itab_cap; ino++) {
-        struct inode *in = fs->itab[ino];
-        if (!in || !S_ISREG(in->mode))
+    uint64_t ino = 0;
+    for (struct inode *in; !rc && (in = inode_next(fs, &ino));) {
+        if (!S_ISREG(in->mode))
             continue;
         for (uint32_t i = 0; !rc && i < in->u.ext.n; i++) {
             struct fref *e = &in->u.ext.v[i];

@@ -65,6 +65,8 @@ int dent_insert(gmtf_fs *fs, struct inode *dir, uint64_t ino, uint64_t cookie, c
         }
     }
     struct dent *d = malloc(sizeof *d + n + 1);
+    if (!d && fs->ndent_spare)
+        d = fs->dent_spare[--fs->ndent_spare]; /* sized for any name */
     if (!d)
         return -ENOMEM;
     d->parent = dir->ino;
@@ -82,6 +84,36 @@ int dent_insert(gmtf_fs *fs, struct inode *dir, uint64_t ino, uint64_t cookie, c
     if (cookie >= dir->u.dir.next)
         dir->u.dir.next = cookie + 1;
     return 0;
+}
+
+int dent_reserve(gmtf_fs *fs, struct inode *dir, unsigned k)
+{
+    while (fs->dent_count + k > fs->dent_cap)
+        if (dent_tab_grow(fs))
+            return -ENOMEM;
+    if (dir->u.dir.cap - dir->u.dir.n < k) {
+        uint32_t cap = dir->u.dir.cap ? dir->u.dir.cap * 2 : 8;
+        if (cap < dir->u.dir.n + k)
+            cap = dir->u.dir.n + k;
+        struct dent **v = realloc(dir->u.dir.v, cap * sizeof *v);
+        if (!v)
+            return -ENOMEM;
+        dir->u.dir.v = v;
+        dir->u.dir.cap = cap;
+    }
+    while (fs->ndent_spare < k && fs->ndent_spare < 2) {
+        struct dent *d = malloc(sizeof *d + GMTF_FS_NAME_MAX + 1);
+        if (!d)
+            return -ENOMEM;
+        fs->dent_spare[fs->ndent_spare++] = d;
+    }
+    return 0;
+}
+
+void dent_unreserve(gmtf_fs *fs)
+{
+    while (fs->ndent_spare)
+        free(fs->dent_spare[--fs->ndent_spare]);
 }
 
 /* First slot at or after which the next live entry has cookie >= c. */

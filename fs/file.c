@@ -228,6 +228,30 @@ static int is_data_block(gmtf_fs *fs, struct inode *in, uint32_t blk)
     return blockmap_find(in, blk) || dirty_find(fs, in->ino, blk);
 }
 
+/* The first block at or after b holding data (mapped or dirty), or nblk.
+ * Bounded by the blocks the file has, not by its size (a sparse file may
+ * claim 2^32 blocks). */
+static uint64_t next_data(struct inode *in, uint64_t b, uint64_t nblk)
+{
+    uint64_t best = nblk;
+    uint32_t i = blockmap_lower(in, (uint32_t)b);
+    if (i < in->u.ext.n && in->u.ext.v[i].blk < best)
+        best = in->u.ext.v[i].blk;
+    for (struct dblock *d = in->dirty; d; d = d->inext)
+        if (d->blk >= b && d->blk < best)
+            best = d->blk;
+    return best;
+}
+
+/* The first block at or after b holding no data: steps over data blocks
+ * only. */
+static uint64_t next_hole(gmtf_fs *fs, struct inode *in, uint64_t b, uint64_t nblk)
+{
+    while (b < nblk && is_data_block(fs, in, (uint32_t)b))
+        b++;
+    return b;
+}
+
 int64_t gmtf_fs_lseek(gmtf_fs *fs, uint64_t ino, int64_t off, int whence)
 {
     FS_RDLOCK(fs);
@@ -249,8 +273,7 @@ int64_t gmtf_fs_lseek(gmtf_fs *fs, uint64_t ino, int64_t off, int whence)
             uint64_t nblk = (in->size + fs->bs - 1) / fs->bs;
             uint64_t b = (uint64_t)off / fs->bs;
             int want = whence == SEEK_DATA;
-            while (b < nblk && is_data_block(fs, in, (uint32_t)b) != want)
-                b++;
+            b = want ? next_data(in, b, nblk) : next_hole(fs, in, b, nblk);
             if (b >= nblk)
                 rc = want ? -ENXIO : (int64_t)in->size;
             else {

@@ -354,12 +354,63 @@ static void pieces_recheck(gmtf_fs *fs, struct piece *p, size_t np, struct group
             alloc_release_now(fs, g[i].img_off, g[i].clen);
 }
 
+static int ptr_cmp(const void *a, const void *b)
+{
+    uintptr_t x = (uintptr_t) * (void *const *)a, y = (uintptr_t) * (void *const *)b;
+    return x < y ? -1 : x > y;
+}
+
+/* Everything the records of this flush need, taken before the first one:
+ * journal buffer room, frame table room, block map room for each newly
+ * mapped block. Then no record fails halfway (a FRAME record no EXT
+ * follows would leave a frame that replay cannot tell from a reused id). */
+static int pieces_reserve(gmtf_fs *fs, struct piece *p, size_t np, size_t nframes)
+{
+    int rc = rec_reserve(fs, (nframes + np) * REC_SMALL_MAX);
+    if (!rc)
+        rc = frame_reserve(fs, (uint32_t)nframes);
+    struct inode **v = rc ? NULL : malloc((np + 1) * sizeof *v);
+    if (!rc && !v)
+        rc = -ENOMEM;
+    size_t n = 0;
+    for (size_t i = 0; !rc && i < np; i++) {
+        struct inode *in = p[i].valid ? inode_get(fs, p[i].ino) : NULL;
+        if (in && !blockmap_find(in, p[i].blk))
+            v[n++] = in;
+    }
+    if (!rc)
+        qsort(v, n, sizeof *v, ptr_cmp);
+    for (size_t i = 0; !rc && i < n;) {
+        size_t k = i;
+        while (k < n && v[k] == v[i])
+            k++;
+        rc = blockmap_reserve(v[i], (uint32_t)(k - i));
+        i = k;
+    }
+    free(v);
+    return rc;
+}
+
 /* Makes the stored frames durable, then records them and every valid
- * piece's new mapping; those pieces leave the write-back cache. */
+ * piece's new mapping; those pieces leave the write-back cache. When the
+ * device flush fails (or the records' room cannot be had), nothing is
+ * recorded, the pieces stay dirty and the frames' space is free again at
+ * once: nothing leaks until remount. */
 static int pieces_record(gmtf_fs *fs, struct piece *p, size_t np, struct group *g, size_t ng,
                          size_t stored)
 {
+    size_t nframes = 0;
+    for (size_t i = 0; i < stored; i++)
+        nframes += g[i].used;
     int rc = ng ? img_flush(fs) : 0; /* frames durable before any record names them */
+    if (!rc)
+        rc = pieces_reserve(fs, p, np, nframes);
+    if (rc) {
+        for (size_t i = 0; i < stored; i++) /* named by no record */
+            if (g[i].used)
+                alloc_release_now(fs, g[i].img_off, g[i].clen);
+        return rc;
+    }
     for (size_t i = 0; !rc && i < stored; i++) {
         if (!g[i].used)
             continue;

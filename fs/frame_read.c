@@ -51,7 +51,7 @@ static int frames_decode(gmtf_fs *fs, const uint32_t *ids, size_t n, uint8_t **o
     memset(src, 0, foff[n]); /* every byte is then read from the image or zeroed */
     for (size_t i = 0; i < n; i++) {
         struct frame *f = &fs->frames[ids[i]];
-        status[i] = img_read(fs, src + foff[i], f->clen, f->off);
+        status[i] = f->flags & FRAME_OUTSIDE ? -EIO : img_read(fs, src + foff[i], f->clen, f->off);
         if (!status[i])
             status[i] = frame_check_header(fs, ids[i], src + foff[i]);
         if (status[i]) /* keep the batch decodable: an empty frame stands in */

@@ -21,15 +21,22 @@
 #define JOURNAL_FLOOR (16u << 10)     /* smallest journal (tests force checkpoints) */
 #define STAGE_MAX (256u << 10)        /* fsync stages at most this much uncompressed */
 #define STAGE_PAGE 4096u              /* granularity of staged ranges */
+#define STAGE_REPLAY_MIN (256u << 20) /* replayed staged blocks may fill this much at least */
 #define PUNCH_MIN (1u << 20)          /* free extents this large are punched */
 #define PUNCH_ALIGN 4096u             /* punched ranges: whole host pages */
 #define FILE_BLOCKS_MAX 0xffffffffull /* blocks of one file (block numbers are u32) */
+/* Directory cookies (readdir offsets) are below this: the kernel's offsets
+ * are signed, and cookie + 1 must not wrap to 0 (a listing restarting for
+ * ever). A DADD record at or above it does not apply. */
+#define COOKIE_LIMIT (1ull << 62)
 
 /* ---- buf.c: little-endian byte buffers ---------------------------------------- */
 typedef struct wbuf {
     uint8_t *p;
     size_t len, cap;
     int err;
+    int ext; /* p is the caller's storage (a small record on the stack): never
+                freed, copied to the heap when the buffer must grow */
 } wbuf;
 
 typedef struct rbuf {
@@ -86,7 +93,7 @@ struct frame { /* refs == 0 and clen == 0: unused id */
     uint64_t off;
     uint32_t clen, dlen, crc, refs;
     uint64_t live;  /* bytes of it that blocks map (over dlen when deduplicated) */
-    uint32_t flags; /* FRAME_FRESH, FRAME_PINNED */
+    uint32_t flags; /* FRAME_FRESH, FRAME_PINNED, FRAME_OUTSIDE */
 };
 enum { LOADING_SNAPSHOT = 1, LOADING_JOURNAL = 2, LOADING_BUILD = 3 };
 
@@ -95,6 +102,10 @@ enum { LOADING_SNAPSHOT = 1, LOADING_JOURNAL = 2, LOADING_BUILD = 3 };
 #define FRAME_FRESH 1u
 /* A STAGE record of the current journal decodes it as a block's base. */
 #define FRAME_PINNED 2u
+/* The image named it past its end or its capacity (or fsck dropped it for
+ * an overlap): its blocks read as EIO, and its bytes are never this image's
+ * space: never freed, retired or allocated (frame.c). */
+#define FRAME_OUTSIDE 4u
 
 struct dent {
     uint64_t parent, ino, cookie;
@@ -185,20 +196,29 @@ struct gmtf_fs {
     pthread_mutex_t dpool_mtx;
     pthread_cond_t dpool_cond;
 
-    /* inodes, by number */
-    struct inode **itab;
-    uint64_t itab_cap;
+    /* inodes, by number (inode.c): pages of IPAGE numbers */
+    struct ipage **ipage_tab; /* hash of the pages by page number */
+    size_t ipage_cap;
+    struct ipage **ipage_ord; /* every page; sorted unless ipage_unsorted */
+    size_t nipages, ipage_ord_cap, ipage_hint;
+    int ipage_unsorted;
+    uint64_t ninodes;
+    uint64_t ino_cursor; /* numbers below it were in use when handed out */
     uint64_t *ino_free;
     size_t nino_free, ino_free_cap;
     uint64_t next_gen;
     uint64_t *adirty; /* inodes with attr_dirty set */
     size_t nadirty, adirty_cap;
+    int adirty_all; /* the list could not grow: some are only flagged */
 
     /* directory entries: one hash table over (parent, name) */
     struct dent **dent_tab;
     size_t dent_cap, dent_count;
+    struct dent *dent_spare[2]; /* dent_reserve: taken when malloc fails */
+    unsigned ndent_spare;
 
     /* frames, by id (0 unused) */
+    struct frame_idmap *idmap; /* while loading: the image's ids -> table ids */
     struct frame *frames;
     uint32_t nframes; /* table length */
     uint32_t *frame_free;
@@ -301,7 +321,21 @@ int snapshot_serialize(gmtf_fs *fs, const extvec *retire, wbuf *w, size_t chunk,
 int snapshot_write(gmtf_fs *fs, uint64_t gen, const extvec *retire, sb_info *nsb);
 int snapshot_load(gmtf_fs *fs); /* the snapshot fs->sb names */
 
-/* ---- attr.c, file.c, compact.c (operations) ---- */
+/* ---- attr.c, file.c, compact.c, xattr.c, acl.c, xblob.c (operations) ---- */
+int xblob_find(const struct inode *in, const char *name, size_t n, uint32_t *pos, uint32_t *rlen);
+const uint8_t *xblob_value(const struct inode *in, const char *name, uint32_t *len);
+int xblob_set(gmtf_fs *fs, struct inode *in, const char *name, const void *value, size_t size,
+              int flags);
+int xblob_remove(gmtf_fs *fs, struct inode *in, const char *name);
+int acl_valid(const void *acl, size_t size); /* 0: a well-formed ACL xattr */
+int acl_is_name(const char *name);
+/* The policy for a new node in dir: r's mode and gid adjusted, and the ACLs
+ * to store on it (caller frees; NULL when none). */
+int acl_new_node(gmtf_fs *fs, struct inode *dir, gmtf_make_req *r, uint8_t **access,
+                 size_t *access_len, uint8_t **dflt, size_t *dflt_len);
+int acl_follow_chmod(gmtf_fs *fs, struct inode *in); /* after a mode change */
+int acl_set(gmtf_fs *fs, struct inode *in, const char *name, const void *value, size_t size,
+            int flags);
 void inode_to_stat(gmtf_fs *fs, const struct inode *in, struct stat *st);
 /* Fills e (may be NULL) for a reply naming in; count: one more lookup. */
 void attr_fill_entry(gmtf_fs *fs, struct inode *in, gmtf_entry *e, int count);
@@ -344,6 +378,12 @@ int journal_replay(gmtf_fs *fs);
 /* ---- record.c: build a record, apply it, append it to the journal buffer ---- */
 int rec_apply(gmtf_fs *fs, const uint8_t *rec, size_t len);
 int rec_apply_all(gmtf_fs *fs, const uint8_t *p, size_t len); /* a sequence */
+/* Journal buffer room for `bytes` of records more: after it, records of
+ * fixed size (all but LINK, XATTR, STAGE) up to that many bytes cannot fail
+ * for want of memory. An operation of several records reserves first, so
+ * that it cannot stop halfway. */
+int rec_reserve(gmtf_fs *fs, size_t bytes);
+#define REC_SMALL_MAX 320 /* the largest fixed-size record (DADD, 255-byte name) */
 void rec_start(wbuf *w, uint16_t type);
 void rec_put_inode(wbuf *w, const struct inode *in);
 int rec_inode(gmtf_fs *fs, const struct inode *in);
@@ -386,6 +426,9 @@ uint32_t blockmap_lower(const struct inode *in, uint32_t blk); /* first mapping 
 /* Maps blk to frame[off, off+len) (frame 0: unmaps it). */
 int blockmap_set(gmtf_fs *fs, struct inode *in, uint32_t blk, uint32_t frame, uint32_t off,
                  uint32_t len);
+/* Room for k more mappings in in's map: k new blocks then map without
+ * allocating. */
+int blockmap_reserve(struct inode *in, uint32_t k);
 void blockmap_free(gmtf_fs *fs, struct inode *in);
 void blockmap_truncate(gmtf_fs *fs, struct inode *in, uint64_t size); /* mappings past size */
 
@@ -401,7 +444,15 @@ int frames_verify(gmtf_fs *fs, const uint32_t *ids, size_t n, int *status);
 
 /* ---- frame.c: the frame table ---- */
 int frame_new_id(gmtf_fs *fs, uint32_t *id);
+/* A new frame. While loading, id is the image's id: the table id it gets is
+ * frame_load_id(fs, id) from then on (until frame_load_end). */
+/* Room in the table for k new frames: k frame_new_id + frame_set pairs
+ * then allocate nothing. */
+int frame_reserve(gmtf_fs *fs, uint32_t k);
 int frame_set(gmtf_fs *fs, uint32_t id, uint64_t off, uint32_t clen, uint32_t dlen, uint32_t crc);
+uint32_t frame_load_id(gmtf_fs *fs, uint32_t image_id); /* 0: no such frame */
+void frame_load_end(gmtf_fs *fs); /* the image's ids are not needed any more */
+void frame_table_free(gmtf_fs *fs);
 void frame_ref(gmtf_fs *fs, uint32_t id);
 void frame_unref(gmtf_fs *fs, uint32_t id);
 int frame_valid(gmtf_fs *fs, uint32_t id);
@@ -475,10 +526,23 @@ uint64_t alloc_free_bytes(gmtf_fs *fs);
 uint64_t alloc_punched_bytes(gmtf_fs *fs); /* free bytes the host has back (holes) */
 
 /* ---- inode.c: the inode table ---- */
+#define IPAGE 16u /* inode numbers per page of the table */
 struct inode *inode_get(gmtf_fs *fs, uint64_t ino);
 struct inode *inode_create_mem(gmtf_fs *fs, uint64_t ino, uint32_t mode);
 void inode_table_remove(gmtf_fs *fs, struct inode *in); /* and frees the struct */
-int inode_alloc_ino(gmtf_fs *fs, uint64_t *ino);
+int inode_alloc_ino(gmtf_fs *fs, uint64_t *ino);        /* -ENOSPC past 2^40 */
+/* The inode with the smallest number above *ino (0: the first), which
+ * *ino then holds; NULL after the last. In number order, and safe when the
+ * body creates or drops inodes; the caller holds the write lock (or runs
+ * alone: load, check), since it may sort the table. Loop:
+ *   uint64_t ino = 0;
+ *   for (struct inode *in; (in = inode_next(fs, &ino));) ... */
+struct inode *inode_next(gmtf_fs *fs, uint64_t *ino);
+/* Every inode once, in no order, for readers (read lock: the table must
+ * not change during the loop). Start with *pos = 0. */
+struct inode *inode_scan(const gmtf_fs *fs, uint64_t *pos);
+/* Frees the table and the free numbers (not the inodes: free them first). */
+void inode_table_free(gmtf_fs *fs);
 
 /* ---- dirent.c: directory entries ---- */
 struct dent *dent_find(gmtf_fs *fs, uint64_t parent, const char *name, size_t n);
@@ -486,6 +550,11 @@ int dent_insert(gmtf_fs *fs, struct inode *dir, uint64_t ino, uint64_t cookie, c
                 size_t n);
 int dent_remove(gmtf_fs *fs, struct inode *dir, struct dent *d);
 uint32_t dir_seek(const struct inode *dir, uint64_t cookie);
+/* Room for k more entries in dir (table, directory array, and spare
+ * entries for when malloc fails): k inserts into dir then cannot fail.
+ * dent_unreserve frees the spares left. */
+int dent_reserve(gmtf_fs *fs, struct inode *dir, unsigned k);
+void dent_unreserve(gmtf_fs *fs);
 
 /* ---- superblock.c ---- */
 void sb_encode(const sb_info *sb, uint8_t *buf); /* always the current version */

@@ -117,6 +117,9 @@ typedef struct gmtf_fs_options {
     int no_flush;    /* skip device flushes until unmount (mkfs: a crash midway
                                   leaves no useful image anyway) */
     int mkfs_finish; /* mount an image mkfs marked incomplete; unmount marks it complete */
+    int posix_acl;   /* POSIX ACL policy (a FUSE mount with ACLs): gmtf_fs_make inherits
+                        default ACLs, chmod updates the access ACL, setting the access ACL
+                        sets the mode; without it the ACL xattrs are plain xattrs */
 
     /* The write time every checkpoint records, seconds since 1970; 0 = the
      * clock (reproducible images: mkfs with SOURCE_DATE_EPOCH). */
@@ -172,6 +175,29 @@ int gmtf_fs_setattr(gmtf_fs *fs, uint64_t ino, const struct stat *st, unsigned t
 
 /* mknod makes regular files, fifos, sockets and device nodes (mode holds the
  * type). name must not exist (-EEXIST). Times are set to now. */
+/* A new node as a FUSE request makes it: the caller's ids and umask; the
+ * library applies the policy in the same locked call (a setgid parent
+ * passes its group on; with posix_acl, the parent's default ACL replaces
+ * the umask and is inherited, else the umask applies). */
+typedef struct gmtf_make_req {
+    uint64_t parent;
+    const char *name;
+    mode_t mode;        /* type (S_IFREG if none) and permission bits as asked */
+    dev_t rdev;         /* devices */
+    const char *target; /* symlinks */
+    uid_t uid;
+    gid_t gid;
+    mode_t umask;
+    int open; /* a create: the node is counted open (release it) */
+} gmtf_make_req;
+int gmtf_fs_make(gmtf_fs *fs, const gmtf_make_req *r, gmtf_entry *e);
+/* Turns the POSIX ACL policy on or off (gmtf_fs_options.posix_acl), e.g.
+ * once FUSE has said whether the kernel enforces ACLs. */
+void gmtf_fs_set_posix_acl(gmtf_fs *fs, int on);
+
+#define GMTF_FS_ACL_ACCESS "system.posix_acl_access"
+#define GMTF_FS_ACL_DEFAULT "system.posix_acl_default"
+
 int gmtf_fs_mknod(gmtf_fs *fs, uint64_t parent, const char *name, mode_t mode, dev_t rdev,
                   uid_t uid, gid_t gid, gmtf_entry *e);
 int gmtf_fs_mkdir(gmtf_fs *fs, uint64_t parent, const char *name, mode_t mode, uid_t uid, gid_t gid,
@@ -291,6 +317,7 @@ typedef struct gmtf_fs_info {
 } gmtf_fs_info;
 int gmtf_fs_get_info(gmtf_fs *fs, gmtf_fs_info *info);
 
+
 /* ---- check (fsck) ------------------------------------------------------------ */
 
 typedef struct gmtf_fs_check_options {
@@ -316,7 +343,10 @@ typedef struct gmtf_fs_check_report {
 
 /* Checks the image (does not take ownership of img). Returns 0 when the
  * check ran (see report), or a negative code when the image cannot be
- * read at all (-EINVAL: not gmtf; -EUCLEAN: no usable superblock/snapshot). */
+ * read at all (-EINVAL: not gmtf; -EUCLEAN: no usable superblock/snapshot).
+ * A repair writes only when it can fix every problem found and has room for
+ * its checkpoint; else report.unrepairable is set (the log says why) and
+ * the image is unchanged. An image with no problem is not written. */
 int gmtf_fs_check(gmtf_image *img, const gmtf_fs_check_options *opt, gmtf_fs_check_report *rep);
 
 #ifdef __cplusplus

@@ -97,6 +97,22 @@ int journal_replay(gmtf_fs *fs)
      * the other. A torn last commit can leave it valid in one copy only. */
     uint64_t offs[2] = {fs->sb.jrnl_off, fs->sb.jrnl2_off};
     int ncopies = fs->sb.jrnl2_off ? 2 : 1, readable = 0;
+    /* Never more memory than the image can hold (a superblock may claim a
+     * 1 GiB journal in a small image): a copy reaching past the end is
+     * unreadable below, the other is read as far as the image goes. */
+    uint64_t size, room = 0;
+    if (!img_size(fs, &size)) {
+        for (int k = 0; k < ncopies; k++)
+            if (offs[k] < size && size - offs[k] > room)
+                room = size - offs[k];
+        if (len > room)
+            len = room;
+        if (len == 0) {
+            fs_log(fs, "journal of generation %llu lies past the end of the image",
+                   (unsigned long long)fs->sb.gen);
+            return -EIO;
+        }
+    }
     uint8_t *buf[2] = {NULL, NULL};
     for (int k = 0; k < ncopies; k++) {
         buf[k] = malloc(len);

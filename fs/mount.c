@@ -33,10 +33,8 @@ static void meta_free_all(gmtf_fs *fs)
     free(fs->dent_tab);
     fs->dent_tab = NULL;
     fs->dent_cap = fs->dent_count = 0;
-    for (uint64_t i = 0; i < fs->itab_cap; i++) {
-        struct inode *in = fs->itab[i];
-        if (!in)
-            continue;
+    uint64_t pos = 0;
+    for (struct inode *in; (in = inode_scan(fs, &pos));) {
         if (S_ISREG(in->mode))
             free(in->u.ext.v);
         else if (S_ISDIR(in->mode))
@@ -46,22 +44,11 @@ static void meta_free_all(gmtf_fs *fs)
         free(in->xattr);
         free(in);
     }
-    free(fs->itab);
-    fs->itab = NULL;
-    fs->itab_cap = 0;
-    free(fs->ino_free);
-    fs->ino_free = NULL;
-    fs->nino_free = fs->ino_free_cap = 0;
+    inode_table_free(fs);
     free(fs->adirty);
     fs->adirty = NULL;
     fs->nadirty = fs->adirty_cap = 0;
-    free(fs->frames);
-    fs->frames = NULL;
-    fs->nframes = 0;
-    free(fs->frame_free);
-    fs->frame_free = NULL;
-    fs->nframe_free = fs->frame_free_cap = 0;
-    fs->live_frames = fs->stored_bytes = 0;
+    frame_table_free(fs);
     ev_free(&fs->free);
     ev_free(&fs->pending);
     ev_free(&fs->retired_cur);
@@ -156,9 +143,10 @@ static void post_load(gmtf_fs *fs)
     /* Unlinked files that were open at the crash: gone now (their frames
      * retired). The root stays whatever its link count says: fsck fixes it. */
     fs->loading = LOADING_JOURNAL;
-    for (uint64_t i = 1; i < fs->itab_cap; i++)
-        if (fs->itab[i] && fs->itab[i]->nlink == 0 && i != GMTF_ROOT_INO)
-            inode_drop(fs, fs->itab[i]);
+    uint64_t ino = 0;
+    for (struct inode *in; (in = inode_next(fs, &ino));)
+        if (in->nlink == 0 && ino != GMTF_ROOT_INO)
+            inode_drop(fs, in);
     fs->loading = 0;
     /* Frames no record ever mapped (written just before a crash): free
      * space, their ids free. */
@@ -225,6 +213,7 @@ int fs_load(gmtf_fs *fs)
     }
     if (rc)
         return rc;
+    frame_load_end(fs);
     if (k > 1) {
         /* Never silent: the newest state is lost, at least for now. */
         fs->fell_back = 1;
@@ -433,9 +422,9 @@ int gmtf_fs_unmount(gmtf_fs *fs)
     if (!fs->ro) {
         FS_WRLOCK(fs);
         /* Files still open are closed now. */
-        for (uint64_t i = 1; i < fs->itab_cap; i++) {
-            struct inode *in = fs->itab[i];
-            if (in && in->nlink == 0) {
+        uint64_t ino = 0;
+        for (struct inode *in; (in = inode_next(fs, &ino));) {
+            if (in->nlink == 0) {
                 in->nopen = 0;
                 in->nlookup = 0;
                 rec_idel_unused(fs, in);
@@ -484,10 +473,8 @@ int gmtf_fs_get_info(gmtf_fs *fs, gmtf_fs_info *info)
     info->capacity = fs->sb.capacity;
     info->image_bytes = fs->end;
     info->used_bytes = fs->used;
-    for (uint64_t i = 1; i < fs->itab_cap; i++) {
-        struct inode *in = fs->itab[i];
-        if (!in)
-            continue;
+    uint64_t pos = 0;
+    for (struct inode *in; (in = inode_scan(fs, &pos));) {
         if (S_ISREG(in->mode)) {
             info->files++;
             info->data_bytes += in->size;
@@ -537,9 +524,7 @@ int gmtf_fs_statfs(gmtf_fs *fs, struct statvfs *st)
         }
         avail = host + inside + retired;
     }
-    uint64_t files = 0;
-    for (uint64_t i = 1; i < fs->itab_cap; i++)
-        files += fs->itab[i] != NULL;
+    uint64_t files = fs->ninodes;
     FS_UNLOCK(fs);
     st->f_bsize = fs->bs;
     st->f_frsize = 4096;

@@ -89,43 +89,97 @@ int gmtf_fs_lookup(gmtf_fs *fs, uint64_t parent, const char *name, gmtf_entry *e
     return rc;
 }
 
-/* Creates an inode named parent/name. Caller holds the write lock. */
-static int make_node(gmtf_fs *fs, uint64_t parent, const char *name, uint32_t mode, dev_t rdev,
-                     uid_t uid, gid_t gid, const char *target, struct inode **out)
+/* Takes, before an operation's first record, what its records need: room
+ * in the journal buffer for recs small records and, with dadds, room for
+ * that many entries in dir. The operation then cannot fail halfway for want
+ * of memory (a rename that dropped the target and then failed lost it).
+ * dent_unreserve after. */
+static int op_reserve(gmtf_fs *fs, unsigned recs, struct inode *dir, unsigned dadds)
+{
+    int rc = rec_reserve(fs, (size_t)recs * REC_SMALL_MAX);
+    if (!rc && dadds)
+        rc = dent_reserve(fs, dir, dadds);
+    return rc;
+}
+
+/* Creates an inode named r->parent/r->name (policy: apply the creation
+ * policy of acl.c, the ACLs stored in the same locked call). Caller holds
+ * the write lock. */
+static int make_node(gmtf_fs *fs, gmtf_make_req r, int policy, struct inode **out)
 {
     size_t n;
-    int rc = name_ok(name, &n);
+    int rc = name_ok(r.name, &n);
     if (rc)
         return rc;
     if (fs->ro)
         return -EROFS;
-    struct inode *dir = dir_get(fs, parent, &rc);
+    struct inode *dir = dir_get(fs, r.parent, &rc);
     if (!dir)
         return rc;
-    if (is_dot(name, n) || dent_find(fs, parent, name, n))
+    if (is_dot(r.name, n) || dent_find(fs, r.parent, r.name, n))
         return -EEXIST;
+    uint8_t *access = NULL, *dflt = NULL;
+    size_t alen = 0, dlen = 0;
+    if (policy && (rc = acl_new_node(fs, dir, &r, &access, &alen, &dflt, &dlen)))
+        return rc;
     uint64_t ino;
-    if ((rc = inode_alloc_ino(fs, &ino)))
-        return rc;
+    if ((rc = op_reserve(fs, 4, dir, 1)) || (rc = inode_alloc_ino(fs, &ino)))
+        goto out;
     uint64_t gen = fs->next_gen;
-    rc = rec_inode_new(fs, ino, gen, mode, uid, gid, rdev, S_ISDIR(mode) ? parent : 0,
-                       name_sortkey(name, n));
+    rc = rec_inode_new(fs, ino, gen, r.mode, r.uid, r.gid, r.rdev, S_ISDIR(r.mode) ? r.parent : 0,
+                       name_sortkey(r.name, n));
     if (rc)
-        return rc;
+        goto out;
     struct inode *in = inode_get(fs, ino);
-    if (target && (rc = rec_link(fs, ino, target, strlen(target)))) {
+    if (r.target)
+        rc = rec_link(fs, ino, r.target, strlen(r.target));
+    if (!rc && access)
+        rc = xblob_set(fs, in, GMTF_FS_ACL_ACCESS, access, alen, 0);
+    if (!rc && dflt)
+        rc = xblob_set(fs, in, GMTF_FS_ACL_DEFAULT, dflt, dlen, 0);
+    if (!rc)
+        rc = rec_dadd(fs, r.parent, ino, dir->u.dir.next, r.name, n);
+    if (rc) { /* the inode goes again (the room for IDEL is reserved) */
         rec_idel(fs, ino);
-        return rc;
+        goto out;
     }
-    if ((rc = rec_dadd(fs, parent, ino, dir->u.dir.next, name, n))) {
-        rec_idel(fs, ino);
-        return rc;
-    }
-    if (S_ISDIR(mode))
+    if (S_ISDIR(r.mode))
         dir->nlink++;
     attr_touch(dir, 1);
     rc = rec_inode(fs, dir);
     *out = in;
+out:
+    dent_unreserve(fs);
+    free(access);
+    free(dflt);
+    return rc;
+}
+
+int gmtf_fs_make(gmtf_fs *fs, const gmtf_make_req *r, gmtf_entry *e)
+{
+    gmtf_make_req q = *r;
+    if (!(q.mode & S_IFMT))
+        q.mode |= S_IFREG;
+    if (S_ISLNK(q.mode) ? !q.target || !*q.target : q.target != NULL)
+        return S_ISLNK(q.mode) ? -ENOENT : -EINVAL;
+    if (q.target && strlen(q.target) > 4095)
+        return -ENAMETOOLONG;
+    if (!S_ISREG(q.mode) && !S_ISDIR(q.mode) && !S_ISLNK(q.mode) && !S_ISFIFO(q.mode) &&
+        !S_ISSOCK(q.mode) && !S_ISCHR(q.mode) && !S_ISBLK(q.mode))
+        return -EINVAL;
+    if (!S_ISCHR(q.mode) && !S_ISBLK(q.mode))
+        q.rdev = 0;
+    if (S_ISLNK(q.mode))
+        q.mode = S_IFLNK | 0777;
+    FS_WRLOCK(fs);
+    struct inode *in;
+    int rc = make_node(fs, q, 1, &in);
+    if (!rc) {
+        if (q.open && S_ISREG(in->mode))
+            in->nopen++;
+        attr_fill_entry(fs, in, e, 1);
+    }
+    FS_UNLOCK(fs);
     return rc;
 }
 
@@ -140,8 +194,13 @@ int gmtf_fs_mknod(gmtf_fs *fs, uint64_t parent, const char *name, mode_t mode, d
         return -EINVAL;
     FS_WRLOCK(fs);
     struct inode *in;
-    int rc = make_node(fs, parent, name, mode, (S_ISCHR(mode) || S_ISBLK(mode)) ? rdev : 0, uid,
-                       gid, NULL, &in);
+    gmtf_make_req r = {.parent = parent,
+                       .name = name,
+                       .mode = mode,
+                       .rdev = (S_ISCHR(mode) || S_ISBLK(mode)) ? rdev : 0,
+                       .uid = uid,
+                       .gid = gid};
+    int rc = make_node(fs, r, 0, &in);
     if (!rc)
         attr_fill_entry(fs, in, e, 1);
     FS_UNLOCK(fs);
@@ -154,7 +213,9 @@ int gmtf_fs_create(gmtf_fs *fs, uint64_t parent, const char *name, mode_t mode, 
     (void)flags;
     FS_WRLOCK(fs);
     struct inode *in;
-    int rc = make_node(fs, parent, name, S_IFREG | (mode & 07777), 0, uid, gid, NULL, &in);
+    gmtf_make_req r = {
+        .parent = parent, .name = name, .mode = S_IFREG | (mode & 07777), .uid = uid, .gid = gid};
+    int rc = make_node(fs, r, 0, &in);
     if (!rc) {
         in->nopen++;
         attr_fill_entry(fs, in, e, 1);
@@ -168,7 +229,9 @@ int gmtf_fs_mkdir(gmtf_fs *fs, uint64_t parent, const char *name, mode_t mode, u
 {
     FS_WRLOCK(fs);
     struct inode *in;
-    int rc = make_node(fs, parent, name, S_IFDIR | (mode & 07777), 0, uid, gid, NULL, &in);
+    gmtf_make_req r = {
+        .parent = parent, .name = name, .mode = S_IFDIR | (mode & 07777), .uid = uid, .gid = gid};
+    int rc = make_node(fs, r, 0, &in);
     if (!rc)
         attr_fill_entry(fs, in, e, 1);
     FS_UNLOCK(fs);
@@ -185,7 +248,13 @@ int gmtf_fs_symlink(gmtf_fs *fs, uint64_t parent, const char *name, const char *
         return -ENAMETOOLONG;
     FS_WRLOCK(fs);
     struct inode *in;
-    int rc = make_node(fs, parent, name, S_IFLNK | 0777, 0, uid, gid, target, &in);
+    gmtf_make_req r = {.parent = parent,
+                       .name = name,
+                       .mode = S_IFLNK | 0777,
+                       .target = target,
+                       .uid = uid,
+                       .gid = gid};
+    int rc = make_node(fs, r, 0, &in);
     if (!rc)
         attr_fill_entry(fs, in, e, 1);
     FS_UNLOCK(fs);
@@ -225,7 +294,8 @@ int gmtf_fs_link(gmtf_fs *fs, uint64_t ino, uint64_t newparent, const char *newn
         goto out;
     }
     rec_attr_emit(fs);
-    if ((rc = rec_dadd(fs, newparent, ino, dir->u.dir.next, newname, n)))
+    if ((rc = op_reserve(fs, 3, dir, 1)) ||
+        (rc = rec_dadd(fs, newparent, ino, dir->u.dir.next, newname, n)))
         goto out;
     in->nlink++;
     attr_touch(in, 0);
@@ -236,6 +306,7 @@ int gmtf_fs_link(gmtf_fs *fs, uint64_t ino, uint64_t newparent, const char *newn
     if (!rc)
         attr_fill_entry(fs, in, e, 1);
 out:
+    dent_unreserve(fs);
     FS_UNLOCK(fs);
     return rc;
 }
@@ -285,7 +356,7 @@ static int remove_entry(gmtf_fs *fs, uint64_t parent, const char *name, int want
     if (rc)
         goto out;
     rec_attr_emit(fs);
-    if ((rc = rec_ddel(fs, parent, name, n)))
+    if ((rc = op_reserve(fs, 4, dir, 0)) || (rc = rec_ddel(fs, parent, name, n)))
         goto out;
     attr_touch(dir, 1);
     rc = drop_link(fs, dir, in);
@@ -389,7 +460,11 @@ static int rename_exchange(gmtf_fs *fs, struct rename_op *r)
         return -EINVAL;
     rec_attr_emit(fs);
     uint64_t si = r->src->ino, di = r->dst->ino;
-    int rc = rec_ddel(fs, r->parent, r->name, r->n);
+    int rc = op_reserve(fs, 10, r->to, 2);
+    if (!rc && r->from != r->to)
+        rc = dent_reserve(fs, r->from, 1);
+    if (!rc)
+        rc = rec_ddel(fs, r->parent, r->name, r->n);
     if (!rc)
         rc = rec_ddel(fs, r->newparent, r->newname, r->nn);
     if (!rc)
@@ -421,7 +496,9 @@ static int rename_move(gmtf_fs *fs, struct rename_op *r)
     if (S_ISDIR(r->src->mode) && is_below(fs, r->newparent, r->src->ino))
         return -EINVAL;
     rec_attr_emit(fs);
-    int rc;
+    int rc = op_reserve(fs, 10, r->to, 1);
+    if (rc)
+        return rc;
     if (r->dd) {
         if ((rc = rec_ddel(fs, r->newparent, r->newname, r->nn)))
             return rc;
@@ -467,6 +544,7 @@ int gmtf_fs_rename(gmtf_fs *fs, uint64_t parent, const char *name, uint64_t newp
         ; /* two links of one file: nothing to do */
     else if (!r.dd || !(rc = rename_may_replace(&r)))
         rc = rename_move(fs, &r);
+    dent_unreserve(fs);
     FS_UNLOCK(fs);
     return rc;
 }

@@ -10,6 +10,19 @@
 
 #include "fs_internal.h"
 
+int rec_reserve(gmtf_fs *fs, size_t bytes)
+{
+    wbuf *j = &fs->jbuf;
+    int rc = wb_reserve(j, (j->len ? 0 : JR_HDR_SIZE) + bytes);
+    if (rc) {
+        j->err = 0; /* the buffer is intact: a later record may find memory */
+        fs_log(fs, "out of memory in the journal buffer");
+    }
+    return rc;
+}
+
+/* Applies a record and appends it to the journal buffer: both or neither
+ * (the room is taken first), so memory and journal never disagree. */
 static int rec_emit(gmtf_fs *fs, wbuf *w)
 {
     if (w->err) {
@@ -17,20 +30,32 @@ static int rec_emit(gmtf_fs *fs, wbuf *w)
         return -ENOMEM;
     }
     store_le32(w->p + 4, (uint32_t)(w->len - REC_HDR));
+    if (!fs->loading && rec_reserve(fs, w->len)) {
+        wb_free(w);
+        return -ENOMEM;
+    }
     int rc = rec_apply(fs, w->p, w->len);
     if (rc == 0 && !fs->loading) {
         fs->changed = 1;
         wbuf *j = &fs->jbuf;
-        if (j->len == 0 && !wb_reserve(j, JR_HDR_SIZE))
-            j->len = JR_HDR_SIZE; /* room for the chunk header */
-        wb_bytes(j, w->p, w->len);
-        if (j->err) {
-            fs_log(fs, "out of memory in the journal buffer");
-            rc = -ENOMEM;
-        }
+        if (j->len == 0)
+            j->len = JR_HDR_SIZE;  /* room for the chunk header */
+        wb_bytes(j, w->p, w->len); /* reserved above: cannot fail */
     }
     wb_free(w);
     return rc;
+}
+
+/* A record of fixed size built in buf (the caller's stack): no allocation. */
+static void rec_start_small(wbuf *w, uint8_t *buf, uint16_t type)
+{
+    memset(w, 0, sizeof *w);
+    w->p = buf;
+    w->cap = REC_SMALL_MAX;
+    w->ext = 1;
+    wb_u16(w, type);
+    wb_u16(w, 0);
+    wb_u32(w, 0);
 }
 
 void rec_start(wbuf *w, uint16_t type)
@@ -63,7 +88,8 @@ void rec_put_inode(wbuf *w, const struct inode *in)
 int rec_inode(gmtf_fs *fs, const struct inode *in)
 {
     wbuf w;
-    rec_start(&w, R_INODE);
+    uint8_t buf[REC_SMALL_MAX];
+    rec_start_small(&w, buf, R_INODE);
     rec_put_inode(&w, in);
     return rec_emit(fs, &w);
 }
@@ -89,7 +115,8 @@ int rec_inode_new(gmtf_fs *fs, uint64_t ino, uint64_t gen, uint32_t mode, uint32
 int rec_size(gmtf_fs *fs, uint64_t ino, uint64_t size)
 {
     wbuf w;
-    rec_start(&w, R_SIZE);
+    uint8_t buf[REC_SMALL_MAX];
+    rec_start_small(&w, buf, R_SIZE);
     wb_u64(&w, ino);
     wb_u64(&w, size);
     return rec_emit(fs, &w);
@@ -98,7 +125,8 @@ int rec_size(gmtf_fs *fs, uint64_t ino, uint64_t size)
 int rec_idel(gmtf_fs *fs, uint64_t ino)
 {
     wbuf w;
-    rec_start(&w, R_IDEL);
+    uint8_t buf[REC_SMALL_MAX];
+    rec_start_small(&w, buf, R_IDEL);
     wb_u64(&w, ino);
     return rec_emit(fs, &w);
 }
@@ -107,7 +135,8 @@ int rec_dadd(gmtf_fs *fs, uint64_t parent, uint64_t ino, uint64_t cookie, const 
              size_t n)
 {
     wbuf w;
-    rec_start(&w, R_DADD);
+    uint8_t buf[REC_SMALL_MAX];
+    rec_start_small(&w, buf, R_DADD);
     wb_u64(&w, parent);
     wb_u64(&w, ino);
     wb_u64(&w, cookie);
@@ -119,7 +148,8 @@ int rec_dadd(gmtf_fs *fs, uint64_t parent, uint64_t ino, uint64_t cookie, const 
 int rec_ddel(gmtf_fs *fs, uint64_t parent, const char *name, size_t n)
 {
     wbuf w;
-    rec_start(&w, R_DDEL);
+    uint8_t buf[REC_SMALL_MAX];
+    rec_start_small(&w, buf, R_DDEL);
     wb_u64(&w, parent);
     wb_u16(&w, (uint16_t)n);
     wb_bytes(&w, name, n);
@@ -149,7 +179,8 @@ int rec_xattr(gmtf_fs *fs, uint64_t ino, const uint8_t *blob, uint32_t len)
 int rec_frame(gmtf_fs *fs, uint32_t id, uint64_t off, uint32_t clen, uint32_t dlen, uint32_t crc)
 {
     wbuf w;
-    rec_start(&w, R_FRAME);
+    uint8_t buf[REC_SMALL_MAX];
+    rec_start_small(&w, buf, R_FRAME);
     wb_u32(&w, id);
     wb_u64(&w, off);
     wb_u32(&w, clen);
@@ -161,7 +192,8 @@ int rec_frame(gmtf_fs *fs, uint32_t id, uint64_t off, uint32_t clen, uint32_t dl
 int rec_ext(gmtf_fs *fs, uint64_t ino, uint32_t blk, uint32_t frame, uint32_t off, uint32_t len)
 {
     wbuf w;
-    rec_start(&w, R_EXT);
+    uint8_t buf[REC_SMALL_MAX];
+    rec_start_small(&w, buf, R_EXT);
     wb_u64(&w, ino);
     wb_u32(&w, blk);
     wb_u32(&w, frame);
@@ -187,37 +219,56 @@ void rec_attr_dirty(gmtf_fs *fs, struct inode *in)
 {
     if (in->attr_dirty || fs->loading)
         return;
+    in->attr_dirty = 1;
     if (fs->nadirty == fs->adirty_cap) {
         size_t cap = fs->adirty_cap ? fs->adirty_cap * 2 : 256;
         uint64_t *v = realloc(fs->adirty, cap * sizeof *v);
-        if (!v) { /* record it now instead */
-            rec_inode(fs, in);
-            rec_size(fs, in->ino, in->size);
+        if (!v) { /* the next emit looks at every inode */
+            fs->adirty_all = 1;
             return;
         }
         fs->adirty = v;
         fs->adirty_cap = cap;
     }
-    in->attr_dirty = 1;
     fs->adirty[fs->nadirty++] = in->ino;
 }
 
-/* Writes records for attributes changed by writes (size, mtime). */
+/* The INODE and SIZE records of in; on failure its attributes stay dirty. */
+static int attr_emit_one(gmtf_fs *fs, struct inode *in)
+{
+    int rc = rec_reserve(fs, 2 * REC_SMALL_MAX);
+    if (!rc)
+        rc = rec_inode(fs, in);
+    if (!rc && S_ISREG(in->mode))
+        rc = rec_size(fs, in->ino, in->size);
+    if (!rc)
+        in->attr_dirty = 0;
+    return rc;
+}
+
+/* Writes records for attributes changed by writes (size, mtime). An inode
+ * whose records cannot be made (no memory) stays dirty: the next commit
+ * tries again, so a sync that returns 0 has journaled them all. */
 int rec_attr_emit(gmtf_fs *fs)
 {
     int rc = 0;
+    size_t keep = 0;
     for (size_t i = 0; i < fs->nadirty; i++) {
         struct inode *in = inode_get(fs, fs->adirty[i]);
         if (!in || !in->attr_dirty)
             continue;
-        in->attr_dirty = 0;
-        int r = rec_inode(fs, in);
-        if (!r && S_ISREG(in->mode))
-            r = rec_size(fs, in->ino, in->size);
-        if (r && !rc)
-            rc = r;
+        if (!rc && !(rc = attr_emit_one(fs, in)))
+            continue;
+        fs->adirty[keep++] = fs->adirty[i];
     }
-    fs->nadirty = 0;
+    fs->nadirty = keep;
+    if (!rc && fs->adirty_all) {
+        uint64_t pos = 0;
+        for (struct inode *in; !rc && (in = inode_scan(fs, &pos));)
+            if (in->attr_dirty)
+                rc = attr_emit_one(fs, in);
+        fs->adirty_all = rc != 0;
+    }
     return rc;
 }
 
@@ -264,6 +315,35 @@ int xattr_blob_check(const uint8_t *b, uint32_t len)
         pos += 5 + nl + vl;
     }
     return 0;
+}
+
+/* Whether [off, off+len) shares a byte with a range of e (sorted, apart). */
+static int retired_overlaps(const extvec *e, uint64_t off, uint64_t len)
+{
+    size_t lo = 0, hi = e->n;
+    while (lo < hi) { /* first range ending past off */
+        size_t mid = (lo + hi) / 2;
+        if (e->v[mid].off + e->v[mid].len <= off)
+            lo = mid + 1;
+        else
+            hi = mid;
+    }
+    return lo < e->n && e->v[lo].off < off + len;
+}
+
+/* Replaying STAGE records makes whole dirty blocks from a few bytes each:
+ * bounded, so that memory follows what the image holds. A journal written
+ * here never needs more: staged blocks are dirty blocks, which the writer
+ * keeps under its dirty limit (the mount's, or STAGE_REPLAY_MIN at least). */
+static int stage_replay_room(gmtf_fs *fs, struct inode *in, uint32_t blk, uint32_t need)
+{
+    uint64_t limit = fs->dirty_limit > STAGE_REPLAY_MIN ? fs->dirty_limit : STAGE_REPLAY_MIN;
+    if (dirty_find(fs, in->ino, blk) || fs->dirty_bytes + need <= limit)
+        return 0;
+    if (!fs->corrupt_records)
+        fs_log(fs, "journal: staged blocks past %llu MiB (the dirty cache limit): not replayed",
+               (unsigned long long)(limit >> 20));
+    return -EUCLEAN;
 }
 
 static int valid_type(uint32_t mode)
@@ -349,7 +429,7 @@ static int apply_dadd(gmtf_fs *fs, rbuf *r)
     uint16_t n = rb_u16(r);
     const char *name = (const char *)rb_bytes(r, n);
     struct inode *dir = inode_get(fs, parent);
-    if (r->err || !dir || !S_ISDIR(dir->mode) || cookie < 3 || ino == 0)
+    if (r->err || !dir || !S_ISDIR(dir->mode) || cookie < 3 || cookie >= COOKIE_LIMIT || ino == 0)
         return -EUCLEAN;
     int rc = dent_insert(fs, dir, ino, cookie, name, n);
     return rc == -EINVAL || rc == -EEXIST ? -EUCLEAN : rc;
@@ -418,6 +498,8 @@ static int apply_ext(gmtf_fs *fs, rbuf *r)
     if (!in || !S_ISREG(in->mode))
         return -EUCLEAN;
     if (frame) {
+        if (fs->loading && !(frame = frame_load_id(fs, frame)))
+            return -EUCLEAN; /* no FRAME record named it */
         if (!frame_valid(fs, frame) || len == 0 || len > fs->bs ||
             (uint64_t)off + len > fs->frames[frame].dlen)
             return -EUCLEAN;
@@ -481,6 +563,9 @@ int rec_apply(gmtf_fs *fs, const uint8_t *rec, size_t len)
             return 0;
         if (!S_ISREG(in->mode))
             return -EUCLEAN;
+        rc = stage_replay_room(fs, in, blk, off + n);
+        if (rc)
+            break;
         struct fref *e = blockmap_find(in, blk);
         if (e && e->frame) /* as stage.c marks it live: this journal reads it */
             fs->frames[e->frame].flags |= FRAME_PINNED;
@@ -491,8 +576,9 @@ int rec_apply(gmtf_fs *fs, const uint8_t *rec, size_t len)
         uint64_t off = rb_u64(&r), len = rb_u64(&r);
         /* Only a snapshot (being loaded) names retired space. */
         if (r.err || !fs->loading || len == 0 || off + len < off ||
-            (fs->sb.capacity && off + len > fs->sb.capacity))
-            return -EUCLEAN;
+            (fs->sb.capacity && off + len > fs->sb.capacity) ||
+            retired_overlaps(&fs->retired_prev, off, len))
+            return -EUCLEAN; /* (overlapping ranges would be freed twice) */
         rc = ev_add(&fs->retired_prev, off, len);
         break;
     }

@@ -66,9 +66,9 @@ int snapshot_serialize(gmtf_fs *fs, const extvec *retire, wbuf *w, size_t chunk,
         wb_u32(&r, f->crc);
         snap_add(&s, &r);
     }
-    for (uint64_t ino = 1; ino < fs->itab_cap; ino++) {
-        struct inode *in = fs->itab[ino];
-        if (!in || in->nlink == 0)
+    uint64_t ino = 0;
+    for (struct inode *in; (in = inode_next(fs, &ino));) {
+        if (in->nlink == 0)
             continue; /* unlinked but open: not part of the durable tree */
         rec_start(&r, R_INODE);
         rec_put_inode(&r, in);
@@ -104,9 +104,9 @@ int snapshot_serialize(gmtf_fs *fs, const extvec *retire, wbuf *w, size_t chunk,
             snap_add(&s, &r);
         }
     }
-    for (uint64_t ino = 1; ino < fs->itab_cap; ino++) {
-        struct inode *in = fs->itab[ino];
-        if (!in || !S_ISDIR(in->mode) || in->nlink == 0)
+    ino = 0;
+    for (struct inode *in; (in = inode_next(fs, &ino));) {
+        if (!S_ISDIR(in->mode) || in->nlink == 0)
             continue;
         for (uint32_t i = 0; i < in->u.dir.n; i++) {
             struct dent *d = in->u.dir.v[i];

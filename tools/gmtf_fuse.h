@@ -121,67 +121,10 @@ void gmtf_fuse_getxattr(fuse_req_t req, fuse_ino_t ino, const char *name, size_t
 void gmtf_fuse_listxattr(fuse_req_t req, fuse_ino_t ino, size_t size);
 void gmtf_fuse_removexattr(fuse_req_t req, fuse_ino_t ino, const char *name);
 
-/* ---- POSIX ACLs (gmtf_fuse_acl.c) ------------------------------------------
- * ACLs are stored by the library as the system.posix_acl_access and
- * system.posix_acl_default xattrs, in the kernel's xattr encoding. With
- * FUSE_CAP_POSIX_ACL the kernel enforces them; the daemon keeps the mode in
- * step with the access ACL and makes new nodes inherit default ACLs. */
-#define GMTF_ACL_ACCESS "system.posix_acl_access"
-#define GMTF_ACL_DEFAULT "system.posix_acl_default"
-
-/* Checks an ACL in xattr form. Returns 0 when well formed (version 2,
- * entries sorted by tag, one each of USER_OBJ, GROUP_OBJ, OTHER, MASK when
- * named entries exist), -EINVAL otherwise. */
-int gmtf_acl_valid(const void *acl, size_t size);
-/* The permission bits an access ACL implies for the mode (rwx of owner,
- * mask or group, other). Returns 1 when the ACL holds only the three base
- * entries (so it says no more than the mode), 0 when it has more. */
-int gmtf_acl_to_mode(const void *acl, size_t size, mode_t *perm);
-/* Rewrites the base entries of an access ACL in place from mode (chmod). */
-void gmtf_acl_chmod(void *acl, size_t size, mode_t mode);
-/* Inherits a parent's default ACL (as posix_acl_create): *mode is reduced
- * to what the ACL allows, access gets the new node's access ACL (a copy of
- * dflt with base entries masked by *mode, caller frees). Returns 0, 1 when
- * the access ACL is equivalent to the mode (nothing to store, *access
- * NULL), or -ENOMEM. */
-int gmtf_acl_inherit(const void *dflt, size_t size, mode_t *mode, void **access,
-                     size_t *access_size);
-
-/* ---- the daemon's ACL policy (gmtf_fuse_acl.c) ------------------------------
- * Every decision that involves ACLs is here; the operations call these
- * whatever m->acl says. */
-
-/* What a new node gets from its creator and its parent: owner, group
- * (setgid directories pass theirs on), mode after umask or after the
- * parent's default ACL, and the ACLs to store on it. */
-typedef struct gmtf_node_init {
-    uid_t uid;
-    gid_t gid;
-    mode_t mode;
-    void *access, *dflt;
-    size_t access_size, dflt_size;
-} gmtf_node_init;
-
-/* Fills ni for a node of mode made by ctx in parent. 0 or a negative code
- * (the parent is gone or not a directory, -ENOMEM); on success call
- * gmtf_node_init_free. */
-int gmtf_node_init_prepare(gmtf_mount *m, const struct fuse_ctx *ctx, uint64_t parent, mode_t mode,
-                           int is_dir, int is_link, gmtf_node_init *ni);
-/* Stores the ACLs the new node e inherited and refreshes e's attributes.
- * A failure leaves the node with the (already reduced) mode, which is
- * never more permissive. */
-void gmtf_node_init_store(gmtf_mount *m, gmtf_entry *e, const gmtf_node_init *ni);
-void gmtf_node_init_free(gmtf_node_init *ni);
-/* After a chmod: the base entries of the access ACL follow the mode. */
-int gmtf_acl_follow_chmod(gmtf_mount *m, uint64_t ino, mode_t mode);
-/* The ACL xattr names: 0 when name may be used on this mount (not an ACL
- * name, or ACLs on), else -EOPNOTSUPP. */
+/* ---- POSIX ACLs (gmtf_fuse_acl.c) ---------------------------------------------
+ * The library keeps them (fs/acl.c) when the mount passes posix_acl; here
+ * only: the ACL xattr names are refused (-EOPNOTSUPP) on a mount without
+ * ACLs, else 0. */
 int gmtf_acl_xattr_allowed(const gmtf_mount *m, const char *name);
-/* setxattr of an ACL name (gmtf_acl_is_name): checks the ACL; an access
- * ACL sets the mode's rwx bits and is not stored when it says no more
- * than the mode (as ext4 does). flags: GMTF_XATTR_*. */
-int gmtf_acl_is_name(const char *name);
-int gmtf_acl_setxattr(gmtf_mount *m, uint64_t ino, const char *name, const void *value, size_t size,
-                      int flags);
 
 #endif

@@ -33,14 +33,16 @@ void gmtf_fuse_create(fuse_req_t req, fuse_ino_t parent, const char *name, mode_
 {
     REFUSE_IF_RO(req);
     gmtf_mount *m = mount_of(req);
-    gmtf_node_init ni;
-    int rc = gmtf_node_init_prepare(m, fuse_req_ctx(req), parent, mode, 0, 0, &ni);
+    const struct fuse_ctx *ctx = fuse_req_ctx(req);
+    gmtf_make_req r = {.parent = parent,
+                       .name = name,
+                       .mode = S_IFREG | (mode & 07777),
+                       .uid = ctx->uid,
+                       .gid = ctx->gid,
+                       .umask = ctx->umask,
+                       .open = 1};
     gmtf_entry e;
-    if (rc == 0)
-        rc = gmtf_fs_create(m->fs, parent, name, ni.mode, ni.uid, ni.gid, fi->flags, &e);
-    if (rc == 0)
-        gmtf_node_init_store(m, &e, &ni);
-    gmtf_node_init_free(&ni);
+    int rc = gmtf_fs_make(m->fs, &r, &e);
     if (rc < 0) {
         reply_rc(req, rc);
         return;

@@ -83,9 +83,8 @@ void gmtf_fuse_setattr(fuse_req_t req, fuse_ino_t ino, struct stat *attr, int to
         if (to_set & map[i].fuse)
             set |= map[i].gmtf;
     struct stat out;
+    /* With ACLs on, the access ACL follows a new mode in the same call. */
     int rc = gmtf_fs_setattr(m->fs, ino, attr, set, &out);
-    if (rc == 0 && (set & GMTF_SET_MODE))
-        rc = gmtf_acl_follow_chmod(m, ino, attr->st_mode & 07777);
     if (rc < 0)
         reply_rc(req, rc);
     else
@@ -123,24 +122,19 @@ static void make_node(fuse_req_t req, fuse_ino_t parent, const char *name, mode_
 {
     REFUSE_IF_RO(req);
     gmtf_mount *m = mount_of(req);
-    gmtf_node_init ni;
-    int rc = gmtf_node_init_prepare(m, fuse_req_ctx(req), parent, mode, kind == NODE_DIR,
-                                    kind == NODE_LINK, &ni);
-    if (rc < 0) {
-        reply_rc(req, rc);
-        return;
-    }
+    const struct fuse_ctx *ctx = fuse_req_ctx(req);
+    /* Owner, group, mode and inherited ACLs: the library's policy, in the
+     * same locked call that makes the node. */
+    gmtf_make_req r = {.parent = parent,
+                       .name = name,
+                       .mode = kind == NODE_LINK ? S_IFLNK | 0777 : mode,
+                       .rdev = rdev,
+                       .target = target,
+                       .uid = ctx->uid,
+                       .gid = ctx->gid,
+                       .umask = ctx->umask};
     gmtf_entry e;
-    switch (kind) {
-    case NODE_DIR:
-        rc = gmtf_fs_mkdir(m->fs, parent, name, ni.mode & 07777, ni.uid, ni.gid, &e);
-        break;
-    case NODE_LINK: rc = gmtf_fs_symlink(m->fs, parent, name, target, ni.uid, ni.gid, &e); break;
-    default: rc = gmtf_fs_mknod(m->fs, parent, name, ni.mode, rdev, ni.uid, ni.gid, &e); break;
-    }
-    if (rc == 0)
-        gmtf_node_init_store(m, &e, &ni);
-    gmtf_node_init_free(&ni);
+    int rc = gmtf_fs_make(m->fs, &r, &e);
     if (rc < 0)
         reply_rc(req, rc);
     else

@@ -27,6 +27,7 @@ static void op_init(void *userdata, struct fuse_conn_info *conn)
     conn->want |= want & conn->capable;
     if (!(conn->capable & FUSE_CAP_POSIX_ACL))
         m->acl = 0;
+    gmtf_fs_set_posix_acl(m->fs, m->acl); /* the library keeps the policy */
     if (!(conn->capable & FUSE_CAP_WRITEBACK_CACHE))
         m->writeback = 0;
     /* Let the kernel clear setuid/setgid on write, truncate and chown. */

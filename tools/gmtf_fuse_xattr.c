@@ -1,6 +1,6 @@
-/* Extended attributes: set, get, list, remove. The ACL names go through
- * the ACL policy (gmtf_fuse_acl.c); everything else straight to the
- * library. */
+/* Extended attributes: set, get, list, remove, straight to the library
+ * (which applies the ACL policy to the ACL names when the mount has ACLs
+ * on); on a mount without ACLs the ACL names are refused here. */
 #include <errno.h>
 #include <fcntl.h>
 #include <stdio.h>
@@ -20,10 +20,8 @@ void gmtf_fuse_setxattr(fuse_req_t req, fuse_ino_t ino, const char *name, const 
         gflags |= GMTF_XATTR_CREATE;
     if (flags & XATTR_REPLACE)
         gflags |= GMTF_XATTR_REPLACE;
-    int rc;
-    if (gmtf_acl_is_name(name))
-        rc = gmtf_acl_setxattr(m, ino, name, value, size, gflags);
-    else
+    int rc = gmtf_acl_xattr_allowed(m, name);
+    if (!rc)
         rc = gmtf_fs_setxattr(m->fs, ino, name, value, size, gflags);
     reply_rc(req, rc);
 }

@@ -23,12 +23,39 @@
 #include "test_util.h"
 
 static gmtf_codec *codec;
+static unsigned frame_version; /* of the group running: what `codec` writes */
 
 static int setup(void **state)
 {
     (void)state;
-    gmtf_codec_options o = {.threads = 1, .mtf = "scalar"};
+    gmtf_codec_options o = {.threads = 1, .mtf = "scalar", .frame_version = frame_version};
     return gmtf_codec_create(&codec, &o);
+}
+
+static int setup_v1(void **state)
+{
+    frame_version = 1;
+    return setup(state);
+}
+
+static int setup_v2(void **state)
+{
+    frame_version = 2;
+    return setup(state);
+}
+
+/* Header length of a parsed header. */
+static size_t hdr_len(const tu_header *h)
+{
+    if (h->version == 2)
+        return h->nidx ? 28 + 3 * (size_t)h->nidx : 24;
+    return 24 + 4 * (size_t)h->nidx;
+}
+
+/* The sample indexes a BWT header of this group's version has for n. */
+static unsigned index_count(size_t n)
+{
+    return frame_version == 2 ? tu_v2_sample_count((uint32_t)n) : gmtf_bwt_index_count(n);
 }
 
 static int teardown(void **state)
@@ -137,7 +164,7 @@ static void test_lengths_past_buffer(void **state)
     size_t flen;
     tu_header h;
     uint8_t *f = real_bwt_frame(40000, 5, &src, &flen, &h);
-    size_t hl = 24 + 4 * (size_t)h.nidx;
+    size_t hl = hdr_len(&h);
     static const uint32_t extra[] = {1, 2, 1000, 100000, 0x7FFFFFFF, 0xFFFFFFFF};
     for (size_t i = 0; i < sizeof extra / sizeof extra[0]; i++) {
         tu_header v = h;
@@ -200,14 +227,17 @@ static void test_orig_len_over_max(void **state)
 static void test_bwt_indexes(void **state)
 {
     (void)state;
-    static const size_t sizes[] = {20, 70000};
-    for (size_t s = 0; s < sizeof sizes / sizeof sizes[0]; s++) {
+    /* version 2 frames of tiny blocks are raw: its headers are longer */
+    static const size_t sizes_v1[] = {20, 70000}, sizes_v2[] = {400, 70000};
+    const size_t *sizes = frame_version == 2 ? sizes_v2 : sizes_v1;
+    for (size_t s = 0; s < 2; s++) {
         size_t n = sizes[s];
         uint8_t *src;
         size_t flen;
         tu_header h;
         uint8_t *f = real_bwt_frame(n, 10 + s, &src, &flen, &h);
-        assert_int_equal(h.nidx, gmtf_bwt_index_count(n));
+        assert_int_equal(h.version, frame_version);
+        assert_int_equal(h.nidx, index_count(n));
         for (unsigned k = 0; k < h.nidx; k++) {
             const uint32_t bad[] = {0,          (uint32_t)n + 1, (uint32_t)n + 2, 0x00FFFFFF,
                                     0x01000000, 0x80000000,      0xFFFFFFFF};
@@ -227,8 +257,9 @@ static void test_bwt_indexes(void **state)
                 assert_true(r < 0); /* a wrong walk: caught by the data checksum */
             }
         }
-        /* Index count that disagrees with orig_len. */
-        for (unsigned k = 0; k <= GMTF_BWT_MAX_INDEXES + 1; k++) {
+        /* Index count that disagrees with orig_len (version 1 has it in the
+         * header; version 2 derives it from orig_len). */
+        for (unsigned k = 0; frame_version == 1 && k <= GMTF_BWT_MAX_INDEXES + 1; k++) {
             if (k == h.nidx)
                 continue;
             tu_header v = h;
@@ -251,15 +282,17 @@ static void test_bwt_indexes(void **state)
 static void test_hostile_payloads(void **state)
 {
     (void)state;
-    static const size_t sizes[] = {20, 33, 1000, 65536, 1000000};
+    static const size_t sizes_v1[] = {20, 33, 1000, 65536, 1000000},
+                        sizes_v2[] = {300, 333, 1000, 65536, 1100000};
+    const size_t *sizes = frame_version == 2 ? sizes_v2 : sizes_v1;
     uint64_t seed = 1;
-    for (size_t s = 0; s < sizeof sizes / sizeof sizes[0]; s++) {
+    for (size_t s = 0; s < 5; s++) {
         size_t n = sizes[s];
         uint8_t *src;
         size_t flen;
         tu_header h;
         uint8_t *f = real_bwt_frame(n, 20 + s, &src, &flen, &h);
-        size_t hl = 24 + 4 * (size_t)h.nidx, plen = flen - hl;
+        size_t hl = hdr_len(&h), plen = flen - hl;
         uint8_t *orig_payload = tu_malloc(plen);
         memcpy(orig_payload, f + hl, plen);
 
@@ -318,15 +351,15 @@ static void test_big_claims_small_payloads(void **state)
     (void)state;
     static const uint32_t lens[] = {100000, 1u << 20, GMTF_BLOCK_MAX};
     static const uint32_t plens[] = {1, 2, 7, 64, 4096};
-    uint8_t *buf = tu_malloc(24 + 4 * GMTF_BWT_MAX_INDEXES + 4096);
+    uint8_t *buf = tu_malloc(28 + 3 * TU_MAX_SAMPLES + 4096);
     for (size_t i = 0; i < sizeof lens / sizeof lens[0]; i++) {
         for (size_t p = 0; p < sizeof plens / sizeof plens[0]; p++) {
             for (int garbage = 0; garbage < 2; garbage++) {
-                tu_header h = {.version = 1,
+                tu_header h = {.version = (uint8_t)frame_version,
                                .method = GMTF_METHOD_BWT,
                                .orig_len = lens[i],
                                .payload_len = plens[p]};
-                h.nidx = (uint8_t)gmtf_bwt_index_count(lens[i]);
+                h.nidx = index_count(lens[i]);
                 for (unsigned k = 0; k < h.nidx; k++)
                     h.idx[k] = 1 + (uint32_t)(k * (lens[i] / h.nidx));
                 size_t hl = tu_write_header(buf, &h);
@@ -402,7 +435,7 @@ static void test_batch_with_crafted(void **state)
     size_t flen;
     tu_header h;
     uint8_t *good = real_bwt_frame(30000, 7, &src, &flen, &h);
-    size_t hl = 24 + 4 * (size_t)h.nidx;
+    size_t hl = hdr_len(&h);
     /* frames: good, zero payload, bad primary index, good */
     uint8_t *frames = tu_malloc(4 * flen);
     uint64_t foff[5], doff[5];
@@ -532,8 +565,127 @@ static void test_fuzzer_findings(void **state)
     }
 }
 
+/* Version 2 headers: the first 24 bytes are a valid version 1 header with
+ * no index (so a version 1 decoder says GMTF_E_VERSION), byte 6 must be 0,
+ * the sample block has its own checksum and is covered by the length
+ * checks; a newer version is GMTF_E_VERSION, an older unknown one an
+ * error. */
+static void test_v2_headers(void **state)
+{
+    (void)state;
+    uint8_t *src;
+    size_t flen;
+    tu_header h;
+    uint8_t *f = real_bwt_frame(300000, 31, &src, &flen, &h);
+    size_t hl = hdr_len(&h);
+    assert_int_equal(h.version, 2);
+    assert_int_equal(f[6], 0);
+    assert_int_equal(tu_crc32c_ref(0, f, 20), (uint32_t)f[20] | (uint32_t)f[21] << 8 |
+                                                  (uint32_t)f[22] << 16 | (uint32_t)f[23] << 24);
+    assert_int_equal(h.nidx, tu_v2_sample_count(300000)); /* 10 samples of 32 KiB */
+    assert_int_equal(h.nidx, 10);
+    assert_int_equal(decode_guarded(f, flen, 300000, src, 300000), 300000);
+    /* byte 6 set, both checksums fixed */
+    for (unsigned b6 = 1; b6 < 256; b6 *= 2) {
+        tu_header v = h;
+        v.byte6 = (uint8_t)b6;
+        tu_write_header(f, &v);
+        /* byte 6 is version 1's K: the base checksum no longer matches
+         * (K <= 16) or K is out of range */
+        assert_true(decode_guarded(f, flen, 300000, NULL, 0) < 0);
+    }
+    /* every byte of the sample block damaged: a checksum error */
+    tu_write_header(f, &h);
+    for (size_t i = 24; i < hl; i++) {
+        f[i] ^= 0x10;
+        long r = decode_guarded(f, flen, 300000, NULL, 0);
+        if (r != GMTF_E_CHECKSUM)
+            fail_msg("sample block byte %zu damaged: %ld", i, r);
+        f[i] ^= 0x10;
+    }
+    /* cut inside the sample block */
+    for (size_t len = 24; len < hl; len++)
+        assert_int_equal(decode_guarded(f, len, 300000, NULL, 0), GMTF_E_TRUNCATED);
+    /* versions around 2 */
+    for (unsigned ver = 0; ver < 8; ver++) {
+        if (ver == 1 || ver == 2)
+            continue;
+        tu_header v = h;
+        v.version = (uint8_t)ver;
+        tu_write_header(f, &v);
+        long r = decode_guarded(f, flen, 300000, NULL, 0);
+        if (ver > 2)
+            assert_int_equal(r, GMTF_E_VERSION);
+        else
+            assert_true(r < 0);
+    }
+    /* the same header read as version 1: its 24 bytes say K = 0, so the
+     * rest is a (short) payload of the wrong kind */
+    tu_header v = h;
+    v.version = 1;
+    uint8_t *g = tu_malloc(flen);
+    memcpy(g, f, flen);
+    g[4] = 1;
+    {
+        uint32_t c = tu_crc32c_ref(0, g, 20);
+        g[20] = (uint8_t)c, g[21] = (uint8_t)(c >> 8), g[22] = (uint8_t)(c >> 16),
+        g[23] = (uint8_t)(c >> 24);
+    }
+    assert_true(decode_guarded(g, flen, 300000, NULL, 0) < 0);
+    (void)v;
+    free(g), free(f), free(src);
+}
+
+/* Raw and run frames of version 2 have no sample block; a RAW or RUN
+ * frame with the BWT method's fields, and the reverse, are refused. */
+static void test_v2_method_fields(void **state)
+{
+    (void)state;
+    uint8_t buf[512];
+    memset(buf, 'z', sizeof buf);
+    tu_header raw = {.version = 2, .method = GMTF_METHOD_RAW, .orig_len = 100, .payload_len = 100};
+    raw.data_crc = gmtf_crc32c(0, buf + 100, 100);
+    uint8_t frame[512];
+    memset(frame, 'z', sizeof frame);
+    size_t hl = tu_write_header(frame, &raw);
+    assert_int_equal(hl, 24);
+    assert_int_equal(decode_guarded(frame, hl + 100, 200, buf + 100, 100), 100);
+    const tu_header cases[] = {
+        {.version = 2, .method = GMTF_METHOD_RUN, .orig_len = 100, .payload_len = 0},
+        {.version = 2, .method = GMTF_METHOD_RUN, .orig_len = 0, .payload_len = 1},
+        {.version = 2, .method = GMTF_METHOD_RAW, .orig_len = 100, .payload_len = 99},
+        {.version = 2, .method = GMTF_METHOD_BWT, .orig_len = 100, .payload_len = 100, .nidx = 1},
+        {.version = 2, .method = GMTF_METHOD_BWT, .orig_len = 100, .payload_len = 0, .nidx = 1},
+        {.version = 2, .method = GMTF_METHOD_BWT, .orig_len = 0, .payload_len = 5, .nidx = 0},
+        {.version = 2, .method = 3, .orig_len = 100, .payload_len = 10, .nidx = 0},
+        {.version = 2, .method = GMTF_METHOD_RAW, .orig_len = 100, .payload_len = 100, .flags = 1},
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        tu_header h = cases[i];
+        for (unsigned k = 0; k < h.nidx; k++)
+            h.idx[k] = 1;
+        memset(frame, 'z', sizeof frame);
+        hl = tu_write_header(frame, &h);
+        long r = decode_guarded(frame, hl + h.payload_len, 200, NULL, 0);
+        if (r >= 0)
+            fail_msg("case %zu (method %u, orig %u, payload %u) decoded", i, h.method, h.orig_len,
+                     h.payload_len);
+    }
+}
+
 int main(void)
 {
+    const struct CMUnitTest v2_tests[] = {
+        cmocka_unit_test(test_positive_controls),
+        cmocka_unit_test(test_lengths_past_buffer),
+        cmocka_unit_test(test_bwt_indexes),
+        cmocka_unit_test(test_hostile_payloads),
+        cmocka_unit_test(test_big_claims_small_payloads),
+        cmocka_unit_test(test_batch_with_crafted),
+        cmocka_unit_test(test_block_over_max_block),
+        cmocka_unit_test(test_v2_headers),
+        cmocka_unit_test(test_v2_method_fields),
+    };
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_positive_controls),
         cmocka_unit_test(test_lengths_past_buffer),
@@ -546,5 +698,7 @@ int main(void)
         cmocka_unit_test(test_block_over_max_block),
         cmocka_unit_test(test_fuzzer_findings),
     };
-    return cmocka_run_group_tests_name("crafted", tests, setup, teardown);
+    int fails = cmocka_run_group_tests_name("crafted, frame version 1", tests, setup_v1, teardown);
+    fails += cmocka_run_group_tests_name("crafted, frame version 2", v2_tests, setup_v2, teardown);
+    return fails;
 }

@@ -16,13 +16,19 @@
 #include "gmtf_codec.h"
 #include "test_util.h"
 
-static gmtf_codec *new_codec(unsigned threads, uint32_t max_block)
+static gmtf_codec *new_codec_version(unsigned threads, uint32_t max_block, unsigned version)
 {
     gmtf_codec *c = NULL;
-    gmtf_codec_options o = {.threads = threads, .mtf = "scalar", .max_block = max_block};
+    gmtf_codec_options o = {
+        .threads = threads, .mtf = "scalar", .max_block = max_block, .frame_version = version};
     assert_int_equal(gmtf_codec_create(&c, &o), 0);
     assert_non_null(c);
     return c;
+}
+
+static gmtf_codec *new_codec(unsigned threads, uint32_t max_block)
+{
+    return new_codec_version(threads, max_block, 0);
 }
 
 /* Encodes src, checks what info_get reports, returns the malloc'ed frame. */
@@ -100,32 +106,44 @@ static void test_methods_and_info(void **state)
     gmtf_codec_destroy(c);
 }
 
-/* Real frames follow the layout the tests (and docs/codec.md) describe:
- * the independent header writer reproduces their headers byte for byte. */
+/* Real frames of both versions follow the layout the tests (and
+ * docs/codec.md) describe: the independent header writer reproduces their
+ * headers byte for byte. Version 0 (the default) writes version 2. */
 static void test_layout_matches_docs(void **state)
 {
     (void)state;
-    gmtf_codec *c = new_codec(1, 0);
-    static const size_t sizes[] = {1, 20, 5000, 70000, 300000};
-    for (size_t i = 0; i < sizeof sizes / sizeof sizes[0]; i++) {
-        size_t n = sizes[i], flen;
-        uint8_t *src = tu_malloc(n);
-        tu_fill_text_like(src, n, i);
-        gmtf_frame_info info;
-        uint8_t *f = encode_checked(c, src, n, &flen, &info);
-        tu_header h;
-        size_t hl = tu_read_header(f, flen, &h);
-        assert_true(hl >= 24);
-        assert_int_equal(h.orig_len, n);
-        assert_int_equal(h.method, info.method);
-        assert_int_equal(hl + h.payload_len, flen);
-        assert_int_equal(h.data_crc, info.data_crc);
-        uint8_t again[24 + 4 * 255];
-        assert_int_equal(tu_write_header(again, &h), hl);
-        assert_memory_equal(again, f, hl);
-        free(f), free(src);
+    for (unsigned version = 0; version <= 2; version++) {
+        gmtf_codec *c = new_codec_version(1, 0, version);
+        static const size_t sizes[] = {1, 20, 5000, 70000, 300000, 1200000};
+        for (size_t i = 0; i < sizeof sizes / sizeof sizes[0]; i++) {
+            size_t n = sizes[i], flen;
+            uint8_t *src = tu_malloc(n);
+            tu_fill_text_like(src, n, i);
+            gmtf_frame_info info;
+            uint8_t *f = encode_checked(c, src, n, &flen, &info);
+            tu_header h;
+            size_t hl = tu_read_header(f, flen, &h);
+            assert_true(hl >= 24);
+            assert_int_equal(h.version, version ? version : 2);
+            if (n >= 5000)
+                assert_int_equal(h.method, GMTF_METHOD_BWT);
+            if (h.method == GMTF_METHOD_BWT)
+                assert_int_equal(h.nidx, h.version == 2 ? tu_v2_sample_count((uint32_t)n)
+                                                        : (n / 16384 < 1    ? 1
+                                                           : n / 16384 > 16 ? 16
+                                                                            : n / 16384));
+            assert_int_equal(h.orig_len, n);
+            assert_int_equal(h.method, info.method);
+            assert_int_equal(hl + h.payload_len, flen);
+            assert_int_equal(h.data_crc, info.data_crc);
+            uint8_t again[28 + 3 * TU_MAX_SAMPLES];
+            assert_int_equal(tu_write_header(again, &h), hl);
+            assert_memory_equal(again, f, hl);
+            assert_int_equal(gmtf_frame_info_get(f, flen, &info), 0);
+            free(f), free(src);
+        }
+        gmtf_codec_destroy(c);
     }
-    gmtf_codec_destroy(c);
 }
 
 /* Every prefix shorter than the frame is rejected by info_get and by
@@ -193,6 +211,50 @@ static void test_header_bit_flips(void **state)
     gmtf_codec_destroy(c);
 }
 
+/* Version 1 frames are the bytes the code before frame version 2 wrote
+ * (commit 8f400ce: length and CRC-32C of its frames of these inputs), and
+ * the default codec (writing version 2) reads them. */
+static void gen_text(uint8_t *b, size_t n, uint64_t seed)
+{
+    uint64_t x = seed;
+    for (size_t i = 0; i < n; i++) {
+        x = x * 6364136223846793005ull + 1442695040888963407ull;
+        unsigned v = (unsigned)(x >> 59);
+        b[i] = (uint8_t)(v < 20 ? (unsigned)(uint8_t) "etaoinshrdlu cmfwyp."[v]
+                                : 'a' + (unsigned)(x >> 40) % 26);
+    }
+}
+
+static void test_v1_bytes_as_before(void **state)
+{
+    (void)state;
+    static const struct {
+        size_t n;
+        uint64_t seed;
+        long len;
+        uint32_t crc;
+    } before[] = {
+        {100, 7, 124, 0x04a19110},
+        {5000, 8, 3184, 0x54a9ebd9},
+        {70000, 9, 42428, 0x390d5d74},
+        {300000, 10, 180215, 0xcc486bcd},
+    };
+    gmtf_codec *v1 = new_codec_version(1, 0, 1), *v2 = new_codec(1, 0);
+    for (size_t i = 0; i < sizeof before / sizeof before[0]; i++) {
+        size_t n = before[i].n;
+        uint8_t *src = tu_malloc(n), *f = tu_malloc(gmtf_frame_bound(n)), *back = tu_malloc(n);
+        gen_text(src, n, before[i].seed);
+        long r = gmtf_frame_encode(v1, src, n, f, gmtf_frame_bound(n));
+        assert_int_equal(r, before[i].len);
+        assert_int_equal(gmtf_crc32c(0, f, (size_t)r), before[i].crc);
+        assert_int_equal(gmtf_frame_decode(v2, f, (size_t)r, back, n), (long)n);
+        assert_memory_equal(back, src, n);
+        free(back), free(f), free(src);
+    }
+    gmtf_codec_destroy(v1);
+    gmtf_codec_destroy(v2);
+}
+
 /* Headers with a valid checksum around fields this version must refuse. */
 static void test_crafted_headers(void **state)
 {
@@ -210,7 +272,7 @@ static void test_crafted_headers(void **state)
     assert_int_equal(gmtf_frame_info_get(buf, hl + 99, &info), GMTF_E_TRUNCATED);
 
     tu_header v = h;
-    v.version = 2;
+    v.version = 3;
     hl = tu_write_header(buf, &v);
     assert_int_equal(gmtf_frame_info_get(buf, sizeof buf, &info), GMTF_E_VERSION);
     v.version = 0;
@@ -403,6 +465,7 @@ int main(void)
         cmocka_unit_test(test_truncated),
         cmocka_unit_test(test_header_bit_flips),
         cmocka_unit_test(test_crafted_headers),
+        cmocka_unit_test(test_v1_bytes_as_before),
         cmocka_unit_test(test_codec_options),
         cmocka_unit_test(test_capacities),
         cmocka_unit_test(test_strerror),

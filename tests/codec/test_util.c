@@ -339,16 +339,37 @@ static uint32_t get32(const uint8_t *p)
     return (uint32_t)p[0] | (uint32_t)p[1] << 8 | (uint32_t)p[2] << 16 | (uint32_t)p[3] << 24;
 }
 
+unsigned tu_v2_sample_count(uint32_t n)
+{
+    uint32_t step = n > (256u << 10) ? 32768 : 16384;
+    uint32_t k = (n + step - 1) / step;
+    return k ? k : 1;
+}
+
 size_t tu_write_header(uint8_t *dst, const tu_header *h)
 {
     put32(dst, TU_FRAME_MAGIC);
     dst[4] = h->version;
     dst[5] = h->method;
-    dst[6] = h->nidx;
+    dst[6] = h->version == 2 ? h->byte6 : (uint8_t)h->nidx;
     dst[7] = h->flags;
     put32(dst + 8, h->orig_len);
     put32(dst + 12, h->payload_len);
     put32(dst + 16, h->data_crc);
+    if (h->version == 2) {
+        put32(dst + 20, tu_crc32c_ref(0, dst, 20));
+        if (h->nidx == 0)
+            return 24;
+        for (unsigned i = 0; i < h->nidx; i++) {
+            uint32_t v = h->idx[i] - 1;
+            dst[24 + 3 * i] = (uint8_t)v;
+            dst[25 + 3 * i] = (uint8_t)(v >> 8);
+            dst[26 + 3 * i] = (uint8_t)(v >> 16);
+        }
+        size_t hl = 24 + 3 * (size_t)h->nidx;
+        put32(dst + hl, tu_crc32c_ref(0, dst, hl));
+        return hl + 4;
+    }
     for (unsigned i = 0; i < h->nidx; i++)
         put32(dst + 20 + 4 * i, h->idx[i]);
     size_t hl = 20 + 4 * (size_t)h->nidx;
@@ -360,17 +381,31 @@ size_t tu_read_header(const uint8_t *src, size_t len, tu_header *h)
 {
     if (len < 24)
         return 0;
-    size_t hl = 20 + 4 * (size_t)src[6];
-    if (len < hl + 4)
-        return 0;
     memset(h, 0, sizeof *h);
     h->version = src[4];
     h->method = src[5];
-    h->nidx = src[6];
     h->flags = src[7];
     h->orig_len = get32(src + 8);
     h->payload_len = get32(src + 12);
     h->data_crc = get32(src + 16);
+    if (h->version == 2) {
+        h->byte6 = src[6];
+        if (h->method != 2 || h->orig_len == 0 || h->orig_len > (16u << 20))
+            return 24;
+        h->nidx = tu_v2_sample_count(h->orig_len);
+        size_t hl = 28 + 3 * (size_t)h->nidx;
+        if (len < hl)
+            return 0;
+        for (unsigned i = 0; i < h->nidx; i++)
+            h->idx[i] = ((uint32_t)src[24 + 3 * i] | (uint32_t)src[25 + 3 * i] << 8 |
+                         (uint32_t)src[26 + 3 * i] << 16) +
+                        1;
+        return hl;
+    }
+    h->nidx = src[6];
+    size_t hl = 20 + 4 * (size_t)src[6];
+    if (len < hl + 4)
+        return 0;
     for (unsigned i = 0; i < h->nidx; i++)
         h->idx[i] = get32(src + 20 + 4 * i);
     return hl + 4;
@@ -378,6 +413,15 @@ size_t tu_read_header(const uint8_t *src, size_t len, tu_header *h)
 
 void tu_fix_header_crc(uint8_t *frame)
 {
+    if (frame[4] == 2) {
+        put32(frame + 20, tu_crc32c_ref(0, frame, 20));
+        uint32_t n = get32(frame + 8);
+        if (frame[5] == 2 && n >= 1 && n <= (16u << 20)) {
+            size_t hl = 24 + 3 * (size_t)tu_v2_sample_count(n);
+            put32(frame + hl, tu_crc32c_ref(0, frame, hl));
+        }
+        return;
+    }
     size_t hl = 20 + 4 * (size_t)frame[6];
     put32(frame + hl, tu_crc32c_ref(0, frame, hl));
 }

@@ -77,14 +77,24 @@ uint32_t tu_crc32c_ref(uint32_t crc, const void *buf, size_t n);
  *   0 u32 magic "GMTF"  4 u8 version  5 u8 method  6 u8 index count K
  *   7 u8 flags  8 u32 orig_len  12 u32 payload_len  16 u32 data CRC-32C
  *   20 u32 idx[K]  20+4K u32 CRC-32C of bytes [0, 20+4K)
+ * Version 2: K = 0 (byte6 is written there), then for BWT frames (nidx > 0)
+ *   24 u24 idx[i] - 1 for i < nidx, then u32 CRC-32C of everything before.
  * so tests can craft frames with a valid header checksum around hostile
- * fields. Returns the header length, 24 + 4K. */
+ * fields. Returns the header length: 24 + 4K (version 1), 24 or
+ * 28 + 3 nidx (version 2). */
 #define TU_FRAME_MAGIC 0x46544D47u
+#define TU_MAX_SAMPLES 512
 typedef struct tu_header {
-    uint8_t version, method, nidx, flags;
+    uint8_t version, method, flags;
+    unsigned nidx; /* version 1: byte 6 (K); version 2: samples written */
+    uint8_t byte6; /* version 2: what byte 6 holds (0 in valid frames) */
     uint32_t orig_len, payload_len, data_crc;
-    uint32_t idx[255];
+    uint32_t idx[TU_MAX_SAMPLES];
 } tu_header;
+
+/* The documented version 2 sample count: ceil(n / step), step 16 KiB up
+ * to 256 KiB and 32 KiB above. */
+unsigned tu_v2_sample_count(uint32_t n);
 
 size_t tu_write_header(uint8_t *dst, const tu_header *h);
 /* Reads the fields back (no checks beyond the buffer length); returns the

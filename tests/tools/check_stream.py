@@ -47,6 +47,16 @@ def check(cond, msg):
         sys.exit(1)
 
 
+def frame_header_len(s, pos):
+    """Header bytes of the frame at pos: version 1, 24 + 4K; version 2, 24,
+    plus 3 bytes a BWT sample and a CRC for BWT frames (docs/codec.md)."""
+    if s[pos + 4] == 2 and s[pos + 5] == 2:
+        (orig,) = struct.unpack_from("<I", s, pos + 8)
+        step = 32768 if orig > 256 * 1024 else 16384
+        return 28 + 3 * max(1, (orig + step - 1) // step)
+    return 24 + 4 * s[pos + 6]
+
+
 def read_frame(s, pos, bs):
     check(len(s) - pos >= 24, "frame header cut at %d" % pos)
     check(s[pos:pos + 4] == b"GMTF", "bad frame magic at %d" % pos)
@@ -55,9 +65,15 @@ def read_frame(s, pos, bs):
     check(len(s) - pos >= h + 4, "frame header cut at %d" % pos)
     (hcrc,) = struct.unpack_from("<I", s, pos + h)
     check(hcrc == crc32c(s[pos:pos + h]), "frame header CRC at %d" % pos)
+    check(s[pos + 4] in (1, 2), "frame version %d at %d" % (s[pos + 4], pos))
     orig, plen = struct.unpack_from("<II", s, pos + 8)
     check(1 <= orig <= bs, "frame original length %d not in 1..%d at %d" % (orig, bs, pos))
-    return h + 4 + plen, orig
+    hl = frame_header_len(s, pos)
+    if hl > h + 4:  # version 2 BWT frame: the sample block and its CRC
+        check(len(s) - pos >= hl, "frame header cut at %d" % pos)
+        (scrc,) = struct.unpack_from("<I", s, pos + hl - 4)
+        check(scrc == crc32c(s[pos:pos + hl - 4]), "frame sample CRC at %d" % pos)
+    return hl + plen, orig
 
 
 def main():

@@ -276,8 +276,13 @@ import struct, sys
 good = open(sys.argv[1], "rb").read()
 near = set(range(16)) | set(range(len(good) - 32, len(good)))
 for s in (int(l) for l in open(sys.argv[2])):
-    if good[s:s + 4] == b"GMTF":             # frame header: 24 + 4K bytes
-        near.update(range(s, s + 24 + 4 * good[s + 6]))
+    if good[s:s + 4] == b"GMTF":             # frame header (check_stream.py)
+        if good[s + 4] == 2 and good[s + 5] == 2:
+            n = struct.unpack_from("<I", good, s + 8)[0]
+            step = 32768 if n > 256 * 1024 else 16384
+            near.update(range(s, s + 28 + 3 * max(1, (n + step - 1) // step)))
+        else:
+            near.update(range(s, s + 24 + 4 * good[s + 6]))
     if s > 16:                               # the coder's final bytes
         near.update(range(s - 8, s))
 for pos in range(len(good)):

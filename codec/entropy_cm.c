@@ -1,0 +1,496 @@
+/* Method 3, "adaptive": QLFC runs of the whole block coded by one adaptive
+ * binary range coder; every decision's probability mixes three adaptive
+ * counters (one keyed by the run's byte, two by contexts of recent ranks
+ * and lengths) with a small learned mixer. Layout and model in
+ * docs/entropy.md. Used for blocks under GMTF_QLFC_LANES_MIN, where method
+ * 2's tables would cost too much; about 30-60 MB/s to decode, CPU only.
+ *
+ * Per run (its byte c is the front of the list, known to the decoder):
+ *   rank symbol (as method 2: 1, 2, 3, 4, 5-6, ..., 193-255, retire) in
+ *   unary, "is it 1?", "is it 2?", ..., retire after 15 noes; the offset in
+ *   the class bit by bit down a tree; the length symbol (as method 2) in
+ *   unary, then its first raw bit modelled and the rest direct; escaped
+ *   lengths code their bit count in unary and the bits below direct.
+ *
+ * All arithmetic is integer (the squash curve is a fixed table), so every
+ * platform makes and reads the same bytes. */
+#include <errno.h>
+#include <string.h>
+
+#include "gmtf_codec.h"
+#include "qlfc.h"
+#include "qlfc_internal.h"
+#include "qlfc_rc.h"
+
+/* ---- the run alphabet (as method 2) -------------------------------------- */
+
+#define NSYM 16
+#define RSYM_RETIRE 0
+#define RSYM_OFF_FIRST 5
+#define LSYM_ESC 15
+#define LBIG_MIN 8
+#define LBIG_MAX 24
+
+static const uint8_t rbase[NSYM] = {0, 1, 2, 3, 4, 5, 7, 9, 13, 17, 25, 33, 49, 65, 129, 193};
+static const uint8_t rbits[NSYM] = {0, 0, 0, 0, 0, 1, 1, 2, 2, 3, 3, 4, 4, 6, 6, 6};
+/* first node of each class's offset tree (tree of 2^bits - 1 nodes) */
+static const uint8_t rnode[NSYM] = {0, 0, 0, 0, 0, 0, 1, 2, 5, 8, 15, 22, 37, 52, 115, 178};
+#define NOFF 241
+static const uint8_t lbase[LSYM_ESC] = {1, 2, 3, 4, 6, 8, 12, 16, 24, 32, 48, 64, 96, 128, 192};
+static const uint8_t lbits[LSYM_ESC] = {0, 0, 0, 1, 1, 2, 2, 3, 3, 4, 4, 5, 5, 6, 6};
+
+static unsigned rsym_of(unsigned r)
+{
+    if (r <= 4)
+        return r;
+    unsigned s = 5;
+    while (s + 1 < NSYM && rbase[s + 1] <= r)
+        s++;
+    return s;
+}
+
+static unsigned lsym_of(uint32_t len)
+{
+    if (len >= 256)
+        return LSYM_ESC;
+    unsigned s = 0;
+    while (s + 1 < LSYM_ESC && lbase[s + 1] <= len)
+        s++;
+    return s;
+}
+
+/* ---- counters, mixer, squash --------------------------------------------- */
+
+/* P(1) on 16 bits and a use count; the rate is 1/(n + 1.5) down to
+ * 1/(limit + 1.5). */
+typedef struct {
+    uint16_t p, n;
+} ctr;
+
+typedef struct {
+    int32_t w[3];
+} mixw;
+
+/* Adaptive probability map: a probability refined by its context, by
+ * interpolation between 33 points over stretch(p). */
+typedef struct {
+    uint16_t t[33];
+} apm;
+
+/* squash(x) = 4096 / (1 + e^(-x/256)) at x = -2048, -1920, ..., 2048 */
+static const int16_t squash_pts[33] = {
+    1,    2,    4,    6,    10,   17,   27,   45,   74,   120,  194,
+    311,  488,  747,  1102, 1546, 2048, 2550, 2994, 3349, 3608, 3785,
+    3902, 3976, 4022, 4051, 4069, 4079, 4086, 4090, 4092, 4094, 4095,
+};
+
+static inline int squash(int x)
+{
+    if (x > 2047)
+        x = 2047;
+    if (x < -2047)
+        x = -2047;
+    int w = x & 127, i = (x >> 7) + 16;
+    return (squash_pts[i] * (128 - w) + squash_pts[i + 1] * w + 64) >> 7;
+}
+
+#ifndef LIM_CHAR
+#define LIM_CHAR 30
+#endif
+#ifndef LIM_STATE
+#define LIM_STATE 126
+#endif
+#ifndef LIM_STATIC
+#define LIM_STATIC 255
+#endif
+#ifndef MIX_LR
+#define MIX_LR 1
+#endif
+#ifndef MIX_SH
+#define MIX_SH 11
+#endif
+#ifndef APM_RATE
+#define APM_RATE 6
+#endif
+#ifndef APM_W
+#define APM_W 2 /* of 4: weight of the APM's estimate */
+#endif
+
+/* ---- model ----------------------------------------------------------------- */
+
+#define NRNODE 15 /* rank unary decisions */
+#define NLNODE 15 /* length unary decisions */
+#define NRCTX (12 * 5 * 4)
+#define NLCTX (12 * 5)
+#define ER_INIT 48
+
+typedef struct {
+    int16_t stretch[4096];
+    uint16_t rate[256];
+    /* rank class, unary */
+    ctr r_char[256][NRNODE], r_st1[NRCTX][NRNODE], r_st2[256][NRNODE];
+    mixw r_mix[NRNODE][5];
+    /* rank offsets */
+    ctr o_char[256][NOFF], o_st[12][NOFF], o_static[NOFF];
+    mixw o_mix[NSYM];
+    /* length class, unary */
+    ctr l_char[256][NLNODE], l_st1[NLCTX][NLNODE], l_st2[64][NLNODE];
+    mixw l_mix[NLNODE][5];
+    /* first raw bit of a length class; escaped lengths' bit count */
+    ctr b_char[256][NSYM], b_st[NLCTX][NSYM], b_static[NSYM];
+    mixw b_mix[NSYM];
+    apm r_apm[NRNODE][4], l_apm[NLNODE][4], o_apm[NSYM], b_apm[NSYM];
+    qbit esc[LBIG_MAX - LBIG_MIN + 1];
+    qbit list[64];
+    /* per byte history, as method 2 */
+    uint8_t er[256], el[256], hr[256];
+    uint8_t list_bytes[256];
+} cm_model;
+
+static const uint8_t e_q[16] = {0, 1, 2, 3, 4, 5, 6, 7, 8, 8, 9, 9, 10, 10, 11, 11};
+static const uint8_t h_q[16] = {0, 1, 2, 3, 3, 4, 4, 4, 4, 4, 4, 4, 4, 4, 4, 4};
+static const uint8_t p_q[16] = {3, 0, 1, 2, 2, 3, 3, 3, 3, 3, 3, 3, 3, 3, 3, 3};
+static const uint8_t r_q[16] = {0, 1, 2, 3, 3, 4, 4, 4, 4, 4, 4, 4, 4, 4, 4, 4};
+
+static void ctr_init(ctr *c, size_t count)
+{
+    for (size_t i = 0; i < count; i++) {
+        c[i].p = 32768;
+        c[i].n = 0;
+    }
+}
+
+static void mix_init(mixw *m, size_t count)
+{
+    for (size_t i = 0; i < count; i++) {
+        m[i].w[0] = 20000;
+        m[i].w[1] = 26000;
+        m[i].w[2] = 20000;
+    }
+}
+
+static void apm_init(apm *a, size_t count)
+{
+    for (size_t i = 0; i < count; i++)
+        for (int j = 0; j < 33; j++)
+            a[i].t[j] = (uint16_t)(squash((j - 16) * 128) * 16);
+}
+
+static void model_init(cm_model *m)
+{
+    /* stretch = inverse of squash, by walking squash upwards */
+    int pi = 0;
+    for (int x = -2047; x <= 2047; x++) {
+        int v = squash(x);
+        for (int j = pi; j <= v; j++)
+            m->stretch[j] = (int16_t)x;
+        pi = v + 1;
+    }
+    for (int j = pi; j < 4096; j++)
+        m->stretch[j] = 2047;
+    for (unsigned n = 0; n < 256; n++)
+        m->rate[n] = (uint16_t)(131072u / (2 * n + 3));
+    ctr_init(&m->r_char[0][0], sizeof m->r_char / sizeof(ctr));
+    ctr_init(&m->r_st1[0][0], sizeof m->r_st1 / sizeof(ctr));
+    ctr_init(&m->r_st2[0][0], sizeof m->r_st2 / sizeof(ctr));
+    ctr_init(&m->o_char[0][0], sizeof m->o_char / sizeof(ctr));
+    ctr_init(&m->o_st[0][0], sizeof m->o_st / sizeof(ctr));
+    ctr_init(m->o_static, NOFF);
+    ctr_init(&m->l_char[0][0], sizeof m->l_char / sizeof(ctr));
+    ctr_init(&m->l_st1[0][0], sizeof m->l_st1 / sizeof(ctr));
+    ctr_init(&m->l_st2[0][0], sizeof m->l_st2 / sizeof(ctr));
+    ctr_init(&m->b_char[0][0], sizeof m->b_char / sizeof(ctr));
+    ctr_init(&m->b_st[0][0], sizeof m->b_st / sizeof(ctr));
+    ctr_init(m->b_static, NSYM);
+    mix_init(&m->r_mix[0][0], sizeof m->r_mix / sizeof(mixw));
+    mix_init(m->o_mix, NSYM);
+    mix_init(&m->l_mix[0][0], sizeof m->l_mix / sizeof(mixw));
+    mix_init(m->b_mix, NSYM);
+    apm_init(&m->r_apm[0][0], sizeof m->r_apm / sizeof(apm));
+    apm_init(&m->l_apm[0][0], sizeof m->l_apm / sizeof(apm));
+    apm_init(m->o_apm, NSYM);
+    apm_init(m->b_apm, NSYM);
+    qbit_init(m->esc, LBIG_MAX - LBIG_MIN + 1);
+    qbit_init(m->list, 64);
+    memset(m->er, ER_INIT, 256);
+    memset(m->el, 0, 256);
+    memset(m->hr, 0, 256);
+}
+
+/* ---- one decision ---------------------------------------------------------- */
+
+typedef struct {
+    qrc_enc e;
+    qrc_dec d;
+} coder;
+
+static inline __attribute__((always_inline)) void ctr_update(const cm_model *m, ctr *c, int bit,
+                                                             unsigned limit)
+{
+    int target = bit ? 65535 : 0;
+    c->p = (uint16_t)(c->p + (((target - (int)c->p) * (int)m->rate[c->n]) >> 16));
+    c->n = (uint16_t)(c->n + (c->n < limit));
+}
+
+/* Codes (dec = 0) or decodes (dec = 1) one bit predicted by counters a
+ * (byte), b and s (contexts) mixed by mx, refined by the map ap. */
+static inline __attribute__((always_inline)) int cm_bit(cm_model *m, coder *co, int dec, ctr *a,
+                                                        ctr *b, ctr *s, mixw *mx, apm *ap, int bit)
+{
+    int x0 = m->stretch[a->p >> 4], x1 = m->stretch[b->p >> 4], x2 = m->stretch[s->p >> 4];
+    int dot =
+        (int)(((int64_t)mx->w[0] * x0 + (int64_t)mx->w[1] * x1 + (int64_t)mx->w[2] * x2) >> 16);
+    dot = dot > 2047 ? 2047 : dot < -2047 ? -2047 : dot;
+    int pm = squash(dot);
+    unsigned sx = (unsigned)(dot + 2048), j = sx >> 7, wj = sx & 127;
+    int pa = (ap->t[j] * (int)(128 - wj) + ap->t[j + 1] * (int)wj) >> 11;
+    int p = (pm * (4 - APM_W) + pa * APM_W) >> 2;
+    p = p < 1 ? 1 : p > 4095 ? 4095 : p;
+    if (dec)
+        bit = qrc_decode(&co->d, (uint32_t)p);
+    else
+        qrc_encode(&co->e, (uint32_t)p, bit);
+    int err = ((bit << 12) - pm) * MIX_LR;
+    mx->w[0] += (x0 * err) >> MIX_SH;
+    mx->w[1] += (x1 * err) >> MIX_SH;
+    mx->w[2] += (x2 * err) >> MIX_SH;
+    int target = bit ? 65535 : 0;
+    unsigned jn = j + (wj >> 6); /* the nearer point */
+    ap->t[jn] = (uint16_t)(ap->t[jn] + ((target - (int)ap->t[jn]) >> APM_RATE));
+    ctr_update(m, a, bit, LIM_CHAR);
+    ctr_update(m, b, bit, LIM_STATE);
+    ctr_update(m, s, bit, LIM_STATIC);
+    return bit;
+}
+
+static inline void code_direct(coder *co, int dec, uint32_t *v, unsigned nb)
+{
+    if (nb == 0) {
+        *v = 0;
+        return;
+    }
+    if (dec)
+        *v = qrc_decode_direct(&co->d, nb);
+    else
+        qrc_encode_direct(&co->e, *v, nb);
+}
+
+/* ---- runs -------------------------------------------------------------------- */
+
+typedef struct {
+    unsigned ctx_r4;  /* last 4 rank classes, 2 bits each */
+    unsigned ctx_run; /* last 6 runs: length 1 or not */
+    unsigned prev;    /* previous rank symbol */
+} cm_hist;
+
+/* Codes or decodes one run's rank symbol, offset and length; c is the
+ * run's byte. On decode *rsym, *off, *len are outputs. Returns 0 or
+ * GMTF_E_CORRUPT. */
+static inline __attribute__((always_inline)) int cm_run(cm_model *m, coder *co, int dec, cm_hist *h,
+                                                        unsigned c, unsigned *rsym, uint32_t *off,
+                                                        uint32_t *len)
+{
+    unsigned er = m->er[c], hr = m->hr[c], el = m->el[c];
+    unsigned rctx = (e_q[(er + 8) >> 4] * 5 + h_q[hr]) * 4 + p_q[h->prev];
+    unsigned hq = h_q[hr];
+    /* rank symbol: unary over 1..15, retire after */
+    unsigned rs = dec ? 0 : *rsym;
+    unsigned i = 0;
+    for (; i < NRNODE; i++) {
+        int stop = cm_bit(m, co, dec, &m->r_char[c][i], &m->r_st1[rctx][i], &m->r_st2[h->ctx_r4][i],
+                          &m->r_mix[i][hq], &m->r_apm[i][h->ctx_r4 & 3], rs == i + 1);
+        if (stop)
+            break;
+    }
+    rs = i < NRNODE ? i + 1 : RSYM_RETIRE;
+    /* offset in the class, down a tree */
+    uint32_t o = dec ? 0 : *off;
+    if (rbits[rs]) {
+        unsigned node = 1, nb = rbits[rs], eq = e_q[(er + 8) >> 4];
+        for (int j = (int)nb - 1; j >= 0; j--) {
+            unsigned idx = rnode[rs] + node - 1;
+            int bit = cm_bit(m, co, dec, &m->o_char[c][idx], &m->o_st[eq][idx], &m->o_static[idx],
+                             &m->o_mix[rs], &m->o_apm[rs], (int)((o >> j) & 1));
+            node = node * 2 + (unsigned)bit;
+        }
+        o = node - (1u << nb);
+    }
+    /* length symbol: unary over 0..14, escape after */
+    unsigned lctx = e_q[(el + 8) >> 4] * 5 + r_q[rs];
+    unsigned ls = dec ? 0 : lsym_of(*len);
+    unsigned rl = (h->ctx_run & 15) * 4 + (r_q[rs] < 3 ? r_q[rs] : 3);
+    unsigned lq = el < 16 ? 0 : el < 32 ? 1 : el < 64 ? 2 : el < 112 ? 3 : 4;
+    for (i = 0; i < NLNODE; i++) {
+        int stop = cm_bit(m, co, dec, &m->l_char[c][i], &m->l_st1[lctx][i], &m->l_st2[rl][i],
+                          &m->l_mix[i][lq], &m->l_apm[i][h->ctx_run & 3], ls == i);
+        if (stop)
+            break;
+    }
+    ls = i < NLNODE ? i : LSYM_ESC;
+    uint32_t l;
+    if (ls != LSYM_ESC) {
+        uint32_t extra = dec ? 0 : *len - lbase[ls];
+        unsigned nb = lbits[ls];
+        if (nb) {
+            int top = cm_bit(m, co, dec, &m->b_char[c][ls], &m->b_st[lctx][ls], &m->b_static[ls],
+                             &m->b_mix[ls], &m->b_apm[ls], (int)((extra >> (nb - 1)) & 1));
+            uint32_t rest = extra & ((1u << (nb - 1)) - 1);
+            code_direct(co, dec, &rest, nb - 1);
+            extra = (uint32_t)top << (nb - 1) | rest;
+        }
+        l = lbase[ls] + extra;
+    } else {
+        unsigned eb = dec ? 0 : 31 - (unsigned)__builtin_clz(*len);
+        unsigned k = LBIG_MIN;
+        for (; k < LBIG_MAX; k++) {
+            int more;
+            if (dec)
+                more = qbit_dec(&co->d, &m->esc[k - LBIG_MIN]);
+            else
+                qbit_enc(&co->e, &m->esc[k - LBIG_MIN], more = eb > k);
+            if (!more)
+                break;
+        }
+        eb = k;
+        uint32_t low = dec ? 0 : *len & ((1u << eb) - 1);
+        uint32_t hi = low >> 16, lo16 = low & 0xFFFF;
+        code_direct(co, dec, &hi, eb > 16 ? eb - 16 : 0);
+        code_direct(co, dec, &lo16, eb < 16 ? eb : 16);
+        l = 1u << eb | hi << 16 | lo16;
+    }
+    /* history */
+    unsigned rv = rs == RSYM_RETIRE ? 15 : rs;
+    m->er[c] = (uint8_t)((er + (rv << 4)) >> 1);
+    m->el[c] = (uint8_t)((el + (ls << 4)) >> 1);
+    m->hr[c] = (uint8_t)rv;
+    h->ctx_r4 = (h->ctx_r4 << 2 | (rs == 0 ? 3 : rs < 3 ? rs - 1 : rs < 5 ? 2 : 3)) & 0xFF;
+    h->ctx_run = (h->ctx_run << 1 | (l == 1)) & 0x3F;
+    h->prev = rs;
+    if (dec) {
+        *rsym = rs;
+        *off = o;
+        *len = l;
+    }
+    return 0;
+}
+
+/* ---- workspace ----------------------------------------------------------------- */
+
+#define ALIGN64(x) (((x) + 63) & ~(size_t)63)
+
+size_t gmtf_cm_workspace_size(size_t max_block)
+{
+    return ALIGN64(sizeof(cm_model)) + ALIGN64(max_block);
+}
+
+size_t gmtf_cm_decode_workspace_size(void)
+{
+    return ALIGN64(sizeof(cm_model));
+}
+
+/* The list: its length, then each byte as its place among the bytes not yet
+ * listed (in increasing order), Elias-gamma coded. */
+static void put_list(coder *co, cm_model *m, const uint8_t *list, unsigned d)
+{
+    uint8_t order[256];
+    for (unsigned i = 0; i < 256; i++)
+        order[i] = (uint8_t)i;
+    qgamma_enc(&co->e, &m->list[0], d + 1);
+    for (unsigned i = 0, left = 256; i < d; i++, left--) {
+        unsigned p = 0;
+        while (order[p] != list[i])
+            p++;
+        qgamma_enc(&co->e, &m->list[32], p + 1);
+        memmove(order + p, order + p + 1, left - p - 1);
+    }
+}
+
+static int get_list(coder *co, cm_model *m, uint8_t *list, unsigned *dcount)
+{
+    uint8_t order[256];
+    for (unsigned i = 0; i < 256; i++)
+        order[i] = (uint8_t)i;
+    uint32_t v = qgamma_dec(&co->d, &m->list[0], 9);
+    if (v == 0 || v > 257)
+        return GMTF_E_CORRUPT;
+    unsigned cnt = v - 1, left = 256;
+    for (unsigned i = 0; i < cnt; i++, left--) {
+        uint32_t p = qgamma_dec(&co->d, &m->list[32], 8);
+        if (p == 0 || p > left)
+            return GMTF_E_CORRUPT;
+        list[i] = order[p - 1];
+        memmove(order + p - 1, order + p, left - p);
+    }
+    *dcount = cnt;
+    return 0;
+}
+
+long gmtf_adaptive_qlfc_encode(const uint8_t *bwt, size_t n, uint8_t *dst, size_t cap, void *ws)
+{
+    if (n == 0 || n > GMTF_BLOCK_MAX)
+        return -EINVAL;
+    if (cap < 1)
+        return -ENOSPC;
+    cm_model *m = ws;
+    uint8_t *rk = (uint8_t *)ws + ALIGN64(sizeof(cm_model));
+    model_init(m);
+    uint16_t d;
+    size_t runs = gmtf_qlfc_ranks(bwt, 0, n, rk, m->list_bytes, &d);
+    coder co;
+    qrc_enc_init(&co.e, dst + 1, cap - 1);
+    put_list(&co, m, m->list_bytes, d);
+    cm_hist h = {0, 0, 1};
+    size_t i = 0;
+    for (size_t k = 0; k < runs; k++) {
+        if (co.e.overflow)
+            return -ENOSPC;
+        unsigned c = bwt[i];
+        size_t st = i;
+        while (i < n && bwt[i] == c)
+            i++;
+        unsigned rsym = rk[k] ? rsym_of(rk[k]) : RSYM_RETIRE;
+        uint32_t off = rk[k] ? rk[k] - rbase[rsym] : 0;
+        uint32_t len = (uint32_t)(i - st);
+        cm_run(m, &co, 0, &h, c, &rsym, &off, &len);
+    }
+    long r = qrc_enc_finish(&co.e, dst + 1);
+    if (r < 0)
+        return -ENOSPC;
+    dst[0] = GMTF_QLFC_METHOD_ADAPTIVE;
+    return r + 1;
+}
+
+int gmtf_adaptive_qlfc_decode(const uint8_t *src, size_t len, uint8_t *out, size_t n, void *ws)
+{
+    if (len < 1 || src[0] != GMTF_QLFC_METHOD_ADAPTIVE || n == 0 || n > GMTF_BLOCK_MAX)
+        return GMTF_E_CORRUPT;
+    cm_model *m = ws;
+    model_init(m);
+    coder co;
+    qrc_dec_init(&co.d, src + 1, len - 1);
+    uint8_t *list = m->list_bytes;
+    unsigned active;
+    int err = get_list(&co, m, list, &active);
+    if (err)
+        return err;
+    cm_hist h = {0, 0, 1};
+    size_t pos = 0;
+    while (pos < n) {
+        if (active == 0)
+            return GMTF_E_CORRUPT;
+        unsigned c = list[0], rsym;
+        uint32_t off, run;
+        cm_run(m, &co, 1, &h, c, &rsym, &off, &run);
+        unsigned r = rsym == RSYM_RETIRE ? active - 1 : rbase[rsym] + off;
+        if (r >= active || run > n - pos)
+            return GMTF_E_CORRUPT;
+        memset(out + pos, (int)c, run);
+        pos += run;
+        memmove(list, list + 1, r);
+        list[r] = (uint8_t)c;
+        active -= rsym == RSYM_RETIRE;
+    }
+    if (active != 0 || !qrc_dec_done(&co.d))
+        return GMTF_E_CORRUPT;
+    return 0;
+}

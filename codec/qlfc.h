@@ -1,0 +1,70 @@
+/* Entropy coders of the BWT output for frame version 2 (docs/entropy.md):
+ * QLFC (quantised local frequency coding, after bsc) models the BWT
+ * output as runs of equal bytes: each run's length, and its rank, which
+ * says how many distinct bytes come before the run's byte comes back. The
+ * decoder knows a run's byte before it decodes the run, so every model is
+ * conditioned on it.
+ *
+ *   method 2 "lanes": 32 independent lanes per block, semi-static tables
+ *       (several sets, chosen per 4 KiB of output by selectors), rANS; a
+ *       GPU warp or SIMD lanes decode one block in parallel;
+ *   method 3 "adaptive": one adaptive binary coder with mixed context
+ *       models over the whole block, for blocks under GMTF_QLFC_LANES_MIN.
+ *
+ * The method is a function of the block (gmtf_qlfc_method: its length and
+ * one count of method 2's transform), so every encoder (CPU or GPU, any
+ * thread count) makes the same bytes.
+ * Internal to libgmtf; frame.c calls gmtf_qlfc_encode/decode. */
+#ifndef GMTF_QLFC_H
+#define GMTF_QLFC_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#define GMTF_QLFC_METHOD_LANES 2
+#define GMTF_QLFC_METHOD_ADAPTIVE 3
+/* The method rule. Blocks under GMTF_QLFC_LANES_MIN take method 3: file
+ * tails, small files and small-block settings get the adaptive method's
+ * ratio, while a full block of gmtfc's default size (900 KiB) or of the
+ * filesystem's (2 MiB) decodes fast and in parallel. Larger blocks take
+ * method 2 unless at least 1/GMTF_QLFC_BIG_DIV of the runs of its 32 lanes
+ * have ranks of GMTF_QLFC_BIG_RANK or more (binary tables such as
+ * spreadsheets, where the semi-static model loses 10-50%), or its runs are
+ * GMTF_QLFC_SPARSE bytes long or more on average (highly compressible
+ * blocks: the adaptive method codes them 4-15% smaller, and its decoding
+ * time goes by runs, so they still decode at 100 MB/s or more); those take
+ * method 3 too. */
+#ifndef GMTF_QLFC_LANES_MIN /* a build may move it, for comparisons */
+#define GMTF_QLFC_LANES_MIN (900u << 10)
+#endif
+#define GMTF_QLFC_BIG_RANK 65
+#define GMTF_QLFC_BIG_DIV 4
+#define GMTF_QLFC_SPARSE 16
+#define GMTF_QLFC_NLANES 32
+
+/* The method gmtf_qlfc_encode uses for the BWT output bwt[0..n); ws: an
+ * encoding workspace (gmtf_qlfc_workspace_size(n)). */
+unsigned gmtf_qlfc_method(const uint8_t *bwt, size_t n, void *ws);
+
+/* Scratch bytes for encoding blocks up to max_block bytes (about
+ * 6.3 x max_block plus 0.5 MiB), and for decoding only (a fixed size). */
+size_t gmtf_qlfc_workspace_size(size_t max_block);
+size_t gmtf_qlfc_decode_workspace_size(void);
+
+/* Encodes the BWT output bwt[0..n) (1 <= n <= GMTF_BLOCK_MAX, n no larger
+ * than the workspace's max_block) into dst. Returns the payload length, or
+ * -ENOSPC when it would exceed cap (the bytes never depend on cap). */
+long gmtf_qlfc_encode(const uint8_t *bwt, size_t n, uint8_t *dst, size_t cap, void *ws);
+
+/* Decodes exactly n bytes of BWT output. src is untrusted: returns 0, or a
+ * negative GMTF_E_* code; never reads past src + len, writes past
+ * bwt + n, or loops without bound. ws: either workspace size. */
+int gmtf_qlfc_decode(const uint8_t *src, size_t len, uint8_t *bwt, size_t n, void *ws);
+
+/* The two methods apart, for tests and benchmarks: any n >= 1. */
+long gmtf_lanes_encode(const uint8_t *bwt, size_t n, uint8_t *dst, size_t cap, void *ws);
+int gmtf_lanes_decode(const uint8_t *src, size_t len, uint8_t *bwt, size_t n, void *ws);
+long gmtf_adaptive_qlfc_encode(const uint8_t *bwt, size_t n, uint8_t *dst, size_t cap, void *ws);
+int gmtf_adaptive_qlfc_decode(const uint8_t *src, size_t len, uint8_t *bwt, size_t n, void *ws);
+
+#endif

@@ -1,0 +1,406 @@
+/* QLFC coders of frame version 2 (qlfc.h): method 2 (lanes, semi-static
+ * rANS) and method 3 (adaptive), each called directly for any block length
+ * and through the dispatcher that picks by length. Round trips on edge
+ * cases, synthetic and real BWT output; the bytes never depend on the
+ * output capacity or on what the workspace held; -ENOSPC at one byte too
+ * few; hostile payloads (mutations, truncation, garbage, random bytes
+ * behind each method byte) give an error or the right bytes, never a
+ * write past n, a crash or a hang. */
+#include <errno.h>
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <cmocka.h>
+
+#include "bwt.h"
+#include "gmtf_codec.h"
+#include "qlfc.h"
+#include "test_util.h"
+
+#define KIB 1024u
+#define MIB (1u << 20)
+
+typedef long (*enc_fn)(const uint8_t *, size_t, uint8_t *, size_t, void *);
+typedef int (*dec_fn)(const uint8_t *, size_t, uint8_t *, size_t, void *);
+
+static const struct {
+    const char *name;
+    enc_fn enc;
+    dec_fn dec;
+    unsigned method;
+} coders[] = {
+    {"lanes", gmtf_lanes_encode, gmtf_lanes_decode, GMTF_QLFC_METHOD_LANES},
+    {"adaptive", gmtf_adaptive_qlfc_encode, gmtf_adaptive_qlfc_decode, GMTF_QLFC_METHOD_ADAPTIVE},
+    {"dispatch", gmtf_qlfc_encode, gmtf_qlfc_decode, 0},
+};
+#define NCODERS (sizeof coders / sizeof coders[0])
+
+static size_t enc_cap(size_t n)
+{
+    return 2 * n + 64 * KIB; /* generous: random data expands a little */
+}
+
+/* Set while coding incompressible data: the lanes method's scratch holds
+ * 1.25 n bytes, and says -ENOSPC beyond (the frame is then stored raw). */
+static int may_expand;
+
+/* Encodes with coder k, checks the method byte and that a dirty workspace
+ * and a bigger capacity give the same bytes, decodes with the full and the
+ * decode-only workspace into a guarded buffer. Returns the length. */
+static long roundtrip(unsigned k, const uint8_t *s, size_t n)
+{
+    size_t cap = enc_cap(n);
+    void *ws = tu_malloc(gmtf_qlfc_workspace_size(n));
+    uint8_t *enc = tu_malloc(cap), *enc2 = tu_malloc(cap + 100);
+    memset(ws, 0, gmtf_qlfc_workspace_size(n));
+    long len = coders[k].enc(s, n, enc, cap, ws);
+    if (len == -ENOSPC && may_expand) {
+        free(enc2), free(enc), free(ws);
+        return len;
+    }
+    if (len <= 0)
+        fail_msg("%s: encode of %zu bytes: %ld", coders[k].name, n, len);
+    unsigned want = coders[k].method ? coders[k].method : gmtf_qlfc_method(s, n, ws);
+    assert_int_equal(enc[0], want);
+    memset(ws, 0xA5, gmtf_qlfc_workspace_size(n));
+    assert_int_equal(coders[k].enc(s, n, enc2, cap + 100, ws), len);
+    assert_memory_equal(enc, enc2, (size_t)len);
+    tu_guarded back = tu_guarded_alloc(n);
+    memset(back.buf, 0x5A, n);
+    int rc = coders[k].dec(enc, (size_t)len, back.buf, n, ws);
+    if (rc != 0)
+        fail_msg("%s: decode of %zu bytes: %d", coders[k].name, n, rc);
+    assert_memory_equal(back.buf, s, n);
+    assert_true(tu_guard_ok(&back));
+    void *dws = tu_malloc(gmtf_qlfc_decode_workspace_size());
+    memset(back.buf, 0x5A, n);
+    assert_int_equal(gmtf_qlfc_decode(enc, (size_t)len, back.buf, n, dws), 0);
+    assert_memory_equal(back.buf, s, n);
+    assert_true(tu_guard_ok(&back));
+    free(dws);
+    tu_guarded_free(&back);
+    free(enc2), free(enc), free(ws);
+    return len;
+}
+
+static void roundtrip_all(const uint8_t *s, size_t n)
+{
+    for (unsigned k = 0; k < NCODERS; k++)
+        roundtrip(k, s, n);
+}
+
+/* The BWT output of real or synthetic data. */
+static uint8_t *bwt_of(const uint8_t *src, size_t n)
+{
+    void *ws = tu_malloc(gmtf_bwt_workspace_size(n));
+    uint8_t *out = tu_malloc(n);
+    uint32_t idx[GMTF_BWT_MAX_SAMPLES];
+    assert_int_equal(gmtf_bwt_forward_step(src, out, n, idx, ws), 0);
+    free(ws);
+    return out;
+}
+
+/* ---- edge cases ------------------------------------------------------------ */
+
+static void test_tiny_blocks(void **state)
+{
+    (void)state;
+    uint8_t b[64];
+    for (unsigned v = 0; v < 256; v++) {
+        b[0] = (uint8_t)v;
+        roundtrip_all(b, 1);
+    }
+    uint64_t seed = 1;
+    for (size_t n = 2; n <= 64; n++) {
+        for (int t = 0; t < 4; t++) {
+            tu_fill_random(b, n, seed++);
+            if (t & 1) /* few distinct bytes, runs */
+                for (size_t i = 0; i < n; i++)
+                    b[i] = (uint8_t)(b[i] % 3 + 'a');
+            may_expand = !(t & 1);
+            roundtrip_all(b, n);
+            may_expand = 0;
+        }
+    }
+}
+
+/* One byte repeated (one run), every byte value in turn, each in runs of
+ * every length, and the 256 values in the orders that give the largest
+ * ranks. */
+static void test_runs_and_ranks(void **state)
+{
+    (void)state;
+    size_t n = 300 * KIB;
+    uint8_t *s = tu_malloc(n);
+    memset(s, 'x', n);
+    roundtrip_all(s, n);
+    size_t i = 0;
+    for (unsigned len = 1; i < n; len++)
+        for (unsigned v = 0; v < 256 && i < n; v++)
+            for (unsigned r = 0; r < len && i < n; r++)
+                s[i++] = (uint8_t)v;
+    roundtrip_all(s, n);
+    /* cycles of all 256 bytes, forwards then backwards: ranks near 255 */
+    for (i = 0; i < n; i++) {
+        size_t c = i / 256;
+        s[i] = (uint8_t)(c & 1 ? 255 - i % 256 : i % 256);
+    }
+    may_expand = 1;
+    roundtrip_all(s, n);
+    may_expand = 0;
+    free(s);
+}
+
+/* Runs longer than the escapes of both methods' length codes: a block of
+ * 16 MiB that is one run but for a few bytes (the lanes cut it into runs
+ * of up to 512 KiB, the adaptive method codes up to 2^24). */
+static void test_long_runs(void **state)
+{
+    (void)state;
+    size_t n = GMTF_BLOCK_MAX;
+    uint8_t *s = tu_malloc(n);
+    memset(s, 0, n);
+    s[12345] = 1;
+    s[n / 2 + 7] = 2;
+    roundtrip_all(s, n);
+    memset(s, 9, n);
+    roundtrip_all(s, n);
+    /* run lengths of every bit count below 2^20, between single bytes */
+    size_t i = 0;
+    for (unsigned e = 0; e < 20 && i < n; e++) {
+        size_t len = ((size_t)1 << e) + e;
+        for (size_t r = 0; r < len && i < n; r++)
+            s[i++] = 'r';
+        if (i < n)
+            s[i++] = (uint8_t)e;
+    }
+    roundtrip_all(s, i);
+    free(s);
+}
+
+static void test_random_and_text(void **state)
+{
+    (void)state;
+    static const size_t sizes[] = {1000, 65536, 700 * KIB, MIB, MIB + 17, 3 * MIB};
+    for (size_t j = 0; j < sizeof sizes / sizeof sizes[0]; j++) {
+        size_t n = sizes[j];
+        uint8_t *s = tu_malloc(n);
+        tu_fill_random(s, n, 100 + j);
+        may_expand = 1;
+        roundtrip_all(s, n);
+        may_expand = 0;
+        tu_fill_text_like(s, n, 200 + j);
+        uint8_t *b = bwt_of(s, n);
+        roundtrip_all(b, n);
+        free(b), free(s);
+    }
+}
+
+/* The BWT output of every corpus file (system files when it is absent) in
+ * 900 KiB blocks and of their concatenation in 2 MiB blocks; each method
+ * beats a plain order-0 bound of 8 bits a byte by far on text. */
+static void test_real_data(void **state)
+{
+    (void)state;
+    tu_files f = tu_corpus_files();
+    if (f.count == 0)
+        f = tu_system_files(40, 2 * MIB);
+    size_t total = 0, coded[2] = {0, 0};
+    for (size_t i = 0; i < f.count; i++) {
+        for (size_t a = 0; a < f.v[i].len; a += 900 * KIB) {
+            size_t n = f.v[i].len - a < 900 * KIB ? f.v[i].len - a : 900 * KIB;
+            uint8_t *b = bwt_of(f.v[i].data + a, n);
+            coded[0] += (size_t)roundtrip(0, b, n);
+            coded[1] += (size_t)roundtrip(1, b, n);
+            roundtrip(2, b, n);
+            total += n;
+            free(b);
+        }
+    }
+    uint8_t *all = tu_concat(&f, 6 * MIB);
+    if (all) {
+        for (size_t a = 0; a < 6 * MIB; a += 2 * MIB) {
+            uint8_t *b = bwt_of(all + a, 2 * MIB);
+            roundtrip_all(b, 2 * MIB);
+            free(b);
+        }
+        free(all);
+    }
+    print_message("qlfc: %zu bytes: lanes %zu, adaptive %zu\n", total, coded[0], coded[1]);
+    assert_true(coded[0] < total / 2 && coded[1] < total / 2);
+    tu_files_free(&f);
+}
+
+/* The method rule: the length, and for long blocks the share of big ranks
+ * among the lanes' runs. */
+static void test_method_rule(void **state)
+{
+    (void)state;
+    size_t n = GMTF_QLFC_LANES_MIN;
+    uint8_t *s = tu_malloc(GMTF_BLOCK_MAX);
+    tu_fill_text_like(s, n + 1, 5);
+    void *ws = tu_malloc(gmtf_qlfc_workspace_size(GMTF_BLOCK_MAX));
+    uint8_t *d = tu_malloc(enc_cap(GMTF_BLOCK_MAX));
+    assert_int_equal(gmtf_qlfc_method(s, 1, ws), GMTF_QLFC_METHOD_ADAPTIVE);
+    assert_int_equal(gmtf_qlfc_method(s, n - 1, ws), GMTF_QLFC_METHOD_ADAPTIVE);
+    assert_int_equal(gmtf_qlfc_method(s, n, ws), GMTF_QLFC_METHOD_LANES);
+    assert_true(gmtf_qlfc_encode(s, n - 1, d, enc_cap(n), ws) > 0);
+    assert_int_equal(d[0], GMTF_QLFC_METHOD_ADAPTIVE);
+    assert_true(gmtf_qlfc_encode(s, n, d, enc_cap(n), ws) > 0);
+    assert_int_equal(d[0], GMTF_QLFC_METHOD_LANES);
+    /* Cycles through all 256 byte values, a little jittered: nearly every
+     * run has a rank near 255, so the block takes method 3, the same
+     * through the dispatcher. */
+    uint64_t st = 3;
+    for (size_t i = 0; i < n; i++)
+        s[i] = (uint8_t)((i * 167 + (tu_rand(&st) & 1)) & 255);
+    unsigned m = gmtf_qlfc_method(s, n, ws);
+    long len = gmtf_qlfc_encode(s, n, d, enc_cap(n), ws);
+    assert_true(len > 0 || len == -ENOSPC);
+    if (len > 0)
+        assert_int_equal(d[0], m);
+    assert_int_equal(m, GMTF_QLFC_METHOD_ADAPTIVE);
+    assert_int_equal(gmtf_qlfc_encode(s, 0, d, enc_cap(n), ws), -EINVAL);
+    assert_int_equal(gmtf_qlfc_encode(s, GMTF_BLOCK_MAX + 1, d, enc_cap(n), ws), -EINVAL);
+    free(d), free(ws), free(s);
+}
+
+/* -ENOSPC at every capacity below the length (down to 0), never a write
+ * past the capacity. */
+static void test_capacity(void **state)
+{
+    (void)state;
+    size_t n = 200 * KIB;
+    uint8_t *s = tu_malloc(n);
+    tu_fill_text_like(s, n, 9);
+    uint8_t *b = bwt_of(s, n);
+    void *ws = tu_malloc(gmtf_qlfc_workspace_size(n));
+    for (unsigned k = 0; k < 2; k++) {
+        uint8_t *full = tu_malloc(enc_cap(n));
+        long len = coders[k].enc(b, n, full, enc_cap(n), ws);
+        assert_true(len > 0);
+        for (long cap = len - 1; cap >= 0; cap = cap > 64 ? cap - cap / 7 - 1 : cap - 1) {
+            tu_guarded out = tu_guarded_alloc((size_t)cap);
+            assert_int_equal(coders[k].enc(b, n, out.buf, (size_t)cap, ws), -ENOSPC);
+            assert_true(tu_guard_ok(&out));
+            tu_guarded_free(&out);
+        }
+        tu_guarded out = tu_guarded_alloc((size_t)len);
+        assert_int_equal(coders[k].enc(b, n, out.buf, (size_t)len, ws), len);
+        assert_memory_equal(out.buf, full, (size_t)len);
+        assert_true(tu_guard_ok(&out));
+        tu_guarded_free(&out);
+        free(full);
+    }
+    free(ws), free(b), free(s);
+}
+
+/* ---- hostile payloads --------------------------------------------------------- */
+
+/* Decodes src into a guarded buffer: an error, or n bytes equal to want
+ * (when given). Returns 1 when it decoded to want without an error. */
+static int decode_hostile(const uint8_t *src, size_t len, size_t n, const uint8_t *want, void *ws)
+{
+    tu_guarded out = tu_guarded_alloc(n);
+    int rc = gmtf_qlfc_decode(src, len, out.buf, n, ws);
+    assert_true(tu_guard_ok(&out));
+    assert_true(rc <= 0);
+    int same = rc == 0 && want && memcmp(out.buf, want, n) == 0;
+    tu_guarded_free(&out);
+    return same;
+}
+
+static void mutations(unsigned k, size_t n, uint64_t seed, unsigned count)
+{
+    uint8_t *s = tu_malloc(n);
+    tu_fill_text_like(s, n, seed);
+    uint8_t *b = bwt_of(s, n);
+    void *ws = tu_malloc(gmtf_qlfc_workspace_size(n));
+    uint8_t *enc = tu_malloc(enc_cap(n)), *m = tu_malloc(enc_cap(n) + 64);
+    long len = coders[k].enc(b, n, enc, enc_cap(n), ws);
+    assert_true(len > 0);
+    uint64_t st = seed;
+    unsigned silent = 0;
+    for (unsigned t = 0; t < count; t++) {
+        size_t ml = (size_t)len;
+        memcpy(m, enc, ml);
+        switch (t % 4) {
+        case 0: { /* bit flips */
+            unsigned flips = 1 + (unsigned)tu_rand_below(&st, 3);
+            for (unsigned f = 0; f < flips; f++) {
+                size_t p = (size_t)tu_rand_below(&st, ml);
+                m[p] ^= (uint8_t)(1u << tu_rand_below(&st, 8));
+            }
+            break;
+        }
+        case 1: /* random bytes */ m[tu_rand_below(&st, ml)] = (uint8_t)tu_rand(&st); break;
+        case 2: /* truncated */ ml = (size_t)tu_rand_below(&st, ml); break;
+        default: /* garbage appended */
+            tu_fill_random(m + ml, 64, tu_rand(&st));
+            ml += 1 + (size_t)tu_rand_below(&st, 64);
+        }
+        if (ml == (size_t)len && memcmp(m, enc, ml) == 0)
+            continue;
+        silent += decode_hostile(m, ml, n, b, ws);
+    }
+    print_message("qlfc %s: %u mutations of %zu bytes, %u decoded to the original\n",
+                  coders[k].name, count, n, silent);
+    /* a rare mutation may hit bits the coders never use (flush bytes) */
+    assert_true(silent < count / 20);
+    free(m), free(enc), free(ws), free(b), free(s);
+}
+
+static void test_mutations(void **state)
+{
+    (void)state;
+    unsigned count = (unsigned)tu_env_long("GMTF_MUTATIONS", 4000);
+    mutations(0, 150 * KIB, 1, count);
+    mutations(1, 60 * KIB, 2, count);
+    mutations(2, GMTF_QLFC_LANES_MIN + 5000, 3, count / 10);
+}
+
+/* Constant and random payloads behind every method byte, for several
+ * lengths: errors, never a crash. */
+static void test_garbage(void **state)
+{
+    (void)state;
+    static const size_t ns[] = {1, 100, 65536, 2 * MIB};
+    size_t cap = 64 * KIB;
+    uint8_t *p = tu_malloc(cap);
+    void *ws = tu_malloc(gmtf_qlfc_decode_workspace_size());
+    uint64_t seed = 77;
+    for (size_t j = 0; j < sizeof ns / sizeof ns[0]; j++) {
+        for (unsigned method = 0; method < 6; method++) {
+            for (size_t len = 1; len <= cap; len = len * 3 + 1) {
+                for (int kind = 0; kind < 4; kind++) {
+                    if (kind == 0)
+                        memset(p, 0, len);
+                    else if (kind == 1)
+                        memset(p, 0xFF, len);
+                    else
+                        tu_fill_random(p, len, seed++);
+                    p[0] = (uint8_t)method;
+                    decode_hostile(p, len, ns[j], NULL, ws);
+                }
+            }
+        }
+    }
+    free(ws), free(p);
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_tiny_blocks), cmocka_unit_test(test_runs_and_ranks),
+        cmocka_unit_test(test_long_runs),   cmocka_unit_test(test_random_and_text),
+        cmocka_unit_test(test_real_data),   cmocka_unit_test(test_method_rule),
+        cmocka_unit_test(test_capacity),    cmocka_unit_test(test_mutations),
+        cmocka_unit_test(test_garbage),
+    };
+    return cmocka_run_group_tests_name("qlfc", tests, NULL, NULL);
+}

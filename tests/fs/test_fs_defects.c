@@ -1,0 +1,364 @@
+/* Regression tests of the integrity defects (issue "Integrity"): each
+ * reproduces one deterministically through the public API, the image ops
+ * (crash_dev.h) and allocation faults (alloc_fault.h).
+ * - defect 10: a crash during what a read-write mount writes (v1: its
+ *   checkpoint) must leave an image that fsck finds clean and that holds
+ *   every synced byte: frames only the journal's STAGE records still need
+ *   must not be overwritten before the journal is dropped.
+ * - defect 14: error paths must not leave half-done state: attributes stay
+ *   dirty when their record cannot be made; a rename that fails changes
+ *   nothing; frames written by a flush whose device flush failed are
+ *   released. */
+#include <errno.h>
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <cmocka.h>
+
+#include "alloc_fault.h"
+#include "crash_dev.h"
+#include "crash_model.h"
+
+#define BS (64u << 10)
+
+static void quiet(void *arg, const char *msg)
+{
+    (void)arg;
+    (void)msg;
+}
+
+static const gmtf_fs_options stage_opts = {.threads = 1,
+                                           .journal_bytes = 256u << 10,
+                                           .dirty_bytes = 1u << 20,
+                                           .cache_bytes = 4u << 20,
+                                           .log = quiet};
+
+static cdev *mkfs_dev(void)
+{
+    cdev *d = cdev_new(NULL, 0);
+    gmtf_image *img = cdev_attach(d);
+    gmtf_mkfs_options mo = {.block_size = BS, .label = "defects"};
+    assert_int_equal(gmtf_fs_mkfs(img, &mo), 0);
+    gmtf_image_close(img);
+    return d;
+}
+
+static void write_data(cm_model *m, int node, uint64_t off, size_t len, uint64_t seed, int random)
+{
+    uint8_t *b = malloc(len);
+    cm_fill(b, len, seed, random);
+    assert_int_equal(cm_write(m, node, off, b, len), (long)len);
+    free(b);
+}
+
+typedef struct crun {
+    cm_model *m;
+} crun;
+
+static int check_cb(void *arg, const uint8_t *img, size_t len, size_t pos, const char *desc)
+{
+    crun *r = arg;
+    return cm_check_state(r->m, img, len, pos, desc, 0);
+}
+
+/* Every crash state of the log from op `from` on (prefixes at each flush,
+ * subsets and tears of the writes in flight): the number that failed. */
+static size_t explore_from(cm_model *m, const uint8_t *base, size_t blen, size_t from)
+{
+    crun r = {m};
+    if (getenv("GMTF_CRASH_LOG"))
+        cd_print_log(cm_dev(m), 0, cm_dev(m)->n);
+    cd_explore_opts o = {.target = 300, .seed = 1, .from_op = from, .only = -1};
+    cd_explore_stats st;
+    cd_explore(cm_dev(m), base, blen, &o, check_cb, &r, &st);
+    printf("# %zu windows, %zu distinct states checked, %zu failed\n", st.windows, st.distinct,
+           st.failed);
+    return st.failed;
+}
+
+/* ---- defect 10 ------------------------------------------------------------------------ */
+
+/* Small fsync'ed writes are staged in the journal over the block's frame;
+ * the blocks then move to new frames (syncfs) and the machine crashes. The
+ * mount after the crash replays the journal: the old frames are free in
+ * the state it loads, but the old superblock's journal still reads them
+ * (its STAGE records apply over them). Whatever that mount, and the next
+ * checkpoint, write: a crash at any point must leave a clean image. */
+static void test_defect10_mount_after_crash(void **state)
+{
+    (void)state;
+    cdev *d = mkfs_dev();
+    cm_model *m = cm_new(d, &stage_opts);
+    cm_set_name(m, "defect10");
+    assert_int_equal(cm_mount(m), 0);
+    int f[3];
+    for (int i = 0; i < 3; i++) {
+        char nm[8];
+        snprintf(nm, sizeof nm, "f%d", i);
+        assert_int_equal(cm_create(m, CM_ROOT, nm, 0644, &f[i]), 0);
+        write_data(m, f[i], 0, (i ? 4 : 1) * BS, 10u + (unsigned)i, 0);
+        assert_int_equal(cm_release(m, f[i]), 0);
+        /* f0's one frame: first in the space mkfs left */
+        assert_int_equal(cm_syncfs(m), 0);
+    }
+    uint8_t *base = malloc(d->len);
+    memcpy(base, d->p, d->len);
+    size_t blen = d->len;
+    d->recording = 1;
+    for (int i = 0; i < 3; i++) { /* staged over each file's first frames */
+        assert_int_equal(cm_open(m, f[i], 0), 0);
+        write_data(m, f[i], 100, 300, 20u + (unsigned)i, 1);
+        if (i)
+            write_data(m, f[i], BS + 100, 300, 30u + (unsigned)i, 1);
+        assert_int_equal(cm_fsync(m, f[i], 0), 0);
+    }
+    assert_int_equal(cm_syncfs(m), 0); /* the blocks move; the old frames wait */
+    write_data(m, f[0], 2 * BS + 5, 100, 40, 1);
+    assert_int_equal(cm_fsync(m, f[0], 1), 0);
+    size_t barrier = d->n;
+    assert_int_equal(cm_crash_and_mount(m), 0);
+    write_data(m, f[1], 7, 5000, 50, 0);
+    assert_int_equal(cm_fsync(m, f[1], 0), 0);
+    assert_int_equal(cm_unmount(m), 0);
+    d->recording = 0;
+    size_t failed = explore_from(m, base, blen, barrier + 1);
+    free(base);
+    cm_free(m);
+    cdev_free(d);
+    assert_int_equal(failed, 0);
+}
+
+/* ---- defect 14 -------------------------------------------------------------------------- */
+
+/* Writes change a file's size and mtime in memory; the records come at the
+ * next commit. When making them fails (no memory), the attributes must
+ * stay dirty, so that a retried fsync (or syncfs) journals them: after it
+ * returns 0, a crash keeps the size and every byte. Each allocation of the
+ * failing call is failed in turn. */
+static void attrs_after_failed_sync(int how)
+{
+    long n;
+    int hits = 0;
+    for (n = 0; n < 400; n++) {
+        cdev *d = mkfs_dev();
+        gmtf_fs_options o = stage_opts;
+        if (how == 2)
+            o.journal_bytes = 16u << 10; /* fsync compresses instead of staging */
+        cm_model *m = cm_new(d, &o);
+        cm_set_name(m, "defect14-attrs");
+        assert_int_equal(cm_mount(m), 0);
+        int f;
+        assert_int_equal(cm_create(m, CM_ROOT, "f", 0644, &f), 0);
+        write_data(m, f, 0, 1000, 1, 0);
+        assert_int_equal(cm_fsync(m, f, 0), 0);
+        /* attributes dirty (size, mtime); with how 2 too much to stage */
+        write_data(m, f, 1000, how == 2 ? 3 * BS : 3000, 2, 0);
+        alloc_fault_arm(n);
+        int rc = how == 1 ? gmtf_fs_syncfs(cm_fs(m)) : gmtf_fs_fsync(cm_fs(m), cm_ino(m, f), 0);
+        int fired = alloc_fault_fired();
+        alloc_fault_disarm();
+        int bad = 0;
+        if (fired) {
+            hits += rc != 0;
+            /* the retry, once memory is back */
+            if (how == 1)
+                assert_int_equal(cm_syncfs(m), 0);
+            else
+                assert_int_equal(cm_fsync(m, f, 0), 0);
+            /* a crash now: the disk as it is (the sync ended with a flush) */
+            char desc[80];
+            snprintf(desc, sizeof desc, "allocation %ld of the %s failed", n,
+                     how == 1 ? "syncfs" : "fsync");
+            bad = cm_check_state(m, d->p, d->len, SIZE_MAX, desc, CM_CHECK_NO_RW);
+        }
+        cm_release(m, f);
+        cm_free(m);
+        cdev_free(d);
+        assert_int_equal(bad, 0);
+        if (!fired)
+            break; /* past the call's last allocation */
+    }
+    printf("# %s: %ld allocations failed in turn, %d of them made the call fail\n",
+           how == 1   ? "syncfs"
+           : how == 2 ? "fsync (compressing)"
+                      : "fsync (staging)",
+           n, hits);
+    assert_true(n > 0 && hits > 0);
+}
+
+static void test_defect14_attrs_fsync_staged(void **state)
+{
+    (void)state;
+    attrs_after_failed_sync(0);
+}
+
+static void test_defect14_attrs_syncfs(void **state)
+{
+    (void)state;
+    attrs_after_failed_sync(1);
+}
+
+static void test_defect14_attrs_fsync_compressed(void **state)
+{
+    (void)state;
+    attrs_after_failed_sync(2);
+}
+
+/* A rename that fails (any of its allocations) changes nothing, in memory
+ * or in the journal; one that succeeds is whole. kind 0: to a new name,
+ * 1: over an existing file, 2: RENAME_EXCHANGE of a file and a directory. */
+static void rename_with_failures(int kind)
+{
+    long n;
+    int failed_calls = 0;
+    for (n = 0; n < 400; n++) {
+        cdev *d = mkfs_dev();
+        cm_model *m = cm_new(d, &stage_opts);
+        cm_set_name(m, "defect14-rename");
+        assert_int_equal(cm_mount(m), 0);
+        int d1, d2, a, b, sub;
+        assert_int_equal(cm_mkdir(m, CM_ROOT, "d1", 0755, &d1), 0);
+        assert_int_equal(cm_mkdir(m, CM_ROOT, "d2", 0755, &d2), 0);
+        assert_int_equal(cm_create(m, d1, "a", 0644, &a), 0);
+        write_data(m, a, 0, 5000, 3, 0);
+        assert_int_equal(cm_release(m, a), 0);
+        assert_int_equal(cm_create(m, d2, "b", 0644, &b), 0);
+        write_data(m, b, 0, 7000, 4, 0);
+        assert_int_equal(cm_release(m, b), 0);
+        assert_int_equal(cm_mkdir(m, d2, "sub", 0755, &sub), 0);
+        assert_int_equal(cm_syncfs(m), 0);
+        const char *to = kind == 0 ? "new" : kind == 1 ? "b" : "sub";
+        uint64_t before = cm_live_hash(m);
+        alloc_fault_arm(n);
+        int rc = gmtf_fs_rename(cm_fs(m), cm_ino(m, d1), "a", cm_ino(m, d2), to,
+                                kind == 2 ? GMTF_RENAME_EXCHANGE : 0);
+        int fired = alloc_fault_fired();
+        alloc_fault_disarm();
+        uint64_t after = cm_live_hash(m);
+        if (rc) {
+            failed_calls++;
+            if (after != before)
+                printf("# allocation %ld failed: rename returned %d and changed the namespace\n", n,
+                       rc);
+            assert_int_equal(after, before); /* nothing happened */
+        } else {
+            assert_int_not_equal(after, before);
+        }
+        /* the journal agrees with memory: a crash after the next commit
+         * finds what the live filesystem shows */
+        assert_int_equal(gmtf_fs_syncfs(cm_fs(m)), 0);
+        cdev *c = cdev_clone(d);
+        gmtf_fs_options ro = {.read_only = 1, .threads = 1, .log = quiet};
+        gmtf_fs *fs2;
+        assert_int_equal(gmtf_fs_mount(cdev_attach(c), &ro, &fs2), 0);
+        uint64_t found = cm_fs_hash(m, fs2);
+        gmtf_fs_unmount(fs2);
+        unsigned errs, warns;
+        char msg[1024];
+        assert_int_equal(cm_fsck(c->p, c->len, 0, &errs, &warns, msg, sizeof msg), 0);
+        if (errs)
+            printf("# allocation %ld: fsck found %u errors\n%s", n, errs, msg);
+        assert_int_equal(errs, 0);
+        cdev_free(c);
+        if (found != after)
+            printf("# allocation %ld failed: the journal disagrees with memory\n", n);
+        assert_int_equal(found, after);
+        cm_free(m);
+        cdev_free(d);
+        if (!fired)
+            break;
+    }
+    printf("# rename (%s): %ld allocations failed in turn, %d calls failed\n",
+           kind == 0   ? "to a new name"
+           : kind == 1 ? "over a file"
+                       : "exchange",
+           n, failed_calls);
+    assert_true(n > 0);
+}
+
+static void test_defect14_rename_new(void **state)
+{
+    (void)state;
+    rename_with_failures(0);
+}
+
+static void test_defect14_rename_replace(void **state)
+{
+    (void)state;
+    rename_with_failures(1);
+}
+
+static void test_defect14_rename_exchange(void **state)
+{
+    (void)state;
+    rename_with_failures(2);
+}
+
+/* A flush writes its frames, then flushes the device; when that fails, the
+ * frames are named by no record: their space must be free again at once,
+ * not only after a remount. Same workload with and without the fault: the
+ * space in use after the retry is the same. */
+static uint64_t used_after_sync(int fault)
+{
+    cdev *d = mkfs_dev();
+    gmtf_fs_options o = stage_opts;
+    gmtf_fs *fs;
+    assert_int_equal(gmtf_fs_mount(cdev_attach(d), &o, &fs), 0);
+    for (int i = 0; i < 6; i++) {
+        char nm[8];
+        gmtf_entry e;
+        snprintf(nm, sizeof nm, "f%d", i);
+        assert_int_equal(gmtf_fs_create(fs, GMTF_ROOT_INO, nm, 0644, 0, 0, 0, &e), 0);
+        uint8_t *b = malloc(3 * BS);
+        cm_fill(b, 3 * BS, 60u + (unsigned)i, i % 2);
+        assert_int_equal(gmtf_fs_write(fs, e.attr.st_ino, b, 3 * BS, 0), (long)(3 * BS));
+        free(b);
+        gmtf_fs_release(fs, e.attr.st_ino);
+    }
+    if (fault) {
+        cdev_fault_arm(d, CD_FLUSH, 0, -EIO, CD_FAULT_ONCE);
+        assert_int_not_equal(gmtf_fs_syncfs(fs), 0);
+        assert_int_equal(d->fault_hits, 1);
+    }
+    assert_int_equal(gmtf_fs_syncfs(fs), 0);
+    gmtf_fs_info info;
+    assert_int_equal(gmtf_fs_get_info(fs, &info), 0);
+    assert_int_equal(gmtf_fs_unmount(fs), 0);
+    unsigned errs, warns;
+    assert_int_equal(cm_fsck(d->p, d->len, 1, &errs, &warns, NULL, 0), 0);
+    assert_int_equal(errs, 0);
+    cdev_free(d);
+    return info.used_bytes;
+}
+
+static void test_defect14_flush_failure_frees_frames(void **state)
+{
+    (void)state;
+    uint64_t clean = used_after_sync(0), faulted = used_after_sync(1);
+    printf("# bytes in use after syncfs: %llu; after a failed device flush and a retry: %llu\n",
+           (unsigned long long)clean, (unsigned long long)faulted);
+    /* the snapshot's size varies by a few bytes (times); a leak is frames */
+    assert_true(faulted <= clean + 1024);
+}
+
+int main(int argc, char **argv)
+{
+    /* argv[1]: a cmocka test filter (meson runs defect 10 on its own) */
+    if (argc > 1)
+        cmocka_set_test_filter(argv[1]);
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_defect10_mount_after_crash),
+        cmocka_unit_test(test_defect14_attrs_fsync_staged),
+        cmocka_unit_test(test_defect14_attrs_syncfs),
+        cmocka_unit_test(test_defect14_attrs_fsync_compressed),
+        cmocka_unit_test(test_defect14_rename_new),
+        cmocka_unit_test(test_defect14_rename_replace),
+        cmocka_unit_test(test_defect14_rename_exchange),
+        cmocka_unit_test(test_defect14_flush_failure_frees_frames),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}
