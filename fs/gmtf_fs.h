@@ -317,6 +317,33 @@ typedef struct gmtf_fs_info {
 } gmtf_fs_info;
 int gmtf_fs_get_info(gmtf_fs *fs, gmtf_fs_info *info);
 
+/* What gmtf-stat shows beyond gmtf_fs_info, from the flushed state (data
+ * still in the write-back cache is not counted). */
+typedef struct gmtf_fs_stats {
+    uint32_t format_version; /* of the image as loaded (1 or 2) */
+    /* Bytes of regular files that map frame data (holes not counted; a
+     * hard-linked inode once), each deduplicated copy counted... */
+    uint64_t mapped_bytes;
+    /* ...and the distinct frame bytes they map: mapped - unique is what
+     * deduplication saved. */
+    uint64_t unique_bytes;
+    /* Decoded bytes of frames that no file maps any more (overwritten or
+     * deleted parts of shared frames: compaction rewrites them). */
+    uint64_t dead_bytes;
+    /* Every frame's stored (clen) and decoded (dlen) bytes, in id order;
+     * malloc'ed, nframes each. */
+    size_t nframes;
+    uint32_t *frame_clen, *frame_dlen;
+} gmtf_fs_stats;
+/* Fills *st (gmtf_fs_stats_free frees it). 0 or -ENOMEM. */
+int gmtf_fs_get_stats(gmtf_fs *fs, gmtf_fs_stats *st);
+void gmtf_fs_stats_free(gmtf_fs_stats *st);
+/* The stored bytes attributed to inode ino: of each frame it maps, the
+ * frame's stored bytes times the bytes it maps there over the bytes all
+ * files map there (a deduplicated frame is split among its users; a frame
+ * with dead parts gives them to nobody), so that the shares of all inodes
+ * sum to at most the stored bytes. 0 for inodes without data. 0 or -ENOENT. */
+int gmtf_fs_stored_share(gmtf_fs *fs, uint64_t ino, uint64_t *stored);
 
 /* ---- check (fsck) ------------------------------------------------------------ */
 

@@ -86,6 +86,18 @@ void cli_try_help(const char *prog)
     fprintf(stderr, "Try '%s --help'.\n", prog);
 }
 
+double cli_ratio(uint64_t bytes, uint64_t stored)
+{
+    return stored ? (double)bytes / (double)stored : 0.0;
+}
+
+void cli_uuid_string(const uint8_t u[16], char out[37])
+{
+    snprintf(out, 37, "%02x%02x%02x%02x-%02x%02x-%02x%02x-%02x%02x-%02x%02x%02x%02x%02x%02x", u[0],
+             u[1], u[2], u[3], u[4], u[5], u[6], u[7], u[8], u[9], u[10], u[11], u[12], u[13],
+             u[14], u[15]);
+}
+
 /* ---- progress ------------------------------------------------------------ */
 
 double cli_now(void)
@@ -215,7 +227,7 @@ void cli_progress_work(cli_progress *p, const cli_work *w, int final)
         text[n -= 2] = 0; /* no ", " before nothing */
     if (w->stored)
         PUT(", %.1f MB stored (ratio %.2f)", w->stored / 1e6,
-            (double)(w->stored_of ? w->stored_of : w->bytes) / (double)w->stored);
+            cli_ratio(w->stored_of ? w->stored_of : w->bytes, w->stored));
     if (w->note)
         PUT(" (%s)", w->note);
 #undef PUT

@@ -37,6 +37,15 @@ void cli_try_help(const char *prog);
 /* Seconds on the monotonic clock. */
 double cli_now(void);
 
+/* The one compression ratio every tool shows (mkfs, fsck, stat, the
+ * progress line): bytes in files (the sizes of regular files, a hard-linked
+ * file once) over the bytes stored (compressed frames). 0 when nothing is
+ * stored. */
+double cli_ratio(uint64_t bytes, uint64_t stored);
+
+/* uuid as 8-4-4-4-12 lowercase hex digits (37 bytes with the NUL). */
+void cli_uuid_string(const uint8_t uuid[16], char out[37]);
+
 /* Progress of long work on stderr (mkfs, extract, fsck --verify-data,
  * gmtfc). On a terminal one line redrawn at most four times a second; not
  * on a terminal, when the program asks for it (plain), one line every

@@ -164,11 +164,7 @@ int main(int argc, char **argv)
     const gmtf_fs_info *i = &rep.info;
     if (!quiet) {
         char uuid[37];
-        snprintf(uuid, sizeof uuid,
-                 "%02x%02x%02x%02x-%02x%02x-%02x%02x-%02x%02x-%02x%02x%02x%02x%02x%02x", i->uuid[0],
-                 i->uuid[1], i->uuid[2], i->uuid[3], i->uuid[4], i->uuid[5], i->uuid[6], i->uuid[7],
-                 i->uuid[8], i->uuid[9], i->uuid[10], i->uuid[11], i->uuid[12], i->uuid[13],
-                 i->uuid[14], i->uuid[15]);
+        cli_uuid_string(i->uuid, uuid);
         printf("%s: %s: %s, generation %" PRIu64 ", label '%s', UUID %s\n", prog, c.path,
                rep.errors ? (rep.written && rep.fixed >= rep.errors ? "repaired" : "ERRORS")
                           : "clean",
@@ -179,8 +175,8 @@ int main(int argc, char **argv)
                " frames, ratio %.3f (bytes in files / bytes stored)\n"
                "  %" PRIu64 " bytes allocated of %" PRIu64 " in use, block size %u\n",
                i->files, i->dirs, i->symlinks, i->others, i->data_bytes, i->stored_bytes, i->frames,
-               i->stored_bytes ? (double)i->data_bytes / (double)i->stored_bytes : 0.0,
-               i->used_bytes, i->image_bytes, i->block_size);
+               cli_ratio(i->data_bytes, i->stored_bytes), i->used_bytes, i->image_bytes,
+               i->block_size);
         if (rep.errors)
             printf("  %u problems found, %u repaired\n", rep.errors, rep.fixed);
     }

@@ -94,13 +94,6 @@ static int source_date_epoch(const char *prog, int64_t *epoch)
     return 0;
 }
 
-static void uuid_string(const uint8_t u[16], char out[37])
-{
-    snprintf(out, 37, "%02x%02x%02x%02x-%02x%02x-%02x%02x-%02x%02x-%02x%02x%02x%02x%02x%02x", u[0],
-             u[1], u[2], u[3], u[4], u[5], u[6], u[7], u[8], u[9], u[10], u[11], u[12], u[13],
-             u[14], u[15]);
-}
-
 static volatile int interrupted;
 
 static void on_signal(int sig)
@@ -311,7 +304,7 @@ int main(int argc, char **argv)
     double el = cli_now() - c.line.start;
     if (!quiet) {
         char us[37];
-        uuid_string(info.uuid, us);
+        cli_uuid_string(info.uuid, us);
         printf("%s: %s: block size %u, label '%s', UUID %s\n", prog, path, info.block_size,
                info.label, us);
         if (from)
@@ -320,9 +313,8 @@ int main(int argc, char **argv)
                    "  %" PRIu64 " bytes in files, %" PRIu64
                    " bytes stored (ratio %.3f), image %" PRIu64 " bytes, %.1f s, %.1f MB/s\n",
                    c.files, c.dirs, c.symlinks, c.links, c.others, info.data_bytes,
-                   info.stored_bytes,
-                   info.stored_bytes ? (double)info.data_bytes / (double)info.stored_bytes : 0.0,
-                   isize, el, el > 0 ? c.bytes_in / el / 1e6 : 0.0);
+                   info.stored_bytes, cli_ratio(info.data_bytes, info.stored_bytes), isize, el,
+                   el > 0 ? c.bytes_in / el / 1e6 : 0.0);
     }
     uint64_t errors = c.errors;
     mkfs_import_free(&c);

@@ -327,6 +327,90 @@ case_extract_hostile() {
     return 0
 }
 
+# gmtf-stat --json parses as JSON (python3 -m json.tool) and its counts
+# match fsck.gmtf -n's summary; the extensions add up to the totals; a
+# copy of a file shows as deduplicated bytes; names that are not UTF-8
+# come out escaped (\xHH, a backslash doubled) in valid JSON; the
+# percentiles are ordered and the same by either selection.
+case_stat() {
+    need python3
+    make_tree src
+    cp src/big/large.txt src/big/copy.txt
+    printf x >"src/odd/name."$'\xff'
+    must "$MKFS" -q -L 'lab\el' --from src img
+    must "$STAT" --json img
+    "$STAT" --json img >s.json || fail "gmtf-stat --json"
+    python3 -m json.tool s.json >/dev/null || fail "not JSON: $(head -c 300 s.json)"
+    must "$FSCK" -n img
+    "$FSCK" -n img >fsck.out
+    python3 - s.json fsck.out <<'PY' || fail "stat and fsck disagree"
+import json, re, sys
+s = json.load(open(sys.argv[1]))
+f = open(sys.argv[2]).read()
+m = re.search(r"(\d+) files, (\d+) directories, (\d+) symlinks, (\d+) others", f)
+b = re.search(r"(\d+) bytes in files, (\d+) bytes stored in (\d+) frames, ratio ([0-9.]+)", f)
+u = re.search(r"UUID ([0-9a-f-]+)", f)
+want = {"files": int(m[1]), "directories": int(m[2]), "symlinks": int(m[3]), "others": int(m[4]),
+        "bytes": int(b[1]), "stored_bytes": int(b[2]), "frames": int(b[3]), "uuid": u[1]}
+bad = [(k, s[k], v) for k, v in want.items() if s[k] != v]
+if abs(s["ratio"] - float(b[4])) > 0.0005:
+    bad.append(("ratio", s["ratio"], b[4]))
+if s["label"] != "lab\\\\el":
+    bad.append(("label", s["label"], "lab\\\\el"))
+ext = {e["extension"]: e for e in s["extensions"]}
+if sum(e["files"] for e in ext.values()) != s["files"]:
+    bad.append(("extension files", sum(e["files"] for e in ext.values()), s["files"]))
+if sum(e["bytes"] for e in ext.values()) != s["bytes"]:
+    bad.append(("extension bytes", sum(e["bytes"] for e in ext.values()), s["bytes"]))
+st = sum(e["stored_bytes"] for e in ext.values())
+if not s["stored_bytes"] * 0.9 <= st <= s["stored_bytes"] + len(ext):
+    bad.append(("extension stored", st, s["stored_bytes"]))
+if "\\xff" not in ext or ext["\\xff"]["files"] != 1:
+    bad.append(("escaped extension", sorted(ext), "\\xff"))
+if ext.get("txt", {}).get("files") != 10:
+    bad.append(("extension txt", ext.get("txt"), 10))
+if ext.get("c", {}).get("files") not in (59, 60):  # f01.c's links: under the first name met
+    bad.append(("extension c", ext.get("c"), 60))
+if s["dedup_saved_bytes"] < 3 * 1024 * 1024:
+    bad.append(("dedup_saved_bytes", s["dedup_saved_bytes"], ">= 3 MiB"))
+if s["mapped_bytes"] - s["unique_bytes"] != s["dedup_saved_bytes"]:
+    bad.append(("dedup", s["mapped_bytes"], s["unique_bytes"]))
+p = [s["frame_ratio_percentiles"]["p%d" % k] for k in (0, 1, 5, 10, 25, 50, 75, 90, 95, 99, 100)]
+if p != sorted(p) or p[0] <= 0:
+    bad.append(("percentiles", p, "ordered"))
+for k in ("format_version", "block_size", "free_bytes", "label"):
+    if k not in s:
+        bad.append((k, None, "present"))
+for x in bad:
+    print("%s: stat %r, expected %r" % x, file=sys.stderr)
+sys.exit(1 if bad else 0)
+PY
+    "$STAT" --json --selection cpu img >cpu.json || fail "--selection cpu"
+    python3 - s.json cpu.json <<'PY' || fail "the selections differ"
+import json, sys
+a, b = (json.load(open(p)) for p in sys.argv[1:3])
+sys.exit(a["frame_ratio_percentiles"] != b["frame_ratio_percentiles"])
+PY
+    if "$STAT" --selection gpu img >gpu.txt 2>err; then
+        grep -q "selected on the GPU" gpu.txt || fail "--selection gpu did not use the GPU"
+    else
+        grep -q "no usable GPU" err || fail "--selection gpu failed: $(cat err)"
+    fi
+    # the text form names the same figures
+    must "$STAT" img
+    "$STAT" img >s.txt
+    grep -q "format version   2" s.txt || fail "text: no format version"
+    grep -qF '\xff' s.txt || fail "text: the extension is not escaped"
+    # errors
+    "$STAT" 2>err && fail "no IMAGE accepted"
+    "$STAT" --top=x img 2>err && fail "--top=x accepted"
+    "$STAT" --selection=fast img 2>err && fail "--selection=fast accepted"
+    head -c 1048576 /dev/zero >zeros
+    "$STAT" zeros 2>err && fail "zeros accepted as an image"
+    grep -q "not a gmtf image" err || fail "zeros: $(cat err)"
+    return 0
+}
+
 fn="case_${CASE}"
 declare -F "$fn" >/dev/null || {
     echo "unknown case $CASE" >&2
