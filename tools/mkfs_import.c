@@ -8,12 +8,16 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <inttypes.h>
+#include <pthread.h>
+#include <signal.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/xattr.h>
 #include <unistd.h>
+
+#include "gmtfc.h"
 
 #define COPY_BUF (1u << 20)
 
@@ -57,7 +61,9 @@ static void note_progress(mkfs_import *c)
         return;
     STORE(c->pub.entries, c->files + c->dirs + c->symlinks + c->others + c->links);
     STORE(c->pub.bytes, c->bytes_in);
-    if (c->ar)
+    if (LOAD(c->gmz_pos)) /* the position in the compressed file */
+        STORE(c->pub.src_pos, LOAD(c->gmz_pos));
+    else if (c->ar)
         STORE(c->pub.src_pos, (uint64_t)archive_filter_bytes(c->ar, -1));
     double now = cli_now();
     if (now - c->info_at >= 2) {
@@ -742,20 +748,126 @@ out:
     return rc;
 }
 
+/* ---- .gmz sources (gmtfc's own streams, which libarchive does not know) ---- */
+
+/* gmtfc_decompress on a thread, from the source into a pipe that
+ * libarchive reads: the archive inside is read as it is decoded. */
+typedef struct gmz_feed {
+    mkfs_import *c;
+    gmtfc_stream *s;
+    int in_fd, out_fd;
+    int rc;
+    gmtfc_error err;
+    pthread_t thread;
+} gmz_feed;
+
+static void gmz_progress(void *arg, const gmtfc_totals *t)
+{
+    mkfs_import *c = arg;
+    STORE(c->gmz_pos, t->in_bytes ? t->in_bytes : 1);
+}
+
+static void *gmz_run(void *arg)
+{
+    gmz_feed *f = arg;
+    /* libarchive may stop reading (a damaged archive): then the write
+     * fails with EPIPE instead of the signal ending mkfs */
+    sigset_t pipe_set;
+    sigemptyset(&pipe_set);
+    sigaddset(&pipe_set, SIGPIPE);
+    pthread_sigmask(SIG_BLOCK, &pipe_set, NULL);
+    gmtfc_totals t;
+    f->rc = gmtfc_decompress(f->s, f->in_fd, f->out_fd, &t, &f->err);
+    close(f->out_fd);
+    return NULL;
+}
+
+/* 1 when the source at fd (seekable) starts as a .gmz stream; the
+ * position is back at the start. 0 otherwise (or not seekable). */
+static int is_gmz(int fd)
+{
+    char magic[GMTFC_MARKER_LEN];
+    off_t at = lseek(fd, 0, SEEK_CUR);
+    if (at < 0)
+        return 0;
+    ssize_t n = pread(fd, magic, sizeof magic, at);
+    return n == (ssize_t)sizeof magic && !memcmp(magic, GMTFC_MAGIC, sizeof magic);
+}
+
+/* Starts decoding fd; *out_fd gets the pipe's end to read. 0 or -1. */
+static int gmz_start(mkfs_import *c, gmz_feed *f, int fd, const char *src, int *out_fd)
+{
+    int p[2];
+    gmtfc_config cfg = {.block_size = 900 * 1024, .threads = 2};
+    memset(f, 0, sizeof *f);
+    f->c = c;
+    f->in_fd = fd;
+    if (gmtfc_stream_create(&f->s, &cfg)) {
+        fprintf(stderr, "%s: %s: cannot start the decoder\n", c->prog, src);
+        return -1;
+    }
+    gmtfc_stream_set_progress(f->s, gmz_progress, c);
+    if (pipe2(p, O_CLOEXEC)) {
+        fprintf(stderr, "%s: %s: %s\n", c->prog, src, strerror(errno));
+        gmtfc_stream_destroy(f->s);
+        return -1;
+    }
+    f->out_fd = p[1];
+    if (pthread_create(&f->thread, NULL, gmz_run, f)) {
+        fprintf(stderr, "%s: %s: cannot start the decoding thread\n", c->prog, src);
+        close(p[0]);
+        close(p[1]);
+        gmtfc_stream_destroy(f->s);
+        return -1;
+    }
+    *out_fd = p[0];
+    return 0;
+}
+
+/* Waits for the decoder (read_fd: the pipe's end, closed here first so
+ * that a decoder still writing stops). -1 when the stream was damaged. */
+static int gmz_end(gmz_feed *f, int read_fd, const char *src)
+{
+    close(read_fd);
+    pthread_join(f->thread, NULL);
+    int rc = 0;
+    /* a write error is ours: libarchive stopped reading (at the archive's
+     * end marker, or on an error it reported); damage is reported here */
+    if (f->rc < 0 && f->err.kind != GMTFC_ERR_WRITE) {
+        fprintf(stderr, "%s: %s: %s\n", f->c->prog, src, f->err.msg);
+        rc = -1;
+    }
+    gmtfc_stream_destroy(f->s);
+    return rc;
+}
+
 static int fill_from_archive(mkfs_import *c, const char *src)
 {
     struct archive *a = archive_read_new();
     archive_read_support_filter_all(a);
     archive_read_support_format_all(a);
-    int r;
-    if (!strcmp(src, "-")) {
-        r = archive_read_open_fd(a, 0, 1 << 20);
-    } else {
-        r = archive_read_open_filename(a, src, 1 << 20);
+    int r, fd = strcmp(src, "-") ? open(src, O_RDONLY | O_CLOEXEC) : 0;
+    if (fd < 0) {
+        fprintf(stderr, "%s: %s: %s\n", c->prog, src, strerror(errno));
+        archive_read_free(a);
+        return -1;
     }
+    gmz_feed gmz;
+    int gmz_fd = -1;
+    if (is_gmz(fd) && gmz_start(c, &gmz, fd, src, &gmz_fd)) {
+        if (fd)
+            close(fd);
+        archive_read_free(a);
+        return -1;
+    }
+    r = archive_read_open_fd(a, gmz_fd >= 0 ? gmz_fd : fd, 1 << 20);
     if (r != ARCHIVE_OK) {
         fprintf(stderr, "%s: %s: %s\n", c->prog, src, archive_error_string(a));
         archive_read_free(a);
+        if (gmz_fd >= 0)
+            gmz_end(&gmz, gmz_fd, src);
+        if (fd)
+            close(fd);
         return -1;
     }
     c->ar = a;
@@ -790,6 +902,10 @@ static int fill_from_archive(mkfs_import *c, const char *src)
     }
     c->ar = NULL;
     archive_read_free(a);
+    if (gmz_fd >= 0 && gmz_end(&gmz, gmz_fd, src) && !rc)
+        rc = -1;
+    if (fd)
+        close(fd);
     return rc;
 }
 

@@ -35,6 +35,7 @@ typedef struct mkfs_import {
         uint64_t entries, bytes, src_pos, stored, flushed, write_since_ms;
     } pub;
     struct archive *ar;
+    uint64_t gmz_pos; /* a .gmz source: compressed bytes decoded (atomic), else 0 */
     uint8_t *buf;
     struct mkfs_dir_attr *dattr; /* applied last: children change a directory's times */
     size_t ndattr, dattr_cap;

@@ -411,6 +411,30 @@ PY
     return 0
 }
 
+# mkfs.gmtf --from reads gmtfc's own streams (.tar.gmz, also as a
+# redirected standard input): every member equal; a damaged stream fails
+# the import with a message naming it.
+case_mkfs_gmz() {
+    need tar python3
+    make_tree src
+    tar --xattrs --format=pax -C src -cf src.tar . || fail "tar"
+    must "$GMTFC" -k -b 256k src.tar
+    must "$MKFS" -q --from src.tar.gmz img
+    must "$EXTRACT" -q -f pax -o copy.tar img
+    python3 "$HERE/tar_compare.py" src.tar copy.tar >cmp.out || { cat cmp.out >&2; fail ".tar.gmz copy differs"; }
+    must "$MKFS" -q --from - img2 <src.tar.gmz
+    must "$EXTRACT" -q -f pax -o copy2.tar img2
+    cmp -s copy.tar copy2.tar || fail "from standard input: a different image"
+    python3 - <<'PY'
+b = bytearray(open("src.tar.gmz", "rb").read())
+b[len(b) // 2] ^= 0x55
+open("bad.tar.gmz", "wb").write(b)
+PY
+    "$MKFS" -q --from bad.tar.gmz img3 2>err && fail "a damaged .gmz imported"
+    grep -q "bad.tar.gmz: corrupt input at byte offset" err || fail "no message naming the damage: $(cat err)"
+    return 0
+}
+
 fn="case_${CASE}"
 declare -F "$fn" >/dev/null || {
     echo "unknown case $CASE" >&2
