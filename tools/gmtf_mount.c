@@ -92,9 +92,12 @@ static int cli_proc(void *data, const char *arg, int key, struct fuse_args *outa
 static void usage(FILE *f)
 {
     fprintf(f, "usage: gmtf IMAGE MOUNTPOINT [-o OPTIONS] [-f] [-d] [-s]\n"
+               "       gmtf -u [-q] MOUNTPOINT\n"
                "       gmtf --help | --version\n"
                "\n"
                "Mounts the gmtf image IMAGE (made by mkfs.gmtf) on MOUNTPOINT.\n"
+               "With -u (--unmount), unmounts MOUNTPOINT and returns once the daemon has\n"
+               "stored everything and the image is free (fusermount3 -u returns before).\n"
                "\n"
                "gmtf options (-o):\n"
                "    ro                     read-only; never writes the image (a journal\n"
@@ -510,6 +513,23 @@ int main(int argc, char **argv)
             print_version();
             return CLI_EXIT_OK;
         }
+    }
+    int unmount = 0, quiet = 0, nargs = 0;
+    const char *target = NULL;
+    for (int i = 1; i < argc; i++) {
+        if (!strcmp(argv[i], "-u") || !strcmp(argv[i], "--unmount"))
+            unmount = 1;
+        else if (!strcmp(argv[i], "-q") || !strcmp(argv[i], "--quiet"))
+            quiet = 1;
+        else
+            target = argv[i], nargs++;
+    }
+    if (unmount) {
+        if (nargs != 1 || *target == '-') {
+            fprintf(stderr, "gmtf: -u takes one MOUNTPOINT (and -q)\n");
+            return CLI_EXIT_FAIL;
+        }
+        return gmtf_unmount_main(target, quiet);
     }
     if (fuse_opt_parse(&args, &c, cli_opts, cli_proc) != 0)
         return fail("cannot parse options (see gmtf --help)");
