@@ -517,6 +517,9 @@ static int fill_from_dir(mkfs_import *c, const char *src)
 
 /* Walks path's directories from the root, creating missing ones. Returns
  * the parent's inode and points *leaf at the last component. */
+/* The directory that holds path's last component (made when missing), and
+ * *leaf that component; 0 (and *leaf untouched) when a parent is not a
+ * directory. */
 static uint64_t walk_parent(mkfs_import *c, char *path, char **leaf)
 {
     uint64_t dir = GMTF_ROOT_INO;
@@ -651,7 +654,13 @@ static int add_entry_(mkfs_import *c, struct archive_entry *ae)
         warnx_(c, "%s: a path with '..' is not imported", path);
         return 0;
     }
-    char *dup = strdup(path), *leaf;
+    char *dup = strdup(path), *leaf = dup;
+    if (!dup) {
+        warnx_(c, "%s: %s", path, strerror(ENOMEM)); /* reported and counted */
+        return 0;
+    }
+    /* leaf stays dup when a parent is not a directory (walk_parent sets it
+     * only on success; it pointed into the member before's freed copy) */
     uint64_t parent = walk_parent(c, dup, &leaf);
     size_t ll = strlen(leaf);
     while (ll && leaf[ll - 1] == '/')
