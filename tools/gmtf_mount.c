@@ -39,6 +39,7 @@ typedef struct cli {
     char *max_write;
     char *fsname;
     char *subtype;
+    char *threads_s, *readahead_blocks_s, *readahead_kb_s; /* as given: parse_counts */
     unsigned threads;
     unsigned readahead_blocks;
     unsigned readahead_kb;
@@ -60,9 +61,9 @@ static const struct fuse_opt cli_opts[] = {FUSE_OPT_KEY("ro", KEY_RO),
                                            CLI_OPT("dirty_size=%s", dirty_size, 0),
                                            CLI_OPT("flush_interval=%s", flush_interval, 0),
                                            CLI_OPT("max_write=%s", max_write, 0),
-                                           CLI_OPT("threads=%u", threads, 0),
-                                           CLI_OPT("readahead_blocks=%u", readahead_blocks, 0),
-                                           CLI_OPT("readahead_kb=%u", readahead_kb, 0),
+                                           CLI_OPT("threads=%s", threads_s, 0),
+                                           CLI_OPT("readahead_blocks=%s", readahead_blocks_s, 0),
+                                           CLI_OPT("readahead_kb=%s", readahead_kb_s, 0),
                                            CLI_OPT("entry_timeout=%lf", entry_timeout, 0),
                                            CLI_OPT("attr_timeout=%lf", attr_timeout, 0),
                                            CLI_OPT("fsname=%s", fsname, 0),
@@ -159,6 +160,21 @@ static int fail(const char *fmt, ...)
     fputc('\n', stderr);
     va_end(ap);
     return CLI_EXIT_FAIL;
+}
+
+/* The counts among the -o options: whole numbers in range (sscanf's %u
+ * took "-3" as 4294967293, which the codec then refused, and the mount
+ * failed as "not a gmtf image"). 0 or the exit status after a message. */
+static int parse_counts(cli *c)
+{
+    if (c->threads_s && cli_parse_uint(c->threads_s, 1, 1024, &c->threads) < 0)
+        return fail("bad threads '%s' (1 to 1024)", c->threads_s);
+    if (c->readahead_blocks_s &&
+        cli_parse_uint(c->readahead_blocks_s, 0, 1024, &c->readahead_blocks) < 0)
+        return fail("bad readahead_blocks '%s' (0 to 1024)", c->readahead_blocks_s);
+    if (c->readahead_kb_s && cli_parse_uint(c->readahead_kb_s, 0, 1u << 20, &c->readahead_kb) < 0)
+        return fail("bad readahead_kb '%s' (0 to 1048576)", c->readahead_kb_s);
+    return 0;
 }
 
 /* Fills the library options from the command line. */
@@ -267,6 +283,9 @@ static int open_filesystem(const cli *c, gmtf_mount *m)
     if (rc == -EBUSY)
         return fail("%s: image is in use (mounted, or mkfs.gmtf/fsck.gmtf running on it)",
                     m->image);
+    if (!c->ro && (rc == -EROFS || rc == -EACCES || rc == -EPERM))
+        return fail("%s: cannot open the image for writing: %s (mount it with -o ro)", m->image,
+                    strerror(-rc));
     if (rc < 0)
         return fail("%s: cannot open image: %s", m->image, strerror(-rc));
     rc = gmtf_fs_mount(img, &fo, &m->fs);
@@ -533,6 +552,8 @@ int main(int argc, char **argv)
     }
     if (fuse_opt_parse(&args, &c, cli_opts, cli_proc) != 0)
         return fail("cannot parse options (see gmtf --help)");
+    if (parse_counts(&c))
+        return CLI_EXIT_FAIL;
     if (!c.image || c.nonopts < 2) {
         usage(stderr);
         return CLI_EXIT_FAIL;
@@ -561,5 +582,8 @@ int main(int argc, char **argv)
     free(fo.mountpoint);
     fuse_opt_free_args(&args);
     free(c.image);
+    free(c.threads_s);
+    free(c.readahead_blocks_s);
+    free(c.readahead_kb_s);
     return status;
 }

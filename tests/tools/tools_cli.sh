@@ -435,6 +435,28 @@ PY
     return 0
 }
 
+# gmtf's messages before it mounts anything: a bad count among the -o
+# options names the option (-o threads=-3 was 'not a gmtf image'); an
+# image that cannot be opened for writing suggests -o ro.
+case_mount_messages() {
+    [ -x "$BIN/gmtf" ] || skip "gmtf (FUSE) not built"
+    must "$MKFS" -q img
+    mkdir mnt
+    local o
+    for o in threads=-3 threads=0 threads=x readahead_blocks=-1 readahead_kb=1e3; do
+        "$BIN/gmtf" img mnt -o "$o" 2>err && fail "-o $o accepted"
+        grep -q "bad ${o%%=*} '" err || fail "-o $o: $(cat err)"
+        grep -q "not a gmtf image" err && fail "-o $o: 'not a gmtf image'"
+    done
+    if [ "$(id -u)" = 0 ] && command -v setpriv >/dev/null; then
+        chmod 755 "$WORK" && chmod 444 img && chmod 777 mnt
+        setpriv --reuid=65534 --regid=65534 --clear-groups "$BIN/gmtf" "$WORK/img" "$WORK/mnt" 2>err &&
+            fail "a read-only image mounted read-write"
+        grep -q "mount it with -o ro" err || fail "no -o ro hint: $(cat err)"
+    fi
+    return 0
+}
+
 fn="case_${CASE}"
 declare -F "$fn" >/dev/null || {
     echo "unknown case $CASE" >&2
