@@ -98,6 +98,40 @@ void cli_uuid_string(const uint8_t u[16], char out[37])
              u[14], u[15]);
 }
 
+char *cli_name_utf8(const char *name)
+{
+    size_t n = strlen(name);
+    char *out = malloc(4 * n + 1), *o = out;
+    const unsigned char *s = (const unsigned char *)name;
+    while (out && *s) {
+        int len = *s < 0x80                  ? 1
+                  : *s >= 0xc2 && *s <= 0xdf ? 2
+                  : *s >= 0xe0 && *s <= 0xef ? 3
+                  : *s >= 0xf0 && *s <= 0xf4 ? 4
+                                             : 0;
+        for (int i = 1; i < len; i++)
+            if ((s[i] & 0xc0) != 0x80)
+                len = 0;
+        if ((len == 3 && ((s[0] == 0xe0 && s[1] < 0xa0) || (s[0] == 0xed && s[1] >= 0xa0))) ||
+            (len == 4 && ((s[0] == 0xf0 && s[1] < 0x90) || (s[0] == 0xf4 && s[1] >= 0x90))))
+            len = 0; /* overlong, surrogates, past U+10FFFF */
+        if (*s == '\\') {
+            *o++ = '\\';
+            *o++ = '\\';
+            s++;
+        } else if (len) {
+            memcpy(o, s, (size_t)len);
+            o += len;
+            s += len;
+        } else {
+            o += sprintf(o, "\\x%02x", *s++);
+        }
+    }
+    if (out)
+        *o = 0;
+    return out;
+}
+
 /* ---- progress ------------------------------------------------------------ */
 
 double cli_now(void)

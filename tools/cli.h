@@ -43,6 +43,13 @@ double cli_now(void);
  * stored. */
 double cli_ratio(uint64_t bytes, uint64_t stored);
 
+/* A name (bytes) as valid UTF-8, for JSON and listings: valid UTF-8 kept,
+ * a backslash as two backslashes, every other byte as the four characters
+ * \xHH (lowercase hex), so that any byte string has one such form and can
+ * be recovered from it (docs/gmtf-stat.1). malloc'ed; NULL when out of
+ * memory. */
+char *cli_name_utf8(const char *name);
+
 /* uuid as 8-4-4-4-12 lowercase hex digits (37 bytes with the NUL). */
 void cli_uuid_string(const uint8_t uuid[16], char out[37]);
 

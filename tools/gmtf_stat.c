@@ -324,43 +324,6 @@ static int percentiles(const double *ratio, size_t n, selection sel, double *out
 
 /* ---- output ------------------------------------------------------------------------------- */
 
-/* A name as a JSON string's contents: valid UTF-8 kept, a backslash as two
- * backslashes, every other byte as \xHH (so any byte string maps to one
- * valid UTF-8 string, and back). NULL when out of memory. */
-static char *json_name(const char *name)
-{
-    size_t n = strlen(name);
-    char *out = malloc(4 * n + 1), *o = out;
-    const unsigned char *s = (const unsigned char *)name;
-    while (out && *s) {
-        int len = *s < 0x80                  ? 1
-                  : *s >= 0xc2 && *s <= 0xdf ? 2
-                  : *s >= 0xe0 && *s <= 0xef ? 3
-                  : *s >= 0xf0 && *s <= 0xf4 ? 4
-                                             : 0;
-        for (int i = 1; i < len; i++)
-            if ((s[i] & 0xc0) != 0x80)
-                len = 0;
-        if ((len == 3 && ((s[0] == 0xe0 && s[1] < 0xa0) || (s[0] == 0xed && s[1] >= 0xa0))) ||
-            (len == 4 && ((s[0] == 0xf0 && s[1] < 0x90) || (s[0] == 0xf4 && s[1] >= 0x90))))
-            len = 0; /* overlong, surrogates, past U+10FFFF */
-        if (*s == '\\') {
-            *o++ = '\\';
-            *o++ = '\\';
-            s++;
-        } else if (len) {
-            memcpy(o, s, (size_t)len);
-            o += len;
-            s += len;
-        } else {
-            o += sprintf(o, "\\x%02x", *s++);
-        }
-    }
-    if (out)
-        *o = 0;
-    return out;
-}
-
 typedef struct report {
     const char *image;
     gmtf_fs_info info;
@@ -374,7 +337,7 @@ typedef struct report {
 
 static int json_set_name(json_t *o, const char *key, const char *name)
 {
-    char *s = json_name(name);
+    char *s = cli_name_utf8(name);
     int rc = s ? json_object_set_new(o, key, json_string(s)) : -1;
     free(s);
     return rc;
@@ -437,7 +400,7 @@ static int print_json(const report *r)
 static void print_text(const report *r, size_t top)
 {
     const gmtf_fs_info *i = &r->info;
-    char uuid[37], *label = json_name(i->label);
+    char uuid[37], *label = cli_name_utf8(i->label);
     cli_uuid_string(i->uuid, uuid);
     printf("%s:\n", r->image);
     printf("  label            '%s'\n", label ? label : "");
@@ -482,7 +445,7 @@ static void print_text(const report *r, size_t top)
             of += e->files, ob += e->bytes, os += e->stored;
             continue;
         }
-        char *name = json_name(e->ext);
+        char *name = cli_name_utf8(e->ext);
         printf("                   %-16s %10" PRIu64 " %16" PRIu64 " %16" PRIu64 " %8.3f\n",
                !name   ? "?"
                : *name ? name

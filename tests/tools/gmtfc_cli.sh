@@ -471,6 +471,17 @@ EOF
     grep -Eq '^  codec +[^ ]+ +encode +2 ' table || fail "bench -j 2 row: $(cat table)"
     "$GMTFC" bench -r 1 --stage=mtf --mtf=all data > table || fail "bench --mtf=all"
     grep -q 'scalar' table || fail "--mtf=all lacks scalar"
+    # a file name that is not UTF-8, with a backslash and a quote: still
+    # JSON, the name escaped as docs/gmtf-stat.1 says (\xHH, \ doubled)
+    odd=$(printf 'n\\a"m\351e')
+    head -c 3000 data > "$odd"
+    "$GMTFC" bench -r 1 --stage=codec --json "$odd" > odd.json || fail "bench odd name"
+    python3 - odd.json <<'EOF' || fail "bench JSON for a non-UTF-8 name"
+import json, sys
+rows = [json.loads(l) for l in open(sys.argv[1], encoding="utf-8")]
+want = "n" + "\\" * 2 + "a\"m" + "\\" + "xe9e"
+assert rows and all(r["file"] == want for r in rows), (rows[0]["file"], want)
+EOF
 }
 
 fn="case_${CASE}"
