@@ -457,6 +457,33 @@ case_mount_messages() {
     return 0
 }
 
+# gmtf-extract's usage errors: each exits 1 with a message naming what
+# was wrong, and writes nothing.
+case_extract_options() {
+    mkdir t && echo hi >t/f
+    must "$MKFS" -q --from t img
+    xerr() { # pattern args...
+        local pat=$1
+        shift
+        "$EXTRACT" "$@" >out 2>err && fail "gmtf-extract $* succeeded"
+        [ $? = 1 ] || fail "gmtf-extract $*: status not 1"
+        grep -qE -- "$pat" err || fail "gmtf-extract $*: message '$(cat err)' lacks /$pat/"
+    }
+    xerr 'no IMAGE' -q
+    xerr 'exclude each other' -C d -f pax img
+    xerr 'exclude each other' -l -f pax img
+    xerr 'go with -f' -o x.tar img
+    xerr 'go with -f' --filter=xz img
+    xerr '-f nosuch' -f nosuch -o x.tar img
+    xerr 'filter nosuch' -f pax --filter=nosuch -o x.tar img
+    xerr 'thread count' -j 0 img
+    xerr 'unrecognized option|invalid option' --bogus img
+    xerr 'not a gmtf image' -f pax -o x.tar t/f
+    xerr 'No such file' -l missing.img
+    [ ! -e d ] && [ ! -e x.tar ] || fail "a failed call left output"
+    return 0
+}
+
 fn="case_${CASE}"
 declare -F "$fn" >/dev/null || {
     echo "unknown case $CASE" >&2
