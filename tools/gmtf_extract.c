@@ -384,6 +384,7 @@ static void usage(FILE *f, const char *prog)
             "  -j, --threads=N        decoding threads (default: all CPUs)\n"
             "      --mtf=NAME         MTF backend of the codec (default: auto)\n"
             "  -q, --quiet            no progress line\n"
+            "  -v, --verbose          a summary at the end (files, bytes, time, frames decoded)\n"
             "  -h, --help             show this help and exit\n"
             "  -V, --version          show the version and exit\n"
             "Exit status: 0 when everything was extracted, 1 otherwise (see the messages).\n",
@@ -394,7 +395,7 @@ enum { OPT_FILTER = 256, OPT_SAME_OWNER, OPT_NO_SAME_OWNER, OPT_MTF };
 
 typedef struct args {
     const char *dir, *format, *output, *filter, *mtf, *image;
-    int list, quiet, same_owner;
+    int list, quiet, verbose, same_owner;
     unsigned threads;
 } args;
 
@@ -410,12 +411,13 @@ static int parse(int argc, char **argv, const char *prog, args *a)
                                           {"threads", required_argument, 0, 'j'},
                                           {"mtf", required_argument, 0, OPT_MTF},
                                           {"quiet", no_argument, 0, 'q'},
+                                          {"verbose", no_argument, 0, 'v'},
                                           {"help", no_argument, 0, 'h'},
                                           {"version", no_argument, 0, 'V'},
                                           {0, 0, 0, 0}};
     int opt;
     a->same_owner = geteuid() == 0;
-    while ((opt = getopt_long(argc, argv, "C:f:o:lj:qhV", longs, NULL)) != -1) {
+    while ((opt = getopt_long(argc, argv, "C:f:o:lj:qvhV", longs, NULL)) != -1) {
         switch (opt) {
         case 'C': a->dir = optarg; break;
         case 'f': a->format = optarg; break;
@@ -432,6 +434,7 @@ static int parse(int argc, char **argv, const char *prog, args *a)
             break;
         case OPT_MTF: a->mtf = optarg; break;
         case 'q': a->quiet = 1; break;
+        case 'v': a->verbose = 1; break;
         case 'h': usage(stdout, prog); return 0;
         case 'V': cli_version(prog, NULL); return 0;
         default: cli_try_help(prog); return -1;
@@ -541,6 +544,17 @@ int main(int argc, char **argv)
     cli_progress_stop(&x.line);
     if (ar && xarchive_close(ar, &x))
         rc = -1;
+    if (a.verbose) {
+        gmtf_fs_info fi;
+        gmtf_fs_get_info(fs, &fi);
+        double el = cli_now() - x.line.start;
+        fprintf(stderr,
+                "%s: %llu files, %llu bytes in %.1f s (%.1f MB/s); %llu frames decoded of %llu "
+                "in the image; %llu errors\n",
+                prog, (unsigned long long)x.files, (unsigned long long)x.bytes, el,
+                el > 0 ? x.bytes / el / 1e6 : 0.0, (unsigned long long)fi.frames_decoded,
+                (unsigned long long)fi.frames, (unsigned long long)x.errors);
+    }
     if (disk) {
         xnode root = {.path = ".", .name = "."};
         int have = nops == 1 && norm && norm[0] && !*norm[0] &&
