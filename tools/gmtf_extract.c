@@ -455,7 +455,27 @@ static int parse(int argc, char **argv, const char *prog, args *a)
     return optind;
 }
 
-static int open_image(const char *prog, const args *a, gmtf_fs **fs)
+/* What the library says about the image (damage it met loading the
+ * metadata, frames that do not decode): each line on stderr, counted, so
+ * that an extraction from a damaged image does not exit 0. */
+typedef struct xlog {
+    const char *prog, *image;
+    cli_progress *line; /* once the progress line exists */
+    unsigned long count;
+} xlog;
+
+static void log_line(void *arg, const char *msg)
+{
+    xlog *l = arg;
+    __atomic_add_fetch(&l->count, 1, __ATOMIC_RELAXED);
+    cli_progress *line = __atomic_load_n(&l->line, __ATOMIC_ACQUIRE);
+    if (line)
+        cli_progress_printf(line, "%s: %s: %s\n", l->prog, l->image, msg);
+    else
+        fprintf(stderr, "%s: %s: %s\n", l->prog, l->image, msg);
+}
+
+static int open_image(const char *prog, const args *a, gmtf_fs **fs, xlog *log)
 {
     gmtf_image *img;
     int rc = gmtf_image_open_file(a->image, GMTF_IMAGE_RDONLY, &img);
@@ -469,7 +489,9 @@ static int open_image(const char *prog, const args *a, gmtf_fs **fs)
                           .mtf = a->mtf,
                           .threads = a->threads,
                           .cache_bytes = 256u << 20,
-                          .readahead_blocks = 16};
+                          .readahead_blocks = 16,
+                          .log = log_line,
+                          .log_arg = log};
     rc = gmtf_fs_mount(img, &fo, fs);
     if (rc) {
         fprintf(stderr, "%s: %s: %s\n", prog, a->image,
@@ -495,10 +517,17 @@ int main(int argc, char **argv)
     if (first <= 0)
         return first == 0 ? CLI_EXIT_OK : CLI_EXIT_FAIL;
     gmtf_fs *fs;
-    if (open_image(prog, &a, &fs))
+    xlog log = {.prog = prog, .image = a.image};
+    if (open_image(prog, &a, &fs, &log))
         return CLI_EXIT_FAIL;
+    if (log.count)
+        fprintf(stderr,
+                "%s: %s: the metadata is damaged (above): extracting what it still holds; "
+                "fsck.gmtf -n tells more\n",
+                prog, a.image);
     xsrc x = {.fs = fs, .prog = prog, .buf = malloc(XSRC_BUF)};
     cli_progress_init(&x.line, prog, a.quiet || a.list, 1);
+    __atomic_store_n(&log.line, &x.line, __ATOMIC_RELEASE);
     walk w = {.fs = fs, .x = &x};
     xsink sink = {0};
     xdisk *disk = NULL;
@@ -570,5 +599,5 @@ int main(int argc, char **argv)
     free(x.buf);
     gmtf_fs_unmount(fs);
     cli_progress_free(&x.line);
-    return rc || x.errors || !norm ? CLI_EXIT_FAIL : CLI_EXIT_OK;
+    return rc || x.errors || log.count || !norm ? CLI_EXIT_FAIL : CLI_EXIT_OK;
 }
