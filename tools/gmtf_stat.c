@@ -477,6 +477,20 @@ static void usage(FILE *f, const char *prog)
 
 enum { OPT_JSON = 256, OPT_TOP, OPT_SELECTION };
 
+/* The library's lines about the image (damage met loading it): on stderr,
+ * counted; the figures are still shown, and the exit status is 1. */
+typedef struct stat_log {
+    const char *prog, *image;
+    unsigned long count;
+} stat_log;
+
+static void log_line(void *arg, const char *msg)
+{
+    stat_log *l = arg;
+    __atomic_add_fetch(&l->count, 1, __ATOMIC_RELAXED);
+    fprintf(stderr, "%s: %s: %s\n", l->prog, l->image, msg);
+}
+
 int main(int argc, char **argv)
 {
     const char *prog = "gmtf-stat";
@@ -537,7 +551,8 @@ int main(int argc, char **argv)
         return CLI_EXIT_FAIL;
     }
     gmtf_fs *fs;
-    gmtf_fs_options fo = {.read_only = 1, .threads = threads};
+    stat_log log = {.prog = prog, .image = r.image};
+    gmtf_fs_options fo = {.read_only = 1, .threads = threads, .log = log_line, .log_arg = &log};
     rc = gmtf_fs_mount(img, &fo, &fs);
     if (rc) {
         fprintf(stderr, "%s: %s: %s\n", prog, r.image,
@@ -591,5 +606,8 @@ int main(int argc, char **argv)
     free(c.seen);
     gmtf_fs_stats_free(&r.st);
     gmtf_fs_unmount(fs);
-    return rc || c.errors ? CLI_EXIT_FAIL : CLI_EXIT_OK;
+    if (log.count)
+        fprintf(stderr, "%s: %s: the image is damaged (above); fsck.gmtf -n tells more\n", prog,
+                r.image);
+    return rc || c.errors || log.count ? CLI_EXIT_FAIL : CLI_EXIT_OK;
 }

@@ -10,7 +10,8 @@
  * (Today the library already refuses such entries when it loads the
  * snapshot, "a record does not apply", so the extraction never meets
  * them; these tests hold whichever layer stops them.)
- * argv[1] = gmtf-extract (meson passes it). */
+ * gmtf-stat on such an image shows its figures and exits 1.
+ * argv[1] = gmtf-extract, argv[2] = gmtf-stat (meson passes them). */
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
@@ -30,7 +31,7 @@
 #include "fs_test_util.h"
 #include "hostile/himg.h"
 
-static const char *extract_bin;
+static const char *extract_bin, *stat_bin;
 static char tmp[256];
 
 static uint64_t make(gmtf_fs *fs, uint64_t dir, const char *name, mode_t mode, const char *data)
@@ -90,7 +91,8 @@ static void build(const char *path, const char *outside, const char *const *from
     rec_image_free(r);
 }
 
-/* gmtf-extract -q -C dir img, bounded to 60 s; its exit status. */
+/* gmtf-extract -q -C dir img (or, dir NULL, gmtf-stat img), bounded to
+ * 60 s; its exit status. */
 static int extract(const char *img, const char *dir)
 {
     pid_t pid = fork();
@@ -99,7 +101,10 @@ static int extract(const char *img, const char *dir)
         alarm(60);
         int null = open("/dev/null", O_WRONLY);
         dup2(null, 1);
-        execl(extract_bin, extract_bin, "-q", "-C", dir, img, (char *)NULL);
+        if (dir)
+            execl(extract_bin, extract_bin, "-q", "-C", dir, img, (char *)NULL);
+        else
+            execl(stat_bin, stat_bin, img, (char *)NULL);
         _exit(127);
     }
     int st;
@@ -130,8 +135,9 @@ static void test_symlink_then_directory(void **state)
     const char *from[] = {"bbbb"}, *to[] = {"aaaa"};
     build(img, outside, from, to, 1);
     int rc = extract(img, dir);
-    assert_int_equal(rc, 1);               /* the damage is reported */
-    assert_int_equal(entries(outside), 0); /* nothing through the symlink */
+    assert_int_equal(rc, 1);                 /* the damage is reported */
+    assert_int_equal(extract(img, NULL), 1); /* by gmtf-stat too */
+    assert_int_equal(entries(outside), 0);   /* nothing through the symlink */
     snprintf(p, sizeof p, "%s/keep", dir);
     struct stat st;
     assert_int_equal(stat(p, &st), 0);     /* the rest came out */
@@ -169,11 +175,12 @@ static void test_dotdot_and_slash_names(void **state)
 
 int main(int argc, char **argv)
 {
-    if (argc < 2) {
-        fprintf(stderr, "usage: %s GMTF-EXTRACT\n", argv[0]);
+    if (argc < 3) {
+        fprintf(stderr, "usage: %s GMTF-EXTRACT GMTF-STAT\n", argv[0]);
         return 2;
     }
     extract_bin = argv[1];
+    stat_bin = argv[2];
     snprintf(tmp, sizeof tmp, "/tmp/gmtf-xhostile-XXXXXX");
     if (!mkdtemp(tmp))
         return 1;
