@@ -132,6 +132,35 @@ char *cli_name_utf8(const char *name)
     return out;
 }
 
+double cli_select_f64(double *v, size_t n, size_t k)
+{
+    size_t lo = 0, hi = n; /* the k-th lies in v[lo..hi) */
+    while (hi - lo > 1) {
+        double a = v[lo], b = v[lo + (hi - lo) / 2], m = v[hi - 1];
+        double p = a < b ? (b < m ? b : (a < m ? m : a)) : (a < m ? a : (b < m ? m : b));
+        size_t lt = lo, i = lo, gt = hi; /* [lo,lt) < p, [lt,i) == p, [gt,hi) > p */
+        while (i < gt) {
+            double x = v[i];
+            if (x < p) {
+                v[i++] = v[lt];
+                v[lt++] = x;
+            } else if (x > p) {
+                v[i] = v[--gt];
+                v[gt] = x;
+            } else {
+                i++;
+            }
+        }
+        if (k < lt)
+            hi = lt;
+        else if (k >= gt)
+            lo = gt;
+        else
+            return p;
+    }
+    return v[lo];
+}
+
 /* ---- progress ------------------------------------------------------------ */
 
 double cli_now(void)

@@ -6,6 +6,7 @@
 #define GMTF_TOOLS_CLI_H
 
 #include <pthread.h>
+#include <stddef.h>
 #include <stdint.h>
 #include <stdio.h>
 
@@ -49,6 +50,11 @@ double cli_ratio(uint64_t bytes, uint64_t stored);
  * be recovered from it (docs/gmtf-stat.1). malloc'ed; NULL when out of
  * memory. */
 char *cli_name_utf8(const char *name);
+
+/* The k-th smallest of v[0..n) (k counted from 0, k < n), reordering v:
+ * a quickselect with a three-way partition (many equal keys cost nothing
+ * more). The keys are numbers (no NaN). gmtf-stat's CPU selection. */
+double cli_select_f64(double *v, size_t n, size_t k);
 
 /* uuid as 8-4-4-4-12 lowercase hex digits (37 bytes with the NUL). */
 void cli_uuid_string(const uint8_t uuid[16], char out[37]);

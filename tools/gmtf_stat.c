@@ -255,37 +255,6 @@ static ext_stat *ext_sorted(stat_ctx *c, size_t *n)
 static const unsigned pct[] = {0, 1, 5, 10, 25, 50, 75, 90, 95, 99, 100};
 #define NPCT (sizeof pct / sizeof pct[0])
 
-/* The k-th smallest of v[0..n) (k from 0), reordering v: quickselect with
- * a median-of-three pivot and a three-way partition (many equal keys). */
-static double select_cpu(double *v, size_t n, size_t k)
-{
-    size_t lo = 0, hi = n; /* the k-th lies in v[lo..hi) */
-    while (hi - lo > 1) {
-        double a = v[lo], b = v[lo + (hi - lo) / 2], m = v[hi - 1];
-        double p = a < b ? (b < m ? b : (a < m ? m : a)) : (a < m ? a : (b < m ? m : b));
-        size_t lt = lo, i = lo, gt = hi; /* [lo,lt) < p, [lt,i) == p, [gt,hi) > p */
-        while (i < gt) {
-            double x = v[i];
-            if (x < p) {
-                v[i++] = v[lt];
-                v[lt++] = x;
-            } else if (x > p) {
-                v[i] = v[--gt];
-                v[gt] = x;
-            } else {
-                i++;
-            }
-        }
-        if (k < lt)
-            hi = lt;
-        else if (k >= gt)
-            lo = gt;
-        else
-            return p;
-    }
-    return v[lo];
-}
-
 typedef enum { SEL_AUTO, SEL_CPU, SEL_GPU } selection;
 
 /* out[i]: percentile pct[i] of the ratios, the key of rank
@@ -317,7 +286,7 @@ static int percentiles(const double *ratio, size_t n, selection sel, double *out
         return -ENOMEM;
     memcpy(v, ratio, n * sizeof *v);
     for (size_t i = 0; i < NPCT; i++)
-        out[i] = select_cpu(v, n, (n - 1) * pct[i] / 100);
+        out[i] = cli_select_f64(v, n, (n - 1) * pct[i] / 100);
     free(v);
     return 0;
 }
