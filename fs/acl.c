@@ -167,11 +167,12 @@ static int acl_inherit(const void *dflt, size_t size, mode_t *mode, void **acces
 
 /* ---- policy ------------------------------------------------------------------ */
 
-void gmtf_fs_set_posix_acl(gmtf_fs *fs, int on)
+int gmtf_fs_set_posix_acl(gmtf_fs *fs, int on)
 {
     FS_WRLOCK(fs);
     fs->opt.posix_acl = on != 0;
     FS_UNLOCK(fs);
+    return 0;
 }
 
 int acl_is_name(const char *name)

@@ -192,8 +192,10 @@ typedef struct gmtf_make_req {
 } gmtf_make_req;
 int gmtf_fs_make(gmtf_fs *fs, const gmtf_make_req *r, gmtf_entry *e);
 /* Turns the POSIX ACL policy on or off (gmtf_fs_options.posix_acl), e.g.
- * once FUSE has said whether the kernel enforces ACLs. */
-void gmtf_fs_set_posix_acl(gmtf_fs *fs, int on);
+ * once FUSE has said whether the kernel enforces ACLs. 0, or -EOPNOTSUPP
+ * from an implementation that keeps no ACL policy (a mount must then not
+ * offer ACLs: the kernel would leave umask and mode to it). */
+int gmtf_fs_set_posix_acl(gmtf_fs *fs, int on);
 
 #define GMTF_FS_ACL_ACCESS "system.posix_acl_access"
 #define GMTF_FS_ACL_DEFAULT "system.posix_acl_default"

@@ -22,12 +22,16 @@ static void op_init(void *userdata, struct fuse_conn_info *conn)
         want |= FUSE_CAP_WRITEBACK_CACHE;
     /* The kernel enforces ACLs; umask is then ours to apply, because a
      * parent's default ACL replaces it (acl(5)). */
-    if (m->acl)
-        want |= FUSE_CAP_POSIX_ACL | FUSE_CAP_DONT_MASK;
-    conn->want |= want & conn->capable;
     if (!(conn->capable & FUSE_CAP_POSIX_ACL))
         m->acl = 0;
-    gmtf_fs_set_posix_acl(m->fs, m->acl); /* the library keeps the policy */
+    /* The library keeps the policy; one that keeps none says so. */
+    if (m->acl && gmtf_fs_set_posix_acl(m->fs, 1) < 0)
+        m->acl = 0;
+    if (m->acl)
+        want |= FUSE_CAP_POSIX_ACL | FUSE_CAP_DONT_MASK;
+    else
+        gmtf_fs_set_posix_acl(m->fs, 0);
+    conn->want |= want & conn->capable;
     if (!(conn->capable & FUSE_CAP_WRITEBACK_CACHE))
         m->writeback = 0;
     /* Let the kernel clear setuid/setgid on write, truncate and chown. */

@@ -351,6 +351,7 @@ static void h_close(void *ctx)
 {
     holey *h = ctx;
     gmtf_image_close(h->inner);
+    free(h);
 }
 
 static const gmtf_image_ops holey_ops = {.pread = h_pread,

@@ -440,10 +440,12 @@ int gmtf_fs_make(gmtf_fs *fs, const gmtf_make_req *r, gmtf_entry *e)
     return gmtf_fs_mknod(fs, r->parent, r->name, mode, r->rdev, r->uid, gid, e);
 }
 
-void gmtf_fs_set_posix_acl(gmtf_fs *fs, int on)
+/* No ACL policy here (inheritance, access ACL and mode: fs/acl.c), so the
+ * mount must not offer ACLs. */
+int gmtf_fs_set_posix_acl(gmtf_fs *fs, int on)
 {
     (void)fs;
-    (void)on;
+    return on ? -EOPNOTSUPP : 0;
 }
 
 int gmtf_fs_link(gmtf_fs *fs, uint64_t ino, uint64_t newparent, const char *newname, gmtf_entry *e)
