@@ -918,6 +918,7 @@ int gmtf_fs_check(gmtf_image *img, const gmtf_fs_check_options *opt, gmtf_fs_che
             rc = fs_checkpoint(fs, JOURNAL_MIN);
             if (rc)
                 problem(&c, 0, "writing the repaired metadata failed: %s", strerror(-rc));
+            rep->written = !rc;
             rc = 0;
         }
     }

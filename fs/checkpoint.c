@@ -103,7 +103,7 @@ static int checkpoint(gmtf_fs *fs, uint64_t journal_bytes, unsigned flush_flags)
         return rc;
     }
     nsb.jrnl_id = journal_id(&nsb, nsb.gen);
-    nsb.wtime = (uint64_t)time(NULL);
+    nsb.wtime = fs->opt.write_time ? (uint64_t)fs->opt.write_time : (uint64_t)time(NULL);
     nsb.image_end = fs->end;
     rc = img_flush(fs); /* snapshot durable before a slot names it */
     int slot_written = 0;

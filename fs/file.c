@@ -83,6 +83,68 @@ long gmtf_fs_read(gmtf_fs *fs, uint64_t ino, void *buf, size_t n, uint64_t off)
     return rc;
 }
 
+static int u32_order(const void *a, const void *b)
+{
+    uint32_t x = *(const uint32_t *)a, y = *(const uint32_t *)b;
+    return x < y ? -1 : x > y;
+}
+
+/* The frames of inos[0..n) as far as half the cache holds them, decoded
+ * 64 at a time (frames_prefetch skips those cached or being decoded). */
+long gmtf_fs_prefetch(gmtf_fs *fs, const uint64_t *inos, size_t n)
+{
+    size_t cap = 256, k = 0, done = 0;
+    uint32_t *ids = malloc(cap * sizeof *ids);
+    if (!ids)
+        return -ENOMEM;
+    uint64_t bytes = 0, budget = fs->cache_limit / 2;
+    long rc = 0;
+    FS_RDLOCK(fs);
+    for (; done < n; done++) {
+        struct inode *in = inode_get(fs, inos[done]);
+        if (!in || !S_ISREG(in->mode))
+            continue;
+        size_t k0 = k;
+        uint64_t b0 = bytes;
+        for (uint32_t i = 0; i < in->u.ext.n; i++) {
+            uint32_t id = in->u.ext.v[i].frame;
+            if (!frame_valid(fs, id) || (k && ids[k - 1] == id))
+                continue;
+            if (k == cap) {
+                uint32_t *more = realloc(ids, 2 * cap * sizeof *ids);
+                if (!more) {
+                    rc = -ENOMEM;
+                    goto out;
+                }
+                ids = more;
+                cap *= 2;
+            }
+            ids[k++] = id;
+            bytes += fs->frames[id].dlen;
+        }
+        if (bytes - b0 > budget) { /* larger than the cache: read-ahead serves it */
+            k = k0;
+            bytes = b0;
+        } else if (bytes > budget) { /* this one waits for the next call */
+            k = k0;
+            bytes = b0;
+            break;
+        }
+    }
+    if (k)
+        qsort(ids, k, sizeof *ids, u32_order);
+    size_t u = 0;
+    for (size_t i = 0; i < k; i++) /* shared frames: once */
+        if (!u || ids[u - 1] != ids[i])
+            ids[u++] = ids[i];
+    for (size_t i = 0; i < u && !rc; i += 64)
+        rc = frames_prefetch(fs, ids + i, u - i < 64 ? u - i : 64);
+out:
+    FS_UNLOCK(fs);
+    free(ids);
+    return rc ? rc : (long)done;
+}
+
 /* Copies data (or zeros when data is NULL) into dirty blocks. */
 static int write_blocks(gmtf_fs *fs, struct inode *in, const uint8_t *data, size_t n, uint64_t off)
 {

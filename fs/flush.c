@@ -223,7 +223,7 @@ static int pieces_dedup(gmtf_fs *fs, struct piece *p, size_t np)
     }
     qsort(busy, nbusy, sizeof *busy, u32_cmp);
     for (size_t i = 0; i < np; i++) {
-        p[i].hash = fs_hash64(p[i].d->buf, p[i].len, 0);
+        p[i].hash = hash_bytes(p[i].d->buf, p[i].len, 0);
         for (size_t j = i; j-- > 0 && i - j < 4096;)
             if (p[j].dup_of < 0 && p[j].group != -1 && p[j].hash == p[i].hash &&
                 p[j].len == p[i].len && !memcmp(p[j].d->buf, p[i].d->buf, p[i].len)) {

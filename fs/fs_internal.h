@@ -591,7 +591,8 @@ int img_punch(gmtf_fs *fs, uint64_t off, uint64_t len);
 
 /* ---- util.c ---- */
 void fs_log(gmtf_fs *fs, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
-uint64_t fs_hash64(const void *p, size_t n, uint64_t seed);
+uint64_t fs_hash64(const void *p, size_t n, uint64_t seed);  /* format: journal ids */
+uint64_t hash_bytes(const void *p, size_t n, uint64_t seed); /* tables: XXH3 */
 uint32_t name_hash(uint64_t parent, const char *name, size_t n);
 void now_ts(int64_t *s, uint32_t *ns);
 

@@ -89,9 +89,11 @@ typedef struct gmtf_mkfs_options {
     uint32_t block_size; /* 0 = GMTF_FS_BLOCK_DEFAULT; power of two in [64 KiB, 16 MiB] */
     const char *label;   /* NULL = empty; at most GMTF_FS_LABEL_MAX bytes */
     uint64_t capacity;   /* bytes; 0 = growable (or the device size) */
-    const uint8_t *uuid; /* 16 bytes, NULL = random */
+    const uint8_t *uuid; /* 16 bytes, kept as given; NULL = random (version 4) */
     int incomplete;      /* mark the image incomplete: mount and fsck refuse it until a
                           * mount with mkfs_finish unmounts it (mkfs --from fills it) */
+    int64_t time;        /* seconds since 1970: the creation time and the root's times;
+                          * 0 = now (mkfs: SOURCE_DATE_EPOCH) */
 } gmtf_mkfs_options;
 
 /* Writes an empty filesystem (root directory only) on img, replacing what
@@ -118,6 +120,10 @@ typedef struct gmtf_fs_options {
     int posix_acl;   /* POSIX ACL policy (a FUSE mount with ACLs): gmtf_fs_make inherits
                         default ACLs, chmod updates the access ACL, setting the access ACL
                         sets the mode; without it the ACL xattrs are plain xattrs */
+
+    /* The write time every checkpoint records, seconds since 1970; 0 = the
+     * clock (reproducible images: mkfs with SOURCE_DATE_EPOCH). */
+    int64_t write_time;
 } gmtf_fs_options;
 
 typedef struct gmtf_fs gmtf_fs;
@@ -239,6 +245,16 @@ int gmtf_fs_create(gmtf_fs *fs, uint64_t parent, const char *name, mode_t mode, 
 /* Reads up to n bytes at off (short only at end of file); holes read as
  * zeros. A damaged block gives -EIO and a log line naming inode and block. */
 long gmtf_fs_read(gmtf_fs *fs, uint64_t ino, void *buf, size_t n, uint64_t off);
+/* For a reader about to read whole files (extraction): decodes into the
+ * read cache, in batches on the codec's threads (the GPU when the codec
+ * has one), the frames holding the data of inodes inos[0..n) that are not
+ * cached yet, for as many inodes from the first as half the cache
+ * (cache_bytes) holds (a file larger than that alone is left to the
+ * read-ahead of its reads). Their reads then copy from the cache.
+ * Returns how many inodes it covered (call again for the rest), or
+ * -ENOMEM; a frame that does not decode is left for its read to report. */
+long gmtf_fs_prefetch(gmtf_fs *fs, const uint64_t *inos, size_t n);
+
 /* Writes n bytes at off into the write-back cache (extending the file).
  * Returns n, or -ENOSPC when the data cannot be stored. */
 long gmtf_fs_write(gmtf_fs *fs, uint64_t ino, const void *buf, size_t n, uint64_t off);
@@ -303,6 +319,34 @@ typedef struct gmtf_fs_info {
 } gmtf_fs_info;
 int gmtf_fs_get_info(gmtf_fs *fs, gmtf_fs_info *info);
 
+/* What gmtf-stat shows beyond gmtf_fs_info, from the flushed state (data
+ * still in the write-back cache is not counted). */
+typedef struct gmtf_fs_stats {
+    uint32_t format_version; /* of the image as loaded (1 or 2) */
+    /* Bytes of regular files that map frame data (holes not counted; a
+     * hard-linked inode once), each deduplicated copy counted... */
+    uint64_t mapped_bytes;
+    /* ...and the distinct frame bytes they map: mapped - unique is what
+     * deduplication saved. */
+    uint64_t unique_bytes;
+    /* Decoded bytes of frames that no file maps any more (overwritten or
+     * deleted parts of shared frames: compaction rewrites them). */
+    uint64_t dead_bytes;
+    /* Every frame's stored (clen) and decoded (dlen) bytes, in id order;
+     * malloc'ed, nframes each. */
+    size_t nframes;
+    uint32_t *frame_clen, *frame_dlen;
+} gmtf_fs_stats;
+/* Fills *st (gmtf_fs_stats_free frees it). 0 or -ENOMEM. */
+int gmtf_fs_get_stats(gmtf_fs *fs, gmtf_fs_stats *st);
+void gmtf_fs_stats_free(gmtf_fs_stats *st);
+/* The stored bytes attributed to inode ino: of each frame it maps, the
+ * frame's stored bytes times the bytes it maps there over the bytes all
+ * files map there (a deduplicated frame is split among its users; a frame
+ * with dead parts gives them to nobody), so that the shares of all inodes
+ * sum to at most the stored bytes. 0 for inodes without data. 0 or -ENOENT. */
+int gmtf_fs_stored_share(gmtf_fs *fs, uint64_t ino, uint64_t *stored);
+
 /* ---- check (fsck) ------------------------------------------------------------ */
 
 typedef struct gmtf_fs_check_options {
@@ -322,6 +366,7 @@ typedef struct gmtf_fs_check_report {
     unsigned warnings; /* harmless oddities (e.g. journal replayed) */
     int unrepairable;  /* a repair was asked for but cannot be made safely: nothing
                         * was written (fsck exit 8; the log says why) */
+    int written;       /* the repair wrote the image (a new checkpoint) */
     gmtf_fs_info info;
 } gmtf_fs_check_report;
 

@@ -268,7 +268,7 @@ int gmtf_fs_mkfs(gmtf_image *img, const gmtf_mkfs_options *opt)
         return -EINVAL;
     if (o.label && strlen(o.label) > GMTF_FS_LABEL_MAX)
         return -ENAMETOOLONG;
-    gmtf_fs_options fo = {.threads = 1, .flush_interval_ms = 0};
+    gmtf_fs_options fo = {.threads = 1, .flush_interval_ms = 0, .write_time = o.time};
     gmtf_fs *fs;
     int rc = fs_new(img, &fo, bs, &fs);
     if (rc)
@@ -290,16 +290,18 @@ int gmtf_fs_mkfs(gmtf_image *img, const gmtf_mkfs_options *opt)
     sb_info *sb = &fs->sb;
     sb->block_size = bs;
     sb->capacity = o.capacity;
-    sb->ctime = (uint64_t)time(NULL);
+    sb->ctime = o.time ? (uint64_t)o.time : (uint64_t)time(NULL);
     if (o.label)
         snprintf(sb->label, sizeof sb->label, "%s", o.label);
-    if (o.uuid)
-        memcpy(sb->uuid, o.uuid, 16);
-    else if (getrandom(sb->uuid, 16, 0) != 16)
-        for (int i = 0; i < 16; i++) /* no entropy source: still distinct per run */
-            sb->uuid[i] = (uint8_t)(fs_hash64(&sb->ctime, 8, (uint64_t)getpid() + i) >> 8);
-    sb->uuid[6] = (uint8_t)((sb->uuid[6] & 0x0f) | 0x40); /* RFC 4122 version 4 */
-    sb->uuid[8] = (uint8_t)((sb->uuid[8] & 0x3f) | 0x80);
+    if (o.uuid) {
+        memcpy(sb->uuid, o.uuid, 16); /* as given: reproducible images (mkfs -U) */
+    } else {
+        if (getrandom(sb->uuid, 16, 0) != 16)
+            for (int i = 0; i < 16; i++) /* no entropy source: still distinct per run */
+                sb->uuid[i] = (uint8_t)(fs_hash64(&sb->ctime, 8, (uint64_t)getpid() + i) >> 8);
+        sb->uuid[6] = (uint8_t)((sb->uuid[6] & 0x0f) | 0x40); /* RFC 4122 version 4 */
+        sb->uuid[8] = (uint8_t)((sb->uuid[8] & 0x3f) | 0x80);
+    }
     sb->incompat = o.incomplete ? SB_INCOMPLETE : 0;
     fs->end = DATA_START;
     uint8_t *zero = calloc(1, DATA_START);
@@ -310,6 +312,11 @@ int gmtf_fs_mkfs(gmtf_image *img, const gmtf_mkfs_options *opt)
         rc = rec_inode_new(fs, GMTF_ROOT_INO, 1, S_IFDIR | 0755, (uint32_t)getuid(),
                            (uint32_t)getgid(), 0, GMTF_ROOT_INO, 0);
         fs->loading = 0;
+        struct inode *root = inode_get(fs, GMTF_ROOT_INO);
+        if (!rc && root && o.time) { /* the snapshot takes it from memory */
+            root->at_s = root->mt_s = root->ct_s = o.time;
+            root->at_ns = root->mt_ns = root->ct_ns = 0;
+        }
     }
     if (!rc)
         rc = fs_checkpoint(fs, JOURNAL_MIN);
@@ -534,4 +541,115 @@ int gmtf_fs_statfs(gmtf_fs *fs, struct statvfs *st)
     if (fs->ro)
         st->f_flag |= ST_RDONLY;
     return 0;
+}
+
+/* ---- statistics (gmtf-stat) ------------------------------------------------ */
+
+typedef struct span {
+    uint32_t frame, off, len;
+} span;
+
+static int span_cmp(const void *a, const void *b)
+{
+    const span *x = a, *y = b;
+    if (x->frame != y->frame)
+        return x->frame < y->frame ? -1 : 1;
+    return x->off < y->off ? -1 : x->off > y->off;
+}
+
+/* The distinct bytes that the spans v[0..n) (sorted) cover. */
+static uint64_t spans_union(const span *v, size_t n)
+{
+    uint64_t total = 0;
+    for (size_t i = 0; i < n;) {
+        uint32_t frame = v[i].frame;
+        uint64_t start = v[i].off, end = (uint64_t)v[i].off + v[i].len;
+        for (i++; i < n && v[i].frame == frame && v[i].off <= end; i++)
+            if ((uint64_t)v[i].off + v[i].len > end)
+                end = (uint64_t)v[i].off + v[i].len;
+        total += end - start;
+    }
+    return total;
+}
+
+int gmtf_fs_get_stats(gmtf_fs *fs, gmtf_fs_stats *st)
+{
+    memset(st, 0, sizeof *st);
+    int rc = 0;
+    FS_RDLOCK(fs);
+    st->format_version = fs->sb.version;
+    size_t nspan = 0, nframes = 0;
+    uint64_t pos = 0;
+    for (struct inode *in; (in = inode_scan(fs, &pos));)
+        if (S_ISREG(in->mode))
+            nspan += in->u.ext.n;
+    for (uint32_t id = 1; id < fs->nframes; id++)
+        nframes += fs->frames[id].clen != 0;
+    span *v = malloc((nspan + 1) * sizeof *v);
+    st->frame_clen = malloc((nframes + 1) * sizeof *st->frame_clen);
+    st->frame_dlen = malloc((nframes + 1) * sizeof *st->frame_dlen);
+    if (!v || !st->frame_clen || !st->frame_dlen) {
+        rc = -ENOMEM;
+        goto out;
+    }
+    size_t k = 0;
+    pos = 0;
+    for (struct inode *in; (in = inode_scan(fs, &pos));) {
+        if (!S_ISREG(in->mode))
+            continue;
+        for (uint32_t i = 0; i < in->u.ext.n && k < nspan; i++) {
+            const struct fref *e = &in->u.ext.v[i];
+            v[k++] = (span){e->frame, e->off, e->len};
+            st->mapped_bytes += e->len;
+        }
+    }
+    uint64_t decoded = 0;
+    for (uint32_t id = 1; id < fs->nframes && st->nframes < nframes; id++) {
+        const struct frame *f = &fs->frames[id];
+        if (!f->clen)
+            continue;
+        st->frame_clen[st->nframes] = f->clen;
+        st->frame_dlen[st->nframes++] = f->dlen;
+        decoded += f->dlen;
+    }
+out:
+    FS_UNLOCK(fs);
+    if (rc) {
+        free(v);
+        gmtf_fs_stats_free(st);
+        return rc;
+    }
+    qsort(v, k, sizeof *v, span_cmp);
+    st->unique_bytes = spans_union(v, k);
+    st->dead_bytes = decoded > st->unique_bytes ? decoded - st->unique_bytes : 0;
+    free(v);
+    return 0;
+}
+
+void gmtf_fs_stats_free(gmtf_fs_stats *st)
+{
+    free(st->frame_clen);
+    free(st->frame_dlen);
+    st->frame_clen = st->frame_dlen = NULL;
+    st->nframes = 0;
+}
+
+int gmtf_fs_stored_share(gmtf_fs *fs, uint64_t ino, uint64_t *stored)
+{
+    *stored = 0;
+    FS_RDLOCK(fs);
+    struct inode *in = inode_get(fs, ino);
+    if (in && S_ISREG(in->mode)) {
+        double share = 0;
+        for (uint32_t i = 0; i < in->u.ext.n; i++) {
+            const struct fref *e = &in->u.ext.v[i];
+            const struct frame *f = &fs->frames[e->frame];
+            uint64_t over = f->live > f->dlen ? f->live : f->dlen;
+            if (over)
+                share += (double)f->clen * e->len / (double)over;
+        }
+        *stored = (uint64_t)(share + 0.5);
+    }
+    FS_UNLOCK(fs);
+    return in ? 0 : -ENOENT;
 }

@@ -3,6 +3,9 @@
 #include <stdio.h>
 #include <time.h>
 
+#define XXH_INLINE_ALL /* the hash calls inline: a name lookup hashes a few bytes */
+#include <xxhash.h>
+
 #include "fs_internal.h"
 
 void fs_log(gmtf_fs *fs, const char *fmt, ...)
@@ -18,7 +21,9 @@ void fs_log(gmtf_fs *fs, const char *fmt, ...)
         fprintf(stderr, "gmtf: %s\n", msg);
 }
 
-/* Not cryptographic: dedup verifies every hash match byte by byte. */
+/* Part of the format: journal ids (checkpoint.c) are made with it, so it
+ * never changes. Its low bits disperse poorly for short inputs: tables
+ * use hash_bytes. */
 uint64_t fs_hash64(const void *p, size_t n, uint64_t seed)
 {
     const uint8_t *b = p;
@@ -40,9 +45,17 @@ uint64_t fs_hash64(const void *p, size_t n, uint64_t seed)
     return h;
 }
 
+/* XXH3 (libxxhash): every output bit depends on every input bit, so the
+ * low bits that index a table spread names like f0..f39999 evenly. Not
+ * cryptographic: dedup verifies every match byte by byte. */
+uint64_t hash_bytes(const void *p, size_t n, uint64_t seed)
+{
+    return XXH3_64bits_withSeed(p, n, seed);
+}
+
 uint32_t name_hash(uint64_t parent, const char *name, size_t n)
 {
-    uint64_t h = fs_hash64(name, n, parent * 0x9e3779b97f4a7c15ull);
+    uint64_t h = XXH3_64bits_withSeed(name, n, parent);
     return (uint32_t)(h ^ (h >> 32));
 }
 

@@ -2,7 +2,7 @@
 # gmtf needs when any is missing (as root, or through sudo).
 gmtf_install_deps() {
     local pkgs=(meson ninja-build pkg-config gcc clang clang-format libdivsufsort-dev libcmocka-dev
-        libarchive-dev libfuse3-dev fuse3 bzip2 lbzip2 zstd xz-utils squashfs-tools
+        libarchive-dev libfuse3-dev libxxhash-dev libjansson-dev fuse3 bzip2 lbzip2 zstd xz-utils squashfs-tools
         squashfuse sqlite3 attr acl bc "$@")
     local missing=()
     for p in "${pkgs[@]}"; do

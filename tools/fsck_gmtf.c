@@ -1,12 +1,17 @@
-/* fsck.gmtf: checks (and with -y repairs) a gmtf image. Exit codes as
- * fsck(8): 0 clean, 1 errors corrected, 4 errors left uncorrected,
- * 8 operational error, 16 usage error. */
+/* fsck.gmtf: checks (and with -y or -p repairs) a gmtf image. Exit status
+ * as fsck(8), the sum of: 1 errors corrected (the image was written),
+ * 4 errors left uncorrected, 8 operational error (also: a repair that
+ * cannot be made safely, nothing written), 16 usage error, 32 cancelled
+ * by the user (SIGINT, SIGTERM). 2 (reboot) never: a mounted image is
+ * locked against fsck. 0: no errors, nothing written. */
 #include <errno.h>
 #include <getopt.h>
 #include <inttypes.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "cli.h"
 #include "gmtf_codec.h"
@@ -19,7 +24,21 @@ enum {
     FSCK_UNCORRECTED = CLI_EXIT_UNCORRECTED,
     FSCK_ERROR = CLI_EXIT_OPERATIONAL,
     FSCK_USAGE = CLI_EXIT_USAGE,
+    FSCK_CANCELLED = 32,
 };
+
+/* The check can stop anywhere: read-only it wrote nothing, and a repair's
+ * checkpoint is crash-safe (its superblock is written last), so the image
+ * is as before or repaired, never between. */
+static void on_cancel(int sig)
+{
+    (void)sig;
+    static const char msg[] = "\nfsck.gmtf: cancelled\n";
+    if (write(STDERR_FILENO, msg, sizeof msg - 1) < 0) {
+        /* nothing more to do in a signal handler */
+    }
+    _exit(FSCK_CANCELLED);
+}
 
 typedef struct fsck_ctx {
     const char *prog, *path;
@@ -29,8 +48,7 @@ typedef struct fsck_ctx {
 static void log_line(void *arg, const char *msg)
 {
     fsck_ctx *c = arg;
-    cli_progress_clear(&c->line);
-    fprintf(stderr, "%s: %s: %s\n", c->prog, c->path, msg);
+    cli_progress_printf(&c->line, "%s: %s: %s\n", c->prog, c->path, msg);
 }
 
 static void progress(void *arg, uint64_t done, uint64_t total)
@@ -38,10 +56,13 @@ static void progress(void *arg, uint64_t done, uint64_t total)
     fsck_ctx *c = arg;
     if (!cli_progress_due(&c->line, done == total))
         return;
-    cli_progress_show(&c->line, "verifying frames: %" PRIu64 "/%" PRIu64 " (%.0f%%)", done, total,
-                      total ? 100.0 * (double)done / (double)total : 100.0);
-    if (done == total)
-        cli_progress_keep(&c->line);
+    cli_work w = {.what = "verifying frames",
+                  .done = done,
+                  .total = total,
+                  .files = done,
+                  .files_total = total,
+                  .unit = "frames"};
+    cli_progress_work(&c->line, &w, done == total);
 }
 
 static void usage(FILE *f, const char *prog)
@@ -58,8 +79,8 @@ static void usage(FILE *f, const char *prog)
             "  -q, --quiet      print only problems\n"
             "  -h, --help       show this help and exit\n"
             "  -V, --version    show the version and exit\n"
-            "Exit status: 0 clean, 1 errors corrected, 4 errors left, 8 operational error,\n"
-            "16 usage error.\n",
+            "Exit status (fsck(8), added up): 0 no errors, 1 errors corrected, 4 errors left\n"
+            "uncorrected, 8 operational error, 16 usage error, 32 cancelled.\n",
             prog);
 }
 
@@ -107,7 +128,11 @@ int main(int argc, char **argv)
         return FSCK_USAGE;
     }
     fsck_ctx c = {.prog = prog, .path = argv[optind]};
-    cli_progress_init(&c.line, quiet);
+    cli_progress_init(&c.line, prog, quiet, 1);
+    struct sigaction sa = {.sa_handler = on_cancel};
+    sigemptyset(&sa.sa_mask);
+    sigaction(SIGINT, &sa, NULL);
+    sigaction(SIGTERM, &sa, NULL);
     gmtf_image *img;
     int rc = gmtf_image_open_file(c.path, mode_y ? 0 : GMTF_IMAGE_RDONLY, &img);
     if (rc) {
@@ -132,27 +157,33 @@ int main(int argc, char **argv)
                           : rc < -1000     ? gmtf_strerror(rc)
                                            : strerror(-rc);
         fprintf(stderr, "%s: %s: %s\n", prog, c.path, why);
+        /* no metadata to check: errors left; anything else kept fsck
+         * from doing its work (a refused repair writes nothing) */
         return rc == -EUCLEAN ? FSCK_UNCORRECTED : FSCK_ERROR;
     }
     const gmtf_fs_info *i = &rep.info;
     if (!quiet) {
-        printf("%s: %s: %s, generation %" PRIu64 "\n", prog, c.path,
-               rep.errors ? (rep.fixed == rep.errors ? "repaired" : "ERRORS") : "clean",
-               i->generation);
+        char uuid[37];
+        cli_uuid_string(i->uuid, uuid);
+        printf("%s: %s: %s, generation %" PRIu64 ", label '%s', UUID %s\n", prog, c.path,
+               rep.errors ? (rep.written && rep.fixed >= rep.errors ? "repaired" : "ERRORS")
+                          : "clean",
+               i->generation, i->label, uuid);
         printf("  %" PRIu64 " files, %" PRIu64 " directories, %" PRIu64 " symlinks, %" PRIu64
                " others\n"
                "  %" PRIu64 " bytes in files, %" PRIu64 " bytes stored in %" PRIu64
-               " frames, ratio %.3f\n"
+               " frames, ratio %.3f (bytes in files / bytes stored)\n"
                "  %" PRIu64 " bytes allocated of %" PRIu64 " in use, block size %u\n",
                i->files, i->dirs, i->symlinks, i->others, i->data_bytes, i->stored_bytes, i->frames,
-               i->stored_bytes ? (double)i->data_bytes / (double)i->stored_bytes : 0.0,
-               i->used_bytes, i->image_bytes, i->block_size);
+               cli_ratio(i->data_bytes, i->stored_bytes), i->used_bytes, i->image_bytes,
+               i->block_size);
         if (rep.errors)
             printf("  %u problems found, %u repaired\n", rep.errors, rep.fixed);
     }
     if (rep.unrepairable)
-        return FSCK_ERROR; /* nothing was written: the log says why */
-    if (rep.errors == 0)
-        return FSCK_OK;
-    return rep.fixed == rep.errors ? FSCK_FIXED : FSCK_UNCORRECTED;
+        return FSCK_ERROR;                           /* nothing was written: the log says why */
+    int status = rep.written ? FSCK_FIXED : FSCK_OK; /* also a journal replayed into it */
+    if (rep.errors > (rep.written ? rep.fixed : 0))
+        status |= FSCK_UNCORRECTED;
+    return status;
 }

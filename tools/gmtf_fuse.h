@@ -51,6 +51,14 @@ static inline void reply_rc(fuse_req_t req, long rc)
         }                                                                                          \
     } while (0)
 
+/* ---- gmtf -u (gmtf_umount.c) ---------------------------------------------- */
+
+/* Unmounts the gmtf filesystem at mountpoint (umount2 as root, else
+ * fusermount3 -u) and returns once no program holds the image's lock: the
+ * daemon has stored everything and closed the image. quiet: no "still
+ * storing" lines. Returns the exit status (0 or 1, with a message). */
+int gmtf_unmount_main(const char *mountpoint, int quiet);
+
 /* ---- what every operation uses (gmtf_fuse_common.c) ------------------------ */
 
 /* One line naming the image: on stderr, or in syslog once daemonized. */

@@ -39,6 +39,7 @@ typedef struct cli {
     char *max_write;
     char *fsname;
     char *subtype;
+    char *threads_s, *readahead_blocks_s, *readahead_kb_s; /* as given: parse_counts */
     unsigned threads;
     unsigned readahead_blocks;
     unsigned readahead_kb;
@@ -60,9 +61,9 @@ static const struct fuse_opt cli_opts[] = {FUSE_OPT_KEY("ro", KEY_RO),
                                            CLI_OPT("dirty_size=%s", dirty_size, 0),
                                            CLI_OPT("flush_interval=%s", flush_interval, 0),
                                            CLI_OPT("max_write=%s", max_write, 0),
-                                           CLI_OPT("threads=%u", threads, 0),
-                                           CLI_OPT("readahead_blocks=%u", readahead_blocks, 0),
-                                           CLI_OPT("readahead_kb=%u", readahead_kb, 0),
+                                           CLI_OPT("threads=%s", threads_s, 0),
+                                           CLI_OPT("readahead_blocks=%s", readahead_blocks_s, 0),
+                                           CLI_OPT("readahead_kb=%s", readahead_kb_s, 0),
                                            CLI_OPT("entry_timeout=%lf", entry_timeout, 0),
                                            CLI_OPT("attr_timeout=%lf", attr_timeout, 0),
                                            CLI_OPT("fsname=%s", fsname, 0),
@@ -92,9 +93,12 @@ static int cli_proc(void *data, const char *arg, int key, struct fuse_args *outa
 static void usage(FILE *f)
 {
     fprintf(f, "usage: gmtf IMAGE MOUNTPOINT [-o OPTIONS] [-f] [-d] [-s]\n"
+               "       gmtf -u [-q] MOUNTPOINT\n"
                "       gmtf --help | --version\n"
                "\n"
                "Mounts the gmtf image IMAGE (made by mkfs.gmtf) on MOUNTPOINT.\n"
+               "With -u (--unmount), unmounts MOUNTPOINT and returns once the daemon has\n"
+               "stored everything and the image is free (fusermount3 -u returns before).\n"
                "\n"
                "gmtf options (-o):\n"
                "    ro                     read-only; never writes the image (a journal\n"
@@ -156,6 +160,21 @@ static int fail(const char *fmt, ...)
     fputc('\n', stderr);
     va_end(ap);
     return CLI_EXIT_FAIL;
+}
+
+/* The counts among the -o options: whole numbers in range (sscanf's %u
+ * took "-3" as 4294967293, which the codec then refused, and the mount
+ * failed as "not a gmtf image"). 0 or the exit status after a message. */
+static int parse_counts(cli *c)
+{
+    if (c->threads_s && cli_parse_uint(c->threads_s, 1, 1024, &c->threads) < 0)
+        return fail("bad threads '%s' (1 to 1024)", c->threads_s);
+    if (c->readahead_blocks_s &&
+        cli_parse_uint(c->readahead_blocks_s, 0, 1024, &c->readahead_blocks) < 0)
+        return fail("bad readahead_blocks '%s' (0 to 1024)", c->readahead_blocks_s);
+    if (c->readahead_kb_s && cli_parse_uint(c->readahead_kb_s, 0, 1u << 20, &c->readahead_kb) < 0)
+        return fail("bad readahead_kb '%s' (0 to 1048576)", c->readahead_kb_s);
+    return 0;
 }
 
 /* Fills the library options from the command line. */
@@ -264,6 +283,9 @@ static int open_filesystem(const cli *c, gmtf_mount *m)
     if (rc == -EBUSY)
         return fail("%s: image is in use (mounted, or mkfs.gmtf/fsck.gmtf running on it)",
                     m->image);
+    if (!c->ro && (rc == -EROFS || rc == -EACCES || rc == -EPERM))
+        return fail("%s: cannot open the image for writing: %s (mount it with -o ro)", m->image,
+                    strerror(-rc));
     if (rc < 0)
         return fail("%s: cannot open image: %s", m->image, strerror(-rc));
     rc = gmtf_fs_mount(img, &fo, &m->fs);
@@ -511,8 +533,27 @@ int main(int argc, char **argv)
             return CLI_EXIT_OK;
         }
     }
+    int unmount = 0, quiet = 0, nargs = 0;
+    const char *target = NULL;
+    for (int i = 1; i < argc; i++) {
+        if (!strcmp(argv[i], "-u") || !strcmp(argv[i], "--unmount"))
+            unmount = 1;
+        else if (!strcmp(argv[i], "-q") || !strcmp(argv[i], "--quiet"))
+            quiet = 1;
+        else
+            target = argv[i], nargs++;
+    }
+    if (unmount) {
+        if (nargs != 1 || *target == '-') {
+            fprintf(stderr, "gmtf: -u takes one MOUNTPOINT (and -q)\n");
+            return CLI_EXIT_FAIL;
+        }
+        return gmtf_unmount_main(target, quiet);
+    }
     if (fuse_opt_parse(&args, &c, cli_opts, cli_proc) != 0)
         return fail("cannot parse options (see gmtf --help)");
+    if (parse_counts(&c))
+        return CLI_EXIT_FAIL;
     if (!c.image || c.nonopts < 2) {
         usage(stderr);
         return CLI_EXIT_FAIL;
@@ -541,5 +582,8 @@ int main(int argc, char **argv)
     free(fo.mountpoint);
     fuse_opt_free_args(&args);
     free(c.image);
+    free(c.threads_s);
+    free(c.readahead_blocks_s);
+    free(c.readahead_kb_s);
     return status;
 }

@@ -1,12 +1,16 @@
 /* gmtfc: stand-alone compressor over libgmtf, in the manner of bzip2/zstd.
  *
- *   gmtfc [-b SIZE] [-j N] [--mtf=NAME] [-c] [-k] [-f] [-d] [-t] [-q] [-v] FILE...
+ *   gmtfc [-1..-9|--fast|--best|-b SIZE] [-j N] [--mtf=NAME] [-c] [-k] [-f] [-d] [-t]
+ *         [-q] [-v] FILE...
  *   gmtfc bench ...            (gmtfc_bench.c)
  *
  * FILE is replaced by FILE.gmz (or back with -d). Output goes to a temporary
  * file in the target directory that is renamed into place only when
  * complete, so a failure or a signal never leaves a partial output file.
- * Exit status: 0 when every file succeeded, 1 otherwise. */
+ * Exit status as bzip2's: 0 when every file succeeded, 1 for an
+ * environmental problem (no such file, bad option, I/O error, out of
+ * memory), 2 for corrupt compressed input, 3 for an internal error of the
+ * codec; the largest over all files. */
 #include "gmtfc.h"
 
 #include "cli.h"
@@ -26,6 +30,9 @@
 #include "gmtf_codec.h"
 
 enum mode { MODE_COMPRESS, MODE_DECOMPRESS, MODE_TEST };
+
+/* bzip2's exit statuses; a failing step returns its negative. */
+enum { EXIT_ENV = 1, EXIT_CORRUPT = 2, EXIT_INTERNAL = 3 };
 
 typedef struct options {
     enum mode mode;
@@ -112,6 +119,8 @@ static void usage(FILE *f)
             "  -k, --keep            keep (do not delete) input files\n"
             "  -f, --force           overwrite output files; compress to a terminal;\n"
             "                        follow symbolic links; accept hard-linked inputs\n"
+            "  -1 .. -9              block size 100k .. 900k, as bzip2 (default -9)\n"
+            "      --fast, --best    -1, -9\n"
             "  -b, --block-size=SIZE block size, 1 byte to 16M; k and M suffixes are\n"
             "                        KiB and MiB (default 900k)\n"
             "  -j, --threads=N       worker threads (default 1, 0 = one per CPU);\n"
@@ -121,7 +130,10 @@ static void usage(FILE *f)
             "  -v, --verbose         report ratio and speed per file\n"
             "  -h, --help            show this help and exit\n"
             "  -V, --version         show the version and exit\n\n"
-            "Exit status: 0 on success, 1 when any file failed.\n",
+            "Exit status (bzip2's): 0 on success, 1 environmental problem (no such file,\n"
+            "bad option, I/O error), 2 corrupt compressed input, 3 internal codec error.\n"
+            "Bytes after the last stream that do not start another are ignored, with a\n"
+            "warning (as bzip2's 'trailing garbage after EOF ignored').\n",
             prog_name, prog_name);
 }
 
@@ -150,7 +162,7 @@ static int parse_threads(const char *s, unsigned *out)
     return 0;
 }
 
-enum { OPT_MTF = 256 };
+enum { OPT_MTF = 256, OPT_FAST, OPT_BEST };
 
 /* Returns optind on success, -1 after printing a message, or 0 when the
  * program should exit 0 (help, version). */
@@ -170,13 +182,15 @@ static int parse_options(int argc, char **argv, options *o)
         {"block-size", required_argument, NULL, 'b'},
         {"threads", required_argument, NULL, 'j'},
         {"mtf", required_argument, NULL, OPT_MTF},
+        {"fast", no_argument, NULL, OPT_FAST},
+        {"best", no_argument, NULL, OPT_BEST},
         {"help", no_argument, NULL, 'h'},
         {"version", no_argument, NULL, 'V'},
         {NULL, 0, NULL, 0},
     };
     int c;
     opterr = 0;
-    while ((c = getopt_long(argc, argv, ":zdtckfqvb:j:hV", longs, NULL)) != -1) {
+    while ((c = getopt_long(argc, argv, ":zdtckfqvb:j:hV123456789", longs, NULL)) != -1) {
         switch (c) {
         case 'z': o->mode = MODE_COMPRESS; break;
         case 'd': o->mode = MODE_DECOMPRESS; break;
@@ -193,6 +207,19 @@ static int parse_options(int argc, char **argv, options *o)
             o->quiet = 0;
             break;
         case OPT_MTF: o->cfg.mtf = optarg; break;
+        case '1':
+        case '2':
+        case '3':
+        case '4':
+        case '5':
+        case '6':
+        case '7':
+        case '8':
+        case '9':
+            o->cfg.block_size = (uint32_t)(c - '0') * 100 * 1024; /* the last one given wins */
+            break;
+        case OPT_FAST: o->cfg.block_size = 100 * 1024; break;
+        case OPT_BEST: o->cfg.block_size = 900 * 1024; break;
         case 'b':
             if (gmtfc_parse_block_size(optarg, &o->cfg.block_size) < 0) {
                 fprintf(stderr, "%s: invalid block size '%s' (1 byte to 16M, k/M suffixes)\n",
@@ -234,9 +261,11 @@ static int parse_options(int argc, char **argv, options *o)
 static void progress_begin(app *a, const char *name, uint64_t size)
 {
     progress *p = &a->prog;
+    if (p->name) /* the line of the file before */
+        cli_progress_free(&p->line);
     p->name = name;
     p->size = size;
-    cli_progress_init(&p->line, a->opt.quiet);
+    cli_progress_init(&p->line, prog_name, a->opt.quiet, 0);
 }
 
 static void progress_update(void *arg, const gmtfc_totals *t)
@@ -296,8 +325,15 @@ static int run_codec(app *a, const char *name, int in_fd, int out_fd, const char
     progress_end(a);
     if (rc < 0) {
         warn_file(err.kind == GMTFC_ERR_WRITE ? out_name : name, "%s", err.msg);
-        return -1;
+        if (err.kind == GMTFC_ERR_CORRUPT)
+            return -EXIT_CORRUPT;
+        if (err.kind == GMTFC_ERR_CODEC && err.code != -ENOMEM)
+            return -EXIT_INTERNAL;
+        return -EXIT_ENV;
     }
+    if (t.garbage && !a->opt.quiet)
+        warn_file(name, "trailing garbage after EOF ignored (from byte offset %llu)",
+                  (unsigned long long)t.garbage);
     report_verbose(a, name, &t);
     return 0;
 }
@@ -519,11 +555,14 @@ int main(int argc, char **argv)
     gmtfc_stream_set_progress(a.stream, progress_update, &a.prog);
     install_signal_handlers();
 
-    int status = 0;
-    if (first == argc)
-        status |= process_stdio(&a) < 0;
+    int status = 0, r; /* bzip2: the worst status over all files */
+    if (first == argc && (r = -process_stdio(&a)) > status)
+        status = r;
     for (int i = first; i < argc; i++)
-        status |= process_file(&a, argv[i]) < 0;
+        if ((r = -process_file(&a, argv[i])) > status)
+            status = r;
     gmtfc_stream_destroy(a.stream);
-    return status ? CLI_EXIT_FAIL : CLI_EXIT_OK;
+    if (a.prog.name)
+        cli_progress_free(&a.prog.line);
+    return status;
 }

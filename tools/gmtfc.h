@@ -64,6 +64,9 @@ typedef struct gmtfc_totals {
     uint64_t out_bytes; /* bytes written (or that would be, for -t) */
     uint64_t frames;    /* frames written or checked */
     uint64_t streams;   /* streams decoded */
+    uint64_t garbage;   /* offset of trailing garbage ignored after the last
+                         * stream (bytes that do not start a stream header);
+                         * 0: none */
 } gmtfc_totals;
 
 /* Called after every batch with the running totals; may be NULL. */
@@ -85,8 +88,11 @@ const char *gmtfc_stream_mtf_name(const gmtfc_stream *s);
 int gmtfc_compress(gmtfc_stream *s, int in_fd, int out_fd, gmtfc_totals *t, gmtfc_error *err);
 
 /* Decompresses all streams of in_fd to out_fd (out_fd < 0: test only).
- * Any damage, truncation (also at a frame boundary) or trailing bytes after
- * the last trailer is an error of kind GMTFC_ERR_CORRUPT with the offset.
+ * Any damage or truncation (also at a frame boundary) is an error of kind
+ * GMTFC_ERR_CORRUPT with the offset. As bzip2 does, bytes after a trailer
+ * that do not start with a stream header's magic end the input: they are
+ * ignored and t->garbage says where they start (the caller warns); bytes
+ * that do start with it must be a whole valid stream.
  * Output already written before an error is not retracted. */
 int gmtfc_decompress(gmtfc_stream *s, int in_fd, int out_fd, gmtfc_totals *t, gmtfc_error *err);
 

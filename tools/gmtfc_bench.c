@@ -286,10 +286,13 @@ static int time_pass(bench_file *f, pass_fn fn, unsigned runs, double *median)
 
 /* ---- output -------------------------------------------------------------- */
 
-static void json_string(const char *s)
+/* A JSON string of a name: any bytes, as cli_name_utf8 writes them (the
+ * output is always valid UTF-8), then JSON's escapes. */
+static void json_string(const char *name)
 {
+    char *u = cli_name_utf8(name);
     putchar('"');
-    for (; *s; s++) {
+    for (const char *s = u ? u : "?"; *s; s++) {
         unsigned char c = (unsigned char)*s;
         if (c == '"' || c == '\\')
             printf("\\%c", c);
@@ -299,6 +302,7 @@ static void json_string(const char *s)
             putchar(c);
     }
     putchar('"');
+    free(u);
 }
 
 typedef struct row {

@@ -522,9 +522,13 @@ int gmtfc_decompress(gmtfc_stream *s, int in_fd, int out_fd, gmtfc_totals *t, gm
                 return truncated(err, 0, "empty input, no stream header");
             return 0;
         }
-        if (t->streams > 0 && (avail(&r) < GMTFC_MARKER_LEN ||
-                               memcmp(s->in + r.pos, GMTFC_MAGIC, GMTFC_MARKER_LEN) != 0))
-            return corrupt(err, offset_of(&r), 0, "trailing garbage after the stream trailer");
+        /* bzip2's rule: after a stream, what does not start as one is
+         * trailing garbage, ignored with a warning (zero padding, say) */
+        size_t k = avail(&r) < GMTFC_MARKER_LEN ? avail(&r) : GMTFC_MARKER_LEN;
+        if (t->streams > 0 && (k < GMTFC_MARKER_LEN || memcmp(s->in + r.pos, GMTFC_MAGIC, k))) {
+            t->garbage = offset_of(&r);
+            return 0;
+        }
         if ((rc = decompress_stream(s, &r, out_fd, t, err)) < 0)
             return rc;
     }

@@ -5,6 +5,7 @@
 #include <fcntl.h>
 #include <getopt.h>
 #include <inttypes.h>
+#include <locale.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -50,6 +51,49 @@ static const char *occupied(const char *path, int *created)
     return NULL;
 }
 
+/* "xxxxxxxx-xxxx-xxxx-xxxx-xxxxxxxxxxxx" (hex digits, either case). */
+static int parse_uuid(const char *s, uint8_t u[16])
+{
+    static const int dash[] = {8, 13, 18, 23};
+    if (strlen(s) != 36)
+        return -EINVAL;
+    for (int i = 0, k = 0, d = 0; i < 36; i++) {
+        if (d < 4 && i == dash[d]) {
+            if (s[i] != '-')
+                return -EINVAL;
+            d++;
+            continue;
+        }
+        int v = s[i] >= '0' && s[i] <= '9'   ? s[i] - '0'
+                : s[i] >= 'a' && s[i] <= 'f' ? s[i] - 'a' + 10
+                : s[i] >= 'A' && s[i] <= 'F' ? s[i] - 'A' + 10
+                                             : -1;
+        if (v < 0)
+            return -EINVAL;
+        u[k / 2] = (uint8_t)(k % 2 ? u[k / 2] | v : v << 4);
+        k++;
+    }
+    return 0;
+}
+
+/* SOURCE_DATE_EPOCH (reproducible-builds.org): decimal seconds since 1970.
+ * 0 and sets *epoch, 1 when not set, -1 (reported) when malformed. */
+static int source_date_epoch(const char *prog, int64_t *epoch)
+{
+    const char *e = getenv("SOURCE_DATE_EPOCH");
+    if (!e)
+        return 1;
+    char *end;
+    errno = 0;
+    long long v = strtoll(e, &end, 10);
+    if (!*e || *end || errno || v < 1 || *e < '0' || *e > '9') {
+        fprintf(stderr, "%s: SOURCE_DATE_EPOCH='%s': not a positive number of seconds\n", prog, e);
+        return -1;
+    }
+    *epoch = v;
+    return 0;
+}
+
 static volatile int interrupted;
 
 static void on_signal(int sig)
@@ -67,24 +111,34 @@ static void usage(FILE *f, const char *prog)
             "Make a gmtf compressed filesystem image (a regular file or a block device).\n\n"
             "  -b, --block-size=SIZE  block size, 64K..16M, a power of two (default 2M)\n"
             "  -L, --label=LABEL      volume label (up to 63 bytes)\n"
+            "  -U, --uuid=UUID        the image's UUID (default: random)\n"
             "  -s, --size=SIZE        capacity of the image (default: grows as needed)\n"
             "  -j, --threads=N        compression threads (default: all CPUs)\n"
             "      --mtf=NAME         MTF backend of the codec (default: auto)\n"
             "      --from=SOURCE      fill from a directory, an archive (tar, tar.gz/xz/zst/bz2,\n"
-            "                         zip, cpio, 7z, iso...) or - for an archive on stdin\n"
+            "                         zip, cpio, 7z, iso..., gmtfc's .tar.gmz) or - for an\n"
+            "                         archive on stdin\n"
             "  -f, --force            overwrite an existing image or a non-empty file/device\n"
             "  -q, --quiet            no progress bar or summary\n"
             "  -h, --help             show this help and exit\n"
             "  -V, --version          show the version and exit\n"
-            "SIZE takes K, M, G, T suffixes (powers of 1024).\n",
+            "SIZE takes K, M, G, T suffixes (powers of 1024).\n"
+            "SOURCE_DATE_EPOCH (seconds) sets the image's times and clamps every file time\n"
+            "to it: with -U, the same input gives the same image bytes.\n",
             prog);
 }
 
 int main(int argc, char **argv)
 {
     const char *prog = "mkfs.gmtf";
+    /* Names are bytes: libarchive converts archive names (UTF-8 in pax) to
+     * the locale's charset, which C.UTF-8 leaves as they are; names that
+     * are not UTF-8 travel as binary (pax hdrcharset=BINARY). */
+    if (!setlocale(LC_CTYPE, "C.UTF-8"))
+        setlocale(LC_CTYPE, "");
     static const struct option longs[] = {{"block-size", required_argument, 0, 'b'},
                                           {"label", required_argument, 0, 'L'},
+                                          {"uuid", required_argument, 0, 'U'},
                                           {"size", required_argument, 0, 's'},
                                           {"threads", required_argument, 0, 'j'},
                                           {"mtf", required_argument, 0, 'm'},
@@ -95,11 +149,12 @@ int main(int argc, char **argv)
                                           {"version", no_argument, 0, 'V'},
                                           {0, 0, 0, 0}};
     gmtf_mkfs_options mo = {0};
+    uint8_t uuid[16];
     const char *from = NULL, *mtf = NULL;
     unsigned threads = 0;
     int quiet = 0, force = 0, opt;
     uint64_t v;
-    while ((opt = getopt_long(argc, argv, "b:L:s:j:fqhV", longs, NULL)) != -1) {
+    while ((opt = getopt_long(argc, argv, "b:L:U:s:j:fqhV", longs, NULL)) != -1) {
         switch (opt) {
         case 'b':
             if (cli_parse_size(optarg, &v) < 0 || v < GMTF_FS_BLOCK_MIN || v > GMTF_FS_BLOCK_MAX ||
@@ -116,6 +171,14 @@ int main(int argc, char **argv)
                 return CLI_EXIT_FAIL;
             }
             mo.label = optarg;
+            break;
+        case 'U':
+            if (parse_uuid(optarg, uuid) < 0) {
+                fprintf(stderr, "%s: -U %s: not a UUID (xxxxxxxx-xxxx-xxxx-xxxx-xxxxxxxxxxxx)\n",
+                        prog, optarg);
+                return CLI_EXIT_FAIL;
+            }
+            mo.uuid = uuid;
             break;
         case 's':
             if (cli_parse_size(optarg, &v) < 0 || v < (2 << 20)) {
@@ -146,6 +209,12 @@ int main(int argc, char **argv)
         return CLI_EXIT_FAIL;
     }
     const char *path = argv[optind];
+    int64_t epoch = -1;
+    int sde = source_date_epoch(prog, &epoch);
+    if (sde < 0)
+        return CLI_EXIT_FAIL;
+    if (sde == 0)
+        mo.time = epoch;
     int created;
     const char *why = occupied(path, &created);
     if (why && !force) {
@@ -184,7 +253,8 @@ int main(int argc, char **argv)
                           .cache_bytes = 16u << 20,
                           .journal_bytes = 64u << 10,
                           .no_flush = 1,
-                          .mkfs_finish = mo.incomplete};
+                          .mkfs_finish = mo.incomplete,
+                          .write_time = mo.time};
     gmtf_fs *fs;
     rc = gmtf_fs_mount(img, &fo, &fs);
     if (rc) {
@@ -194,10 +264,12 @@ int main(int argc, char **argv)
     mkfs_import c;
     int fill = mkfs_import_init(&c, fs, prog, quiet);
     c.stop = &interrupted;
+    c.epoch = epoch;
     if (fill < 0)
         fprintf(stderr, "%s: %s\n", prog, strerror(-fill));
     else if (from)
         fill = mkfs_import_from(&c, from);
+    int synced = fill < 0 || interrupted ? 0 : mkfs_import_sync(&c);
     mkfs_import_progress_end(&c);
     gmtf_fs_info info;
     gmtf_fs_get_info(fs, &info);
@@ -207,7 +279,7 @@ int main(int argc, char **argv)
         gmtf_fs_abandon(fs);
         rc = fill == -2 ? -ENOSPC : fill == -1 ? -EIO : -EINTR;
     } else {
-        rc = gmtf_fs_syncfs(fs);
+        rc = synced;
         int urc = gmtf_fs_unmount(fs);
         if (!rc)
             rc = urc;
@@ -232,23 +304,25 @@ int main(int argc, char **argv)
     uint64_t isize = stat(path, &ist) ? 0 : (uint64_t)ist.st_size;
     double el = cli_now() - c.line.start;
     if (!quiet) {
-        printf("%s: %s: block size %u, label '%s'\n", prog, path, info.block_size, info.label);
+        char us[37];
+        cli_uuid_string(info.uuid, us);
+        printf("%s: %s: block size %u, label '%s', UUID %s\n", prog, path, info.block_size,
+               info.label, us);
         if (from)
             printf("  %" PRIu64 " files, %" PRIu64 " directories, %" PRIu64 " symlinks, %" PRIu64
                    " hard links, %" PRIu64 " others\n"
-                   "  %" PRIu64 " bytes in, %" PRIu64 " bytes stored in frames, image %" PRIu64
-                   " bytes (%.3f of the input), %.1f s, %.1f MB/s\n",
+                   "  %" PRIu64 " bytes in files, %" PRIu64
+                   " bytes stored (ratio %.3f), image %" PRIu64 " bytes, %.1f s, %.1f MB/s\n",
                    c.files, c.dirs, c.symlinks, c.links, c.others, info.data_bytes,
-                   info.stored_bytes, isize,
-                   info.data_bytes ? (double)isize / (double)info.data_bytes : 0.0, el,
+                   info.stored_bytes, cli_ratio(info.data_bytes, info.stored_bytes), isize, el,
                    el > 0 ? c.bytes_in / el / 1e6 : 0.0);
     }
     uint64_t errors = c.errors;
     mkfs_import_free(&c);
-    if (fill || errors) {
-        fprintf(stderr, "%s: %" PRIu64 " problems reading %s (see above)\n", prog, errors,
-                from ? from : "the source");
+    if (errors) { /* reported one by one above; the image holds the rest */
+        fprintf(stderr, "%s: %" PRIu64 " %s of %s could not be imported (see above)\n", prog,
+                errors, errors == 1 ? "entry" : "entries", from ? from : "the source");
         return CLI_EXIT_FAIL;
     }
-    return CLI_EXIT_OK;
+    return fill ? CLI_EXIT_FAIL : CLI_EXIT_OK;
 }

@@ -24,9 +24,18 @@ typedef struct mkfs_import {
     /* what was imported */
     uint64_t files, dirs, links, symlinks, others, bytes_in;
     uint64_t errors; /* entries that could not be read or stored (reported) */
+    /* SOURCE_DATE_EPOCH (-1: not set, the default): no time after it, and
+     * directories mkfs makes itself get it (set after mkfs_import_init) */
+    int64_t epoch;
     /* private */
-    uint64_t src_total; /* archive size for the ETA, 0 unknown */
+    uint64_t src_total;              /* archive size for the ETA, 0 unknown */
+    uint64_t src_entries, src_bytes; /* a directory's, counted first (progress) */
+    double info_at;                  /* when note_progress last asked the library */
+    struct {                         /* for the progress thread (atomic) */
+        uint64_t entries, bytes, src_pos, stored, flushed, write_since_ms;
+    } pub;
     struct archive *ar;
+    uint64_t gmz_pos; /* a .gmz source: compressed bytes decoded (atomic), else 0 */
     uint8_t *buf;
     struct mkfs_dir_attr *dattr; /* applied last: children change a directory's times */
     size_t ndattr, dattr_cap;
@@ -43,7 +52,9 @@ int mkfs_import_init(mkfs_import *im, gmtf_fs *fs, const char *prog, int quiet);
  * Returns 0, -1 when src cannot be read at all (reported), -2 when the
  * image is full, -4 when *stop was set. */
 int mkfs_import_from(mkfs_import *im, const char *src);
-/* Draws the progress line a last time and keeps it on the screen. */
+/* gmtf_fs_syncfs under the progress line (it compresses what waits). */
+int mkfs_import_sync(mkfs_import *im);
+/* Stops the progress line, drawing it a last time. */
 void mkfs_import_progress_end(mkfs_import *im);
 void mkfs_import_free(mkfs_import *im);
 

@@ -473,6 +473,75 @@ static void test_dedup_and_packing(void **state)
     rec_image_free(r);
 }
 
+/* gmtf_fs_get_stats and gmtf_fs_stored_share (gmtf-stat): a second copy of
+ * a file counts as deduplicated, whole; the shares of all files add up to
+ * the stored bytes (within rounding) while nothing is dead; deleting one of
+ * the small files packed in a shared frame makes its bytes dead; every
+ * frame is listed with its lengths. */
+static void test_stats(void **state)
+{
+    (void)state;
+    rec_img *r = mkfs_rec(BS, 0);
+    gmtf_fs *fs = mount_rec(r, 0);
+    size_t n = 2 * BS + 1000;
+    uint8_t *p = malloc(n);
+    fill_pattern(p, n, 77);
+    uint64_t ino[3 + 20];
+    ino[0] = mkfile(fs, ROOT, "a", p, n);
+    assert_int_equal(gmtf_fs_syncfs(fs), 0);
+    ino[1] = mkfile(fs, ROOT, "b", p, n); /* identical content */
+    assert_int_equal(gmtf_fs_syncfs(fs), 0);
+    ino[2] = mkfile(fs, ROOT, "c", p + 5, 1000);
+    for (int i = 0; i < 20; i++) {
+        char nm[16];
+        snprintf(nm, sizeof nm, "s%d.txt", i);
+        ino[3 + i] = mkfile(fs, ROOT, nm, p + 4096 * i, 3000 + (size_t)i);
+    }
+    assert_int_equal(gmtf_fs_syncfs(fs), 0);
+    gmtf_fs_info info;
+    gmtf_fs_stats st;
+    assert_int_equal(gmtf_fs_get_info(fs, &info), 0);
+    assert_int_equal(gmtf_fs_get_stats(fs, &st), 0);
+    assert_int_equal(st.format_version, 2);
+    assert_int_equal(st.nframes, info.frames);
+    uint64_t clen = 0, mapped = 2 * n + 1000;
+    for (int i = 0; i < 20; i++)
+        mapped += 3000 + (uint64_t)i;
+    for (size_t i = 0; i < st.nframes; i++) {
+        assert_true(st.frame_clen[i] > 0 && st.frame_dlen[i] > 0);
+        clen += st.frame_clen[i];
+    }
+    assert_int_equal(clen, info.stored_bytes);
+    assert_int_equal(st.mapped_bytes, mapped);
+    assert_true(st.mapped_bytes - st.unique_bytes >= n); /* b is a's bytes */
+    assert_int_equal(st.dead_bytes, 0);
+    uint64_t shares = 0, share_a = 0, share_b = 0;
+    for (int i = 0; i < 23; i++) {
+        uint64_t s1;
+        assert_int_equal(gmtf_fs_stored_share(fs, ino[i], &s1), 0);
+        shares += s1;
+        share_a = i == 0 ? s1 : share_a;
+        share_b = i == 1 ? s1 : share_b;
+    }
+    assert_true(shares + 23 >= info.stored_bytes && shares <= info.stored_bytes + 23);
+    assert_true(share_a + 1 >= share_b && share_b + 1 >= share_a); /* split evenly */
+    uint64_t none;
+    assert_int_equal(gmtf_fs_stored_share(fs, ROOT, &none), 0);
+    assert_int_equal(none, 0);
+    assert_int_equal(gmtf_fs_stored_share(fs, 999999, &none), -ENOENT);
+    gmtf_fs_stats_free(&st);
+    /* one small file gone: its bytes in the shared frame are dead */
+    assert_int_equal(gmtf_fs_unlink(fs, ROOT, "s7.txt"), 0);
+    assert_int_equal(gmtf_fs_syncfs(fs), 0);
+    assert_int_equal(gmtf_fs_get_stats(fs, &st), 0);
+    assert_int_equal(st.dead_bytes, 3007);
+    assert_int_equal(st.mapped_bytes, mapped - 3007);
+    gmtf_fs_stats_free(&st);
+    assert_int_equal(gmtf_fs_unmount(fs), 0);
+    free(p);
+    rec_image_free(r);
+}
+
 /* One flush rewrites block y.0 (the only user of frame F) and gives x.0
  * exactly F's old bytes. Were x.0 deduplicated against F, y's record would
  * free F before x's record maps it (y sorts first): the flush failed with
@@ -642,12 +711,19 @@ static void test_threads(void **state)
 int main(void)
 {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_data_persists),       cmocka_unit_test(test_overwrite_offsets),
-        cmocka_unit_test(test_holes_truncate_seek), cmocka_unit_test(test_namespace),
-        cmocka_unit_test(test_attrs_xattrs),        cmocka_unit_test(test_write_keep_attrs),
-        cmocka_unit_test(test_unlinked_open),       cmocka_unit_test(test_space_reuse),
-        cmocka_unit_test(test_dedup_and_packing),   cmocka_unit_test(test_dedup_against_rewritten),
-        cmocka_unit_test(test_compaction),          cmocka_unit_test(test_threads),
+        cmocka_unit_test(test_data_persists),
+        cmocka_unit_test(test_overwrite_offsets),
+        cmocka_unit_test(test_holes_truncate_seek),
+        cmocka_unit_test(test_namespace),
+        cmocka_unit_test(test_attrs_xattrs),
+        cmocka_unit_test(test_write_keep_attrs),
+        cmocka_unit_test(test_unlinked_open),
+        cmocka_unit_test(test_space_reuse),
+        cmocka_unit_test(test_dedup_and_packing),
+        cmocka_unit_test(test_dedup_against_rewritten),
+        cmocka_unit_test(test_stats),
+        cmocka_unit_test(test_compaction),
+        cmocka_unit_test(test_threads),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

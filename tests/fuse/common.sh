@@ -118,11 +118,12 @@ gmtf_mount() {
     fail "mount did not appear within 20 s"
 }
 
-# gmtf_umount: unmounts $MNT and waits for the daemon to flush and exit;
-# its exit status must be 0.
+# gmtf_umount: unmounts $MNT with gmtf -u (which returns once the image is
+# stored and free) and waits for the daemon to exit; its exit status must
+# be 0.
 gmtf_umount() {
     is_mounted "$MNT" || fail "$MNT is not mounted (daemon died?)"
-    umount "$MNT" 2>/dev/null || fusermount3 -u "$MNT" || fail "umount $MNT failed"
+    "$GMTF_DAEMON" -u -q "$MNT" || fail "gmtf -u $MNT failed"
     [ -n "$DPID" ] || return 0
     local i
     for i in $(seq 1 1200); do

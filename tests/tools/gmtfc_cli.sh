@@ -18,17 +18,20 @@ fail() {
     exit 1
 }
 
-# Runs gmtfc with the arguments; asserts exit status 1 and a message on
-# stderr (saved in $WORK/err) matching the extended regex $1.
+# Runs gmtfc with the arguments; asserts exit status $WANT (default 1,
+# bzip2's environmental error) and a message on stderr (saved in
+# $WORK/err) matching the extended regex $1. expect_corrupt: status 2.
 expect_error() {
-    local pattern=$1
+    local pattern=$1 want=${WANT:-1}
     shift
     "$GMTFC" "$@" >out.stdout 2>err </dev/null
     local rc=$?
-    [ "$rc" -eq 1 ] || fail "gmtfc $* exited $rc, expected 1 (stderr: $(cat err))"
+    [ "$rc" -eq "$want" ] || fail "gmtfc $* exited $rc, expected $want (stderr: $(cat err))"
     [ -s err ] || fail "gmtfc $* printed no message"
     grep -Eq -- "$pattern" err || fail "gmtfc $*: message '$(cat err)' lacks /$pattern/"
 }
+
+expect_corrupt() { WANT=2 expect_error "$@"; }
 
 must() {
     "$@" || fail "command failed: $*"
@@ -103,7 +106,7 @@ case_empty() {
     [ -f empty ] && [ ! -s empty ] || fail "empty file did not decode to an empty file"
     # Zero bytes are not a stream.
     : > zero.gmz
-    expect_error 'zero.gmz.*end of input' -d zero.gmz
+    expect_corrupt 'zero.gmz.*end of input' -d zero.gmz
 }
 
 case_one_byte() {
@@ -215,13 +218,56 @@ case_concat() {
     "$GMTFC" -t all.gmz || fail "-t on concatenation"
     cat e.gmz e.gmz > ee.gmz
     "$GMTFC" -dc ee.gmz | cmp -s - /dev/null || fail "two empty streams"
-    # Bytes after the last trailer are an error, not ignored.
+    # As bzip2: bytes after the last trailer that do not start a stream
+    # are ignored with a warning (none with -q), exit 0; -d keeps the data
+    # and removes the input as usual
     { cat a.gmz; printf 'x'; } > tail1.gmz
-    expect_error 'tail1.gmz.*trailing garbage' -t tail1.gmz
-    { cat a.gmz; head -c 10 b.gmz; } > tail2.gmz
-    expect_error 'tail2.gmz' -t tail2.gmz
+    "$GMTFC" -t tail1.gmz 2>err || fail "-t: trailing garbage is an error: $(cat err)"
+    grep -q "tail1.gmz: trailing garbage after EOF ignored" err || fail "no warning: $(cat err)"
     { cat a.gmz; head -c 100 /dev/zero; } > tail3.gmz
-    expect_error 'trailing garbage' -t tail3.gmz
+    "$GMTFC" -d tail3.gmz 2>err || fail "-d: trailing zeros are an error: $(cat err)"
+    grep -q "trailing garbage" err || fail "no warning for zeros: $(cat err)"
+    cmp -s tail3 a || fail "-d with trailing zeros: wrong output"
+    [ ! -e tail3.gmz ] || fail "-d with trailing zeros kept its input"
+    { cat a.gmz b.gmz; printf '\x89G'; } > tail4.gmz
+    "$GMTFC" -q -dc tail4.gmz 2>err >out || fail "-q: a magic's prefix at the end is an error"
+    [ -s err ] && fail "-q printed: $(cat err)"
+    cmp -s out <(cat a b) || fail "garbage after two streams: wrong output"
+    # what starts as a stream must be one: a cut second stream is corrupt (2)
+    { cat a.gmz; head -c 10 b.gmz; } > tail2.gmz
+    expect_corrupt 'tail2.gmz' -t tail2.gmz
+    # garbage first is not a stream at all (bzip2: 'not a bzip2 file', 2)
+    { printf 'x'; cat a.gmz; } > head1.gmz
+    expect_corrupt 'head1.gmz.*not a gmtfc stream' -t head1.gmz
+}
+
+# bzip2's conventions: -1 .. -9 are block sizes of 100k .. 900k (the last
+# option given wins, -b too), --fast = -1, --best = -9; exit statuses 0,
+# 1 (environment), 2 (corrupt), the worst over several files.
+case_levels() {
+    make_data 1000000 data
+    local n bs
+    for n in 1 2 5 9; do
+        "$GMTFC" -c -$n data > l$n.gmz || fail "-$n"
+        bs=$(python3 -c "import struct,sys; print(struct.unpack_from('<I', open(sys.argv[1],'rb').read(), 8)[0])" l$n.gmz)
+        [ "$bs" = $((n * 102400)) ] || fail "-$n: block size $bs, expected $((n * 102400))"
+        "$GMTFC" -dc l$n.gmz | cmp -s - data || fail "-$n: round trip"
+    done
+    "$GMTFC" -c --fast data | cmp -s - l1.gmz || fail "--fast is not -1"
+    "$GMTFC" -c --best data | cmp -s - l9.gmz || fail "--best is not -9"
+    "$GMTFC" -c data | cmp -s - l9.gmz || fail "the default is not -9"
+    "$GMTFC" -c -2 -b 100k data | cmp -s - l1.gmz || fail "-b after -2 does not win"
+    "$GMTFC" -c -b 100k -5 data | cmp -s - l5.gmz || fail "-5 after -b does not win"
+    "$GMTFC" -c -19 data | cmp -s - l9.gmz || fail "-19 is not -1 -9"
+    # exit statuses: the worst over all files
+    cp l1.gmz good.gmz
+    printf 'not a stream' > bad.gmz
+    "$GMTFC" -t good.gmz; [ $? = 0 ] || fail "-t good: not 0"
+    "$GMTFC" -t good.gmz missing.gmz 2>err; [ $? = 1 ] || fail "-t a missing file: not 1"
+    "$GMTFC" -t bad.gmz good.gmz 2>err; [ $? = 2 ] || fail "-t corrupt then good: not 2"
+    "$GMTFC" -t missing.gmz bad.gmz 2>err; [ $? = 2 ] || fail "-t missing then corrupt: not 2"
+    "$GMTFC" -0 data 2>err; [ $? = 1 ] || fail "-0 accepted"
+    return 0
 }
 
 # Cuts of a multi-frame stream are errors: at every item boundary (after
@@ -254,7 +300,7 @@ EOF2
     while read -r cut; do
         [ -e "cuts/$cut.gmz" ] || continue
         cp "cuts/$cut.gmz" cut.gmz
-        expect_error 'cut.gmz.*unexpected end of input at byte offset' -d cut.gmz
+        expect_corrupt 'cut.gmz.*unexpected end of input at byte offset' -d cut.gmz
         [ ! -e cut ] || fail "cut at boundary $cut left an output file"
         [ -e cut.gmz ] || fail "failed -d removed its input"
     done < bounds
@@ -305,9 +351,9 @@ b = bytearray(open(sys.argv[1], "rb").read())
 b[16 + 60] ^= 0xFF          # inside the first frame
 open(sys.argv[2], "wb").write(b)
 EOF2
-    expect_error 'bad.gmz: corrupt input at byte offset 16:' -d bad.gmz
+    expect_corrupt 'bad.gmz: corrupt input at byte offset 16:' -d bad.gmz
     [ ! -e bad ] || fail "corrupt input left an output file"
-    expect_error 'data: corrupt input at byte offset 0: not a gmtfc stream' -dc data
+    expect_corrupt 'data: corrupt input at byte offset 0: not a gmtfc stream' -dc data
     echo "$n damaged copies rejected"
 }
 
@@ -425,6 +471,17 @@ EOF
     grep -Eq '^  codec +[^ ]+ +encode +2 ' table || fail "bench -j 2 row: $(cat table)"
     "$GMTFC" bench -r 1 --stage=mtf --mtf=all data > table || fail "bench --mtf=all"
     grep -q 'scalar' table || fail "--mtf=all lacks scalar"
+    # a file name that is not UTF-8, with a backslash and a quote: still
+    # JSON, the name escaped as docs/gmtf-stat.1 says (\xHH, \ doubled)
+    odd=$(printf 'n\\a"m\351e')
+    head -c 3000 data > "$odd"
+    "$GMTFC" bench -r 1 --stage=codec --json "$odd" > odd.json || fail "bench odd name"
+    python3 - odd.json <<'EOF' || fail "bench JSON for a non-UTF-8 name"
+import json, sys
+rows = [json.loads(l) for l in open(sys.argv[1], encoding="utf-8")]
+want = "n" + "\\" * 2 + "a\"m" + "\\" + "xe9e"
+assert rows and all(r["file"] == want for r in rows), (rows[0]["file"], want)
+EOF
 }
 
 fn="case_${CASE}"
