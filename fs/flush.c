@@ -84,7 +84,7 @@ static int dedup_lookup(gmtf_fs *fs, const uint8_t *data, uint32_t len, uint64_t
     uint8_t *tmp = malloc(len);
     if (!tmp)
         return 0;
-    int same = frame_copy(fs, e->frame, 0, 0, e->off, len, tmp) == 0 && !memcmp(tmp, data, len);
+    int same = frame_copy(fs, e->frame, 0, 0, e->off, len, tmp, 0) == 0 && !memcmp(tmp, data, len);
     free(tmp);
     if (same) {
         *frame = e->frame;
