@@ -112,12 +112,14 @@ typedef struct gmtf_fs_options {
     unsigned readahead_blocks;  /* blocks decoded ahead of sequential reads, 0 = 4 */
     gmtf_fs_log_fn log;         /* errors and warnings (checksum, replay); NULL = stderr */
     void *log_arg;
-    int no_flush;    /* skip device flushes until unmount (mkfs: a crash midway
+    int no_flush;         /* skip device flushes until unmount (mkfs: a crash midway
                                   leaves no useful image anyway) */
-    int mkfs_finish; /* mount an image mkfs marked incomplete; unmount marks it complete */
-    int posix_acl;   /* POSIX ACL policy (a FUSE mount with ACLs): gmtf_fs_make inherits
+    int mkfs_finish;      /* mount an image mkfs marked incomplete; unmount marks it complete */
+    int posix_acl;        /* POSIX ACL policy (a FUSE mount with ACLs): gmtf_fs_make inherits
                         default ACLs, chmod updates the access ACL, setting the access ACL
                         sets the mode; without it the ACL xattrs are plain xattrs */
+    int pack_write_order; /* pack small files and tails in the order written (mkfs, which
+                             orders them over the whole input), not by extension */
 } gmtf_fs_options;
 
 typedef struct gmtf_fs gmtf_fs;

@@ -184,6 +184,7 @@ int main(int argc, char **argv)
                           .cache_bytes = 16u << 20,
                           .journal_bytes = 64u << 10,
                           .no_flush = 1,
+                          .pack_write_order = 1,
                           .mkfs_finish = mo.incomplete};
     gmtf_fs *fs;
     rc = gmtf_fs_mount(img, &fo, &fs);
