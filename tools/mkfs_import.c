@@ -175,6 +175,14 @@ static const char *leaf_of(const char *path)
     return s;
 }
 
+/* The file ino is gone: its spooled pieces go nowhere. */
+static void spool_forget(mkfs_import *c, uint64_t ino)
+{
+    for (size_t i = 0; i < c->npc; i++)
+        if (c->pc[i].ino == ino)
+            c->pc[i].ino = 0;
+}
+
 static const mkfs_import *sort_ctx;
 
 /* Order of the pieces: by extension, then by name, then input order:
@@ -204,7 +212,7 @@ static int spool_drain(mkfs_import *c)
     int rc = 0;
     for (size_t i = 0; i < c->npc && !rc; i++) {
         struct mkfs_piece *p = &c->pc[i];
-        for (uint32_t done = 0; done < p->len && !rc;) {
+        for (uint32_t done = 0; p->ino && done < p->len && !rc;) {
             uint32_t k = p->len - done < COPY_BUF ? p->len - done : COPY_BUF;
             if (pread(c->spool_fd, c->buf, k, (off_t)(p->spool + done)) != (ssize_t)k) {
                 warnx_(c, "spool file: %s", strerror(errno ? errno : EIO));
@@ -302,6 +310,10 @@ static uint64_t replace_name(mkfs_import *c, uint64_t dir, const char *name, int
         gmtf_fs_rmdir(c->fs, dir, name);
     } else {
         gmtf_fs_unlink(c->fs, dir, name);
+        struct stat st;
+        if (S_ISREG(e.attr.st_mode) &&
+            (gmtf_fs_getattr(c->fs, e.attr.st_ino, &st) || st.st_nlink == 0))
+            spool_forget(c, e.attr.st_ino); /* its number may come back for another file */
     }
     return 0;
 }
