@@ -118,8 +118,8 @@ typedef struct gmtf_fs_options {
     int posix_acl;        /* POSIX ACL policy (a FUSE mount with ACLs): gmtf_fs_make inherits
                         default ACLs, chmod updates the access ACL, setting the access ACL
                         sets the mode; without it the ACL xattrs are plain xattrs */
-    int pack_write_order; /* pack small files and tails in the order written (mkfs, which
-                             orders them over the whole input), not by extension */
+    int pack_write_order; /* pack small files and tails in the order written (mkfs: input
+                             order, directory by directory), not by extension */
 } gmtf_fs_options;
 
 typedef struct gmtf_fs gmtf_fs;

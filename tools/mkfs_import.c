@@ -1,14 +1,5 @@
 /* mkfs.gmtf's import (mkfs_import.h): a directory walk and a libarchive
- * walk, both into the filesystem library's calls.
- *
- * Packing over the whole input: whole blocks of large files go in as they
- * come; small files and tails (what the filesystem packs together) go to a
- * spool file with a small record each, and once the input is read they go
- * in sorted (spool_order), so that the filesystem, packing them in the
- * order written (pack_write_order), groups them over the whole tree rather
- * than within each flush window of the write-back cache. Memory: the
- * records (about 40 bytes and the leaf name per piece); the data waits on
- * disk, in $TMPDIR (or /tmp). */
+ * walk, both into the filesystem library's calls. */
 #include "mkfs_import.h"
 
 #include <archive.h>
@@ -35,14 +26,6 @@ struct mkfs_link {
     dev_t dev;
     ino_t ino;
     uint64_t gino;
-};
-
-struct mkfs_piece {
-    uint64_t ino, off;  /* where it goes */
-    uint64_t spool;     /* where it waits */
-    uint64_t ext;       /* extension key (as the filesystem's) */
-    uint32_t len, name; /* name: offset in names */
-    uint32_t seq;       /* input order */
 };
 
 /* ---- messages and progress ---------------------------------------------------------- */
@@ -83,166 +66,6 @@ static void draw(mkfs_import *c, int final)
                       info.stored_bytes / 1e6, ratio, mbs, eta);
     if (final)
         cli_progress_keep(&c->line);
-}
-
-/* ---- the spool of small files and tails ------------------------------------------- */
-
-static void oom(mkfs_import *c)
-{
-    fprintf(stderr, "%s: out of memory\n", c->prog);
-    exit(CLI_EXIT_OPERATIONAL);
-}
-
-/* The extension key of a leaf name: up to 4 bytes after the last dot. */
-static uint64_t ext_key(const char *name)
-{
-    const char *dot = strrchr(name, '.');
-    uint64_t k = 0;
-    if (!dot || dot == name)
-        return 0;
-    for (int i = 1; i <= 4; i++)
-        k = k << 8 | (uint8_t)(*dot ? *++dot : 0);
-    return k;
-}
-
-/* Notes the leaf name of the file whose pieces come next. */
-static void spool_name(mkfs_import *c, const char *leaf)
-{
-    size_t n = strlen(leaf) + 1;
-    if (c->names_len + n > c->names_cap) {
-        c->names_cap = c->names_cap ? c->names_cap * 2 : 1u << 16;
-        while (c->names_cap < c->names_len + n)
-            c->names_cap *= 2;
-        c->names = realloc(c->names, c->names_cap);
-        if (!c->names)
-            oom(c);
-    }
-    memcpy(c->names + c->names_len, leaf, n);
-    c->names_len += n;
-}
-
-/* Writes buf[0..n) at off of file ino (size bytes long): whole blocks now,
- * the last partial block (all of a small file) into the spool. */
-static long import_write(mkfs_import *c, uint64_t ino, uint64_t size, const uint8_t *buf, size_t n,
-                         uint64_t off, const char *leaf)
-{
-    uint64_t tail = c->spool_fd >= 0 ? size - size % c->bs : UINT64_MAX;
-    if (off < tail) {
-        size_t now = off + n <= tail ? n : (size_t)(tail - off);
-        long w = gmtf_fs_write(c->fs, ino, buf, now, off);
-        if (w < 0 || now == n)
-            return w;
-        buf += now;
-        off += now;
-        n -= now;
-    }
-    if (pwrite(c->spool_fd, buf, n, (off_t)c->spool_len) != (ssize_t)n) {
-        cli_progress_clear(&c->line);
-        fprintf(stderr, "%s: spool file: %s; the rest goes in unsorted\n", c->prog,
-                strerror(errno ? errno : EIO));
-        close(c->spool_fd);
-        c->spool_fd = -1;
-        return gmtf_fs_write(c->fs, ino, buf, n, off);
-    }
-    if (c->npc == c->pc_cap) {
-        c->pc_cap = c->pc_cap ? c->pc_cap * 2 : 4096;
-        c->pc = realloc(c->pc, c->pc_cap * sizeof *c->pc);
-        if (!c->pc)
-            oom(c);
-    }
-    if (!c->names_len || strcmp(c->names + c->names_len - strlen(leaf) - 1, leaf))
-        spool_name(c, leaf);
-    c->pc[c->npc] = (struct mkfs_piece){.ino = ino,
-                                        .off = off,
-                                        .spool = c->spool_len,
-                                        .ext = ext_key(leaf),
-                                        .len = (uint32_t)n,
-                                        .name = (uint32_t)(c->names_len - strlen(leaf) - 1),
-                                        .seq = (uint32_t)c->npc};
-    c->npc++;
-    c->spool_len += n;
-    return (long)n;
-}
-
-static const char *leaf_of(const char *path)
-{
-    size_t n = strlen(path);
-    while (n > 1 && path[n - 1] == '/')
-        n--;
-    const char *s = path + n;
-    while (s > path && s[-1] != '/')
-        s--;
-    return s;
-}
-
-/* The file ino is gone: its spooled pieces go nowhere. */
-static void spool_forget(mkfs_import *c, uint64_t ino)
-{
-    for (size_t i = 0; i < c->npc; i++)
-        if (c->pc[i].ino == ino)
-            c->pc[i].ino = 0;
-}
-
-static const mkfs_import *sort_ctx;
-
-/* Order of the pieces: by extension, then by name, then input order:
- * files of one name (Makefile, Kconfig, the same source in each
- * architecture) side by side. */
-static int piece_cmp(const void *a, const void *b)
-{
-    const struct mkfs_piece *x = a, *y = b;
-    if (x->ext != y->ext)
-        return x->ext < y->ext ? -1 : 1;
-    if (sort_ctx->order == 1) {
-        int d = strcmp(sort_ctx->names + x->name, sort_ctx->names + y->name);
-        if (d)
-            return d;
-    }
-    return x->seq < y->seq ? -1 : x->seq > y->seq;
-}
-
-/* The spooled pieces into the filesystem, in order. A file removed or
- * replaced since (an archive naming a path twice) takes nothing. */
-static int spool_drain(mkfs_import *c)
-{
-    if (c->spool_fd < 0)
-        return 0;
-    sort_ctx = c;
-    qsort(c->pc, c->npc, sizeof *c->pc, piece_cmp);
-    int rc = 0;
-    for (size_t i = 0; i < c->npc && !rc; i++) {
-        struct mkfs_piece *p = &c->pc[i];
-        for (uint32_t done = 0; p->ino && done < p->len && !rc;) {
-            uint32_t k = p->len - done < COPY_BUF ? p->len - done : COPY_BUF;
-            if (pread(c->spool_fd, c->buf, k, (off_t)(p->spool + done)) != (ssize_t)k) {
-                warnx_(c, "spool file: %s", strerror(errno ? errno : EIO));
-                rc = -1;
-                break;
-            }
-            long w =
-                gmtf_fs_write_flags(c->fs, p->ino, c->buf, k, p->off + done, GMTF_WRITE_KEEP_ATTRS);
-            if (w == -ENOSPC)
-                rc = -2;
-            else if (w < 0 && w != -ENOENT)
-                warnx_(c, "inode %" PRIu64 ": writing to the image: %s", p->ino, strerror((int)-w));
-            done += k;
-        }
-        if (c->stop && *c->stop)
-            rc = -4;
-    }
-    close(c->spool_fd);
-    c->spool_fd = -1;
-    return rc;
-}
-
-static void spool_open(mkfs_import *c)
-{
-    const char *dir = getenv("TMPDIR");
-    char path[4096];
-    snprintf(path, sizeof path, "%s/mkfs.gmtf.XXXXXX", dir && *dir ? dir : "/tmp");
-    c->spool_fd = mkstemp(path);
-    if (c->spool_fd >= 0)
-        unlink(path);
 }
 
 /* ---- attributes ----------------------------------------------------------------- */
@@ -310,10 +133,6 @@ static uint64_t replace_name(mkfs_import *c, uint64_t dir, const char *name, int
         gmtf_fs_rmdir(c->fs, dir, name);
     } else {
         gmtf_fs_unlink(c->fs, dir, name);
-        struct stat st;
-        if (S_ISREG(e.attr.st_mode) &&
-            (gmtf_fs_getattr(c->fs, e.attr.st_ino, &st) || st.st_nlink == 0))
-            spool_forget(c, e.attr.st_ino); /* its number may come back for another file */
     }
     return 0;
 }
@@ -359,7 +178,7 @@ static int copy_file_data(mkfs_import *c, int fd, uint64_t ino, uint64_t size, c
             }
             if (r == 0)
                 break;
-            long w = import_write(c, ino, size, c->buf, (size_t)r, off, leaf_of(path));
+            long w = gmtf_fs_write(c->fs, ino, c->buf, (size_t)r, off);
             if (w < 0) {
                 warnx_(c, "%s: writing to the image: %s", path, strerror((int)-w));
                 return (int)w == -ENOSPC ? -2 : -1;
@@ -587,7 +406,7 @@ static void entry_xattrs(mkfs_import *c, struct archive_entry *ae, uint64_t ino,
     }
 }
 
-static int archive_data(mkfs_import *c, uint64_t ino, uint64_t size, const char *path)
+static int archive_data(mkfs_import *c, uint64_t ino, const char *path)
 {
     const void *blk;
     size_t len;
@@ -596,7 +415,7 @@ static int archive_data(mkfs_import *c, uint64_t ino, uint64_t size, const char 
     while ((r = archive_read_data_block(c->ar, &blk, &len, &off)) == ARCHIVE_OK) {
         if (!len)
             continue;
-        long w = import_write(c, ino, size, blk, len, (uint64_t)off, leaf_of(path));
+        long w = gmtf_fs_write(c->fs, ino, blk, len, (uint64_t)off);
         if (w < 0) {
             warnx_(c, "%s: writing to the image: %s", path, strerror((int)-w));
             return (int)w == -ENOSPC ? -2 : -1;
@@ -654,8 +473,7 @@ static int add_entry(mkfs_import *c, struct archive_entry *ae)
         }
         c->links++;
         if (archive_entry_size_is_set(ae) && archive_entry_size(ae) > 0)
-            rc = archive_data(c, target, (uint64_t)archive_entry_size(ae), path);
-        /* (a link entry may carry the data) */
+            rc = archive_data(c, target, path); /* a link entry may carry the data */
         rc = rc <= -2 ? rc : 0;
         goto out;
     }
@@ -684,7 +502,7 @@ static int add_entry(mkfs_import *c, struct archive_entry *ae)
         replace_name(c, parent, leaf, 0);
         rc = gmtf_fs_create(c->fs, parent, leaf, st.st_mode & 07777, st.st_uid, st.st_gid, 0, &e);
         if (!rc) {
-            int r = archive_data(c, e.attr.st_ino, (uint64_t)st.st_size, path);
+            int r = archive_data(c, e.attr.st_ino, path);
             if (!r && st.st_size > 0) {
                 struct stat ns = {.st_size = st.st_size}; /* a trailing hole */
                 gmtf_fs_setattr(c->fs, e.attr.st_ino, &ns, GMTF_SET_SIZE, NULL);
@@ -772,14 +590,6 @@ int mkfs_import_init(mkfs_import *im, gmtf_fs *fs, const char *prog, int quiet)
     im->prog = prog;
     cli_progress_init(&im->line, quiet);
     im->buf = malloc(COPY_BUF);
-    gmtf_fs_info info;
-    gmtf_fs_get_info(fs, &info);
-    im->bs = info.block_size ? info.block_size : 1;
-    const char *o = getenv("GMTF_MKFS_ORDER");
-    im->order = o ? atoi(o) : 0;
-    im->spool_fd = -1;
-    if (!(o && atoi(o) < 0))
-        spool_open(im);
     return im->buf ? 0 : -ENOMEM;
 }
 
@@ -795,8 +605,6 @@ int mkfs_import_from(mkfs_import *im, const char *src)
     } else {
         rc = fill_from_archive(im, src);
     }
-    if (rc == 0) /* the pieces, ordered over the whole input */
-        rc = spool_drain(im);
     for (size_t i = im->ndattr; i-- > 0;)
         set_attrs(im, im->dattr[i].ino, &im->dattr[i].st, "directory");
     return rc;
@@ -812,10 +620,5 @@ void mkfs_import_free(mkfs_import *im)
     free(im->buf);
     free(im->dattr);
     free(im->lk);
-    free(im->pc);
-    free(im->names);
-    if (im->spool_fd >= 0)
-        close(im->spool_fd);
     memset(im, 0, sizeof *im);
-    im->spool_fd = -1;
 }

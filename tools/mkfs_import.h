@@ -16,7 +16,6 @@
 struct archive;
 struct mkfs_dir_attr;
 struct mkfs_link;
-struct mkfs_piece;
 
 typedef struct mkfs_import {
     gmtf_fs *fs;
@@ -34,20 +33,10 @@ typedef struct mkfs_import {
     struct mkfs_link *lk; /* hard-linked source inodes seen */
     size_t nlk, lk_cap;
     volatile int *stop; /* set (by a signal handler): the import ends, returning -4 */
-    /* Small files and tails wait in a spool file until the whole input is
-     * read, then go in, ordered over the whole tree (mkfs_import.c). */
-    uint32_t bs;
-    int order;    /* of the pieces: 0 extension, input order; 1 extension, name, input order */
-    int spool_fd; /* -1: none (written at once) */
-    uint64_t spool_len;
-    struct mkfs_piece *pc;
-    size_t npc, pc_cap;
-    char *names; /* leaf names of the pieces' files, back to back */
-    size_t names_len, names_cap;
 } mkfs_import;
 
-/* Starts an import into fs (mounted with pack_write_order). quiet: no
- * progress line. 0 or -ENOMEM. */
+/* Starts an import into fs (mounted). quiet: no progress line. 0 or
+ * -ENOMEM. */
 int mkfs_import_init(mkfs_import *im, gmtf_fs *fs, const char *prog, int quiet);
 /* Imports src: a directory, an archive file or "-". Entries that fail are
  * reported on stderr and counted in errors, and the import goes on.

@@ -259,11 +259,11 @@ static int image_ok(const char *img)
     return run("'%s' -n -q '%s' >/dev/null 2>&1", fsck_bin, img);
 }
 
-/* Small files and tails wait in mkfs's spool and go in sorted at the end
- * (tools/mkfs_import.c): a path named twice keeps its last contents, a
- * hard link reads as its target, a file of several blocks
- * keeps its whole blocks and its tail, and files of two extensions
- * interleaved in the archive all read back. */
+/* Small files and tails packed in input order (pack_write_order): a path
+ * named twice keeps its last contents, a hard link reads as its target, a
+ * file of several blocks keeps its whole blocks and its tail, and files of
+ * two extensions interleaved in the archive all read back, with their
+ * times. */
 static void read_back(gmtf_fs *fs, const char *name, const char *want, size_t n)
 {
     gmtf_entry e;
@@ -275,12 +275,12 @@ static void read_back(gmtf_fs *fs, const char *name, const char *want, size_t n)
     free(b);
 }
 
-static void test_archive_spool(void **state)
+static void test_archive_order(void **state)
 {
     (void)state;
     char tar[300], img[300];
-    snprintf(tar, sizeof tar, "%s/spool.tar", tmp);
-    snprintf(img, sizeof img, "%s/spool.img", tmp);
+    snprintf(tar, sizeof tar, "%s/order.tar", tmp);
+    snprintf(img, sizeof img, "%s/order.img", tmp);
     assert_int_equal(
         run("python3 -c \"import io, tarfile\n"
             "t = tarfile.open('%s', 'w')\n"
@@ -321,7 +321,7 @@ static void test_archive_spool(void **state)
     }
     gmtf_entry e;
     assert_int_equal(gmtf_fs_lookup(fs, GMTF_ROOT_INO, "f3.c", &e), 0);
-    assert_int_equal(e.attr.st_mtim.tv_sec, 1234567); /* the late write kept the times */
+    assert_int_equal(e.attr.st_mtim.tv_sec, 1234567); /* times as in the archive */
     free(big);
     gmtf_fs_unmount(fs);
     assert_int_equal(image_ok(img), 0);
@@ -429,7 +429,7 @@ int main(int argc, char **argv)
         cmocka_unit_test(test_from_tar_and_stdin),
         cmocka_unit_test(test_lock_and_exit_codes),
         cmocka_unit_test(test_archive_bad_members),
-        cmocka_unit_test(test_archive_spool),
+        cmocka_unit_test(test_archive_order),
         cmocka_unit_test(test_existing_and_failed),
         cmocka_unit_test(test_loop_device_lock),
     };
