@@ -4,6 +4,8 @@
  *   fs_bench random IMAGE [N]    N cold 4 KiB reads at random files and offsets
  *   fs_bench fsync IMAGE [N]     N transactions: two 4 KiB page writes + fsync, as a
  *                                database does (writes to IMAGE: use a scratch image)
+ * GMTF_RANGE_READS=1: cold reads decode only the part of a frame they need
+ * (gmtf_fs_options.range_reads; off by default).
  * Run: bench/run fs walk linux.gmtf (or BUILD/bench/fs_bench walk linux.gmtf) */
 #include <stdint.h>
 #include <stdio.h>
@@ -170,6 +172,7 @@ int main(int argc, char **argv)
     long rss0 = rss_kb("VmRSS:");
     uint64_t cache_mib = !rnd && argc > 3 ? (uint64_t)atol(argv[3]) : 64;
     gmtf_fs_options o = {.read_only = 1, .cache_bytes = rnd ? (1u << 20) : cache_mib << 20};
+    o.range_reads = getenv("GMTF_RANGE_READS") && *getenv("GMTF_RANGE_READS") == '1';
     gmtf_fs *fs;
     double t0 = now_s();
     if (gmtf_fs_mount(img, &o, &fs)) {

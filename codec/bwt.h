@@ -48,4 +48,16 @@ int gmtf_bwt_forward_step(const uint8_t *src, uint8_t *dst, size_t n, uint32_t *
 int gmtf_bwt_inverse_step(const uint8_t *bwt, uint8_t *dst, size_t n, const uint32_t *idx,
                           void *ws);
 
+/* Inverse of part of a block, in two steps: gmtf_bwt_table_step checks the
+ * samples (untrusted, as above) and builds the inverse's table in ws
+ * (GMTF_E_CORRUPT or 0); gmtf_bwt_range_step then writes bytes
+ * [off, off + len) of the block (off + len <= n) to dst[0..len), walking
+ * only the chains that cover them: from the sample before off, so at most
+ * one step (32 KiB) more than len. Any number of ranges can follow one
+ * table. The whole block (off 0, len n) walks every chain at once, as
+ * gmtf_bwt_inverse_step does. */
+int gmtf_bwt_table_step(const uint8_t *bwt, size_t n, const uint32_t *idx, void *ws);
+void gmtf_bwt_range_step(const void *ws, size_t n, const uint32_t *idx, size_t off, size_t len,
+                         uint8_t *dst);
+
 #endif

@@ -144,3 +144,12 @@ long gmtf_frame_decode(gmtf_codec *c, const void *src, size_t len, void *dst, si
         return -ENOMEM;
     return gmtf_frame_decode_ws(&c->mtf, w, src, len, dst, cap);
 }
+
+long gmtf_frame_decode_range(gmtf_codec *c, const void *src, size_t len, size_t off, size_t cnt,
+                             void *dst)
+{
+    gmtf_workspace *w = gmtf_codec_workspace_range(c, 0);
+    if (!w)
+        return -ENOMEM;
+    return gmtf_frame_decode_range_ws(&c->mtf, w, src, len, off, cnt, dst);
+}

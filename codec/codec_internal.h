@@ -39,6 +39,8 @@ struct gmtf_codec {
  * (workspace.c) */
 gmtf_workspace *gmtf_codec_workspace(gmtf_codec *c, unsigned i);
 gmtf_workspace *gmtf_codec_workspace_enc(gmtf_codec *c, unsigned i);
+/* As gmtf_codec_workspace, keeping the workspace's range state. */
+gmtf_workspace *gmtf_codec_workspace_range(gmtf_codec *c, unsigned i);
 
 /* Frees the batch staging buffers (batch.c). */
 void gmtf_batch_stage_free(gmtf_codec *c);

@@ -307,6 +307,7 @@ long gmtf_frame_encode_ws(const gmtf_mtf *mtf, gmtf_workspace *w, const uint8_t 
         return -EINVAL;
     if (cap < gmtf_frame_bound(n))
         return -ENOSPC;
+    w->range_valid = 0;
     uint32_t crc = gmtf_crc32c(0, src, n);
     if (data_crc)
         *data_crc = crc;
@@ -374,6 +375,7 @@ long gmtf_frame_decode_end(const uint8_t *mtf_out, uint8_t *dst, const gmtf_fram
 long gmtf_frame_decode_ws(const gmtf_mtf *mtf, gmtf_workspace *w, const uint8_t *src, size_t len,
                           uint8_t *dst, size_t cap)
 {
+    w->range_valid = 0;
     gmtf_frame_info fi;
     uint32_t idx[GMTF_BWT_MAX_SAMPLES];
     long r =
@@ -389,4 +391,84 @@ long gmtf_frame_decode_ws(const gmtf_mtf *mtf, gmtf_workspace *w, const uint8_t 
         gmtf_mtf_decode(mtf, w->buf_a, dst, fi.orig_len);
     return gmtf_frame_decode_end(r == GMTF_DECODE_BWT_V2 ? w->buf_a : dst, dst, &fi, idx, w->bwt_ws,
                                  r);
+}
+
+/* CRC-32C of n copies of byte c. */
+static uint32_t run_crc(uint8_t c, size_t n)
+{
+    uint8_t buf[4096];
+    memset(buf, c, sizeof buf);
+    uint32_t crc = 0;
+    for (; n > sizeof buf; n -= sizeof buf)
+        crc = gmtf_crc32c(crc, buf, sizeof buf);
+    return gmtf_crc32c(crc, buf, n);
+}
+
+/* A version 2 BWT frame by range: the entropy decoding and the inverse's
+ * table unless w holds them for this frame already (same header checksum,
+ * lengths and data checksum), then the chains of the range. */
+static long range_v2(gmtf_workspace *w, const uint8_t *src, const gmtf_frame_info *fi, unsigned h,
+                     const uint32_t *idx, size_t off, size_t cnt, uint8_t *dst)
+{
+    size_t n = fi->orig_len;
+    if (n > w->max_block)
+        return -EINVAL;
+    uint32_t hcrc = load_le32(src + h - 4);
+    if (!(w->range_valid && w->range_hcrc == hcrc && w->range_flen == fi->frame_len &&
+          w->range_n == n && w->range_dcrc == fi->data_crc)) {
+        w->range_valid = 0;
+        int rc = gmtf_qlfc_decode(src + h, fi->frame_len - h, w->buf_a, n, w->rank_ws);
+        if (rc == 0)
+            rc = gmtf_bwt_table_step(w->buf_a, n, idx, w->bwt_ws);
+        if (rc < 0)
+            return rc;
+        w->range_valid = 1;
+        w->range_hcrc = hcrc;
+        w->range_flen = fi->frame_len;
+        w->range_n = (uint32_t)n;
+        w->range_dcrc = fi->data_crc;
+    }
+    gmtf_bwt_range_step(w->bwt_ws, n, idx, off, cnt, dst);
+    if (cnt == n && gmtf_crc32c(0, dst, n) != fi->data_crc)
+        return GMTF_E_CHECKSUM;
+    return (long)cnt;
+}
+
+long gmtf_frame_decode_range_ws(const gmtf_mtf *mtf, gmtf_workspace *w, const uint8_t *src,
+                                size_t len, size_t off, size_t cnt, uint8_t *dst)
+{
+    gmtf_frame_info fi;
+    uint32_t idx[GMTF_BWT_MAX_SAMPLES];
+    unsigned h, k, version;
+    int rc = gmtf_frame_parse_version(src, len, &fi, &h, idx, &k, &version);
+    if (rc < 0)
+        return rc;
+    size_t n = fi.orig_len;
+    if (off > n || cnt > n - off)
+        return -EINVAL;
+    const uint8_t *pay = src + h;
+    switch (fi.method) {
+    case GMTF_METHOD_RAW:
+        if (gmtf_crc32c(0, pay, n) != fi.data_crc)
+            return GMTF_E_CHECKSUM;
+        if (cnt)
+            memcpy(dst, pay + off, cnt);
+        return (long)cnt;
+    case GMTF_METHOD_RUN:
+        if (run_crc(pay[0], n) != fi.data_crc)
+            return GMTF_E_CHECKSUM;
+        memset(dst, pay[0], cnt);
+        return (long)cnt;
+    default:
+        if (version == GMTF_FRAME_V2)
+            return range_v2(w, src, &fi, h, idx, off, cnt, dst);
+        /* Version 1: the whole block (its chains are not evenly spaced). */
+        if (n > w->max_block)
+            return -EINVAL;
+        long r = gmtf_frame_decode_ws(mtf, w, src, len, w->buf_b, w->max_block);
+        if (r < 0)
+            return r;
+        memcpy(dst, w->buf_b + off, cnt);
+        return (long)cnt;
+    }
 }

@@ -31,6 +31,11 @@ typedef struct gmtf_workspace {
     void *bwt_ws;   /* gmtf_bwt_workspace_size(max_block) */
     void *rank_ws;  /* gmtf_rank_workspace_size(max_block) once rank_enc, else of 0 */
     int rank_enc;   /* rank_ws can encode (gmtf_workspace_encoder) */
+    /* bwt_ws holds the inverse's table of the version 2 BWT frame last
+     * decoded by range (gmtf_frame_decode_range_ws), identified by these
+     * header fields; any other use of the workspace clears range_valid. */
+    int range_valid;
+    uint32_t range_hcrc, range_flen, range_n, range_dcrc;
 } gmtf_workspace;
 
 /* Allocates a workspace that decodes; 0 or -ENOMEM. */
@@ -73,6 +78,12 @@ long gmtf_frame_encode_ws(const gmtf_mtf *mtf, gmtf_workspace *w, const uint8_t 
  * original length or a negative code. */
 long gmtf_frame_decode_ws(const gmtf_mtf *mtf, gmtf_workspace *w, const uint8_t *src, size_t len,
                           uint8_t *dst, size_t cap);
+
+/* Decodes bytes [off, off + cnt) of the frame at src[0..len) into
+ * dst[0..cnt) (gmtf_frame_decode_range); w's range state lets a later
+ * range of the same frame skip the entropy decoding and the table. */
+long gmtf_frame_decode_range_ws(const gmtf_mtf *mtf, gmtf_workspace *w, const uint8_t *src,
+                                size_t len, size_t off, size_t cnt, uint8_t *dst);
 
 /* ---- pieces, for the staged batch path ---------------------------------- */
 

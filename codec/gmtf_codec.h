@@ -86,6 +86,23 @@ long gmtf_frame_encode(gmtf_codec *c, const void *src, size_t n, void *dst, size
  * (see gmtf_frame_info). Returns the original length or a negative code. */
 long gmtf_frame_decode(gmtf_codec *c, const void *src, size_t len, void *dst, size_t cap);
 
+/* Decodes bytes [off, off + cnt) of the block of the frame at src (len
+ * bytes available) into dst (cnt bytes). For a BWT frame of version 2 it
+ * walks only the inverse BWT's chains that cover the range (one per 32 KiB
+ * of block, so at most 32 KiB more than cnt) after the entropy decoding
+ * and the inverse's table, and the codec keeps those two for this frame:
+ * a later range of the same frame (the same header: the header checksum,
+ * lengths and data checksum) on this codec walks its chains only, until
+ * the codec's next other call. The data checksum covers the whole block,
+ * so it is checked only when the range is the whole block (then as
+ * gmtf_frame_decode does); a partial range is as trustworthy as the
+ * header, the payload's fields and the samples, which are all checked.
+ * Other frames (raw, run: checked whole; version 1: decoded whole) cost
+ * what gmtf_frame_decode does. Returns cnt or a negative code (-EINVAL
+ * when the range is outside the block). Not thread-safe on one codec. */
+long gmtf_frame_decode_range(gmtf_codec *c, const void *src, size_t len, size_t off, size_t cnt,
+                             void *dst);
+
 typedef struct gmtf_frame_info {
     uint32_t frame_len; /* header + payload bytes */
     uint32_t orig_len;  /* decoded bytes */

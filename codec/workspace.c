@@ -71,11 +71,19 @@ void gmtf_workspace_free(gmtf_workspace *w)
     memset(w, 0, sizeof *w);
 }
 
-gmtf_workspace *gmtf_codec_workspace(gmtf_codec *c, unsigned i)
+gmtf_workspace *gmtf_codec_workspace_range(gmtf_codec *c, unsigned i)
 {
     gmtf_workspace *w = &c->ws[i];
     if (!w->buf_a && gmtf_workspace_init(w, c->max_block) < 0)
         return NULL;
+    return w;
+}
+
+gmtf_workspace *gmtf_codec_workspace(gmtf_codec *c, unsigned i)
+{
+    gmtf_workspace *w = gmtf_codec_workspace_range(c, i);
+    if (w)
+        w->range_valid = 0; /* the caller will reuse bwt_ws */
     return w;
 }
 

@@ -81,6 +81,7 @@ int codec_decode_batch(gmtf_fs *fs, size_t n, const uint8_t *src, const uint64_t
         pthread_cond_wait(&fs->dpool_cond, &fs->dpool_mtx);
     }
     fs->dpool_busy |= 1u << slot;
+    fs->dpool_frame[slot] = 0; /* the batch call reuses the workspace */
     pthread_mutex_unlock(&fs->dpool_mtx);
     int rc = gmtf_batch_decode(fs->dpool[slot], src, foff, n, dst, doff, status);
     pthread_mutex_lock(&fs->dpool_mtx);
@@ -99,6 +100,44 @@ int codec_decode_one(gmtf_fs *fs, const uint8_t *src, size_t len, uint8_t *dst, 
         dst = &none;
     int rc = codec_decode_batch(fs, 1, src, foff, dst, doff, &st);
     return rc ? rc : st;
+}
+
+/* A free codec of the pool for a range of frame id: the one that decoded a
+ * range of id last (its table serves the next, gmtf_frame_decode_range),
+ * else any free one. Caller holds dpool_mtx; -1 when all are busy. */
+static int dpool_take_for(gmtf_fs *fs, uint32_t id)
+{
+    for (unsigned i = 0; i < fs->ndpool; i++)
+        if (!(fs->dpool_busy >> i & 1) && fs->dpool_frame[i] == id)
+            return (int)i;
+    return dpool_take(fs);
+}
+
+int codec_decode_range(gmtf_fs *fs, uint32_t id, const uint8_t *src, size_t len, uint32_t off,
+                       uint32_t cnt, uint8_t *dst)
+{
+    pthread_mutex_lock(&fs->dpool_mtx);
+    int slot;
+    while ((slot = dpool_take_for(fs, id)) < 0) {
+        if (fs->ndpool == 0) { /* no pool codec at all: the big one */
+            pthread_mutex_unlock(&fs->dpool_mtx);
+            pthread_mutex_lock(&fs->codec_lock);
+            long r = gmtf_frame_decode_range(fs->codec, src, len, off, cnt, dst);
+            pthread_mutex_unlock(&fs->codec_lock);
+            return r < 0 ? (int)r : 0;
+        }
+        pthread_cond_wait(&fs->dpool_cond, &fs->dpool_mtx);
+    }
+    fs->dpool_busy |= 1u << slot;
+    fs->dpool_frame[slot] = 0;
+    pthread_mutex_unlock(&fs->dpool_mtx);
+    long r = gmtf_frame_decode_range(fs->dpool[slot], src, len, off, cnt, dst);
+    pthread_mutex_lock(&fs->dpool_mtx);
+    fs->dpool_busy &= ~(1u << slot);
+    fs->dpool_frame[slot] = r < 0 ? 0 : id;
+    pthread_cond_signal(&fs->dpool_cond);
+    pthread_mutex_unlock(&fs->dpool_mtx);
+    return r < 0 ? (int)r : 0;
 }
 
 /* Makes the batch codec again for this image's block size. */

@@ -63,7 +63,7 @@ int dirty_get(gmtf_fs *fs, struct inode *in, uint32_t blk, uint32_t need, struct
     uint32_t base = e ? e->len : 0;
     int rc = dirty_grow(fs, d, need > base ? need : base);
     if (!rc && e)
-        rc = frame_copy(fs, e->frame, in->ino, blk, e->off, e->len, d->buf);
+        rc = frame_copy(fs, e->frame, in->ino, blk, e->off, e->len, d->buf, 0);
     if (rc) {
         fs->dirty_bytes -= d->cap;
         free(d->buf);

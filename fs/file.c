@@ -9,7 +9,9 @@
 
 #include "fs_internal.h"
 
-static void read_ahead(gmtf_fs *fs, struct inode *in, uint32_t first, uint32_t last)
+/* Starts decoding the frames of blocks first..last and a few after; 1 when
+ * it did (more than one frame), 0 when the read is left to itself. */
+static int read_ahead(gmtf_fs *fs, struct inode *in, uint32_t first, uint32_t last)
 {
     uint32_t ids[64];
     size_t k = 0;
@@ -18,8 +20,10 @@ static void read_ahead(gmtf_fs *fs, struct inode *in, uint32_t first, uint32_t l
     for (; i < in->u.ext.n && in->u.ext.v[i].blk <= end && k < 64; i++)
         if (!dirty_find(fs, in->ino, in->u.ext.v[i].blk))
             ids[k++] = in->u.ext.v[i].frame;
-    if (k > 1)
-        frames_prefetch(fs, ids, k);
+    if (k < 2)
+        return 0;
+    frames_prefetch(fs, ids, k);
+    return 1;
 }
 
 static long read_locked(gmtf_fs *fs, struct inode *in, uint8_t *buf, size_t n, uint64_t off)
@@ -32,8 +36,9 @@ static long read_locked(gmtf_fs *fs, struct inode *in, uint8_t *buf, size_t n, u
         return 0;
     uint32_t first = (uint32_t)(off / fs->bs), last = (uint32_t)((off + n - 1) / fs->bs);
     uint32_t prev = __atomic_load_n(&in->last_read, __ATOMIC_RELAXED);
-    if (fs->opt.readahead_blocks && (prev == first || prev == first + 1 || off == 0))
-        read_ahead(fs, in, first, last);
+    /* Not covered by read-ahead: a cold frame may be decoded by range. */
+    int random = !(fs->opt.readahead_blocks && (prev == first || prev == first + 1 || off == 0) &&
+                   read_ahead(fs, in, first, last));
     size_t done = 0;
     while (done < n) {
         uint64_t pos = off + done;
@@ -54,7 +59,8 @@ static long read_locked(gmtf_fs *fs, struct inode *in, uint8_t *buf, size_t n, u
             if (have > len)
                 have = len;
             if (have) {
-                int rc = frame_copy(fs, e->frame, in->ino, blk, e->off + boff, have, buf + done);
+                int rc =
+                    frame_copy(fs, e->frame, in->ino, blk, e->off + boff, have, buf + done, random);
                 if (rc)
                     return done ? (long)done : rc;
             }

@@ -84,7 +84,7 @@ static int dedup_lookup(gmtf_fs *fs, const uint8_t *data, uint32_t len, uint64_t
     uint8_t *tmp = malloc(len);
     if (!tmp)
         return 0;
-    int same = frame_copy(fs, e->frame, 0, 0, e->off, len, tmp) == 0 && !memcmp(tmp, data, len);
+    int same = frame_copy(fs, e->frame, 0, 0, e->off, len, tmp, 0) == 0 && !memcmp(tmp, data, len);
     free(tmp);
     if (same) {
         *frame = e->frame;
@@ -528,10 +528,13 @@ int flush_some(gmtf_fs *fs, uint64_t only_ino, uint64_t max_bytes, unsigned flag
         d = next;
     }
     if (!rc && n) {
-        /* Whole blocks first, in file order; then small pieces by sort key. */
+        /* Whole blocks first, in file order; then small pieces by sort key
+         * (or as written: p[] is oldest first). */
         for (size_t i = 0; i < n; i++)
             if (p[i].len == fs->bs)
                 p[i].key = 0;
+            else if (fs->opt.pack_write_order)
+                p[i].key = i + 1;
         qsort(p, n, sizeof *p, piece_cmp);
         rc = flush_pieces(fs, p, n, unlocked);
     }

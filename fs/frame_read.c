@@ -1,7 +1,13 @@
 /* Reading frames: a frame's decoded bytes come from the cache (cache.c) or
  * are read from the image and decoded (codec_pool.c), one frame for a read
  * or a batch for read-ahead and verification. A frame read by several
- * threads at once is decoded once (pending cache entries). */
+ * threads at once is decoded once (pending cache entries). A cold read
+ * that read-ahead does not cover, of a small part of a large frame, decodes
+ * that part only (gmtf_frame_decode_range: the entropy decoding and the
+ * inverse BWT's table, then only the chains of 32 KiB that cover it),
+ * uncached; a second such read of the same frame soon after decodes it
+ * whole into the cache, reusing that table (a walk through a pack of small
+ * files, a file read in pieces). */
 #include <stdio.h>
 
 #include "fs_internal.h"
@@ -88,11 +94,57 @@ out:
     return rc;
 }
 
+/* A read of part of a frame: decoded by range when the frame is at least
+ * RANGE_MIN bytes and the part at most a RANGE_DIV-th of it. */
+#define RANGE_MIN (256u << 10)
+#define RANGE_DIV 4
+
+/* Bytes [off, off+len) of frame id into dst by range (the whole frame when
+ * that is the range: then checked as a whole decode is). */
+static int frame_range(gmtf_fs *fs, uint32_t id, uint32_t off, uint32_t len, uint8_t *dst)
+{
+    struct frame *f = &fs->frames[id];
+    if (f->flags & FRAME_OUTSIDE)
+        return -EIO;
+    uint8_t *src = malloc(f->clen ? f->clen : 1);
+    if (!src)
+        return -ENOMEM;
+    int rc = img_read(fs, src, f->clen, f->off);
+    if (!rc)
+        rc = frame_check_header(fs, id, src);
+    if (!rc)
+        rc = codec_decode_range(fs, id, src, f->clen, off, len, dst);
+    free(src);
+    __atomic_add_fetch(&fs->frames_decoded, 1, __ATOMIC_RELAXED);
+    return rc;
+}
+
+/* Whether frame id was read by range lately; if not, notes it now. Caller
+ * holds cache_lock. */
+static int range_seen(gmtf_fs *fs, uint32_t id)
+{
+    unsigned n = sizeof fs->range_recent / sizeof *fs->range_recent;
+    for (unsigned i = 0; i < n; i++)
+        if (fs->range_recent[i] == id)
+            return 1;
+    fs->range_recent[fs->range_pos++ % n] = id;
+    return 0;
+}
+
+static int frame_unreadable(gmtf_fs *fs, uint32_t id, uint64_t ino, uint32_t blk, int rc)
+{
+    fs_log(fs, "inode %llu block %u: frame %u at offset %llu (%u bytes) unreadable: %s",
+           (unsigned long long)ino, blk, id, (unsigned long long)fs->frames[id].off,
+           fs->frames[id].clen, rc < -1000 ? gmtf_strerror(rc) : strerror(-rc));
+    return rc == -ENOMEM ? rc : -EIO;
+}
+
 int frame_copy(gmtf_fs *fs, uint32_t id, uint64_t ino, uint32_t blk, uint32_t off, uint32_t len,
-               void *dst)
+               void *dst, int random)
 {
     if (!frame_valid(fs, id) || (uint64_t)off + len > fs->frames[id].dlen)
         return -EIO;
+    uint32_t dlen = fs->frames[id].dlen;
     pthread_mutex_lock(&fs->cache_lock);
     const uint8_t *hit = cache_get(fs, id);
     if (hit) {
@@ -100,21 +152,35 @@ int frame_copy(gmtf_fs *fs, uint32_t id, uint64_t ino, uint32_t blk, uint32_t of
         pthread_mutex_unlock(&fs->cache_lock);
         return 0;
     }
+    int part = fs->opt.range_reads && random && dlen >= RANGE_MIN && len <= dlen / RANGE_DIV;
+    int again = part && range_seen(fs, id);
+    if (part && !again) {
+        pthread_mutex_unlock(&fs->cache_lock);
+        int rc = frame_range(fs, id, off, len, dst);
+        return rc ? frame_unreadable(fs, id, ino, blk, rc) : 0;
+    }
     struct pending *p = pending_begin(fs, id);
-    uint8_t *buf = cache_recycle(fs, fs->frames[id].dlen);
+    uint8_t *buf = cache_recycle(fs, dlen);
     pthread_mutex_unlock(&fs->cache_lock);
-    int status;
-    int rc = frames_decode(fs, &id, 1, &buf, &status, NULL);
-    if (!rc)
-        rc = status;
+    int status, rc;
+    if (again) { /* whole, from the table the first range left where it can */
+        rc = buf || (buf = malloc(cache_buf_cap(fs, dlen))) ? 0 : -ENOMEM;
+        if (!rc)
+            rc = frame_range(fs, id, 0, dlen, buf);
+        if (rc) {
+            free(buf);
+            buf = NULL;
+        }
+    } else {
+        rc = frames_decode(fs, &id, 1, &buf, &status, NULL);
+        if (!rc)
+            rc = status;
+    }
     if (rc) {
         pthread_mutex_lock(&fs->cache_lock);
         pending_end(fs, p, id, NULL, 0);
         pthread_mutex_unlock(&fs->cache_lock);
-        fs_log(fs, "inode %llu block %u: frame %u at offset %llu (%u bytes) unreadable: %s",
-               (unsigned long long)ino, blk, id, (unsigned long long)fs->frames[id].off,
-               fs->frames[id].clen, rc < -1000 ? gmtf_strerror(rc) : strerror(-rc));
-        return rc == -ENOMEM ? rc : -EIO;
+        return frame_unreadable(fs, id, ino, blk, rc);
     }
     memcpy(dst, buf + off, len);
     pthread_mutex_lock(&fs->cache_lock);

@@ -192,6 +192,7 @@ struct gmtf_fs {
     /* Single-threaded codecs, one per concurrent decoder: readers decode
      * in parallel (a gmtf_codec serves one call at a time). */
     gmtf_codec *dpool[16];
+    uint32_t dpool_frame[16]; /* frame whose range each decoded last (its table is kept) */
     unsigned ndpool, dpool_busy, pool_max;
     pthread_mutex_t dpool_mtx;
     pthread_cond_t dpool_cond;
@@ -280,6 +281,8 @@ struct gmtf_fs {
     struct cblock *lru_head, *lru_tail;
     uint64_t cache_bytes, cache_limit;
     uint64_t frames_decoded;
+    uint32_t range_recent[8]; /* frames last read by range (frame_read.c) */
+    unsigned range_pos;
 
     /* dedup of flushed pieces */
     struct dedup_ent *dedup;
@@ -435,10 +438,12 @@ void blockmap_truncate(gmtf_fs *fs, struct inode *in, uint64_t size); /* mapping
 
 /* ---- frame_read.c ---- */
 /* Copies bytes [off, off+len) of frame id, decoded (through the cache).
- * ino and blk only name the reader in error messages. Caller holds
- * fs->lock (read or write), so the frame cannot be freed meanwhile. */
+ * ino and blk only name the reader in error messages. random: a read that
+ * read-ahead does not cover; on a cache miss it may decode only the range
+ * (frame_read.c). Caller holds fs->lock (read or write), so the frame
+ * cannot be freed meanwhile. */
 int frame_copy(gmtf_fs *fs, uint32_t id, uint64_t ino, uint32_t blk, uint32_t off, uint32_t len,
-               void *dst);
+               void *dst, int random);
 int frames_prefetch(gmtf_fs *fs, const uint32_t *ids, size_t n);
 /* Reads and decodes frames ids[0..n) as one batch; status[i] per frame. */
 int frames_verify(gmtf_fs *fs, const uint32_t *ids, size_t n, int *status);
@@ -480,6 +485,12 @@ int codec_encode(gmtf_fs *fs, const uint8_t *src, const uint64_t *off, size_t n,
 int codec_decode_batch(gmtf_fs *fs, size_t n, const uint8_t *src, const uint64_t *foff,
                        uint8_t *dst, const uint64_t *doff, int *status);
 int codec_decode_one(gmtf_fs *fs, const uint8_t *src, size_t len, uint8_t *dst, size_t dlen);
+/* Bytes [off, off+cnt) of frame id (stored bytes src[0..len)) into dst,
+ * preferring the pool codec that decoded a range of id last: its kept
+ * table makes another range, or the whole frame, a walk only
+ * (gmtf_frame_decode_range). 0 or a negative code. */
+int codec_decode_range(gmtf_fs *fs, uint32_t id, const uint8_t *src, size_t len, uint32_t off,
+                       uint32_t cnt, uint8_t *dst);
 int codec_resize(gmtf_fs *fs); /* the batch codec again, for this image's block size */
 
 /* ---- alloc.c ---- */

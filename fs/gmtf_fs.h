@@ -124,6 +124,13 @@ typedef struct gmtf_fs_options {
     /* The write time every checkpoint records, seconds since 1970; 0 = the
      * clock (reproducible images: mkfs with SOURCE_DATE_EPOCH). */
     int64_t write_time;
+    int pack_write_order; /* pack small files and tails in the order written (mkfs: input
+                             order, directory by directory), not by extension */
+    /* Cold random reads decode only the part of a frame they need
+     * (gmtf_frame_decode_range). Off by default: such a read cannot check
+     * the frame's data CRC (it covers the whole block), and frame version 2
+     * has no CRC of its payload yet, so a damaged payload could go unseen. */
+    int range_reads;
 } gmtf_fs_options;
 
 typedef struct gmtf_fs gmtf_fs;

@@ -512,9 +512,10 @@ static uint64_t le64(const uint8_t *p)
 static void check_layout(const uint8_t *p, size_t len, const char *name, uint32_t version,
                          int journal)
 {
-    assert_true(len >= 8192);
+    int nslots = version >= 2 ? 4 : 2; /* version 2: four slots (docs/format.md) */
+    assert_true(len >= 4096u * (unsigned)nslots);
     int best = -1;
-    for (int i = 0; i < 2; i++) {
+    for (int i = 0; i < nslots; i++) {
         const uint8_t *s = p + 4096 * i;
         if (memcmp(s, "GMTFSB\r\n", 8))
             continue;
@@ -618,22 +619,27 @@ static void test_sha256(void **state)
     assert_string_equal(hex, "248d6a61d20638b8e5c026930c3e6039a33ce45964ff2167f6ecedd419db06c1");
 }
 
-/* The manifest lists at least one image of version 1 (the first format),
+/* The manifest lists images of version 1 (the first format) and of
+ * version 2, among them one with a frame of method 2 (blocks of 1 MiB),
  * each image has a file here, and every entry belongs to a listed image. */
 static void test_manifest_complete(void **state)
 {
     (void)state;
-    int v1 = 0;
+    int v1 = 0, v2 = 0, large = 0;
     for (size_t i = 0; i < nimgs; i++) {
         const char *v = get(imgs[i].f, imgs[i].nf, "version");
         assert_non_null(v);
         v1 += !strcmp(v, "1");
+        v2 += !strcmp(v, "2");
+        large += !strcmp(imgs[i].name, "v2-large.img");
         char path[4096];
         snprintf(path, sizeof path, "%s/%s", images_dir, imgs[i].name);
         struct stat st;
         assert_int_equal(stat(path, &st), 0);
     }
     assert_true(v1 >= 2);
+    assert_true(v2 >= 3);
+    assert_int_equal(large, 1);
     for (size_t i = 0; i < nents; i++) {
         int found = 0;
         for (size_t j = 0; j < nimgs; j++)

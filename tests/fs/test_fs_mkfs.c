@@ -259,6 +259,74 @@ static int image_ok(const char *img)
     return run("'%s' -n -q '%s' >/dev/null 2>&1", fsck_bin, img);
 }
 
+/* Small files and tails packed in input order (pack_write_order): a path
+ * named twice keeps its last contents, a hard link reads as its target, a
+ * file of several blocks keeps its whole blocks and its tail, and files of
+ * two extensions interleaved in the archive all read back, with their
+ * times. */
+static void read_back(gmtf_fs *fs, const char *name, const char *want, size_t n)
+{
+    gmtf_entry e;
+    assert_int_equal(gmtf_fs_lookup(fs, GMTF_ROOT_INO, name, &e), 0);
+    assert_int_equal((size_t)e.attr.st_size, n);
+    char *b = malloc(n + 1);
+    assert_int_equal(gmtf_fs_read(fs, e.attr.st_ino, b, n + 1, 0), (long)n);
+    assert_memory_equal(b, want, n);
+    free(b);
+}
+
+static void test_archive_order(void **state)
+{
+    (void)state;
+    char tar[300], img[300];
+    snprintf(tar, sizeof tar, "%s/order.tar", tmp);
+    snprintf(img, sizeof img, "%s/order.img", tmp);
+    assert_int_equal(
+        run("python3 -c \"import io, tarfile\n"
+            "t = tarfile.open('%s', 'w')\n"
+            "def add(name, data, kind=tarfile.REGTYPE, link=''):\n"
+            "    i = tarfile.TarInfo(name); i.type = kind; i.mode = 0o644\n"
+            "    i.size = len(data); i.linkname = link; i.mtime = 1234567\n"
+            "    t.addfile(i, io.BytesIO(data))\n"
+            "add('dup.txt', b'old contents, longer than the new ones')\n"
+            "for k in range(40):\n"
+            "    add('f%%d.%%s' %% (k, 'c' if k %% 2 else 'h'), (b'%%d;' %% k) * (50 + k))\n"
+            "add('big.bin', bytes((i * 7 + i // 5000) %% 251 for i in range(200000)))\n"
+            "add('dup.txt', b'new')\n"
+            "add('target', b'target data')\n"
+            "add('hl', b'', tarfile.LNKTYPE, 'target')\n"
+            "t.close()\"",
+            tar),
+        0);
+    assert_int_equal(run("'%s' -q -b 64K --from '%s' '%s'", mkfs_bin, tar, img), 0);
+    gmtf_image *im;
+    assert_int_equal(gmtf_image_open_file(img, GMTF_IMAGE_RDONLY, &im), 0);
+    gmtf_fs_options o = {.read_only = 1, .threads = 1};
+    gmtf_fs *fs;
+    assert_int_equal(gmtf_fs_mount(im, &o, &fs), 0);
+    read_back(fs, "dup.txt", "new", 3);
+    read_back(fs, "target", "target data", 11);
+    read_back(fs, "hl", "target data", 11);
+    char *big = malloc(200000), want[400];
+    for (int i = 0; i < 200000; i++)
+        big[i] = (char)((i * 7 + i / 5000) % 251);
+    read_back(fs, "big.bin", big, 200000);
+    for (int k = 0; k < 40; k++) {
+        size_t n = 0;
+        for (int r = 0; r < 50 + k; r++)
+            n += (size_t)snprintf(want + n, sizeof want - n, "%d;", k);
+        char name[16];
+        snprintf(name, sizeof name, "f%d.%s", k, k % 2 ? "c" : "h");
+        read_back(fs, name, want, n);
+    }
+    gmtf_entry e;
+    assert_int_equal(gmtf_fs_lookup(fs, GMTF_ROOT_INO, "f3.c", &e), 0);
+    assert_int_equal(e.attr.st_mtim.tv_sec, 1234567); /* times as in the archive */
+    free(big);
+    gmtf_fs_unmount(fs);
+    assert_int_equal(image_ok(img), 0);
+}
+
 /* Integrity defect 13: mkfs wrote over an existing image without asking,
  * and a failed or interrupted mkfs left an image fsck called clean. */
 static void test_existing_and_failed(void **state)
@@ -368,6 +436,7 @@ int main(int argc, char **argv)
         cmocka_unit_test(test_from_tar_and_stdin),
         cmocka_unit_test(test_lock_and_exit_codes),
         cmocka_unit_test(test_archive_bad_members),
+        cmocka_unit_test(test_archive_order),
         cmocka_unit_test(test_existing_and_failed),
         cmocka_unit_test(test_loop_device_lock),
     };

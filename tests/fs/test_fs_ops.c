@@ -542,6 +542,70 @@ static void test_stats(void **state)
     rec_image_free(r);
 }
 
+/* Cold reads of parts of large frames (1 MiB blocks: packs of small
+ * files, whole blocks, a raw block) decode by range (frame_read.c): random
+ * small reads through a 1 MiB cache, then two passes over every file,
+ * all equal to what was written. */
+static void text_file(uint8_t *p, size_t n, unsigned seed)
+{
+    static const char *w[] = {"frame", "block", "chain", "sample", "range", "pack", "tail"};
+    size_t k = 0;
+    for (unsigned i = 0; k < n; i++) {
+        char line[96];
+        int m = snprintf(line, sizeof line, "%u %s %s %u\n", seed, w[(seed + i) % 7],
+                         w[(i * 3 + seed / 7) % 7], i * seed % 1000);
+        for (int j = 0; j < m && k < n; j++)
+            p[k++] = (uint8_t)line[j];
+    }
+}
+
+static void test_range_reads(void **state)
+{
+    (void)state;
+    const uint32_t bs = 1u << 20;
+    enum { NSMALL = 400 };
+    rec_img *r = mkfs_rec(bs, 0);
+    gmtf_fs *fs = mount_rec(r, 0);
+    size_t len[NSMALL + 2];
+    uint8_t *data[NSMALL + 2];
+    char nm[32];
+    for (int i = 0; i < NSMALL + 2; i++) {
+        len[i] = i == NSMALL ? 3 * bs + 5000 : i == NSMALL + 1 ? bs + 100 : 2000 + (size_t)i * 37;
+        data[i] = malloc(len[i]);
+        if (i == NSMALL + 1)
+            fill_pattern(data[i], len[i], 5); /* incompressible: a raw frame */
+        else
+            text_file(data[i], len[i], (unsigned)i + 1);
+        snprintf(nm, sizeof nm, "f%d.txt", i);
+        mkfile(fs, ROOT, nm, data[i], len[i]);
+    }
+    assert_int_equal(gmtf_fs_unmount(fs), 0);
+    gmtf_fs_options o = {.read_only = 1, .threads = 1, .cache_bytes = 1u << 20, .range_reads = 1};
+    assert_int_equal(gmtf_fs_mount(rec_image_attach(r), &o, &fs), 0);
+    uint64_t ino[NSMALL + 2];
+    for (int i = 0; i < NSMALL + 2; i++) {
+        snprintf(nm, sizeof nm, "f%d.txt", i);
+        ino[i] = ino_of(fs, ROOT, nm);
+        assert_true(ino[i] != 0);
+    }
+    uint8_t buf[9000];
+    srand(17);
+    for (int t = 0; t < 600; t++) {
+        int i = t % 5 == 0 ? NSMALL + rand() % 2 : rand() % NSMALL;
+        size_t off = (size_t)rand() % len[i], n = 1 + (size_t)rand() % sizeof buf;
+        size_t want = n < len[i] - off ? n : len[i] - off;
+        assert_int_equal(gmtf_fs_read(fs, ino[i], buf, n, off), (long)want);
+        assert_memory_equal(buf, data[i] + off, want);
+    }
+    for (int pass = 0; pass < 2; pass++)
+        for (int i = 0; i < NSMALL + 2; i++)
+            check_file(fs, ino[i], data[i], len[i]);
+    assert_int_equal(gmtf_fs_unmount(fs), 0);
+    for (int i = 0; i < NSMALL + 2; i++)
+        free(data[i]);
+    rec_image_free(r);
+}
+
 /* One flush rewrites block y.0 (the only user of frame F) and gives x.0
  * exactly F's old bytes. Were x.0 deduplicated against F, y's record would
  * free F before x's record maps it (y sorts first): the flush failed with
@@ -724,6 +788,19 @@ int main(void)
         cmocka_unit_test(test_stats),
         cmocka_unit_test(test_compaction),
         cmocka_unit_test(test_threads),
+        cmocka_unit_test(test_data_persists),
+        cmocka_unit_test(test_overwrite_offsets),
+        cmocka_unit_test(test_holes_truncate_seek),
+        cmocka_unit_test(test_namespace),
+        cmocka_unit_test(test_attrs_xattrs),
+        cmocka_unit_test(test_write_keep_attrs),
+        cmocka_unit_test(test_unlinked_open),
+        cmocka_unit_test(test_space_reuse),
+        cmocka_unit_test(test_dedup_and_packing),
+        cmocka_unit_test(test_dedup_against_rewritten),
+        cmocka_unit_test(test_compaction),
+        cmocka_unit_test(test_threads),
+        cmocka_unit_test(test_range_reads),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

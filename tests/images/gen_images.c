@@ -294,6 +294,34 @@ static void make_tree(const char *dir)
     set_all_times();
 }
 
+/* ---- large: blocks of 1 MiB, for frame version 2's parallel method ---------- */
+
+/* A tree for mkfs.gmtf -b 1M: one file of a full 1 MiB block and a tail
+ * (the block takes version 2's method 2, the 32 rANS lanes, which only
+ * blocks of 900 KiB or more take; the tail method 3), and small files that
+ * share one frame. */
+static void make_large(const char *dir)
+{
+    snprintf(root_dir, sizeof root_dir, "%s", dir);
+    if (mkdir(dir, 0755))
+        die("mkdir %s: %s", dir, strerror(errno));
+    chmod(dir, 0755);
+    h_check(mkdir(hp("/text"), 0755), "mkdir", "/text");
+    size_t n = (1u << 20) + 30000;
+    char *t = prose(n, 900);
+    h_write("/text/book.txt", t, n, 0, 0644);
+    free(t);
+    for (int i = 0; i < 6; i++) {
+        char rel[64];
+        size_t m = 700u + (size_t)i * 311u;
+        snprintf(rel, sizeof rel, "/text/note%d.c", i);
+        char *c = c_source(m, 910u + (uint64_t)i);
+        h_write(rel, c, m, 0, 0644);
+        free(c);
+    }
+    set_all_times();
+}
+
 /* ---- ops: a workload through the library, mirrored on the host ------------- */
 
 static gmtf_fs *fs;
@@ -671,6 +699,10 @@ int main(int argc, char **argv)
         make_tree(argv[2]);
         return 0;
     }
+    if (argc == 3 && !strcmp(argv[1], "large")) {
+        make_large(argv[2]);
+        return 0;
+    }
     if (argc == 3 && !strcmp(argv[1], "settle")) {
         settle(argv[2]);
         return 0;
@@ -680,6 +712,7 @@ int main(int argc, char **argv)
         return 0;
     }
     fprintf(stderr, "usage: gen_images tree SRCDIR\n"
+                    "       gen_images large SRCDIR\n"
                     "       gen_images ops CLEAN.img CRASH.img MIRRORDIR\n"
                     "       gen_images settle IMAGE\n");
     return 2;

@@ -1,6 +1,6 @@
 #!/bin/bash
 # Makes the compatibility images of the CURRENT format version (FMT_VERSION
-# in fs/fs_internal.h) and their MANIFEST lines. See README.md here for the
+# in fs/format.h) and their MANIFEST lines. See README.md here for the
 # rule: images of a released version are never regenerated or deleted.
 #
 #   tests/images/make-images.sh BUILDDIR [--force]
@@ -22,10 +22,13 @@ mkfs=$build/tools/mkfs.gmtf
 for t in "$gen" "$mkfs"; do
     [ -x "$t" ] || { echo "make-images: $t missing: build $build first" >&2; exit 1; }
 done
-version=$(sed -n 's/^#define FMT_VERSION \([0-9]*\)u.*/\1/p' "$root/fs/fs_internal.h")
+version=$(sed -n "s/^#define FMT_VERSION \([0-9]*\)u.*/\1/p" "$root/fs/format.h" "$root/fs/fs_internal.h" | head -1)
 [ -n "$version" ] || { echo "make-images: FMT_VERSION not found" >&2; exit 1; }
 v=v$version
 names=("$v-tree.img" "$v-ops.img" "$v-crash.img")
+# Version 2 on: also blocks of 1 MiB (frame version 2's method 2 takes blocks
+# of 900 KiB and more only).
+[ "$version" -ge 2 ] && names+=("$v-large.img")
 for n in "${names[@]}"; do
     if [ -e "$here/$n" ] && [ "$force" != --force ]; then
         echo "make-images: $here/$n exists; images of a released format version are" \
@@ -40,6 +43,10 @@ trap 'rm -rf "$tmp"' EXIT
 "$gen" tree "$tmp/tree"
 "$mkfs" -q -b 64K -L "gmtf-$v-tree" --from "$tmp/tree" "$tmp/$v-tree.img"
 "$gen" ops "$tmp/$v-ops.img" "$tmp/$v-crash.img" "$tmp/mirror"
+if [ "$version" -ge 2 ]; then
+    "$gen" large "$tmp/large"
+    "$mkfs" -q -b 1M -L "gmtf-$v-large" --from "$tmp/large" "$tmp/$v-large.img"
+fi
 
 . "$here/manifest-lib.sh"
 
@@ -74,6 +81,9 @@ fi
     manifest_image "$v-tree.img" "$tmp/tree" 0 "mkfs.gmtf_-b_64K_--from_generated_tree"
     manifest_image "$v-ops.img" "$tmp/mirror" 0 "library_workload,_clean_unmount"
     manifest_image "$v-crash.img" "$tmp/mirror" 1 "library_workload,_crash_after_fsync"
+    if [ "$version" -ge 2 ]; then
+        manifest_image "$v-large.img" "$tmp/large" 0 "mkfs.gmtf_-b_1M_--from_generated_tree"
+    fi
 } >>"$new"
 
 for n in "${names[@]}"; do
