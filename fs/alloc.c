@@ -356,6 +356,20 @@ static int ext_cmp(const void *a, const void *b)
     return x->off < y->off ? -1 : x->off > y->off;
 }
 
+/* Keeps the parts of v[0..n) below size; returns the new count. */
+static size_t ext_clip(struct ext *v, size_t n, uint64_t size)
+{
+    size_t k = 0;
+    for (size_t i = 0; i < n; i++)
+        if (v[i].off < size) {
+            v[k] = v[i];
+            if (v[k].len > size - v[k].off)
+                v[k].len = size - v[k].off;
+            k++;
+        }
+    return k;
+}
+
 int alloc_rebuild(gmtf_fs *fs)
 {
     size_t n = 0, cap = fs->live_frames + 4 + fs->retired_cur.n + fs->retired_prev.n;
@@ -374,15 +388,14 @@ int alloc_rebuild(gmtf_fs *fs)
      * there: the end is never moved to where an image claims space. */
     uint64_t size;
     if (!img_size(fs, &size)) {
-        size_t k = 0;
-        for (size_t i = 0; i < n; i++)
-            if (v[i].off < size) {
-                v[k] = v[i];
-                if (v[k].len > size - v[k].off)
-                    v[k].len = size - v[k].off;
-                k++;
-            }
-        n = k;
+        n = ext_clip(v, n, size);
+        /* The retired lists too: released two checkpoints later, a range
+         * past today's end would come back as free space inside what the
+         * end has grown to by then (a hostile RETIRE record past the end:
+         * the repair's new journal was given out again and the trim cut
+         * it off; mutator seed 5346 of 10,000). */
+        fs->retired_cur.n = ext_clip(fs->retired_cur.v, fs->retired_cur.n, size);
+        fs->retired_prev.n = ext_clip(fs->retired_prev.v, fs->retired_prev.n, size);
     }
     qsort(v, n, sizeof *v, ext_cmp);
     fs->free.n = 0;

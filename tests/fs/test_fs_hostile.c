@@ -769,6 +769,24 @@ static void edit_journal_1g(himg *h, const uint8_t *img, size_t len)
     himg_put_sb(h, h->cur, 1);
 }
 
+/* Seed 5346 of a 10,000-case run (9e3cb10): a retired range (RETIRE record
+ * of the snapshot) moved past the end of the image. fsck -y's checkpoint
+ * put its new journal at the end; two checkpoints later the retired range
+ * came back as free space inside it, and trimming the free end cut the
+ * journal copy off: fsck -n then found it unreadable (not converged). */
+static void edit_retire_past_end(himg *h, const uint8_t *img, size_t len)
+{
+    (void)img;
+    hrec *r = NULL;
+    hchunk *c;
+    for (size_t k = 0; !r && (c = chunk_at(h, k)); k++)
+        for (size_t i = 0; !r && i < c->n; i++)
+            if (hrec_type(&c->v[i]) == R_RETIRE)
+                r = &c->v[i];
+    assert_non_null(r);
+    field_set(r, 0, len + 4096);
+}
+
 static const struct finding {
     int variant;
     void (*edit)(himg *h, const uint8_t *img, size_t len);
@@ -794,6 +812,7 @@ static const struct finding {
     {0, edit_root_regular, 0, "the root a regular file, journal image"},
     {1, edit_frame_shifted, 0, "a frame 64 bytes into the one before"},
     {0, edit_frame_shifted, 0, "a frame 64 bytes into the one before, journal image"},
+    {0, edit_retire_past_end, 0, "a retired range past the end of the image"},
 };
 
 static void test_mutator_findings(void **state)
