@@ -41,6 +41,29 @@
 #include "qlfc_rc.h"
 #include "entropy_lanes_dev.h"
 
+/* GMTF_LANES_PROFILE (a measuring build, never the default): nanoseconds
+ * of the encoder's phases summed over calls, read by gmtf_lanes_profile. */
+#ifdef GMTF_LANES_PROFILE
+#include <time.h>
+static _Thread_local uint64_t prof_ns[6];
+static uint64_t prof_now(void)
+{
+    struct timespec t;
+    clock_gettime(CLOCK_MONOTONIC, &t);
+    return (uint64_t)t.tv_sec * 1000000000u + (uint64_t)t.tv_nsec;
+}
+#define PROF_T(v) uint64_t v = prof_now()
+#define PROF_ADD(i, t0) (prof_ns[i] += prof_now() - (t0))
+void gmtf_lanes_profile(uint64_t out[6]);
+void gmtf_lanes_profile(uint64_t out[6])
+{
+    memcpy(out, prof_ns, sizeof prof_ns);
+}
+#else
+#define PROF_T(v) ((void)0)
+#define PROF_ADD(i, t0) ((void)0)
+#endif
+
 /* ---- alphabets ----------------------------------------------------------- */
 
 #define NSYM 16
@@ -907,9 +930,13 @@ static long lanes_encode(const uint8_t *bwt, size_t n, uint8_t *dst, size_t cap,
         lane_range(n, j, &a, &b);
         w->nruns[j] = runs;
         w->ngroups[j] = ng;
+        PROF_T(t0);
         size_t k = gmtf_qlfc_ranks(bwt, a, b, rk + runs, w->init[j], &w->ninit[j]);
+        PROF_ADD(0, t0);
+        PROF_T(t1);
         lane_keys(bwt, a, b, rk + runs, keys + 2 * (size_t)runs, runs, w->gstart + ng,
                   w->shared_cnt);
+        PROF_ADD(1, t1);
         runs += (uint32_t)k;
         ng += lane_groups(b - a);
     }
@@ -930,6 +957,7 @@ static long lanes_encode(const uint8_t *bwt, size_t n, uint8_t *dst, size_t cap,
     uint8_t *sel = w->d.sel;
     uint64_t best = UINT64_MAX;
     unsigned best_sets = 1;
+    PROF_T(t2);
     for (unsigned i = 0; i < SET_CHOICES; i++) {
         unsigned nsets = set_choice[i];
         if (nsets > 1 && ng < 2 * nsets)
@@ -948,10 +976,14 @@ static long lanes_encode(const uint8_t *bwt, size_t n, uint8_t *dst, size_t cap,
         best_sets = nsets;
         memcpy(w->best_sel, sel, ng);
     }
+    PROF_ADD(2, t2);
+    PROF_T(t3);
     unsigned nsets = best_sets;
     memcpy(sel, w->best_sel, ng);
     count_sets(w, nsets, keys, sel, ng);
     quantise_tables(w, nsets);
+    PROF_ADD(3, t3);
+    PROF_T(t4);
 
     /* lanes, one after another into the scratch */
     size_t used = 0;
@@ -968,6 +1000,8 @@ static long lanes_encode(const uint8_t *bwt, size_t n, uint8_t *dst, size_t cap,
         used += len;
         w->lane_len[j] = (uint32_t)len;
     }
+    PROF_ADD(4, t4);
+    PROF_T(t5);
     if (cap < 5)
         return -ENOSPC;
     long h = put_header(w, nsets, sel, ng, dst + 5, cap - 5);
@@ -977,6 +1011,7 @@ static long lanes_encode(const uint8_t *bwt, size_t n, uint8_t *dst, size_t cap,
     for (int q = 0; q < 4; q++)
         dst[1 + q] = (uint8_t)((uint32_t)h >> (8 * q));
     memcpy(dst + 5 + h, scratch, used);
+    PROF_ADD(5, t5);
     return (long)(5 + (size_t)h + used);
 }
 
