@@ -1,0 +1,789 @@
+/* Lane-parallel encoding of the codec's method 2 on the GPU
+ * (gpu_lanes.h): one thread a lane, many blocks at once. Two kernels,
+ * each the same loop as codec/entropy_lanes.c's:
+ *   scan: a lane's QLFC ranks (gmtf_qlfc_ranks), its runs' context keys,
+ *         its first run of every 4 KiB group and its counts of the shared
+ *         tables (lane_keys);
+ *   code: a lane's runs coded backwards by rANS (lane_encode) with the
+ *         tables and selectors the host chose from the scan.
+ * The model's constants are repeated (as in gpu/lanes.cu); the codec checks
+ * the layout macros at compile time. The scan's outputs stay on the device
+ * for the code kernel.
+ *
+ * The same source builds for the CPU with GMTF_LANES_ENC_EMU: tests/gpu
+ * runs the device code path without a GPU. */
+#include <errno.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#ifdef GMTF_LANES_ENC_EMU
+#include "lanes_enc_emu_names.h"
+#define GMTF_HD
+#define GMTF_CONST static const
+#else
+#include <cuda_runtime.h>
+#include "gpu.h"
+#define GMTF_HD __device__
+#define GMTF_CONST __constant__
+#endif
+
+#include "gpu_lanes.h"
+
+/* ---- the model (codec/entropy_lanes.c) ----------------------------------- */
+
+#define NSYM 16
+#define RSYM_RETIRE 0
+#define RSYM_OFF_FIRST 5
+#define RSYM_BIG_FIRST 13
+#define LSYM_ESC 15
+#define LBIG_MIN 8
+#define ER_INIT 48
+#define NRCTX (12 * 3 * 3)
+#define NLCTX (12 * 5)
+#define TPS (NRCTX + NLCTX)
+#define MAX_SETS 8
+#define T_OFF (MAX_SETS * TPS)
+#define T_LBIG (T_OFF + 11)
+#define NTAB (T_LBIG + 2) /* tables a block, the decoder's one-symbol table last */
+#define GROUP_BYTES 4096
+#define MAX_GROUPS ((16u << 20) / GROUP_BYTES + GMTF_GPU_LANES)
+#define PROB_BITS 12
+#define RANS_L (1ull << 32)
+#define XA 0
+#define XB 1
+#define CUMW GMTF_GPU_LANES_CUM
+
+GMTF_CONST uint8_t e_rbase[NSYM] = {0, 1, 2, 3, 4, 5, 7, 9, 13, 17, 25, 33, 49, 65, 129, 193};
+GMTF_CONST uint8_t e_lbase[LSYM_ESC] = {1, 2, 3, 4, 6, 8, 12, 16, 24, 32, 48, 64, 96, 128, 192};
+GMTF_CONST uint8_t e_lbits[LSYM_ESC] = {0, 0, 0, 1, 1, 2, 2, 3, 3, 4, 4, 5, 5, 6, 6};
+GMTF_CONST uint8_t e_e_q[16] = {0, 1, 2, 3, 4, 5, 6, 7, 8, 8, 9, 9, 10, 10, 11, 11};
+GMTF_CONST uint8_t e_h_q[16] = {0, 1, 2, 2, 2, 2, 2, 2, 2, 2, 2, 2, 2, 2, 2, 2};
+GMTF_CONST uint8_t e_p_q[16] = {2, 0, 1, 2, 2, 2, 2, 2, 2, 2, 2, 2, 2, 2, 2, 2};
+GMTF_CONST uint8_t e_r_q[16] = {0, 1, 2, 3, 3, 4, 4, 4, 4, 4, 4, 4, 4, 4, 4, 4};
+
+static_assert(NTAB == GMTF_GPU_LANES_NTABLES && TPS == GMTF_GPU_LANES_TPS &&
+                  GROUP_BYTES == GMTF_GPU_LANES_GROUP && MAX_GROUPS == GMTF_GPU_LANES_MAX_GROUPS &&
+                  NTAB - 1 - T_OFF == GMTF_GPU_LANES_NSHARED,
+              "gpu_lanes.h's layout");
+
+/* ---- lane geometry (the codec's: ceil(n / 32) bytes a lane) ---------------- */
+
+static GMTF_HD inline void lane_geom(uint64_t n, unsigned j, uint32_t *a, uint32_t *b,
+                                     uint32_t *gbase)
+{
+    uint64_t seg = (n + GMTF_GPU_LANES - 1) / GMTF_GPU_LANES, g = 0;
+    for (unsigned i = 0; i <= j; i++) {
+        uint64_t lo = i * seg, hi = lo + seg;
+        lo = lo < n ? lo : n;
+        hi = hi < n ? hi : n;
+        if (i == j) {
+            *a = (uint32_t)lo;
+            *b = (uint32_t)hi;
+        } else {
+            g += (hi - lo + GROUP_BYTES - 1) / GROUP_BYTES;
+        }
+    }
+    *gbase = (uint32_t)g;
+}
+
+static GMTF_HD inline unsigned rsym_of(unsigned r)
+{
+    if (r <= 4)
+        return r;
+    unsigned s = 5;
+    while (s + 1 < NSYM && e_rbase[s + 1] <= r)
+        s++;
+    return s;
+}
+
+static GMTF_HD inline unsigned lsym_of(uint32_t len)
+{
+    if (len >= 256)
+        return LSYM_ESC;
+    unsigned s = 0;
+    while (s + 1 < LSYM_ESC && e_lbase[s + 1] <= len)
+        s++;
+    return s;
+}
+
+static GMTF_HD inline unsigned bitlen_m1(uint32_t v) /* v >= 1: index of the top bit */
+{
+    unsigned k = 0;
+    while (v >> (k + 1))
+        k++;
+    return k;
+}
+
+/* ---- scan: ranks, keys, groups, shared counts of one lane ----------------- */
+
+/* tmp: 1280 bytes of the lane's own (list, seen, er, el, hr). */
+static GMTF_HD void lane_scan(const uint8_t *s, uint32_t a, uint32_t b, uint8_t *rk, uint16_t *keys,
+                              uint32_t *nruns, uint8_t *init, uint16_t *ninit, uint32_t *gstart,
+                              uint32_t *shared, uint8_t *tmp)
+{
+    uint8_t *list = tmp, *seen = tmp + 256, *er = tmp + 512, *el = tmp + 768, *hr = tmp + 1024;
+    uint32_t k = 0;
+    for (uint32_t i = a; i < b; k++) {
+        uint8_t c = s[i];
+        while (i < b && s[i] == c)
+            i++;
+    }
+    uint32_t runs = k;
+    for (unsigned i = 0; i < 256; i++) {
+        list[i] = (uint8_t)i;
+        seen[i] = 0;
+        er[i] = ER_INIT;
+        el[i] = 0;
+        hr[i] = 0;
+    }
+    unsigned nseen = 0;
+    uint32_t i = b;
+    while (i > a) {
+        uint8_t c = s[i - 1];
+        while (i > a && s[i - 1] == c)
+            i--;
+        unsigned p = 0;
+        while (list[p] != c)
+            p++;
+        for (unsigned q = p; q > 0; q--)
+            list[q] = list[q - 1];
+        list[0] = c;
+        rk[--k] = seen[c] ? (uint8_t)p : 0;
+        if (!seen[c]) {
+            seen[c] = 1;
+            nseen++;
+        }
+    }
+    for (unsigned q = 0; q < nseen; q++)
+        init[q] = list[q];
+    *ninit = (uint16_t)nseen;
+    *nruns = runs;
+    for (unsigned q = 0; q < GMTF_GPU_LANES_NSHARED * NSYM; q++)
+        shared[q] = 0;
+    unsigned prev = 1;
+    uint32_t g = 0;
+    k = 0;
+    for (i = a; i < b; k++) {
+        uint8_t c = s[i];
+        uint32_t st = i;
+        while (i < b && s[i] == c)
+            i++;
+        while ((st - a) >= g * GROUP_BYTES)
+            gstart[g++] = k;
+        unsigned rsym = rk[k] ? rsym_of(rk[k]) : RSYM_RETIRE;
+        uint32_t len = i - st;
+        unsigned lsym = lsym_of(len);
+        if (rsym >= RSYM_BIG_FIRST)
+            shared[(rsym - RSYM_OFF_FIRST) * NSYM + ((rk[k] - e_rbase[rsym]) >> 2)]++;
+        else if (rsym >= RSYM_OFF_FIRST)
+            shared[(rsym - RSYM_OFF_FIRST) * NSYM + (rk[k] - e_rbase[rsym])]++;
+        if (lsym == LSYM_ESC)
+            shared[(T_LBIG - T_OFF) * NSYM + bitlen_m1(len) - LBIG_MIN]++;
+        unsigned rctx = (e_e_q[(er[c] + 8) >> 4] * 3 + e_h_q[hr[c]]) * 3 + e_p_q[prev];
+        unsigned lctx = NRCTX + e_e_q[(el[c] + 8) >> 4] * 5 + e_r_q[rsym];
+        keys[2 * k] = (uint16_t)(rctx << 4 | rsym);
+        keys[2 * k + 1] = (uint16_t)(lctx << 4 | lsym);
+        unsigned rv = rsym == RSYM_RETIRE ? 15 : rsym;
+        er[c] = (uint8_t)((er[c] + (rv << 4)) >> 1);
+        el[c] = (uint8_t)((el[c] + (lsym << 4)) >> 1);
+        hr[c] = (uint8_t)rv;
+        prev = rsym;
+    }
+    uint32_t ng = (b - a + GROUP_BYTES - 1) / GROUP_BYTES;
+    while (g < ng)
+        gstart[g++] = k;
+}
+
+/* ---- code: rANS of one lane ------------------------------------------------ */
+
+struct renc {
+    uint64_t x[2];
+    uint8_t *p, *lo;
+    int overflow;
+};
+
+struct rgroup {
+    unsigned n, bits;
+    uint64_t freq;
+    uint16_t f[4], c[4];
+    uint8_t nb[4];
+};
+
+static GMTF_HD inline void g_init(rgroup &g)
+{
+    g.n = 0;
+    g.bits = 0;
+    g.freq = 1;
+}
+
+static GMTF_HD inline void g_sym(rgroup &g, const uint16_t *cum, unsigned t, unsigned y)
+{
+    const uint16_t *cm = cum + (size_t)t * CUMW;
+    uint16_t f = (uint16_t)(cm[y + 1] - cm[y]);
+    g.f[g.n] = f;
+    g.c[g.n] = cm[y];
+    g.nb[g.n++] = PROB_BITS;
+    g.bits += PROB_BITS;
+    g.freq *= f;
+}
+
+static GMTF_HD inline void g_raw(rgroup &g, uint32_t v, unsigned nb)
+{
+    if (nb == 0)
+        return;
+    g.f[g.n] = 0;
+    g.c[g.n] = (uint16_t)v;
+    g.nb[g.n++] = (uint8_t)nb;
+    g.bits += nb;
+}
+
+static GMTF_HD inline void g_put(renc &r, unsigned st, const rgroup &g)
+{
+    uint64_t x = r.x[st];
+    uint64_t k = g.freq << (32 - g.bits);
+    if ((x >> 32) >= k) {
+        if (r.p - r.lo < 4) {
+            r.overflow = 1;
+        } else {
+            r.p -= 4;
+            for (int q = 0; q < 4; q++)
+                r.p[q] = (uint8_t)(x >> (8 * q));
+        }
+        x >>= 32;
+    }
+    for (unsigned i = g.n; i-- > 0;) {
+        if (g.f[i]) {
+            uint64_t q = x / g.f[i];
+            x = (q << PROB_BITS) + (x - q * g.f[i]) + g.c[i];
+        } else {
+            x = x << g.nb[i] | g.c[i];
+        }
+    }
+    r.x[st] = x;
+}
+
+/* Codes lane [a, b) of k runs backwards into [lo, hi); its length, or 0
+ * when it does not fit (the host codes that lane itself). */
+static GMTF_HD uint32_t lane_code(const uint8_t *s, uint32_t a, uint32_t b, uint32_t k,
+                                  const uint8_t *rk, const uint16_t *keys, const uint8_t *sel,
+                                  const uint16_t *cum, uint8_t *lo, uint8_t *hi)
+{
+    renc r;
+    r.x[0] = r.x[1] = RANS_L;
+    r.p = hi;
+    r.lo = lo;
+    r.overflow = 0;
+    uint32_t i = b;
+    while (i > a) {
+        uint8_t c = s[i - 1];
+        uint32_t end = i;
+        while (i > a && s[i - 1] == c)
+            i--;
+        if (k == 0)
+            return 0; /* more runs than the scan found: not this lane's data */
+        k--;
+        uint32_t len = end - i;
+        unsigned set = sel[(i - a) / GROUP_BYTES] & (MAX_SETS - 1);
+        unsigned rkey = keys[2 * k], lkey = keys[2 * k + 1];
+        unsigned rsym = rkey & 15, lsym = lkey & 15;
+        unsigned rtab = rkey >> 4, ltab = lkey >> 4;
+        if (rtab >= TPS || ltab >= TPS)
+            return 0;
+        rgroup ga, gb;
+        g_init(ga);
+        g_sym(ga, cum, set * TPS + rtab, rsym);
+        g_sym(ga, cum, set * TPS + ltab, lsym);
+        g_init(gb);
+        if (rsym >= RSYM_BIG_FIRST) {
+            g_sym(gb, cum, T_OFF + rsym - RSYM_OFF_FIRST, ((rk[k] - e_rbase[rsym]) >> 2) & 15);
+            g_raw(gb, (rk[k] - e_rbase[rsym]) & 3, 2);
+        } else if (rsym >= RSYM_OFF_FIRST) {
+            g_sym(gb, cum, T_OFF + rsym - RSYM_OFF_FIRST, (rk[k] - e_rbase[rsym]) & 15);
+        }
+        if (lsym == LSYM_ESC) {
+            if (len < (1u << LBIG_MIN))
+                return 0;
+            unsigned eb = bitlen_m1(len), lo_bits = eb < 16 ? eb : 16;
+            uint32_t low = len & ((1u << eb) - 1);
+            rgroup g2, g3;
+            g_init(g2);
+            g_sym(g2, cum, T_LBIG, (eb - LBIG_MIN) & 15);
+            g_raw(g2, low >> (eb - lo_bits), lo_bits);
+            g_init(g3);
+            g_raw(g3, low & ((1u << (eb - lo_bits)) - 1), eb - lo_bits);
+            g_put(r, XB, g3);
+            g_put(r, XB, g2);
+        } else {
+            g_raw(gb, len - e_lbase[lsym], e_lbits[lsym]);
+        }
+        g_put(r, XB, gb);
+        g_put(r, XA, ga);
+    }
+    if (k != 0 || r.overflow || r.p - lo < 16)
+        return 0;
+    r.p -= 16;
+    for (int q = 0; q < 8; q++) {
+        r.p[q] = (uint8_t)(r.x[XA] >> (8 * q));
+        r.p[8 + q] = (uint8_t)(r.x[XB] >> (8 * q));
+    }
+    return (uint32_t)(hi - r.p);
+}
+
+/* Lane L's stream room in the device's output: 2 bytes an input byte and
+ * 64 more, the stream written downwards to the room's end. */
+static GMTF_HD inline uint64_t room_end(uint64_t blk_off, uint32_t b, uint64_t lane)
+{
+    return 2 * (blk_off + b) + 64 * (lane + 1);
+}
+
+/* ---- one lane of a batch --------------------------------------------------- */
+
+struct enc_args {
+    const uint8_t *bwt;
+    const uint64_t *off;
+    uint8_t *rk;
+    uint16_t *keys;
+    uint32_t *runs;
+    uint8_t *init;
+    uint16_t *ninit;
+    uint32_t *gstart;
+    uint32_t *shared;
+    const uint8_t *sel;
+    const uint16_t *cum;
+    uint8_t *room;
+    uint32_t *len;
+};
+
+static GMTF_HD void scan_one(const enc_args &e, size_t blk, unsigned j, uint8_t *tmp)
+{
+    uint64_t o = e.off[blk], n = e.off[blk + 1] - o;
+    uint32_t a, b, gb;
+    lane_geom(n, j, &a, &b, &gb);
+    size_t L = blk * GMTF_GPU_LANES + j;
+    lane_scan(e.bwt + o, a, b, e.rk + o + a, e.keys + 2 * (o + a), &e.runs[L], e.init + L * 256,
+              &e.ninit[L], e.gstart + blk * MAX_GROUPS + gb,
+              e.shared + L * GMTF_GPU_LANES_NSHARED * NSYM, tmp);
+}
+
+static GMTF_HD void code_one(const enc_args &e, size_t blk, unsigned j)
+{
+    uint64_t o = e.off[blk], n = e.off[blk + 1] - o;
+    uint32_t a, b, gb;
+    lane_geom(n, j, &a, &b, &gb);
+    size_t L = blk * GMTF_GPU_LANES + j;
+    uint64_t hi = room_end(o, b, L), lo = hi - 2 * (uint64_t)(b - a) - 64;
+    e.len[L] = lane_code(e.bwt + o, a, b, e.runs[L], e.rk + o + a, e.keys + 2 * (o + a),
+                         e.sel + blk * MAX_GROUPS + gb, e.cum + blk * NTAB * CUMW, e.room + lo,
+                         e.room + hi);
+}
+
+/* ---- context ------------------------------------------------------------------ */
+
+struct dbuf {
+    void *p;
+    size_t cap;
+};
+
+struct gmtf_gpu_lanes_enc {
+    int ok;
+    char err[256];
+    size_t count;    /* blocks of the last scan */
+    uint64_t nbytes; /* their bytes */
+    int scanned;
+    dbuf bwt, off, rk, keys, runs, init, ninit, gstart, shared, sel, cum, room, len, pos, packed;
+#ifndef GMTF_LANES_ENC_EMU
+    cudaStream_t st;
+#endif
+};
+
+static int set_err(gmtf_gpu_lanes_enc *c, int rc, const char *what, const char *detail)
+{
+    snprintf(c->err, sizeof c->err, "%s: %s", what, detail);
+    return rc;
+}
+
+#define TRY(x)                                                                                     \
+    do {                                                                                           \
+        int rc_ = (x);                                                                             \
+        if (rc_)                                                                                   \
+            return rc_;                                                                            \
+    } while (0)
+
+static enc_args args_of(gmtf_gpu_lanes_enc *c)
+{
+    enc_args e;
+    e.bwt = (const uint8_t *)c->bwt.p;
+    e.off = (const uint64_t *)c->off.p;
+    e.rk = (uint8_t *)c->rk.p;
+    e.keys = (uint16_t *)c->keys.p;
+    e.runs = (uint32_t *)c->runs.p;
+    e.init = (uint8_t *)c->init.p;
+    e.ninit = (uint16_t *)c->ninit.p;
+    e.gstart = (uint32_t *)c->gstart.p;
+    e.shared = (uint32_t *)c->shared.p;
+    e.sel = (const uint8_t *)c->sel.p;
+    e.cum = (const uint16_t *)c->cum.p;
+    e.room = (uint8_t *)c->room.p;
+    e.len = (uint32_t *)c->len.p;
+    return e;
+}
+
+#ifndef GMTF_LANES_ENC_EMU
+
+static int cuda_fail(gmtf_gpu_lanes_enc *c, cudaError_t e, const char *what)
+{
+    set_err(c, 0, what, cudaGetErrorString(e));
+    if (e == cudaErrorMemoryAllocation) {
+        cudaGetLastError();
+        return -ENOMEM;
+    }
+    if (cudaDeviceSynchronize() != cudaSuccess)
+        c->ok = 0;
+    cudaGetLastError();
+    return -EIO;
+}
+
+#define CK(c, call)                                                                                \
+    do {                                                                                           \
+        cudaError_t e_ = (call);                                                                   \
+        if (e_ != cudaSuccess)                                                                     \
+            return cuda_fail((c), e_, #call);                                                      \
+    } while (0)
+
+/* One warp (block) a CTA: a batch has few blocks (128 of 2 MiB in 256 MiB),
+ * so that they spread over the SMs; a scan's lists and histories in shared
+ * memory (one 1284-byte row a lane). */
+#define WARPS 1
+#define T_ROW 1284
+
+__global__ void __launch_bounds__(GMTF_GPU_LANES *WARPS) k_scan(enc_args e, size_t count)
+{
+    __shared__ __align__(16) uint8_t sh[GMTF_GPU_LANES * WARPS * T_ROW];
+    size_t blk = (size_t)blockIdx.x * WARPS + threadIdx.x / GMTF_GPU_LANES;
+    if (blk >= count)
+        return;
+    scan_one(e, blk, threadIdx.x % GMTF_GPU_LANES, sh + threadIdx.x * T_ROW);
+}
+
+__global__ void __launch_bounds__(GMTF_GPU_LANES *WARPS) k_code(enc_args e, size_t count)
+{
+    size_t blk = (size_t)blockIdx.x * WARPS + threadIdx.x / GMTF_GPU_LANES;
+    if (blk >= count)
+        return;
+    code_one(e, blk, threadIdx.x % GMTF_GPU_LANES);
+}
+
+/* Lane streams packed: one CTA a lane, its threads copy. */
+__global__ void k_pack(const uint8_t *room, const uint64_t *off, const uint32_t *len,
+                       const uint64_t *pos, uint8_t *packed)
+{
+    size_t L = blockIdx.x, blk = L / GMTF_GPU_LANES;
+    uint64_t o = off[blk], n = off[blk + 1] - o;
+    uint32_t a, b, gb;
+    lane_geom(n, (unsigned)(L % GMTF_GPU_LANES), &a, &b, &gb);
+    uint64_t hi = room_end(o, b, L);
+    uint32_t l = len[L];
+    for (uint32_t i = threadIdx.x; i < l; i += blockDim.x)
+        packed[pos[L] + i] = room[hi - l + i];
+}
+
+static int backend_open(gmtf_gpu_lanes_enc *c)
+{
+    if (!gmtf_gpu_available())
+        return -ENODEV;
+    if (cudaSetDevice(0) != cudaSuccess ||
+        cudaStreamCreateWithFlags(&c->st, cudaStreamNonBlocking) != cudaSuccess) {
+        cudaGetLastError();
+        return -ENODEV;
+    }
+    return 0;
+}
+
+static void backend_close(gmtf_gpu_lanes_enc *c)
+{
+    if (c->st) {
+        cudaStreamSynchronize(c->st);
+        cudaStreamDestroy(c->st);
+    }
+    cudaGetLastError();
+}
+
+static int dev_reserve(gmtf_gpu_lanes_enc *c, dbuf *b, size_t bytes)
+{
+    if (bytes <= b->cap)
+        return 0;
+    if (b->p)
+        cudaFree(b->p);
+    b->p = NULL;
+    b->cap = 0;
+    cudaError_t e = cudaMalloc(&b->p, bytes);
+    if (e != cudaSuccess) {
+        b->p = NULL;
+        return cuda_fail(c, e, "cudaMalloc");
+    }
+    b->cap = bytes;
+    return 0;
+}
+
+static void dev_free(dbuf *b)
+{
+    if (b->p)
+        cudaFree(b->p);
+    b->p = NULL;
+    b->cap = 0;
+}
+
+static int h2d(gmtf_gpu_lanes_enc *c, void *d, const void *h, size_t n)
+{
+    if (n)
+        CK(c, cudaMemcpyAsync(d, h, n, cudaMemcpyHostToDevice, c->st));
+    return 0;
+}
+
+static int d2h(gmtf_gpu_lanes_enc *c, void *h, const void *d, size_t n)
+{
+    if (n)
+        CK(c, cudaMemcpyAsync(h, d, n, cudaMemcpyDeviceToHost, c->st));
+    return 0;
+}
+
+static int run_scan(gmtf_gpu_lanes_enc *c)
+{
+    unsigned grid = (unsigned)((c->count + WARPS - 1) / WARPS);
+    k_scan<<<grid, GMTF_GPU_LANES * WARPS, 0, c->st>>>(args_of(c), c->count);
+    CK(c, cudaGetLastError());
+    return 0;
+}
+
+static int run_code(gmtf_gpu_lanes_enc *c)
+{
+    unsigned grid = (unsigned)((c->count + WARPS - 1) / WARPS);
+    k_code<<<grid, GMTF_GPU_LANES * WARPS, 0, c->st>>>(args_of(c), c->count);
+    CK(c, cudaGetLastError());
+    return 0;
+}
+
+static int run_pack(gmtf_gpu_lanes_enc *c)
+{
+    k_pack<<<(unsigned)(c->count * GMTF_GPU_LANES), 128, 0, c->st>>>(
+        (const uint8_t *)c->room.p, (const uint64_t *)c->off.p, (const uint32_t *)c->len.p,
+        (const uint64_t *)c->pos.p, (uint8_t *)c->packed.p);
+    CK(c, cudaGetLastError());
+    return 0;
+}
+
+static int sync(gmtf_gpu_lanes_enc *c)
+{
+    CK(c, cudaStreamSynchronize(c->st));
+    return 0;
+}
+
+#else /* GMTF_LANES_ENC_EMU */
+
+static int backend_open(gmtf_gpu_lanes_enc *)
+{
+    return 0;
+}
+
+static void backend_close(gmtf_gpu_lanes_enc *)
+{
+}
+
+static int dev_reserve(gmtf_gpu_lanes_enc *c, dbuf *b, size_t bytes)
+{
+    if (bytes <= b->cap)
+        return 0;
+    free(b->p);
+    b->p = malloc(bytes);
+    b->cap = b->p ? bytes : 0;
+    return b->p ? 0 : set_err(c, -ENOMEM, "malloc", "out of memory");
+}
+
+static void dev_free(dbuf *b)
+{
+    free(b->p);
+    b->p = NULL;
+    b->cap = 0;
+}
+
+static int h2d(gmtf_gpu_lanes_enc *, void *d, const void *h, size_t n)
+{
+    if (n)
+        memcpy(d, h, n);
+    return 0;
+}
+
+static int d2h(gmtf_gpu_lanes_enc *, void *h, const void *d, size_t n)
+{
+    if (n)
+        memcpy(h, d, n);
+    return 0;
+}
+
+static int run_scan(gmtf_gpu_lanes_enc *c)
+{
+    enc_args e = args_of(c);
+    uint8_t tmp[1280];
+    for (size_t b = 0; b < c->count; b++)
+        for (unsigned j = 0; j < GMTF_GPU_LANES; j++)
+            scan_one(e, b, j, tmp);
+    return 0;
+}
+
+static int run_code(gmtf_gpu_lanes_enc *c)
+{
+    enc_args e = args_of(c);
+    for (size_t b = 0; b < c->count; b++)
+        for (unsigned j = 0; j < GMTF_GPU_LANES; j++)
+            code_one(e, b, j);
+    return 0;
+}
+
+static int run_pack(gmtf_gpu_lanes_enc *c)
+{
+    const uint64_t *off = (const uint64_t *)c->off.p, *pos = (const uint64_t *)c->pos.p;
+    const uint32_t *len = (const uint32_t *)c->len.p;
+    for (size_t L = 0; L < c->count * GMTF_GPU_LANES; L++) {
+        size_t blk = L / GMTF_GPU_LANES;
+        uint32_t a, b, gb;
+        lane_geom(off[blk + 1] - off[blk], (unsigned)(L % GMTF_GPU_LANES), &a, &b, &gb);
+        uint64_t hi = room_end(off[blk], b, L);
+        memcpy((uint8_t *)c->packed.p + pos[L], (const uint8_t *)c->room.p + hi - len[L], len[L]);
+    }
+    return 0;
+}
+
+static int sync(gmtf_gpu_lanes_enc *)
+{
+    return 0;
+}
+
+#endif
+
+/* ---- API ---------------------------------------------------------------------- */
+
+extern "C" int gmtf_gpu_lanes_enc_create(gmtf_gpu_lanes_enc **out)
+{
+    if (!out)
+        return -EINVAL;
+    *out = NULL;
+    gmtf_gpu_lanes_enc *c = (gmtf_gpu_lanes_enc *)calloc(1, sizeof *c);
+    if (!c)
+        return -ENOMEM;
+    int rc = backend_open(c);
+    if (rc) {
+        free(c);
+        return rc;
+    }
+    c->ok = 1;
+    *out = c;
+    return 0;
+}
+
+extern "C" void gmtf_gpu_lanes_enc_destroy(gmtf_gpu_lanes_enc *c)
+{
+    if (!c)
+        return;
+    backend_close(c);
+    dbuf *b[] = {&c->bwt,    &c->off, &c->rk,  &c->keys, &c->runs, &c->init, &c->ninit, &c->gstart,
+                 &c->shared, &c->sel, &c->cum, &c->room, &c->len,  &c->pos,  &c->packed};
+    for (size_t i = 0; i < sizeof b / sizeof b[0]; i++)
+        dev_free(b[i]);
+    free(c);
+}
+
+extern "C" const char *gmtf_gpu_lanes_enc_error(const gmtf_gpu_lanes_enc *c)
+{
+    return c ? c->err : "no context";
+}
+
+extern "C" int gmtf_gpu_lanes_enc_scan(gmtf_gpu_lanes_enc *c, const uint8_t *bwt, size_t count,
+                                       const uint64_t *off, gmtf_gpu_lanes_scan_out *o)
+{
+    if (!c)
+        return -ENODEV;
+    if (!c->ok)
+        return -EIO;
+    c->scanned = 0;
+    if (count == 0)
+        return 0;
+    if (!bwt || !off || !o || !o->rk || !o->keys || !o->runs || !o->init || !o->ninit ||
+        !o->gstart || !o->shared || count > (1u << 20) || off[0] != 0)
+        return -EINVAL;
+    for (size_t b = 0; b < count; b++)
+        if (off[b + 1] <= off[b] || off[b + 1] - off[b] > (16u << 20))
+            return -EINVAL;
+    uint64_t n = off[count];
+    size_t nl = count * GMTF_GPU_LANES;
+    TRY(dev_reserve(c, &c->bwt, n));
+    TRY(dev_reserve(c, &c->off, (count + 1) * 8));
+    TRY(dev_reserve(c, &c->rk, n));
+    TRY(dev_reserve(c, &c->keys, 4 * n));
+    TRY(dev_reserve(c, &c->runs, nl * 4));
+    TRY(dev_reserve(c, &c->init, nl * 256));
+    TRY(dev_reserve(c, &c->ninit, nl * 2));
+    TRY(dev_reserve(c, &c->gstart, count * MAX_GROUPS * 4));
+    TRY(dev_reserve(c, &c->shared, nl * GMTF_GPU_LANES_NSHARED * NSYM * 4));
+    TRY(h2d(c, c->bwt.p, bwt, n));
+    TRY(h2d(c, c->off.p, off, (count + 1) * 8));
+    c->count = count;
+    c->nbytes = n;
+    TRY(run_scan(c));
+    TRY(d2h(c, o->rk, c->rk.p, n));
+    TRY(d2h(c, o->keys, c->keys.p, 4 * n));
+    TRY(d2h(c, o->runs, c->runs.p, nl * 4));
+    TRY(d2h(c, o->init, c->init.p, nl * 256));
+    TRY(d2h(c, o->ninit, c->ninit.p, nl * 2));
+    TRY(d2h(c, o->gstart, c->gstart.p, count * MAX_GROUPS * 4));
+    TRY(d2h(c, o->shared, c->shared.p, nl * GMTF_GPU_LANES_NSHARED * NSYM * 4));
+    TRY(sync(c));
+    c->scanned = 1;
+    return 0;
+}
+
+extern "C" int gmtf_gpu_lanes_enc_code(gmtf_gpu_lanes_enc *c, const uint8_t *sel,
+                                       const uint16_t *cum, uint8_t *out, uint64_t cap,
+                                       uint32_t *len)
+{
+    if (!c)
+        return -ENODEV;
+    if (!c->ok)
+        return -EIO;
+    if (!c->scanned || !sel || !cum || !out || !len)
+        return -EINVAL;
+    size_t count = c->count, nl = count * GMTF_GPU_LANES;
+    TRY(dev_reserve(c, &c->sel, count * MAX_GROUPS));
+    TRY(dev_reserve(c, &c->cum, count * NTAB * CUMW * 2));
+    TRY(dev_reserve(c, &c->room, 2 * c->nbytes + 64 * nl));
+    TRY(dev_reserve(c, &c->len, nl * 4));
+    TRY(dev_reserve(c, &c->pos, nl * 8));
+    TRY(h2d(c, c->sel.p, sel, count * MAX_GROUPS));
+    TRY(h2d(c, c->cum.p, cum, count * NTAB * CUMW * 2));
+    TRY(run_code(c));
+    TRY(d2h(c, len, c->len.p, nl * 4));
+    TRY(sync(c));
+    uint64_t *pos = (uint64_t *)malloc(nl * 8);
+    if (!pos)
+        return -ENOMEM;
+    uint64_t at = 0;
+    for (size_t L = 0; L < nl; L++) {
+        pos[L] = at;
+        at += len[L];
+    }
+    int rc = at > cap ? -ENOSPC : 0;
+    if (!rc)
+        rc = dev_reserve(c, &c->packed, at ? at : 1);
+    if (!rc)
+        rc = h2d(c, c->pos.p, pos, nl * 8);
+    if (!rc)
+        rc = run_pack(c);
+    if (!rc)
+        rc = d2h(c, out, c->packed.p, at);
+    if (!rc)
+        rc = sync(c);
+    free(pos);
+    return rc;
+}
