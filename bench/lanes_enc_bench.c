@@ -269,7 +269,7 @@ int main(int argc, char **argv)
         printf("gpu: no device (%d)\n", rc);
         return 0;
     }
-    double ph[4][64], tot[64];
+    double ph[4][64], tot[64], kms[2][64];
     for (int r = 0; r < reps; r++) {
         double t0 = now_ms();
         rc = gmtf_gpu_lanes_enc_scan(ctx, s.bwt, s.count, s.off, &s.o);
@@ -295,6 +295,7 @@ int main(int argc, char **argv)
         }
         pfor(threads, do_finish, &s, s.count);
         double t4 = now_ms();
+        gmtf_gpu_lanes_enc_kernel_ms(ctx, &kms[0][r], &kms[1][r]);
         ph[0][r] = t1 - t0;
         ph[1][r] = t2 - t1;
         ph[2][r] = t3 - t2;
@@ -315,6 +316,8 @@ int main(int argc, char **argv)
     printf("gpu  total:     %8.1f ms  %7.1f MB/s   (%.2fx the CPU's)\n", mt, n / mt / 1e3, mc / mt);
     for (int k = 0; k < 4; k++)
         printf("  %-32s %8.1f ms\n", nm[k], median(ph[k], reps));
+    printf("  kernels alone: scan %.1f ms, code %.1f ms\n", median(kms[0], reps),
+           median(kms[1], reps));
     printf("identity: %zu of %zu blocks the CPU encoder's bytes (verdicts included); %zu lanes "
            "coded by the host\n",
            same, s.count, host_lanes);

@@ -94,6 +94,9 @@ typedef struct gmtf_gpu_lanes_enc gmtf_gpu_lanes_enc;
 int gmtf_gpu_lanes_enc_create(gmtf_gpu_lanes_enc **out);
 void gmtf_gpu_lanes_enc_destroy(gmtf_gpu_lanes_enc *ctx);
 const char *gmtf_gpu_lanes_enc_error(const gmtf_gpu_lanes_enc *ctx);
+/* The device time of the last scan and code kernels (ms; 0 in the
+ * emulation): for benchmarks. */
+void gmtf_gpu_lanes_enc_kernel_ms(const gmtf_gpu_lanes_enc *ctx, double *scan, double *code);
 
 /* Scans count blocks into o's buffers (sizes above); the device keeps the
  * batch and the scan for gmtf_gpu_lanes_enc_code. */

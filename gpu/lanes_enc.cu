@@ -27,7 +27,9 @@
 #include <cuda_runtime.h>
 #include "gpu.h"
 #define GMTF_HD __device__
-#define GMTF_CONST __constant__
+/* global memory through L1, not __constant__: the lanes of a warp index
+ * the tables by their own symbols, which the constant cache serialises */
+#define GMTF_CONST static __device__ const
 #endif
 
 #include "gpu_lanes.h"
@@ -75,46 +77,56 @@ static GMTF_HD inline void lane_geom(uint64_t n, unsigned j, uint32_t *a, uint32
                                      uint32_t *gbase)
 {
     uint64_t seg = (n + GMTF_GPU_LANES - 1) / GMTF_GPU_LANES, g = 0;
-    for (unsigned i = 0; i <= j; i++) {
+    for (unsigned i = 0; i < j; i++) {
         uint64_t lo = i * seg, hi = lo + seg;
         lo = lo < n ? lo : n;
         hi = hi < n ? hi : n;
-        if (i == j) {
-            *a = (uint32_t)lo;
-            *b = (uint32_t)hi;
-        } else {
-            g += (hi - lo + GROUP_BYTES - 1) / GROUP_BYTES;
-        }
+        g += (hi - lo + GROUP_BYTES - 1) / GROUP_BYTES;
     }
+    uint64_t lo = (uint64_t)j * seg, hi = lo + seg;
+    *a = (uint32_t)(lo < n ? lo : n);
+    *b = (uint32_t)(hi < n ? hi : n);
     *gbase = (uint32_t)g;
 }
 
+static GMTF_HD inline unsigned top_bit(uint32_t v) /* v >= 1 */
+{
+#ifdef GMTF_LANES_ENC_EMU
+    return 31 - (unsigned)__builtin_clz(v);
+#else
+    return 31 - (unsigned)__clz(v);
+#endif
+}
+
+/* The rank class of r (1..255) without a search: past 4, two classes an
+ * octave of r - 1 (4-5, 6-7, 8-11, ..., 48-63), then 64-127, 128-191,
+ * 192-254 (codec/entropy_lanes.c's rbase). */
 static GMTF_HD inline unsigned rsym_of(unsigned r)
 {
     if (r <= 4)
         return r;
-    unsigned s = 5;
-    while (s + 1 < NSYM && e_rbase[s + 1] <= r)
-        s++;
-    return s;
+    unsigned m = r - 1;
+    if (m >= 64)
+        return m < 128 ? 13 : m < 192 ? 14 : 15;
+    unsigned k = top_bit(m);
+    return 2 * k + 1 + ((m >> (k - 1)) & 1);
 }
 
+/* The length class of len >= 1: 1, 2, 3, then two an octave (4-5, 6-7,
+ * ..., 192-255), 256 on escaped (lbase). */
 static GMTF_HD inline unsigned lsym_of(uint32_t len)
 {
     if (len >= 256)
         return LSYM_ESC;
-    unsigned s = 0;
-    while (s + 1 < LSYM_ESC && e_lbase[s + 1] <= len)
-        s++;
-    return s;
+    if (len < 4)
+        return len - 1;
+    unsigned k = top_bit(len);
+    return 2 * k - 1 + ((len >> (k - 1)) & 1);
 }
 
 static GMTF_HD inline unsigned bitlen_m1(uint32_t v) /* v >= 1: index of the top bit */
 {
-    unsigned k = 0;
-    while (v >> (k + 1))
-        k++;
-    return k;
+    return top_bit(v);
 }
 
 /* ---- scan: ranks, keys, groups, shared counts of one lane ----------------- */
@@ -393,9 +405,11 @@ struct gmtf_gpu_lanes_enc {
     size_t count;    /* blocks of the last scan */
     uint64_t nbytes; /* their bytes */
     int scanned;
+    float ms[2]; /* the last scan and code kernels' device time */
     dbuf bwt, off, rk, keys, runs, init, ninit, gstart, shared, sel, cum, room, len, pos, packed;
 #ifndef GMTF_LANES_ENC_EMU
     cudaStream_t st;
+    cudaEvent_t ev[2];
 #endif
 };
 
@@ -495,7 +509,8 @@ static int backend_open(gmtf_gpu_lanes_enc *c)
     if (!gmtf_gpu_available())
         return -ENODEV;
     if (cudaSetDevice(0) != cudaSuccess ||
-        cudaStreamCreateWithFlags(&c->st, cudaStreamNonBlocking) != cudaSuccess) {
+        cudaStreamCreateWithFlags(&c->st, cudaStreamNonBlocking) != cudaSuccess ||
+        cudaEventCreate(&c->ev[0]) != cudaSuccess || cudaEventCreate(&c->ev[1]) != cudaSuccess) {
         cudaGetLastError();
         return -ENODEV;
     }
@@ -508,6 +523,9 @@ static void backend_close(gmtf_gpu_lanes_enc *c)
         cudaStreamSynchronize(c->st);
         cudaStreamDestroy(c->st);
     }
+    for (int i = 0; i < 2; i++)
+        if (c->ev[i])
+            cudaEventDestroy(c->ev[i]);
     cudaGetLastError();
 }
 
@@ -553,17 +571,32 @@ static int d2h(gmtf_gpu_lanes_enc *c, void *h, const void *d, size_t n)
 static int run_scan(gmtf_gpu_lanes_enc *c)
 {
     unsigned grid = (unsigned)((c->count + WARPS - 1) / WARPS);
+    CK(c, cudaEventRecord(c->ev[0], c->st));
     k_scan<<<grid, GMTF_GPU_LANES * WARPS, 0, c->st>>>(args_of(c), c->count);
     CK(c, cudaGetLastError());
+    CK(c, cudaEventRecord(c->ev[1], c->st));
     return 0;
 }
 
 static int run_code(gmtf_gpu_lanes_enc *c)
 {
     unsigned grid = (unsigned)((c->count + WARPS - 1) / WARPS);
+    CK(c, cudaEventRecord(c->ev[0], c->st));
     k_code<<<grid, GMTF_GPU_LANES * WARPS, 0, c->st>>>(args_of(c), c->count);
     CK(c, cudaGetLastError());
+    CK(c, cudaEventRecord(c->ev[1], c->st));
     return 0;
+}
+
+/* after a sync: the kernel's time between the events */
+static void kernel_ms(gmtf_gpu_lanes_enc *c, int which)
+{
+    float ms = 0;
+    if (cudaEventElapsedTime(&ms, c->ev[0], c->ev[1]) != cudaSuccess) {
+        cudaGetLastError();
+        ms = 0;
+    }
+    c->ms[which] = ms;
 }
 
 static int run_pack(gmtf_gpu_lanes_enc *c)
@@ -661,6 +694,10 @@ static int sync(gmtf_gpu_lanes_enc *)
     return 0;
 }
 
+static void kernel_ms(gmtf_gpu_lanes_enc *, int)
+{
+}
+
 #endif
 
 /* ---- API ---------------------------------------------------------------------- */
@@ -698,6 +735,13 @@ extern "C" void gmtf_gpu_lanes_enc_destroy(gmtf_gpu_lanes_enc *c)
 extern "C" const char *gmtf_gpu_lanes_enc_error(const gmtf_gpu_lanes_enc *c)
 {
     return c ? c->err : "no context";
+}
+
+extern "C" void gmtf_gpu_lanes_enc_kernel_ms(const gmtf_gpu_lanes_enc *c, double *scan,
+                                             double *code)
+{
+    *scan = c ? c->ms[0] : 0;
+    *code = c ? c->ms[1] : 0;
 }
 
 extern "C" int gmtf_gpu_lanes_enc_scan(gmtf_gpu_lanes_enc *c, const uint8_t *bwt, size_t count,
@@ -740,6 +784,7 @@ extern "C" int gmtf_gpu_lanes_enc_scan(gmtf_gpu_lanes_enc *c, const uint8_t *bwt
     TRY(d2h(c, o->gstart, c->gstart.p, count * MAX_GROUPS * 4));
     TRY(d2h(c, o->shared, c->shared.p, nl * GMTF_GPU_LANES_NSHARED * NSYM * 4));
     TRY(sync(c));
+    kernel_ms(c, 0);
     c->scanned = 1;
     return 0;
 }
@@ -765,6 +810,7 @@ extern "C" int gmtf_gpu_lanes_enc_code(gmtf_gpu_lanes_enc *c, const uint8_t *sel
     TRY(run_code(c));
     TRY(d2h(c, len, c->len.p, nl * 4));
     TRY(sync(c));
+    kernel_ms(c, 1);
     uint64_t *pos = (uint64_t *)malloc(nl * 8);
     if (!pos)
         return -ENOMEM;

@@ -7,6 +7,7 @@
 #define gmtf_gpu_lanes_enc_create gmtf_gpu_lanes_enc_emu_create
 #define gmtf_gpu_lanes_enc_destroy gmtf_gpu_lanes_enc_emu_destroy
 #define gmtf_gpu_lanes_enc_error gmtf_gpu_lanes_enc_emu_error
+#define gmtf_gpu_lanes_enc_kernel_ms gmtf_gpu_lanes_enc_emu_kernel_ms
 #define gmtf_gpu_lanes_enc_scan gmtf_gpu_lanes_enc_emu_scan
 #define gmtf_gpu_lanes_enc_code gmtf_gpu_lanes_enc_emu_code
 #define gmtf_gpu_lanes_enc gmtf_gpu_lanes_enc_emu
