@@ -131,82 +131,196 @@ static GMTF_HD inline unsigned bitlen_m1(uint32_t v) /* v >= 1: index of the top
 
 /* ---- scan: ranks, keys, groups, shared counts of one lane ----------------- */
 
-/* tmp: 1280 bytes of the lane's own (list, seen, er, el, hr). */
+/* A lane is scanned by one warp: the control flow is the same in all 32
+ * threads (each computes the run's values; thread 0 writes them), and the
+ * three steps with a loop inside -- the end of a run, its start, the byte's
+ * place in the move-to-front list -- are warp-wide: 32 bytes a step by a
+ * ballot, the 256-byte list as 8 bytes a thread. In the CPU build (one
+ * "thread", t = 0) they are plain loops. */
+
+/* The end of the run of s[i] (first j > i with s[j] != s[i], or b). */
+static GMTF_HD inline uint32_t w_run_end(const uint8_t *s, uint32_t i, uint32_t b, unsigned t)
+{
+    uint8_t c = s[i];
+    uint32_t j = i + 1;
+#ifdef GMTF_LANES_ENC_EMU
+    (void)t;
+    while (j < b && s[j] == c)
+        j++;
+    return j;
+#else
+    for (;;) {
+        uint32_t q = j + t;
+        int stop = q >= b || s[q] != c;
+        unsigned m = __ballot_sync(0xffffffffu, stop);
+        if (m)
+            return j + (unsigned)__ffs((int)m) - 1;
+        j += 32;
+    }
+#endif
+}
+
+/* The start of the run of s[i - 1] (i > a). */
+static GMTF_HD inline uint32_t w_run_start(const uint8_t *s, uint32_t a, uint32_t i, unsigned t)
+{
+    uint8_t c = s[i - 1];
+    uint32_t j = i - 1; /* s[j..i) is the run so far */
+#ifdef GMTF_LANES_ENC_EMU
+    (void)t;
+    while (j > a && s[j - 1] == c)
+        j--;
+    return j;
+#else
+    for (;;) {
+        int stop = j - a <= t || s[j - 1 - t] != c; /* q = j - 1 - t below a, or another byte */
+        unsigned m = __ballot_sync(0xffffffffu, stop);
+        if (m)
+            return j - ((unsigned)__ffs((int)m) - 1);
+        j -= 32;
+    }
+#endif
+}
+
+/* c's place p in list (a permutation of the 256 bytes), moved to the front. */
+static GMTF_HD inline unsigned w_mtf(uint8_t *list, unsigned c, unsigned t)
+{
+#ifdef GMTF_LANES_ENC_EMU
+    (void)t;
+    unsigned p = 0;
+    while (list[p] != c)
+        p++;
+    for (unsigned q = p; q > 0; q--)
+        list[q] = list[q - 1];
+    list[0] = (uint8_t)c;
+    return p;
+#else
+    const uint64_t ones = 0x0101010101010101ull;
+    uint64_t v = ((const uint64_t *)list)[t];
+    uint64_t x = v ^ (ones * c);
+    uint64_t hz = (x - ones) & ~x & (ones << 7); /* the lowest flag is the first zero byte */
+    unsigned m = __ballot_sync(0xffffffffu, hz != 0);
+    unsigned tt = (unsigned)__ffs((int)m) - 1;
+    unsigned in = hz ? ((unsigned)__ffsll((long long)hz) - 1) >> 3 : 0;
+    unsigned p = tt * 8 + __shfl_sync(0xffffffffu, in, (int)tt);
+    uint64_t prev = __shfl_up_sync(0xffffffffu, v >> 56, 1);
+    uint64_t shifted = v << 8 | (t == 0 ? (uint64_t)c : prev);
+    int k = (int)p - (int)(8 * t) + 1; /* bytes of this thread at places <= p */
+    uint64_t mask = k >= 8 ? ~0ull : k <= 0 ? 0 : (1ull << (8 * k)) - 1;
+    __syncwarp();
+    ((uint64_t *)list)[t] = (shifted & mask) | (v & ~mask);
+    __syncwarp();
+    return p;
+#endif
+}
+
+/* tmp: the warp's 2048 bytes (list, seen, er, el, hr, then the shared
+ * counts, 8-aligned). rl: the runs' lengths (for the code step). */
+#define SCAN_TMP 2048
+#ifdef GMTF_LANES_ENC_EMU
+#define WSTEP 1 /* the warp's loops: 32 threads a step, or one */
+#else
+#define WSTEP 32
+#endif
 static GMTF_HD void lane_scan(const uint8_t *s, uint32_t a, uint32_t b, uint8_t *rk, uint16_t *keys,
-                              uint32_t *nruns, uint8_t *init, uint16_t *ninit, uint32_t *gstart,
-                              uint32_t *shared, uint8_t *tmp)
+                              uint32_t *rl, uint32_t *nruns, uint8_t *init, uint16_t *ninit,
+                              uint32_t *gstart, uint32_t *shared, uint8_t *tmp, unsigned t)
 {
     uint8_t *list = tmp, *seen = tmp + 256, *er = tmp + 512, *el = tmp + 768, *hr = tmp + 1024;
-    uint32_t k = 0;
-    for (uint32_t i = a; i < b; k++) {
-        uint8_t c = s[i];
-        while (i < b && s[i] == c)
-            i++;
-    }
-    uint32_t runs = k;
-    for (unsigned i = 0; i < 256; i++) {
+    uint32_t *cnt = (uint32_t *)(tmp + 1280);
+    for (unsigned i = t; i < 256; i += WSTEP) {
         list[i] = (uint8_t)i;
         seen[i] = 0;
         er[i] = ER_INIT;
         el[i] = 0;
         hr[i] = 0;
     }
+    for (unsigned q = t; q < GMTF_GPU_LANES_NSHARED * NSYM; q += WSTEP)
+        cnt[q] = 0;
+#ifndef GMTF_LANES_ENC_EMU
+    __syncwarp();
+#endif
+    uint32_t k = 0;
+    for (uint32_t i = a; i < b; k++)
+        i = w_run_end(s, i, b, t);
+    uint32_t runs = k;
     unsigned nseen = 0;
     uint32_t i = b;
     while (i > a) {
-        uint8_t c = s[i - 1];
-        while (i > a && s[i - 1] == c)
-            i--;
-        unsigned p = 0;
-        while (list[p] != c)
-            p++;
-        for (unsigned q = p; q > 0; q--)
-            list[q] = list[q - 1];
-        list[0] = c;
-        rk[--k] = seen[c] ? (uint8_t)p : 0;
-        if (!seen[c]) {
-            seen[c] = 1;
+        uint32_t st = w_run_start(s, a, i, t);
+        uint8_t c = s[st];
+        unsigned p = w_mtf(list, c, t);
+        --k;
+        unsigned sn = seen[c];
+        if (t == 0) {
+            rk[k] = sn ? (uint8_t)p : 0;
+            rl[k] = i - st;
+        }
+#ifndef GMTF_LANES_ENC_EMU
+        __syncwarp();
+#endif
+        if (!sn) {
+            if (t == 0)
+                seen[c] = 1;
             nseen++;
         }
+#ifndef GMTF_LANES_ENC_EMU
+        __syncwarp();
+#endif
+        i = st;
     }
-    for (unsigned q = 0; q < nseen; q++)
+    for (unsigned q = t; q < nseen; q += WSTEP)
         init[q] = list[q];
-    *ninit = (uint16_t)nseen;
-    *nruns = runs;
-    for (unsigned q = 0; q < GMTF_GPU_LANES_NSHARED * NSYM; q++)
-        shared[q] = 0;
+    if (t == 0) {
+        *ninit = (uint16_t)nseen;
+        *nruns = runs;
+    }
+#ifndef GMTF_LANES_ENC_EMU
+    __syncwarp();
+    __threadfence_block();
+#endif
     unsigned prev = 1;
-    uint32_t g = 0;
-    k = 0;
-    for (i = a; i < b; k++) {
-        uint8_t c = s[i];
-        uint32_t st = i;
-        while (i < b && s[i] == c)
-            i++;
-        while ((st - a) >= g * GROUP_BYTES)
-            gstart[g++] = k;
-        unsigned rsym = rk[k] ? rsym_of(rk[k]) : RSYM_RETIRE;
-        uint32_t len = i - st;
+    uint32_t g = 0, st = a;
+    for (k = 0; k < runs; k++) {
+        uint32_t len = rl[k]; /* written by thread 0 of this warp: fenced above */
+        uint8_t c = s[st];
+        while ((st - a) >= g * GROUP_BYTES) {
+            if (t == 0)
+                gstart[g] = k;
+            g++;
+        }
+        unsigned r = rk[k];
+        unsigned rsym = r ? rsym_of(r) : RSYM_RETIRE;
         unsigned lsym = lsym_of(len);
-        if (rsym >= RSYM_BIG_FIRST)
-            shared[(rsym - RSYM_OFF_FIRST) * NSYM + ((rk[k] - e_rbase[rsym]) >> 2)]++;
-        else if (rsym >= RSYM_OFF_FIRST)
-            shared[(rsym - RSYM_OFF_FIRST) * NSYM + (rk[k] - e_rbase[rsym])]++;
-        if (lsym == LSYM_ESC)
-            shared[(T_LBIG - T_OFF) * NSYM + bitlen_m1(len) - LBIG_MIN]++;
         unsigned rctx = (e_e_q[(er[c] + 8) >> 4] * 3 + e_h_q[hr[c]]) * 3 + e_p_q[prev];
         unsigned lctx = NRCTX + e_e_q[(el[c] + 8) >> 4] * 5 + e_r_q[rsym];
-        keys[2 * k] = (uint16_t)(rctx << 4 | rsym);
-        keys[2 * k + 1] = (uint16_t)(lctx << 4 | lsym);
-        unsigned rv = rsym == RSYM_RETIRE ? 15 : rsym;
-        er[c] = (uint8_t)((er[c] + (rv << 4)) >> 1);
-        el[c] = (uint8_t)((el[c] + (lsym << 4)) >> 1);
-        hr[c] = (uint8_t)rv;
+        if (t == 0) {
+            if (rsym >= RSYM_BIG_FIRST)
+                cnt[(rsym - RSYM_OFF_FIRST) * NSYM + ((r - e_rbase[rsym]) >> 2)]++;
+            else if (rsym >= RSYM_OFF_FIRST)
+                cnt[(rsym - RSYM_OFF_FIRST) * NSYM + (r - e_rbase[rsym])]++;
+            if (lsym == LSYM_ESC)
+                cnt[(T_LBIG - T_OFF) * NSYM + bitlen_m1(len) - LBIG_MIN]++;
+            keys[2 * k] = (uint16_t)(rctx << 4 | rsym);
+            keys[2 * k + 1] = (uint16_t)(lctx << 4 | lsym);
+            unsigned rv = rsym == RSYM_RETIRE ? 15 : rsym;
+            er[c] = (uint8_t)((er[c] + (rv << 4)) >> 1);
+            el[c] = (uint8_t)((el[c] + (lsym << 4)) >> 1);
+            hr[c] = (uint8_t)rv;
+        }
+#ifndef GMTF_LANES_ENC_EMU
+        __syncwarp();
+#endif
         prev = rsym;
+        st += len;
     }
     uint32_t ng = (b - a + GROUP_BYTES - 1) / GROUP_BYTES;
-    while (g < ng)
-        gstart[g++] = k;
+    for (uint32_t q = g + t; q < ng; q += WSTEP)
+        gstart[q] = runs;
+#ifndef GMTF_LANES_ENC_EMU
+    __syncwarp();
+#endif
+    for (unsigned q = t; q < GMTF_GPU_LANES_NSHARED * NSYM; q += WSTEP)
+        shared[q] = cnt[q];
 }
 
 /* ---- code: rANS of one lane ------------------------------------------------ */
@@ -279,8 +393,8 @@ static GMTF_HD inline void g_put(renc &r, unsigned st, const rgroup &g)
 
 /* Codes lane [a, b) of k runs backwards into [lo, hi); its length, or 0
  * when it does not fit (the host codes that lane itself). */
-static GMTF_HD uint32_t lane_code(const uint8_t *s, uint32_t a, uint32_t b, uint32_t k,
-                                  const uint8_t *rk, const uint16_t *keys, const uint8_t *sel,
+static GMTF_HD uint32_t lane_code(uint32_t a, uint32_t b, uint32_t k, const uint8_t *rk,
+                                  const uint16_t *keys, const uint32_t *rl, const uint8_t *sel,
                                   const uint16_t *cum, uint8_t *lo, uint8_t *hi)
 {
     renc r;
@@ -290,14 +404,13 @@ static GMTF_HD uint32_t lane_code(const uint8_t *s, uint32_t a, uint32_t b, uint
     r.overflow = 0;
     uint32_t i = b;
     while (i > a) {
-        uint8_t c = s[i - 1];
-        uint32_t end = i;
-        while (i > a && s[i - 1] == c)
-            i--;
         if (k == 0)
             return 0; /* more runs than the scan found: not this lane's data */
         k--;
-        uint32_t len = end - i;
+        uint32_t len = rl[k];
+        if (len == 0 || len > i - a)
+            return 0;
+        i -= len;
         unsigned set = sel[(i - a) / GROUP_BYTES] & (MAX_SETS - 1);
         unsigned rkey = keys[2 * k], lkey = keys[2 * k + 1];
         unsigned rsym = rkey & 15, lsym = lkey & 15;
@@ -358,6 +471,7 @@ struct enc_args {
     const uint64_t *off;
     uint8_t *rk;
     uint16_t *keys;
+    uint32_t *rl; /* device only: the runs' lengths */
     uint32_t *runs;
     uint8_t *init;
     uint16_t *ninit;
@@ -369,15 +483,15 @@ struct enc_args {
     uint32_t *len;
 };
 
-static GMTF_HD void scan_one(const enc_args &e, size_t blk, unsigned j, uint8_t *tmp)
+static GMTF_HD void scan_one(const enc_args &e, size_t blk, unsigned j, uint8_t *tmp, unsigned t)
 {
     uint64_t o = e.off[blk], n = e.off[blk + 1] - o;
     uint32_t a, b, gb;
     lane_geom(n, j, &a, &b, &gb);
     size_t L = blk * GMTF_GPU_LANES + j;
-    lane_scan(e.bwt + o, a, b, e.rk + o + a, e.keys + 2 * (o + a), &e.runs[L], e.init + L * 256,
-              &e.ninit[L], e.gstart + blk * MAX_GROUPS + gb,
-              e.shared + L * GMTF_GPU_LANES_NSHARED * NSYM, tmp);
+    lane_scan(e.bwt + o, a, b, e.rk + o + a, e.keys + 2 * (o + a), e.rl + o + a, &e.runs[L],
+              e.init + L * 256, &e.ninit[L], e.gstart + blk * MAX_GROUPS + gb,
+              e.shared + L * GMTF_GPU_LANES_NSHARED * NSYM, tmp, t);
 }
 
 static GMTF_HD void code_one(const enc_args &e, size_t blk, unsigned j)
@@ -387,7 +501,7 @@ static GMTF_HD void code_one(const enc_args &e, size_t blk, unsigned j)
     lane_geom(n, j, &a, &b, &gb);
     size_t L = blk * GMTF_GPU_LANES + j;
     uint64_t hi = room_end(o, b, L), lo = hi - 2 * (uint64_t)(b - a) - 64;
-    e.len[L] = lane_code(e.bwt + o, a, b, e.runs[L], e.rk + o + a, e.keys + 2 * (o + a),
+    e.len[L] = lane_code(a, b, e.runs[L], e.rk + o + a, e.keys + 2 * (o + a), e.rl + o + a,
                          e.sel + blk * MAX_GROUPS + gb, e.cum + blk * NTAB * CUMW, e.room + lo,
                          e.room + hi);
 }
@@ -406,7 +520,8 @@ struct gmtf_gpu_lanes_enc {
     uint64_t nbytes; /* their bytes */
     int scanned;
     float ms[2]; /* the last scan and code kernels' device time */
-    dbuf bwt, off, rk, keys, runs, init, ninit, gstart, shared, sel, cum, room, len, pos, packed;
+    dbuf bwt, off, rk, keys, rl, runs, init, ninit, gstart, shared, sel, cum, room, len, pos,
+        packed;
 #ifndef GMTF_LANES_ENC_EMU
     cudaStream_t st;
     cudaEvent_t ev[2];
@@ -433,6 +548,7 @@ static enc_args args_of(gmtf_gpu_lanes_enc *c)
     e.off = (const uint64_t *)c->off.p;
     e.rk = (uint8_t *)c->rk.p;
     e.keys = (uint16_t *)c->keys.p;
+    e.rl = (uint32_t *)c->rl.p;
     e.runs = (uint32_t *)c->runs.p;
     e.init = (uint8_t *)c->init.p;
     e.ninit = (uint16_t *)c->ninit.p;
@@ -467,19 +583,22 @@ static int cuda_fail(gmtf_gpu_lanes_enc *c, cudaError_t e, const char *what)
             return cuda_fail((c), e_, #call);                                                      \
     } while (0)
 
-/* One warp (block) a CTA: a batch has few blocks (128 of 2 MiB in 256 MiB),
- * so that they spread over the SMs; a scan's lists and histories in shared
- * memory (one 1284-byte row a lane). */
+/* The code step: one thread a lane, one warp (block) a CTA: a batch has
+ * few blocks (128 of 2 MiB in 256 MiB), so that they spread over the SMs.
+ * The scan: one warp a lane, SCAN_WARPS lanes a CTA, each warp's lists,
+ * histories and counts in shared memory. */
 #define WARPS 1
-#define T_ROW 1284
+#define SCAN_WARPS 8
 
-__global__ void __launch_bounds__(GMTF_GPU_LANES *WARPS) k_scan(enc_args e, size_t count)
+__global__ void __launch_bounds__(32 * SCAN_WARPS) k_scan(enc_args e, size_t count)
 {
-    __shared__ __align__(16) uint8_t sh[GMTF_GPU_LANES * WARPS * T_ROW];
-    size_t blk = (size_t)blockIdx.x * WARPS + threadIdx.x / GMTF_GPU_LANES;
+    __shared__ __align__(16) uint8_t sh[SCAN_WARPS * SCAN_TMP];
+    size_t w = (size_t)blockIdx.x * SCAN_WARPS + threadIdx.x / 32;
+    size_t blk = w / GMTF_GPU_LANES;
     if (blk >= count)
-        return;
-    scan_one(e, blk, threadIdx.x % GMTF_GPU_LANES, sh + threadIdx.x * T_ROW);
+        return; /* a whole warp: the warp-wide steps never see a missing thread */
+    scan_one(e, blk, (unsigned)(w % GMTF_GPU_LANES), sh + (threadIdx.x / 32) * SCAN_TMP,
+             threadIdx.x % 32);
 }
 
 __global__ void __launch_bounds__(GMTF_GPU_LANES *WARPS) k_code(enc_args e, size_t count)
@@ -570,9 +689,10 @@ static int d2h(gmtf_gpu_lanes_enc *c, void *h, const void *d, size_t n)
 
 static int run_scan(gmtf_gpu_lanes_enc *c)
 {
-    unsigned grid = (unsigned)((c->count + WARPS - 1) / WARPS);
+    size_t lanes = c->count * GMTF_GPU_LANES;
+    unsigned grid = (unsigned)((lanes + SCAN_WARPS - 1) / SCAN_WARPS);
     CK(c, cudaEventRecord(c->ev[0], c->st));
-    k_scan<<<grid, GMTF_GPU_LANES * WARPS, 0, c->st>>>(args_of(c), c->count);
+    k_scan<<<grid, 32 * SCAN_WARPS, 0, c->st>>>(args_of(c), c->count);
     CK(c, cudaGetLastError());
     CK(c, cudaEventRecord(c->ev[1], c->st));
     return 0;
@@ -659,10 +779,10 @@ static int d2h(gmtf_gpu_lanes_enc *, void *h, const void *d, size_t n)
 static int run_scan(gmtf_gpu_lanes_enc *c)
 {
     enc_args e = args_of(c);
-    uint8_t tmp[1280];
+    uint64_t tmp[SCAN_TMP / 8];
     for (size_t b = 0; b < c->count; b++)
         for (unsigned j = 0; j < GMTF_GPU_LANES; j++)
-            scan_one(e, b, j, tmp);
+            scan_one(e, b, j, (uint8_t *)tmp, 0);
     return 0;
 }
 
@@ -725,8 +845,9 @@ extern "C" void gmtf_gpu_lanes_enc_destroy(gmtf_gpu_lanes_enc *c)
     if (!c)
         return;
     backend_close(c);
-    dbuf *b[] = {&c->bwt,    &c->off, &c->rk,  &c->keys, &c->runs, &c->init, &c->ninit, &c->gstart,
-                 &c->shared, &c->sel, &c->cum, &c->room, &c->len,  &c->pos,  &c->packed};
+    dbuf *b[] = {&c->rl,   &c->bwt,   &c->off,    &c->rk,     &c->keys, &c->runs,
+                 &c->init, &c->ninit, &c->gstart, &c->shared, &c->sel,  &c->cum,
+                 &c->room, &c->len,   &c->pos,    &c->packed};
     for (size_t i = 0; i < sizeof b / sizeof b[0]; i++)
         dev_free(b[i]);
     free(c);
@@ -766,6 +887,7 @@ extern "C" int gmtf_gpu_lanes_enc_scan(gmtf_gpu_lanes_enc *c, const uint8_t *bwt
     TRY(dev_reserve(c, &c->off, (count + 1) * 8));
     TRY(dev_reserve(c, &c->rk, n));
     TRY(dev_reserve(c, &c->keys, 4 * n));
+    TRY(dev_reserve(c, &c->rl, 4 * n));
     TRY(dev_reserve(c, &c->runs, nl * 4));
     TRY(dev_reserve(c, &c->init, nl * 256));
     TRY(dev_reserve(c, &c->ninit, nl * 2));
