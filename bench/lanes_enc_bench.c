@@ -145,8 +145,8 @@ static void do_plan(void *ctx, size_t i, unsigned w)
     (void)w;
     struct st *s = ctx;
     gmtf_gpu_lanes_scan_out v = s->o;
-    v.rk += s->off[i];
-    v.keys += 2 * s->off[i];
+    v.rk += s->o.roff[NL * i];
+    v.keys += 2 * s->o.roff[NL * i];
     v.runs += NL * i;
     v.init += NL * 256 * i;
     v.ninit += NL * i;
@@ -229,6 +229,7 @@ int main(int argc, char **argv)
     s.o.rk = xmalloc(n);
     s.o.keys = xmalloc(4 * n);
     s.o.runs = xmalloc(s.count * NL * 4);
+    s.o.roff = xmalloc((s.count * NL + 1) * 8);
     s.o.init = xmalloc(s.count * NL * 256);
     s.o.ninit = xmalloc(s.count * NL * 2);
     s.o.gstart = xmalloc(s.count * MG * 4);

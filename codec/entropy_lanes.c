@@ -1480,8 +1480,8 @@ long gmtf_lanes_enc_dev_plan(const uint8_t *bwt, size_t n, void *ws,
             return -EIO;
         w->nruns[j] = runs;
         w->ngroups[j] = ng;
-        memcpy(rk + runs, o->rk + a, k);
-        memcpy(keys + 2 * (size_t)runs, o->keys + 2 * a, 4 * (size_t)k);
+        memcpy(rk + runs, o->rk + runs, k); /* the block's lanes back to back */
+        memcpy(keys + 2 * (size_t)runs, o->keys + 2 * (size_t)runs, 4 * (size_t)k);
         for (uint32_t r = runs; r < runs + k; r++) {
             unsigned rs = rk[r] ? rsym_of(rk[r]) : RSYM_RETIRE;
             if ((keys[2 * r] & 15) != rs || keys[2 * r] >> 4 >= NRCTX ||

@@ -20,7 +20,7 @@ int gmtf_lanes_dev_setup(const uint8_t *src, size_t len, size_t n, void *ws, uin
 
 /* Method 2's encoder around a device's scan and code steps (gpu_lanes.h),
  * block by block: the plan takes block n's scan (o: its pointers moved to
- * the block: rk + off, keys + 2 off, runs + 32 b, init + 8192 b, ninit +
+ * the block: rk + roff[32 b], keys + 2 roff[32 b], runs + 32 b, init + 8192 b, ninit +
  * 32 b, gstart + b GMTF_GPU_LANES_MAX_GROUPS, shared + 32 b x 12 x 16),
  * checks it, and chooses sets, selectors and tables as gmtf_lanes_encode
  * does (choose: the method rule, -EXDEV for method 3); it writes the

@@ -79,9 +79,10 @@ int gmtf_gpu_lanes_decode(gmtf_gpu_lanes_ctx *ctx, const uint8_t *in, uint64_t n
 #define GMTF_GPU_LANES_NSHARED 12 /* tables counted by the scan: offsets, escaped lengths */
 
 typedef struct gmtf_gpu_lanes_scan_out {
-    uint8_t *rk;      /* off[count] bytes: lane L's run ranks from rk[off[b] + a] */
-    uint16_t *keys;   /* 2 off[count]: its runs' two keys from keys[2 (off[b] + a)] */
+    uint8_t *rk;      /* off[count] bytes: lane L's run ranks from rk[roff[L]] */
+    uint16_t *keys;   /* 2 off[count]: its runs' two keys from keys[2 roff[L]] */
     uint32_t *runs;   /* 32 count: runs a lane */
+    uint64_t *roff;   /* 32 count + 1: each lane's first run in rk, the total last */
     uint8_t *init;    /* 256 a lane: its bytes by first use */
     uint16_t *ninit;  /* 32 count: how many */
     uint32_t *gstart; /* GMTF_GPU_LANES_MAX_GROUPS a block: first run of each group,

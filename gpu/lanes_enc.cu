@@ -22,11 +22,13 @@
 #ifdef GMTF_LANES_ENC_EMU
 #include "lanes_enc_emu_names.h"
 #define GMTF_HD
+#define GMTF_HHD
 #define GMTF_CONST static const
 #else
 #include <cuda_runtime.h>
 #include "gpu.h"
 #define GMTF_HD __device__
+#define GMTF_HHD __host__ __device__
 /* global memory through L1, not __constant__: the lanes of a warp index
  * the tables by their own symbols, which the constant cache serialises */
 #define GMTF_CONST static __device__ const
@@ -73,8 +75,8 @@ static_assert(NTAB == GMTF_GPU_LANES_NTABLES && TPS == GMTF_GPU_LANES_TPS &&
 
 /* ---- lane geometry (the codec's: ceil(n / 32) bytes a lane) ---------------- */
 
-static GMTF_HD inline void lane_geom(uint64_t n, unsigned j, uint32_t *a, uint32_t *b,
-                                     uint32_t *gbase)
+static GMTF_HHD inline void lane_geom(uint64_t n, unsigned j, uint32_t *a, uint32_t *b,
+                                      uint32_t *gbase)
 {
     uint64_t seg = (n + GMTF_GPU_LANES - 1) / GMTF_GPU_LANES, g = 0;
     for (unsigned i = 0; i < j; i++) {
@@ -520,8 +522,8 @@ struct gmtf_gpu_lanes_enc {
     uint64_t nbytes; /* their bytes */
     int scanned;
     float ms[2]; /* the last scan and code kernels' device time */
-    dbuf bwt, off, rk, keys, rl, runs, init, ninit, gstart, shared, sel, cum, room, len, pos,
-        packed;
+    dbuf crk, ckeys, roff, bwt, off, rk, keys, rl, runs, init, ninit, gstart, shared, sel, cum,
+        room, len, pos, packed;
 #ifndef GMTF_LANES_ENC_EMU
     cudaStream_t st;
     cudaEvent_t ev[2];
@@ -621,6 +623,32 @@ __global__ void k_pack(const uint8_t *room, const uint64_t *off, const uint32_t 
     uint32_t l = len[L];
     for (uint32_t i = threadIdx.x; i < l; i += blockDim.x)
         packed[pos[L] + i] = room[hi - l + i];
+}
+
+/* The scan's ranks and keys, lane by lane back to back (roff: each lane's
+ * first run): one CTA a lane. */
+__global__ void k_compact(const uint64_t *off, const uint32_t *runs, const uint64_t *roff,
+                          const uint8_t *rk, const uint32_t *keys, uint8_t *crk, uint32_t *ckeys)
+{
+    size_t L = blockIdx.x, blk = L / GMTF_GPU_LANES;
+    uint64_t o = off[blk];
+    uint32_t a, b, gb;
+    lane_geom(off[blk + 1] - o, (unsigned)(L % GMTF_GPU_LANES), &a, &b, &gb);
+    uint64_t from = o + a, to = roff[L];
+    for (uint32_t i = threadIdx.x; i < runs[L]; i += blockDim.x) {
+        crk[to + i] = rk[from + i];
+        ckeys[to + i] = keys[from + i];
+    }
+}
+
+static int run_compact(gmtf_gpu_lanes_enc *c)
+{
+    k_compact<<<(unsigned)(c->count * GMTF_GPU_LANES), 256, 0, c->st>>>(
+        (const uint64_t *)c->off.p, (const uint32_t *)c->runs.p, (const uint64_t *)c->roff.p,
+        (const uint8_t *)c->rk.p, (const uint32_t *)c->keys.p, (uint8_t *)c->crk.p,
+        (uint32_t *)c->ckeys.p);
+    CK(c, cudaGetLastError());
+    return 0;
 }
 
 static int backend_open(gmtf_gpu_lanes_enc *c)
@@ -814,6 +842,21 @@ static int sync(gmtf_gpu_lanes_enc *)
     return 0;
 }
 
+static int run_compact(gmtf_gpu_lanes_enc *c)
+{
+    const uint64_t *off = (const uint64_t *)c->off.p, *roff = (const uint64_t *)c->roff.p;
+    const uint32_t *runs = (const uint32_t *)c->runs.p;
+    for (size_t L = 0; L < c->count * GMTF_GPU_LANES; L++) {
+        size_t blk = L / GMTF_GPU_LANES;
+        uint32_t a, b, gb;
+        lane_geom(off[blk + 1] - off[blk], (unsigned)(L % GMTF_GPU_LANES), &a, &b, &gb);
+        memcpy((uint8_t *)c->crk.p + roff[L], (const uint8_t *)c->rk.p + off[blk] + a, runs[L]);
+        memcpy((uint32_t *)c->ckeys.p + roff[L], (const uint32_t *)c->keys.p + off[blk] + a,
+               4 * (size_t)runs[L]);
+    }
+    return 0;
+}
+
 static void kernel_ms(gmtf_gpu_lanes_enc *, int)
 {
 }
@@ -845,9 +888,9 @@ extern "C" void gmtf_gpu_lanes_enc_destroy(gmtf_gpu_lanes_enc *c)
     if (!c)
         return;
     backend_close(c);
-    dbuf *b[] = {&c->rl,   &c->bwt,   &c->off,    &c->rk,     &c->keys, &c->runs,
-                 &c->init, &c->ninit, &c->gstart, &c->shared, &c->sel,  &c->cum,
-                 &c->room, &c->len,   &c->pos,    &c->packed};
+    dbuf *b[] = {&c->crk,  &c->ckeys, &c->roff, &c->rl,    &c->bwt,    &c->off,    &c->rk,
+                 &c->keys, &c->runs,  &c->init, &c->ninit, &c->gstart, &c->shared, &c->sel,
+                 &c->cum,  &c->room,  &c->len,  &c->pos,   &c->packed};
     for (size_t i = 0; i < sizeof b / sizeof b[0]; i++)
         dev_free(b[i]);
     free(c);
@@ -875,7 +918,7 @@ extern "C" int gmtf_gpu_lanes_enc_scan(gmtf_gpu_lanes_enc *c, const uint8_t *bwt
     c->scanned = 0;
     if (count == 0)
         return 0;
-    if (!bwt || !off || !o || !o->rk || !o->keys || !o->runs || !o->init || !o->ninit ||
+    if (!bwt || !off || !o || !o->rk || !o->keys || !o->runs || !o->roff || !o->init || !o->ninit ||
         !o->gstart || !o->shared || count > (1u << 20) || off[0] != 0)
         return -EINVAL;
     for (size_t b = 0; b < count; b++)
@@ -897,10 +940,28 @@ extern "C" int gmtf_gpu_lanes_enc_scan(gmtf_gpu_lanes_enc *c, const uint8_t *bwt
     TRY(h2d(c, c->off.p, off, (count + 1) * 8));
     c->count = count;
     c->nbytes = n;
+    TRY(dev_reserve(c, &c->roff, (nl + 1) * 8));
+    TRY(dev_reserve(c, &c->crk, n));
+    TRY(dev_reserve(c, &c->ckeys, 4 * n));
     TRY(run_scan(c));
-    TRY(d2h(c, o->rk, c->rk.p, n));
-    TRY(d2h(c, o->keys, c->keys.p, 4 * n));
+    /* the runs a lane, then the ranks and keys packed by them */
     TRY(d2h(c, o->runs, c->runs.p, nl * 4));
+    TRY(sync(c));
+    uint64_t at = 0;
+    for (size_t L = 0; L < nl; L++) {
+        uint32_t a, b, gb;
+        size_t blk = L / GMTF_GPU_LANES;
+        lane_geom(off[blk + 1] - off[blk], (unsigned)(L % GMTF_GPU_LANES), &a, &b, &gb);
+        if (o->runs[L] > b - a)
+            return set_err(c, -EIO, "scan", "more runs than bytes in a lane");
+        o->roff[L] = at;
+        at += o->runs[L];
+    }
+    o->roff[nl] = at;
+    TRY(h2d(c, c->roff.p, o->roff, (nl + 1) * 8));
+    TRY(run_compact(c));
+    TRY(d2h(c, o->rk, c->crk.p, at));
+    TRY(d2h(c, o->keys, c->ckeys.p, 4 * at));
     TRY(d2h(c, o->init, c->init.p, nl * 256));
     TRY(d2h(c, o->ninit, c->ninit.p, nl * 2));
     TRY(d2h(c, o->gstart, c->gstart.p, count * MAX_GROUPS * 4));

@@ -53,6 +53,7 @@ static scan scan_alloc(uint64_t n, size_t count)
     s.o.rk = tu_malloc(n);
     s.o.keys = tu_malloc(4 * n);
     s.o.runs = tu_malloc(count * NL * 4);
+    s.o.roff = tu_malloc((count * NL + 1) * 8);
     s.o.init = tu_malloc(count * NL * 256);
     s.o.ninit = tu_malloc(count * NL * 2);
     s.o.gstart = tu_malloc(count * MG * 4);
@@ -67,6 +68,7 @@ static void scan_free(scan *s)
     free(s->o.rk);
     free(s->o.keys);
     free(s->o.runs);
+    free(s->o.roff);
     free(s->o.init);
     free(s->o.ninit);
     free(s->o.gstart);
@@ -79,8 +81,9 @@ static void scan_free(scan *s)
 static gmtf_gpu_lanes_scan_out block_view(const scan *s, const uint64_t *off, size_t i)
 {
     gmtf_gpu_lanes_scan_out v = s->o;
-    v.rk += off[i];
-    v.keys += 2 * off[i];
+    (void)off;
+    v.rk += s->o.roff[NL * i];
+    v.keys += 2 * s->o.roff[NL * i];
     v.runs += NL * i;
     v.init += NL * 256 * i;
     v.ninit += NL * i;
