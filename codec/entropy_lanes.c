@@ -41,6 +41,29 @@
 #include "qlfc_rc.h"
 #include "entropy_lanes_dev.h"
 
+/* GMTF_LANES_PROFILE (a measuring build, never the default): nanoseconds
+ * of the encoder's phases summed over calls, read by gmtf_lanes_profile. */
+#ifdef GMTF_LANES_PROFILE
+#include <time.h>
+static _Thread_local uint64_t prof_ns[6];
+static uint64_t prof_now(void)
+{
+    struct timespec t;
+    clock_gettime(CLOCK_MONOTONIC, &t);
+    return (uint64_t)t.tv_sec * 1000000000u + (uint64_t)t.tv_nsec;
+}
+#define PROF_T(v) uint64_t v = prof_now()
+#define PROF_ADD(i, t0) (prof_ns[i] += prof_now() - (t0))
+void gmtf_lanes_profile(uint64_t out[6]);
+void gmtf_lanes_profile(uint64_t out[6])
+{
+    memcpy(out, prof_ns, sizeof prof_ns);
+}
+#else
+#define PROF_T(v) ((void)0)
+#define PROF_ADD(i, t0) ((void)0)
+#endif
+
 /* ---- alphabets ----------------------------------------------------------- */
 
 #define NSYM 16
@@ -230,6 +253,7 @@ typedef struct {
     uint64_t rcp[NTABLES][NSYM]; /* x / f by multiplication (see set_reciprocal) */
     uint8_t rcp_shift[NTABLES][NSYM];
     uint32_t mant[NTABLES][NSYM];
+    unsigned nsets; /* table sets chosen */
 } lanes_enc_fixed;
 
 #define ALIGN64(x) (((x) + 63) & ~(size_t)63)
@@ -886,8 +910,93 @@ static uint8_t *lane_encode(const lanes_enc_fixed *w, const uint8_t *s, size_t a
 #endif
 static const uint8_t set_choice[SET_CHOICES] = SET_LIST;
 
-/* choose: apply the method rule (qlfc.h): big ranks or long runs on
- * average: -EXDEV (take method 3). */
+/* After the lanes' ranks and keys (w, rk, keys: runs runs, ng groups):
+ * the method rule (choose: big ranks or long runs on average: -EXDEV, take
+ * method 3), the number of table sets (the smallest estimate of code plus
+ * header; stop once more sets stop paying), selectors and tables. 0 or
+ * negative. */
+static long plan(lanes_enc_fixed *w, const uint8_t *rk, const uint16_t *keys, uint8_t *scratch,
+                 size_t scap, size_t n, uint32_t runs, uint32_t ng, int choose)
+{
+    w->nruns[GMTF_QLFC_NLANES] = runs;
+    if (choose) {
+        uint32_t big = 0;
+        for (uint32_t k = 0; k < runs; k++)
+            big += rk[k] >= GMTF_QLFC_BIG_RANK;
+        if ((uint64_t)big * GMTF_QLFC_BIG_DIV >= runs || (uint64_t)runs * GMTF_QLFC_SPARSE < n)
+            return -EXDEV;
+    }
+    w->ngroups[GMTF_QLFC_NLANES] = ng;
+    w->gstart[ng] = runs;
+
+    group_key *tmp = (group_key *)scratch;
+    uint8_t *sel = w->d.sel;
+    uint64_t best = UINT64_MAX;
+    unsigned best_sets = 1;
+    PROF_T(t2);
+    for (unsigned i = 0; i < SET_CHOICES; i++) {
+        unsigned nsets = set_choice[i];
+        if (nsets > 1 && ng < 2 * nsets)
+            break;
+        uint64_t est = choose_selectors(w, nsets, keys, ng, sel, tmp);
+        quantise_tables(w, nsets);
+        for (unsigned j = 0; j < GMTF_QLFC_NLANES; j++)
+            w->lane_len[j] = 16;
+        long h = put_header(w, nsets, sel, ng, scratch + 8 * (size_t)ng, scap - 8 * (size_t)ng);
+        if (h < 0)
+            return -ENOSPC;
+        est += (uint64_t)h * 8 * 256;
+        if (est >= best)
+            break;
+        best = est;
+        best_sets = nsets;
+        memcpy(w->best_sel, sel, ng);
+    }
+    PROF_ADD(2, t2);
+    PROF_T(t3);
+    w->nsets = best_sets;
+    memcpy(sel, w->best_sel, ng);
+    count_sets(w, best_sets, keys, sel, ng);
+    quantise_tables(w, best_sets);
+    PROF_ADD(3, t3);
+    return 0;
+}
+
+/* Lane j coded on the CPU into scratch[used..scap); its length or 0. */
+static size_t code_lane(lanes_enc_fixed *w, const uint8_t *bwt, size_t n, unsigned j,
+                        const uint8_t *rk, const uint16_t *keys, uint8_t *scratch, size_t used,
+                        size_t scap)
+{
+    size_t a, b;
+    lane_range(n, j, &a, &b);
+    uint32_t r0 = w->nruns[j];
+    uint8_t *p = lane_encode(w, bwt, a, b, w->nruns[j + 1] - r0, rk + r0, keys + 2 * (size_t)r0,
+                             w->d.sel + w->ngroups[j], scratch + used, scratch + scap);
+    if (!p)
+        return 0;
+    size_t len = (size_t)(scratch + scap - p);
+    memmove(scratch + used, p, len);
+    return len;
+}
+
+/* The payload: method byte, header length, header, the lanes' streams
+ * (scratch[0..used), lane_len set). */
+static long assemble(lanes_enc_fixed *w, const uint8_t *scratch, size_t used, uint8_t *dst,
+                     size_t cap)
+{
+    if (cap < 5)
+        return -ENOSPC;
+    uint32_t ng = w->ngroups[GMTF_QLFC_NLANES];
+    long h = put_header(w, w->nsets, w->d.sel, ng, dst + 5, cap - 5);
+    if (h < 0 || (size_t)h + 5 + used > cap)
+        return -ENOSPC;
+    dst[0] = GMTF_QLFC_METHOD_LANES;
+    for (int q = 0; q < 4; q++)
+        dst[1 + q] = (uint8_t)((uint32_t)h >> (8 * q));
+    memcpy(dst + 5 + h, scratch, used);
+    return (long)(5 + (size_t)h + used);
+}
+
 static long lanes_encode(const uint8_t *bwt, size_t n, uint8_t *dst, size_t cap, void *ws,
                          int choose)
 {
@@ -907,77 +1016,35 @@ static long lanes_encode(const uint8_t *bwt, size_t n, uint8_t *dst, size_t cap,
         lane_range(n, j, &a, &b);
         w->nruns[j] = runs;
         w->ngroups[j] = ng;
+        PROF_T(t0);
         size_t k = gmtf_qlfc_ranks(bwt, a, b, rk + runs, w->init[j], &w->ninit[j]);
+        PROF_ADD(0, t0);
+        PROF_T(t1);
         lane_keys(bwt, a, b, rk + runs, keys + 2 * (size_t)runs, runs, w->gstart + ng,
                   w->shared_cnt);
+        PROF_ADD(1, t1);
         runs += (uint32_t)k;
         ng += lane_groups(b - a);
     }
-    w->nruns[GMTF_QLFC_NLANES] = runs;
-    if (choose) {
-        uint32_t big = 0;
-        for (uint32_t k = 0; k < runs; k++)
-            big += rk[k] >= GMTF_QLFC_BIG_RANK;
-        if ((uint64_t)big * GMTF_QLFC_BIG_DIV >= runs || (uint64_t)runs * GMTF_QLFC_SPARSE < n)
-            return -EXDEV;
-    }
-    w->ngroups[GMTF_QLFC_NLANES] = ng;
-    w->gstart[ng] = runs;
-
-    /* The number of table sets: the smallest estimate of code plus
-     * header; stop once more sets stop paying. */
-    group_key *tmp = (group_key *)scratch;
-    uint8_t *sel = w->d.sel;
-    uint64_t best = UINT64_MAX;
-    unsigned best_sets = 1;
-    for (unsigned i = 0; i < SET_CHOICES; i++) {
-        unsigned nsets = set_choice[i];
-        if (nsets > 1 && ng < 2 * nsets)
-            break;
-        uint64_t est = choose_selectors(w, nsets, keys, ng, sel, tmp);
-        quantise_tables(w, nsets);
-        for (unsigned j = 0; j < GMTF_QLFC_NLANES; j++)
-            w->lane_len[j] = 16;
-        long h = put_header(w, nsets, sel, ng, scratch + 8 * (size_t)ng, scap - 8 * (size_t)ng);
-        if (h < 0)
-            return -ENOSPC;
-        est += (uint64_t)h * 8 * 256;
-        if (est >= best)
-            break;
-        best = est;
-        best_sets = nsets;
-        memcpy(w->best_sel, sel, ng);
-    }
-    unsigned nsets = best_sets;
-    memcpy(sel, w->best_sel, ng);
-    count_sets(w, nsets, keys, sel, ng);
-    quantise_tables(w, nsets);
+    long rc = plan(w, rk, keys, scratch, scap, n, runs, ng, choose);
+    if (rc < 0)
+        return rc;
 
     /* lanes, one after another into the scratch */
+    PROF_T(t4);
     size_t used = 0;
     for (unsigned j = 0; j < GMTF_QLFC_NLANES; j++) {
-        size_t a, b;
-        lane_range(n, j, &a, &b);
-        uint32_t r0 = w->nruns[j];
-        uint8_t *p = lane_encode(w, bwt, a, b, w->nruns[j + 1] - r0, rk + r0, keys + 2 * (size_t)r0,
-                                 sel + w->ngroups[j], scratch + used, scratch + scap);
-        if (!p)
+        size_t len = code_lane(w, bwt, n, j, rk, keys, scratch, used, scap);
+        if (!len)
             return -ENOSPC;
-        size_t len = (size_t)(scratch + scap - p);
-        memmove(scratch + used, p, len);
         used += len;
         w->lane_len[j] = (uint32_t)len;
     }
-    if (cap < 5)
-        return -ENOSPC;
-    long h = put_header(w, nsets, sel, ng, dst + 5, cap - 5);
-    if (h < 0 || (size_t)h + 5 + used > cap)
-        return -ENOSPC;
-    dst[0] = GMTF_QLFC_METHOD_LANES;
-    for (int q = 0; q < 4; q++)
-        dst[1 + q] = (uint8_t)((uint32_t)h >> (8 * q));
-    memcpy(dst + 5 + h, scratch, used);
-    return (long)(5 + (size_t)h + used);
+    PROF_ADD(4, t4);
+    PROF_T(t5);
+    long r = assemble(w, scratch, used, dst, cap);
+    PROF_ADD(5, t5);
+    return r;
 }
 
 long gmtf_lanes_encode(const uint8_t *bwt, size_t n, uint8_t *dst, size_t cap, void *ws)
@@ -1383,4 +1450,97 @@ int gmtf_lanes_dev_setup(const uint8_t *src, size_t len, size_t n, void *ws, uin
         memcpy(g->hr, l->h.hr, 256);
     }
     return 0;
+}
+
+/* ---- for device encoders (entropy_lanes_dev.h) ------------------------------ */
+
+_Static_assert(NTABLES - T_OFF == GMTF_GPU_LANES_NSHARED, "gpu/gpu_lanes.h's shared tables");
+
+long gmtf_lanes_enc_dev_plan(const uint8_t *bwt, size_t n, void *ws,
+                             const gmtf_gpu_lanes_scan_out *o, int choose, uint8_t *sel,
+                             uint16_t *cum)
+{
+    (void)bwt;
+    if (n == 0 || n > GMTF_BLOCK_MAX)
+        return -EINVAL;
+    lanes_enc_fixed *w = ws;
+    uint8_t *rk = (uint8_t *)ws + fixed_size();
+    uint16_t *keys = (uint16_t *)(rk + ALIGN64(n));
+    uint8_t *scratch = (uint8_t *)keys + ALIGN64(4 * n);
+    init_log2(w->log2_256);
+    memset(w->shared_cnt, 0, sizeof w->shared_cnt);
+    /* the lanes' ranks and keys one after another, as lanes_encode has
+     * them; what the device gave is checked as it is copied */
+    uint32_t runs = 0, ng = 0;
+    for (unsigned j = 0; j < GMTF_QLFC_NLANES; j++) {
+        size_t a, b;
+        lane_range(n, j, &a, &b);
+        uint32_t k = o->runs[j], lg = lane_groups(b - a);
+        if (k > b - a || (k == 0) != (a == b) || o->ninit[j] > 256 || o->ninit[j] > k)
+            return -EIO;
+        w->nruns[j] = runs;
+        w->ngroups[j] = ng;
+        memcpy(rk + runs, o->rk + runs, k); /* the block's lanes back to back */
+        memcpy(keys + 2 * (size_t)runs, o->keys + 2 * (size_t)runs, 4 * (size_t)k);
+        for (uint32_t r = runs; r < runs + k; r++) {
+            unsigned rs = rk[r] ? rsym_of(rk[r]) : RSYM_RETIRE;
+            if ((keys[2 * r] & 15) != rs || keys[2 * r] >> 4 >= NRCTX ||
+                keys[2 * r + 1] >> 4 < NRCTX || keys[2 * r + 1] >> 4 >= TPS)
+                return -EIO;
+        }
+        uint32_t prev = 0;
+        for (uint32_t g = 0; g < lg; g++) {
+            uint32_t v = o->gstart[ng + g];
+            if (v < prev || v > k)
+                return -EIO;
+            w->gstart[ng + g] = runs + v;
+            prev = v;
+        }
+        memcpy(w->init[j], o->init + 256 * (size_t)j, o->ninit[j]);
+        w->ninit[j] = o->ninit[j];
+        const uint32_t *sh = o->shared + (size_t)j * GMTF_GPU_LANES_NSHARED * NSYM;
+        for (unsigned t = 0; t < NTABLES - T_OFF; t++)
+            for (unsigned y = 0; y < NSYM; y++)
+                w->shared_cnt[t][y] += sh[t * NSYM + y];
+        runs += k;
+        ng += lg;
+    }
+    long rc = plan(w, rk, keys, scratch, scratch_cap(n), n, runs, ng, choose);
+    if (rc < 0)
+        return rc;
+    memcpy(sel, w->d.sel, ng);
+    memset(sel + ng, 0, MAX_GROUPS - ng);
+    w->d.cum[T_NONE][0] = 0;
+    for (unsigned y = 1; y < NSYM + 2; y++)
+        w->d.cum[T_NONE][y] = QLFC_PROB_ONE;
+    memcpy(cum, w->d.cum, sizeof w->d.cum);
+    return 0;
+}
+
+long gmtf_lanes_enc_dev_finish(const uint8_t *bwt, size_t n, void *ws, const uint8_t *streams,
+                               const uint32_t *len, uint8_t *dst, size_t cap)
+{
+    if (n == 0 || n > GMTF_BLOCK_MAX)
+        return -EINVAL;
+    lanes_enc_fixed *w = ws;
+    uint8_t *rk = (uint8_t *)ws + fixed_size();
+    uint16_t *keys = (uint16_t *)(rk + ALIGN64(n));
+    uint8_t *scratch = (uint8_t *)keys + ALIGN64(4 * n);
+    size_t scap = scratch_cap(n), used = 0, at = 0;
+    for (unsigned j = 0; j < GMTF_QLFC_NLANES; j++) {
+        size_t l = len[j];
+        if (l == 0) { /* the device's room was too small: here */
+            l = code_lane(w, bwt, n, j, rk, keys, scratch, used, scap);
+            if (!l)
+                return -ENOSPC;
+        } else {
+            if (l < 16 || l % 4 || l > scap - used)
+                return l > scap - used && l % 4 == 0 ? -ENOSPC : -EIO;
+            memcpy(scratch + used, streams + at, l);
+            at += l;
+        }
+        used += l;
+        w->lane_len[j] = (uint32_t)l;
+    }
+    return assemble(w, scratch, used, dst, cap);
 }

@@ -18,4 +18,22 @@
 int gmtf_lanes_dev_setup(const uint8_t *src, size_t len, size_t n, void *ws, uint64_t in_base,
                          gmtf_gpu_lane *lanes, uint16_t *cum, uint8_t *sel);
 
+/* Method 2's encoder around a device's scan and code steps (gpu_lanes.h),
+ * block by block: the plan takes block n's scan (o: its pointers moved to
+ * the block: rk + roff[32 b], keys + 2 roff[32 b], runs + 32 b, init + 8192 b, ninit +
+ * 32 b, gstart + b GMTF_GPU_LANES_MAX_GROUPS, shared + 32 b x 12 x 16),
+ * checks it, and chooses sets, selectors and tables as gmtf_lanes_encode
+ * does (choose: the method rule, -EXDEV for method 3); it writes the
+ * block's selectors (GMTF_GPU_LANES_MAX_GROUPS) and tables
+ * (GMTF_GPU_LANES_NTABLES x GMTF_GPU_LANES_CUM) for the device. ws (an
+ * encoder workspace) keeps the plan for the finish, which takes the 32
+ * lane streams (streams, their lengths len; a 0 length: the lane is coded
+ * here) and writes the payload: gmtf_lanes_encode's bytes, or its -ENOSPC.
+ * -EIO: the scan broke a rule. */
+long gmtf_lanes_enc_dev_plan(const uint8_t *bwt, size_t n, void *ws,
+                             const gmtf_gpu_lanes_scan_out *o, int choose, uint8_t *sel,
+                             uint16_t *cum);
+long gmtf_lanes_enc_dev_finish(const uint8_t *bwt, size_t n, void *ws, const uint8_t *streams,
+                               const uint32_t *len, uint8_t *dst, size_t cap);
+
 #endif

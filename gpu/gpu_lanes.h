@@ -68,6 +68,51 @@ int gmtf_gpu_lanes_decode(gmtf_gpu_lanes_ctx *ctx, const uint8_t *in, uint64_t n
                           const gmtf_gpu_lane *lanes, const uint16_t *cum, const uint8_t *sel,
                           const uint64_t *out_off, uint8_t *out, uint8_t *bad);
 
+/* ---- encoding ---------------------------------------------------------------
+ * Method 2's encoder in two device steps around the codec's choices
+ * (codec/entropy_lanes.c): scan, then the host picks table sets, selectors
+ * and tables from what the scan gave, then code. Block b of a batch is
+ * bwt[off[b] .. off[b+1]) (off[0] = 0, 1 byte .. 16 MiB a block), cut into
+ * 32 lanes of ceil(n / 32) bytes; lane j of block b (L = 32 b + j) covers
+ * [a, e) of its block and owns groups gbase(j) .. of its block's
+ * selectors (one a 4 KiB of the lane). */
+#define GMTF_GPU_LANES_NSHARED 12 /* tables counted by the scan: offsets, escaped lengths */
+
+typedef struct gmtf_gpu_lanes_scan_out {
+    uint8_t *rk;      /* off[count] bytes: lane L's run ranks from rk[roff[L]] */
+    uint16_t *keys;   /* 2 off[count]: its runs' two keys from keys[2 roff[L]] */
+    uint32_t *runs;   /* 32 count: runs a lane */
+    uint64_t *roff;   /* 32 count + 1: each lane's first run in rk, the total last */
+    uint8_t *init;    /* 256 a lane: its bytes by first use */
+    uint16_t *ninit;  /* 32 count: how many */
+    uint32_t *gstart; /* GMTF_GPU_LANES_MAX_GROUPS a block: first run of each group,
+                       * counted from its lane's first run */
+    uint32_t *shared; /* GMTF_GPU_LANES_NSHARED x 16 a lane: counts */
+} gmtf_gpu_lanes_scan_out;
+
+typedef struct gmtf_gpu_lanes_enc gmtf_gpu_lanes_enc;
+
+int gmtf_gpu_lanes_enc_create(gmtf_gpu_lanes_enc **out);
+void gmtf_gpu_lanes_enc_destroy(gmtf_gpu_lanes_enc *ctx);
+const char *gmtf_gpu_lanes_enc_error(const gmtf_gpu_lanes_enc *ctx);
+/* The device time of the last scan and code kernels (ms; 0 in the
+ * emulation): for benchmarks. */
+void gmtf_gpu_lanes_enc_kernel_ms(const gmtf_gpu_lanes_enc *ctx, double *scan, double *code);
+
+/* Scans count blocks into o's buffers (sizes above); the device keeps the
+ * batch and the scan for gmtf_gpu_lanes_enc_code. */
+int gmtf_gpu_lanes_enc_scan(gmtf_gpu_lanes_enc *ctx, const uint8_t *bwt, size_t count,
+                            const uint64_t *off, gmtf_gpu_lanes_scan_out *o);
+
+/* Codes the lanes of the last scan's blocks: block b's selectors at
+ * sel + b * GMTF_GPU_LANES_MAX_GROUPS, its tables at cum + b * NTABLES * 18
+ * (gmtf_gpu_lanes_decode's layout). Lane L's stream (its two rANS states,
+ * then its words) goes to out at the sum of len[0 .. L); len[L] = 0 when it
+ * did not fit in 2 bytes an input byte + 64 (the caller codes that lane).
+ * -ENOSPC when the streams exceed cap. */
+int gmtf_gpu_lanes_enc_code(gmtf_gpu_lanes_enc *ctx, const uint8_t *sel, const uint16_t *cum,
+                            uint8_t *out, uint64_t cap, uint32_t *len);
+
 #ifdef __cplusplus
 }
 #endif

@@ -1,0 +1,1018 @@
+/* Lane-parallel encoding of the codec's method 2 on the GPU
+ * (gpu_lanes.h): one thread a lane, many blocks at once. Two kernels,
+ * each the same loop as codec/entropy_lanes.c's:
+ *   scan: a lane's QLFC ranks (gmtf_qlfc_ranks), its runs' context keys,
+ *         its first run of every 4 KiB group and its counts of the shared
+ *         tables (lane_keys);
+ *   code: a lane's runs coded backwards by rANS (lane_encode) with the
+ *         tables and selectors the host chose from the scan.
+ * The model's constants are repeated (as in gpu/lanes.cu); the codec checks
+ * the layout macros at compile time. The scan's outputs stay on the device
+ * for the code kernel.
+ *
+ * The same source builds for the CPU with GMTF_LANES_ENC_EMU: tests/gpu
+ * runs the device code path without a GPU. */
+#include <errno.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#ifdef GMTF_LANES_ENC_EMU
+#include "lanes_enc_emu_names.h"
+#define GMTF_HD
+#define GMTF_HHD
+#define GMTF_CONST static const
+#else
+#include <cuda_runtime.h>
+#include "gpu.h"
+#define GMTF_HD __device__
+#define GMTF_HHD __host__ __device__
+/* global memory through L1, not __constant__: the lanes of a warp index
+ * the tables by their own symbols, which the constant cache serialises */
+#define GMTF_CONST static __device__ const
+#endif
+
+#include "gpu_lanes.h"
+
+/* ---- the model (codec/entropy_lanes.c) ----------------------------------- */
+
+#define NSYM 16
+#define RSYM_RETIRE 0
+#define RSYM_OFF_FIRST 5
+#define RSYM_BIG_FIRST 13
+#define LSYM_ESC 15
+#define LBIG_MIN 8
+#define ER_INIT 48
+#define NRCTX (12 * 3 * 3)
+#define NLCTX (12 * 5)
+#define TPS (NRCTX + NLCTX)
+#define MAX_SETS 8
+#define T_OFF (MAX_SETS * TPS)
+#define T_LBIG (T_OFF + 11)
+#define NTAB (T_LBIG + 2) /* tables a block, the decoder's one-symbol table last */
+#define GROUP_BYTES 4096
+#define MAX_GROUPS ((16u << 20) / GROUP_BYTES + GMTF_GPU_LANES)
+#define PROB_BITS 12
+#define RANS_L (1ull << 32)
+#define XA 0
+#define XB 1
+#define CUMW GMTF_GPU_LANES_CUM
+
+GMTF_CONST uint8_t e_rbase[NSYM] = {0, 1, 2, 3, 4, 5, 7, 9, 13, 17, 25, 33, 49, 65, 129, 193};
+GMTF_CONST uint8_t e_lbase[LSYM_ESC] = {1, 2, 3, 4, 6, 8, 12, 16, 24, 32, 48, 64, 96, 128, 192};
+GMTF_CONST uint8_t e_lbits[LSYM_ESC] = {0, 0, 0, 1, 1, 2, 2, 3, 3, 4, 4, 5, 5, 6, 6};
+GMTF_CONST uint8_t e_e_q[16] = {0, 1, 2, 3, 4, 5, 6, 7, 8, 8, 9, 9, 10, 10, 11, 11};
+GMTF_CONST uint8_t e_h_q[16] = {0, 1, 2, 2, 2, 2, 2, 2, 2, 2, 2, 2, 2, 2, 2, 2};
+GMTF_CONST uint8_t e_p_q[16] = {2, 0, 1, 2, 2, 2, 2, 2, 2, 2, 2, 2, 2, 2, 2, 2};
+GMTF_CONST uint8_t e_r_q[16] = {0, 1, 2, 3, 3, 4, 4, 4, 4, 4, 4, 4, 4, 4, 4, 4};
+
+static_assert(NTAB == GMTF_GPU_LANES_NTABLES && TPS == GMTF_GPU_LANES_TPS &&
+                  GROUP_BYTES == GMTF_GPU_LANES_GROUP && MAX_GROUPS == GMTF_GPU_LANES_MAX_GROUPS &&
+                  NTAB - 1 - T_OFF == GMTF_GPU_LANES_NSHARED,
+              "gpu_lanes.h's layout");
+
+/* ---- lane geometry (the codec's: ceil(n / 32) bytes a lane) ---------------- */
+
+static GMTF_HHD inline void lane_geom(uint64_t n, unsigned j, uint32_t *a, uint32_t *b,
+                                      uint32_t *gbase)
+{
+    uint64_t seg = (n + GMTF_GPU_LANES - 1) / GMTF_GPU_LANES, g = 0;
+    for (unsigned i = 0; i < j; i++) {
+        uint64_t lo = i * seg, hi = lo + seg;
+        lo = lo < n ? lo : n;
+        hi = hi < n ? hi : n;
+        g += (hi - lo + GROUP_BYTES - 1) / GROUP_BYTES;
+    }
+    uint64_t lo = (uint64_t)j * seg, hi = lo + seg;
+    *a = (uint32_t)(lo < n ? lo : n);
+    *b = (uint32_t)(hi < n ? hi : n);
+    *gbase = (uint32_t)g;
+}
+
+static GMTF_HD inline unsigned top_bit(uint32_t v) /* v >= 1 */
+{
+#ifdef GMTF_LANES_ENC_EMU
+    return 31 - (unsigned)__builtin_clz(v);
+#else
+    return 31 - (unsigned)__clz(v);
+#endif
+}
+
+/* The rank class of r (1..255) without a search: past 4, two classes an
+ * octave of r - 1 (4-5, 6-7, 8-11, ..., 48-63), then 64-127, 128-191,
+ * 192-254 (codec/entropy_lanes.c's rbase). */
+static GMTF_HD inline unsigned rsym_of(unsigned r)
+{
+    if (r <= 4)
+        return r;
+    unsigned m = r - 1;
+    if (m >= 64)
+        return m < 128 ? 13 : m < 192 ? 14 : 15;
+    unsigned k = top_bit(m);
+    return 2 * k + 1 + ((m >> (k - 1)) & 1);
+}
+
+/* The length class of len >= 1: 1, 2, 3, then two an octave (4-5, 6-7,
+ * ..., 192-255), 256 on escaped (lbase). */
+static GMTF_HD inline unsigned lsym_of(uint32_t len)
+{
+    if (len >= 256)
+        return LSYM_ESC;
+    if (len < 4)
+        return len - 1;
+    unsigned k = top_bit(len);
+    return 2 * k - 1 + ((len >> (k - 1)) & 1);
+}
+
+static GMTF_HD inline unsigned bitlen_m1(uint32_t v) /* v >= 1: index of the top bit */
+{
+    return top_bit(v);
+}
+
+/* ---- scan: ranks, keys, groups, shared counts of one lane ----------------- */
+
+/* A lane is scanned by one warp: the control flow is the same in all 32
+ * threads (each computes the run's values; thread 0 writes them), and the
+ * three steps with a loop inside -- the end of a run, its start, the byte's
+ * place in the move-to-front list -- are warp-wide: 32 bytes a step by a
+ * ballot, the 256-byte list as 8 bytes a thread. In the CPU build (one
+ * "thread", t = 0) they are plain loops. */
+
+/* The end of the run of s[i] (first j > i with s[j] != s[i], or b). */
+static GMTF_HD inline uint32_t w_run_end(const uint8_t *s, uint32_t i, uint32_t b, unsigned t)
+{
+    uint8_t c = s[i];
+    uint32_t j = i + 1;
+#ifdef GMTF_LANES_ENC_EMU
+    (void)t;
+    while (j < b && s[j] == c)
+        j++;
+    return j;
+#else
+    for (;;) {
+        uint32_t q = j + t;
+        int stop = q >= b || s[q] != c;
+        unsigned m = __ballot_sync(0xffffffffu, stop);
+        if (m)
+            return j + (unsigned)__ffs((int)m) - 1;
+        j += 32;
+    }
+#endif
+}
+
+/* The start of the run of s[i - 1] (i > a). */
+static GMTF_HD inline uint32_t w_run_start(const uint8_t *s, uint32_t a, uint32_t i, unsigned t)
+{
+    uint8_t c = s[i - 1];
+    uint32_t j = i - 1; /* s[j..i) is the run so far */
+#ifdef GMTF_LANES_ENC_EMU
+    (void)t;
+    while (j > a && s[j - 1] == c)
+        j--;
+    return j;
+#else
+    for (;;) {
+        int stop = j - a <= t || s[j - 1 - t] != c; /* q = j - 1 - t below a, or another byte */
+        unsigned m = __ballot_sync(0xffffffffu, stop);
+        if (m)
+            return j - ((unsigned)__ffs((int)m) - 1);
+        j -= 32;
+    }
+#endif
+}
+
+/* c's place p in list (a permutation of the 256 bytes), moved to the front. */
+static GMTF_HD inline unsigned w_mtf(uint8_t *list, unsigned c, unsigned t)
+{
+#ifdef GMTF_LANES_ENC_EMU
+    (void)t;
+    unsigned p = 0;
+    while (list[p] != c)
+        p++;
+    for (unsigned q = p; q > 0; q--)
+        list[q] = list[q - 1];
+    list[0] = (uint8_t)c;
+    return p;
+#else
+    const uint64_t ones = 0x0101010101010101ull;
+    uint64_t v = ((const uint64_t *)list)[t];
+    uint64_t x = v ^ (ones * c);
+    uint64_t hz = (x - ones) & ~x & (ones << 7); /* the lowest flag is the first zero byte */
+    unsigned m = __ballot_sync(0xffffffffu, hz != 0);
+    unsigned tt = (unsigned)__ffs((int)m) - 1;
+    unsigned in = hz ? ((unsigned)__ffsll((long long)hz) - 1) >> 3 : 0;
+    unsigned p = tt * 8 + __shfl_sync(0xffffffffu, in, (int)tt);
+    uint64_t prev = __shfl_up_sync(0xffffffffu, v >> 56, 1);
+    uint64_t shifted = v << 8 | (t == 0 ? (uint64_t)c : prev);
+    int k = (int)p - (int)(8 * t) + 1; /* bytes of this thread at places <= p */
+    uint64_t mask = k >= 8 ? ~0ull : k <= 0 ? 0 : (1ull << (8 * k)) - 1;
+    __syncwarp();
+    ((uint64_t *)list)[t] = (shifted & mask) | (v & ~mask);
+    __syncwarp();
+    return p;
+#endif
+}
+
+/* tmp: the warp's 2048 bytes (list, seen, er, el, hr, then the shared
+ * counts, 8-aligned). rl: the runs' lengths (for the code step). */
+#define SCAN_TMP 2048
+#ifdef GMTF_LANES_ENC_EMU
+#define WSTEP 1 /* the warp's loops: 32 threads a step, or one */
+#else
+#define WSTEP 32
+#endif
+static GMTF_HD void lane_scan(const uint8_t *s, uint32_t a, uint32_t b, uint8_t *rk, uint16_t *keys,
+                              uint32_t *rl, uint32_t *nruns, uint8_t *init, uint16_t *ninit,
+                              uint32_t *gstart, uint32_t *shared, uint8_t *tmp, unsigned t)
+{
+    uint8_t *list = tmp, *seen = tmp + 256, *er = tmp + 512, *el = tmp + 768, *hr = tmp + 1024;
+    uint32_t *cnt = (uint32_t *)(tmp + 1280);
+    for (unsigned i = t; i < 256; i += WSTEP) {
+        list[i] = (uint8_t)i;
+        seen[i] = 0;
+        er[i] = ER_INIT;
+        el[i] = 0;
+        hr[i] = 0;
+    }
+    for (unsigned q = t; q < GMTF_GPU_LANES_NSHARED * NSYM; q += WSTEP)
+        cnt[q] = 0;
+#ifndef GMTF_LANES_ENC_EMU
+    __syncwarp();
+#endif
+    uint32_t k = 0;
+    for (uint32_t i = a; i < b; k++)
+        i = w_run_end(s, i, b, t);
+    uint32_t runs = k;
+    unsigned nseen = 0;
+    uint32_t i = b;
+    while (i > a) {
+        uint32_t st = w_run_start(s, a, i, t);
+        uint8_t c = s[st];
+        unsigned p = w_mtf(list, c, t);
+        --k;
+        unsigned sn = seen[c];
+        if (t == 0) {
+            rk[k] = sn ? (uint8_t)p : 0;
+            rl[k] = i - st;
+        }
+#ifndef GMTF_LANES_ENC_EMU
+        __syncwarp();
+#endif
+        if (!sn) {
+            if (t == 0)
+                seen[c] = 1;
+            nseen++;
+        }
+#ifndef GMTF_LANES_ENC_EMU
+        __syncwarp();
+#endif
+        i = st;
+    }
+    for (unsigned q = t; q < nseen; q += WSTEP)
+        init[q] = list[q];
+    if (t == 0) {
+        *ninit = (uint16_t)nseen;
+        *nruns = runs;
+    }
+#ifndef GMTF_LANES_ENC_EMU
+    __syncwarp();
+    __threadfence_block();
+#endif
+    unsigned prev = 1;
+    uint32_t g = 0, st = a;
+    for (k = 0; k < runs; k++) {
+        uint32_t len = rl[k]; /* written by thread 0 of this warp: fenced above */
+        uint8_t c = s[st];
+        while ((st - a) >= g * GROUP_BYTES) {
+            if (t == 0)
+                gstart[g] = k;
+            g++;
+        }
+        unsigned r = rk[k];
+        unsigned rsym = r ? rsym_of(r) : RSYM_RETIRE;
+        unsigned lsym = lsym_of(len);
+        unsigned rctx = (e_e_q[(er[c] + 8) >> 4] * 3 + e_h_q[hr[c]]) * 3 + e_p_q[prev];
+        unsigned lctx = NRCTX + e_e_q[(el[c] + 8) >> 4] * 5 + e_r_q[rsym];
+        if (t == 0) {
+            if (rsym >= RSYM_BIG_FIRST)
+                cnt[(rsym - RSYM_OFF_FIRST) * NSYM + ((r - e_rbase[rsym]) >> 2)]++;
+            else if (rsym >= RSYM_OFF_FIRST)
+                cnt[(rsym - RSYM_OFF_FIRST) * NSYM + (r - e_rbase[rsym])]++;
+            if (lsym == LSYM_ESC)
+                cnt[(T_LBIG - T_OFF) * NSYM + bitlen_m1(len) - LBIG_MIN]++;
+            keys[2 * k] = (uint16_t)(rctx << 4 | rsym);
+            keys[2 * k + 1] = (uint16_t)(lctx << 4 | lsym);
+            unsigned rv = rsym == RSYM_RETIRE ? 15 : rsym;
+            er[c] = (uint8_t)((er[c] + (rv << 4)) >> 1);
+            el[c] = (uint8_t)((el[c] + (lsym << 4)) >> 1);
+            hr[c] = (uint8_t)rv;
+        }
+#ifndef GMTF_LANES_ENC_EMU
+        __syncwarp();
+#endif
+        prev = rsym;
+        st += len;
+    }
+    uint32_t ng = (b - a + GROUP_BYTES - 1) / GROUP_BYTES;
+    for (uint32_t q = g + t; q < ng; q += WSTEP)
+        gstart[q] = runs;
+#ifndef GMTF_LANES_ENC_EMU
+    __syncwarp();
+#endif
+    for (unsigned q = t; q < GMTF_GPU_LANES_NSHARED * NSYM; q += WSTEP)
+        shared[q] = cnt[q];
+}
+
+/* ---- code: rANS of one lane ------------------------------------------------ */
+
+struct renc {
+    uint64_t x[2];
+    uint8_t *p, *lo;
+    int overflow;
+};
+
+struct rgroup {
+    unsigned n, bits;
+    uint64_t freq;
+    uint16_t f[4], c[4];
+    uint8_t nb[4];
+};
+
+static GMTF_HD inline void g_init(rgroup &g)
+{
+    g.n = 0;
+    g.bits = 0;
+    g.freq = 1;
+}
+
+static GMTF_HD inline void g_sym(rgroup &g, const uint16_t *cum, unsigned t, unsigned y)
+{
+    const uint16_t *cm = cum + (size_t)t * CUMW;
+    uint16_t f = (uint16_t)(cm[y + 1] - cm[y]);
+    g.f[g.n] = f;
+    g.c[g.n] = cm[y];
+    g.nb[g.n++] = PROB_BITS;
+    g.bits += PROB_BITS;
+    g.freq *= f;
+}
+
+static GMTF_HD inline void g_raw(rgroup &g, uint32_t v, unsigned nb)
+{
+    if (nb == 0)
+        return;
+    g.f[g.n] = 0;
+    g.c[g.n] = (uint16_t)v;
+    g.nb[g.n++] = (uint8_t)nb;
+    g.bits += nb;
+}
+
+static GMTF_HD inline void g_put(renc &r, unsigned st, const rgroup &g)
+{
+    uint64_t x = r.x[st];
+    uint64_t k = g.freq << (32 - g.bits);
+    if ((x >> 32) >= k) {
+        if (r.p - r.lo < 4) {
+            r.overflow = 1;
+        } else {
+            r.p -= 4;
+            for (int q = 0; q < 4; q++)
+                r.p[q] = (uint8_t)(x >> (8 * q));
+        }
+        x >>= 32;
+    }
+    for (unsigned i = g.n; i-- > 0;) {
+        if (g.f[i]) {
+            uint64_t q = x / g.f[i];
+            x = (q << PROB_BITS) + (x - q * g.f[i]) + g.c[i];
+        } else {
+            x = x << g.nb[i] | g.c[i];
+        }
+    }
+    r.x[st] = x;
+}
+
+/* Codes lane [a, b) of k runs backwards into [lo, hi); its length, or 0
+ * when it does not fit (the host codes that lane itself). */
+static GMTF_HD uint32_t lane_code(uint32_t a, uint32_t b, uint32_t k, const uint8_t *rk,
+                                  const uint16_t *keys, const uint32_t *rl, const uint8_t *sel,
+                                  const uint16_t *cum, uint8_t *lo, uint8_t *hi)
+{
+    renc r;
+    r.x[0] = r.x[1] = RANS_L;
+    r.p = hi;
+    r.lo = lo;
+    r.overflow = 0;
+    uint32_t i = b;
+    while (i > a) {
+        if (k == 0)
+            return 0; /* more runs than the scan found: not this lane's data */
+        k--;
+        uint32_t len = rl[k];
+        if (len == 0 || len > i - a)
+            return 0;
+        i -= len;
+        unsigned set = sel[(i - a) / GROUP_BYTES] & (MAX_SETS - 1);
+        unsigned rkey = keys[2 * k], lkey = keys[2 * k + 1];
+        unsigned rsym = rkey & 15, lsym = lkey & 15;
+        unsigned rtab = rkey >> 4, ltab = lkey >> 4;
+        if (rtab >= TPS || ltab >= TPS)
+            return 0;
+        rgroup ga, gb;
+        g_init(ga);
+        g_sym(ga, cum, set * TPS + rtab, rsym);
+        g_sym(ga, cum, set * TPS + ltab, lsym);
+        g_init(gb);
+        if (rsym >= RSYM_BIG_FIRST) {
+            g_sym(gb, cum, T_OFF + rsym - RSYM_OFF_FIRST, ((rk[k] - e_rbase[rsym]) >> 2) & 15);
+            g_raw(gb, (rk[k] - e_rbase[rsym]) & 3, 2);
+        } else if (rsym >= RSYM_OFF_FIRST) {
+            g_sym(gb, cum, T_OFF + rsym - RSYM_OFF_FIRST, (rk[k] - e_rbase[rsym]) & 15);
+        }
+        if (lsym == LSYM_ESC) {
+            if (len < (1u << LBIG_MIN))
+                return 0;
+            unsigned eb = bitlen_m1(len), lo_bits = eb < 16 ? eb : 16;
+            uint32_t low = len & ((1u << eb) - 1);
+            rgroup g2, g3;
+            g_init(g2);
+            g_sym(g2, cum, T_LBIG, (eb - LBIG_MIN) & 15);
+            g_raw(g2, low >> (eb - lo_bits), lo_bits);
+            g_init(g3);
+            g_raw(g3, low & ((1u << (eb - lo_bits)) - 1), eb - lo_bits);
+            g_put(r, XB, g3);
+            g_put(r, XB, g2);
+        } else {
+            g_raw(gb, len - e_lbase[lsym], e_lbits[lsym]);
+        }
+        g_put(r, XB, gb);
+        g_put(r, XA, ga);
+    }
+    if (k != 0 || r.overflow || r.p - lo < 16)
+        return 0;
+    r.p -= 16;
+    for (int q = 0; q < 8; q++) {
+        r.p[q] = (uint8_t)(r.x[XA] >> (8 * q));
+        r.p[8 + q] = (uint8_t)(r.x[XB] >> (8 * q));
+    }
+    return (uint32_t)(hi - r.p);
+}
+
+/* Lane L's stream room in the device's output: 2 bytes an input byte and
+ * 64 more, the stream written downwards to the room's end. */
+static GMTF_HD inline uint64_t room_end(uint64_t blk_off, uint32_t b, uint64_t lane)
+{
+    return 2 * (blk_off + b) + 64 * (lane + 1);
+}
+
+/* ---- one lane of a batch --------------------------------------------------- */
+
+struct enc_args {
+    const uint8_t *bwt;
+    const uint64_t *off;
+    uint8_t *rk;
+    uint16_t *keys;
+    uint32_t *rl; /* device only: the runs' lengths */
+    uint32_t *runs;
+    uint8_t *init;
+    uint16_t *ninit;
+    uint32_t *gstart;
+    uint32_t *shared;
+    const uint8_t *sel;
+    const uint16_t *cum;
+    uint8_t *room;
+    uint32_t *len;
+};
+
+static GMTF_HD void scan_one(const enc_args &e, size_t blk, unsigned j, uint8_t *tmp, unsigned t)
+{
+    uint64_t o = e.off[blk], n = e.off[blk + 1] - o;
+    uint32_t a, b, gb;
+    lane_geom(n, j, &a, &b, &gb);
+    size_t L = blk * GMTF_GPU_LANES + j;
+    lane_scan(e.bwt + o, a, b, e.rk + o + a, e.keys + 2 * (o + a), e.rl + o + a, &e.runs[L],
+              e.init + L * 256, &e.ninit[L], e.gstart + blk * MAX_GROUPS + gb,
+              e.shared + L * GMTF_GPU_LANES_NSHARED * NSYM, tmp, t);
+}
+
+static GMTF_HD void code_one(const enc_args &e, size_t blk, unsigned j)
+{
+    uint64_t o = e.off[blk], n = e.off[blk + 1] - o;
+    uint32_t a, b, gb;
+    lane_geom(n, j, &a, &b, &gb);
+    size_t L = blk * GMTF_GPU_LANES + j;
+    uint64_t hi = room_end(o, b, L), lo = hi - 2 * (uint64_t)(b - a) - 64;
+    e.len[L] = lane_code(a, b, e.runs[L], e.rk + o + a, e.keys + 2 * (o + a), e.rl + o + a,
+                         e.sel + blk * MAX_GROUPS + gb, e.cum + blk * NTAB * CUMW, e.room + lo,
+                         e.room + hi);
+}
+
+/* ---- context ------------------------------------------------------------------ */
+
+struct dbuf {
+    void *p;
+    size_t cap;
+};
+
+struct gmtf_gpu_lanes_enc {
+    int ok;
+    char err[256];
+    size_t count;    /* blocks of the last scan */
+    uint64_t nbytes; /* their bytes */
+    int scanned;
+    float ms[2]; /* the last scan and code kernels' device time */
+    dbuf crk, ckeys, roff, bwt, off, rk, keys, rl, runs, init, ninit, gstart, shared, sel, cum,
+        room, len, pos, packed;
+#ifndef GMTF_LANES_ENC_EMU
+    cudaStream_t st;
+    cudaEvent_t ev[2];
+#endif
+};
+
+static int set_err(gmtf_gpu_lanes_enc *c, int rc, const char *what, const char *detail)
+{
+    snprintf(c->err, sizeof c->err, "%s: %s", what, detail);
+    return rc;
+}
+
+#define TRY(x)                                                                                     \
+    do {                                                                                           \
+        int rc_ = (x);                                                                             \
+        if (rc_)                                                                                   \
+            return rc_;                                                                            \
+    } while (0)
+
+static enc_args args_of(gmtf_gpu_lanes_enc *c)
+{
+    enc_args e;
+    e.bwt = (const uint8_t *)c->bwt.p;
+    e.off = (const uint64_t *)c->off.p;
+    e.rk = (uint8_t *)c->rk.p;
+    e.keys = (uint16_t *)c->keys.p;
+    e.rl = (uint32_t *)c->rl.p;
+    e.runs = (uint32_t *)c->runs.p;
+    e.init = (uint8_t *)c->init.p;
+    e.ninit = (uint16_t *)c->ninit.p;
+    e.gstart = (uint32_t *)c->gstart.p;
+    e.shared = (uint32_t *)c->shared.p;
+    e.sel = (const uint8_t *)c->sel.p;
+    e.cum = (const uint16_t *)c->cum.p;
+    e.room = (uint8_t *)c->room.p;
+    e.len = (uint32_t *)c->len.p;
+    return e;
+}
+
+#ifndef GMTF_LANES_ENC_EMU
+
+static int cuda_fail(gmtf_gpu_lanes_enc *c, cudaError_t e, const char *what)
+{
+    set_err(c, 0, what, cudaGetErrorString(e));
+    if (e == cudaErrorMemoryAllocation) {
+        cudaGetLastError();
+        return -ENOMEM;
+    }
+    if (cudaDeviceSynchronize() != cudaSuccess)
+        c->ok = 0;
+    cudaGetLastError();
+    return -EIO;
+}
+
+#define CK(c, call)                                                                                \
+    do {                                                                                           \
+        cudaError_t e_ = (call);                                                                   \
+        if (e_ != cudaSuccess)                                                                     \
+            return cuda_fail((c), e_, #call);                                                      \
+    } while (0)
+
+/* The code step: one thread a lane, one warp (block) a CTA: a batch has
+ * few blocks (128 of 2 MiB in 256 MiB), so that they spread over the SMs.
+ * The scan: one warp a lane, SCAN_WARPS lanes a CTA, each warp's lists,
+ * histories and counts in shared memory. */
+#define WARPS 1
+#define SCAN_WARPS 8
+
+__global__ void __launch_bounds__(32 * SCAN_WARPS) k_scan(enc_args e, size_t count)
+{
+    __shared__ __align__(16) uint8_t sh[SCAN_WARPS * SCAN_TMP];
+    size_t w = (size_t)blockIdx.x * SCAN_WARPS + threadIdx.x / 32;
+    size_t blk = w / GMTF_GPU_LANES;
+    if (blk >= count)
+        return; /* a whole warp: the warp-wide steps never see a missing thread */
+    scan_one(e, blk, (unsigned)(w % GMTF_GPU_LANES), sh + (threadIdx.x / 32) * SCAN_TMP,
+             threadIdx.x % 32);
+}
+
+__global__ void __launch_bounds__(GMTF_GPU_LANES *WARPS) k_code(enc_args e, size_t count)
+{
+    size_t blk = (size_t)blockIdx.x * WARPS + threadIdx.x / GMTF_GPU_LANES;
+    if (blk >= count)
+        return;
+    code_one(e, blk, threadIdx.x % GMTF_GPU_LANES);
+}
+
+/* Lane streams packed: one CTA a lane, its threads copy. */
+__global__ void k_pack(const uint8_t *room, const uint64_t *off, const uint32_t *len,
+                       const uint64_t *pos, uint8_t *packed)
+{
+    size_t L = blockIdx.x, blk = L / GMTF_GPU_LANES;
+    uint64_t o = off[blk], n = off[blk + 1] - o;
+    uint32_t a, b, gb;
+    lane_geom(n, (unsigned)(L % GMTF_GPU_LANES), &a, &b, &gb);
+    uint64_t hi = room_end(o, b, L);
+    uint32_t l = len[L];
+    for (uint32_t i = threadIdx.x; i < l; i += blockDim.x)
+        packed[pos[L] + i] = room[hi - l + i];
+}
+
+/* The scan's ranks and keys, lane by lane back to back (roff: each lane's
+ * first run): one CTA a lane. */
+__global__ void k_compact(const uint64_t *off, const uint32_t *runs, const uint64_t *roff,
+                          const uint8_t *rk, const uint32_t *keys, uint8_t *crk, uint32_t *ckeys)
+{
+    size_t L = blockIdx.x, blk = L / GMTF_GPU_LANES;
+    uint64_t o = off[blk];
+    uint32_t a, b, gb;
+    lane_geom(off[blk + 1] - o, (unsigned)(L % GMTF_GPU_LANES), &a, &b, &gb);
+    uint64_t from = o + a, to = roff[L];
+    for (uint32_t i = threadIdx.x; i < runs[L]; i += blockDim.x) {
+        crk[to + i] = rk[from + i];
+        ckeys[to + i] = keys[from + i];
+    }
+}
+
+static int run_compact(gmtf_gpu_lanes_enc *c)
+{
+    k_compact<<<(unsigned)(c->count * GMTF_GPU_LANES), 256, 0, c->st>>>(
+        (const uint64_t *)c->off.p, (const uint32_t *)c->runs.p, (const uint64_t *)c->roff.p,
+        (const uint8_t *)c->rk.p, (const uint32_t *)c->keys.p, (uint8_t *)c->crk.p,
+        (uint32_t *)c->ckeys.p);
+    CK(c, cudaGetLastError());
+    return 0;
+}
+
+static int backend_open(gmtf_gpu_lanes_enc *c)
+{
+    if (!gmtf_gpu_available())
+        return -ENODEV;
+    if (cudaSetDevice(0) != cudaSuccess ||
+        cudaStreamCreateWithFlags(&c->st, cudaStreamNonBlocking) != cudaSuccess ||
+        cudaEventCreate(&c->ev[0]) != cudaSuccess || cudaEventCreate(&c->ev[1]) != cudaSuccess) {
+        cudaGetLastError();
+        return -ENODEV;
+    }
+    return 0;
+}
+
+static void backend_close(gmtf_gpu_lanes_enc *c)
+{
+    if (c->st) {
+        cudaStreamSynchronize(c->st);
+        cudaStreamDestroy(c->st);
+    }
+    for (int i = 0; i < 2; i++)
+        if (c->ev[i])
+            cudaEventDestroy(c->ev[i]);
+    cudaGetLastError();
+}
+
+static int dev_reserve(gmtf_gpu_lanes_enc *c, dbuf *b, size_t bytes)
+{
+    if (bytes <= b->cap)
+        return 0;
+    if (b->p)
+        cudaFree(b->p);
+    b->p = NULL;
+    b->cap = 0;
+    cudaError_t e = cudaMalloc(&b->p, bytes);
+    if (e != cudaSuccess) {
+        b->p = NULL;
+        return cuda_fail(c, e, "cudaMalloc");
+    }
+    b->cap = bytes;
+    return 0;
+}
+
+static void dev_free(dbuf *b)
+{
+    if (b->p)
+        cudaFree(b->p);
+    b->p = NULL;
+    b->cap = 0;
+}
+
+static int h2d(gmtf_gpu_lanes_enc *c, void *d, const void *h, size_t n)
+{
+    if (n)
+        CK(c, cudaMemcpyAsync(d, h, n, cudaMemcpyHostToDevice, c->st));
+    return 0;
+}
+
+static int d2h(gmtf_gpu_lanes_enc *c, void *h, const void *d, size_t n)
+{
+    if (n)
+        CK(c, cudaMemcpyAsync(h, d, n, cudaMemcpyDeviceToHost, c->st));
+    return 0;
+}
+
+static int run_scan(gmtf_gpu_lanes_enc *c)
+{
+    size_t lanes = c->count * GMTF_GPU_LANES;
+    unsigned grid = (unsigned)((lanes + SCAN_WARPS - 1) / SCAN_WARPS);
+    CK(c, cudaEventRecord(c->ev[0], c->st));
+    k_scan<<<grid, 32 * SCAN_WARPS, 0, c->st>>>(args_of(c), c->count);
+    CK(c, cudaGetLastError());
+    CK(c, cudaEventRecord(c->ev[1], c->st));
+    return 0;
+}
+
+static int run_code(gmtf_gpu_lanes_enc *c)
+{
+    unsigned grid = (unsigned)((c->count + WARPS - 1) / WARPS);
+    CK(c, cudaEventRecord(c->ev[0], c->st));
+    k_code<<<grid, GMTF_GPU_LANES * WARPS, 0, c->st>>>(args_of(c), c->count);
+    CK(c, cudaGetLastError());
+    CK(c, cudaEventRecord(c->ev[1], c->st));
+    return 0;
+}
+
+/* after a sync: the kernel's time between the events */
+static void kernel_ms(gmtf_gpu_lanes_enc *c, int which)
+{
+    float ms = 0;
+    if (cudaEventElapsedTime(&ms, c->ev[0], c->ev[1]) != cudaSuccess) {
+        cudaGetLastError();
+        ms = 0;
+    }
+    c->ms[which] = ms;
+}
+
+static int run_pack(gmtf_gpu_lanes_enc *c)
+{
+    k_pack<<<(unsigned)(c->count * GMTF_GPU_LANES), 128, 0, c->st>>>(
+        (const uint8_t *)c->room.p, (const uint64_t *)c->off.p, (const uint32_t *)c->len.p,
+        (const uint64_t *)c->pos.p, (uint8_t *)c->packed.p);
+    CK(c, cudaGetLastError());
+    return 0;
+}
+
+static int sync(gmtf_gpu_lanes_enc *c)
+{
+    CK(c, cudaStreamSynchronize(c->st));
+    return 0;
+}
+
+#else /* GMTF_LANES_ENC_EMU */
+
+static int backend_open(gmtf_gpu_lanes_enc *)
+{
+    return 0;
+}
+
+static void backend_close(gmtf_gpu_lanes_enc *)
+{
+}
+
+static int dev_reserve(gmtf_gpu_lanes_enc *c, dbuf *b, size_t bytes)
+{
+    if (bytes <= b->cap)
+        return 0;
+    free(b->p);
+    b->p = malloc(bytes);
+    b->cap = b->p ? bytes : 0;
+    return b->p ? 0 : set_err(c, -ENOMEM, "malloc", "out of memory");
+}
+
+static void dev_free(dbuf *b)
+{
+    free(b->p);
+    b->p = NULL;
+    b->cap = 0;
+}
+
+static int h2d(gmtf_gpu_lanes_enc *, void *d, const void *h, size_t n)
+{
+    if (n)
+        memcpy(d, h, n);
+    return 0;
+}
+
+static int d2h(gmtf_gpu_lanes_enc *, void *h, const void *d, size_t n)
+{
+    if (n)
+        memcpy(h, d, n);
+    return 0;
+}
+
+static int run_scan(gmtf_gpu_lanes_enc *c)
+{
+    enc_args e = args_of(c);
+    uint64_t tmp[SCAN_TMP / 8];
+    for (size_t b = 0; b < c->count; b++)
+        for (unsigned j = 0; j < GMTF_GPU_LANES; j++)
+            scan_one(e, b, j, (uint8_t *)tmp, 0);
+    return 0;
+}
+
+static int run_code(gmtf_gpu_lanes_enc *c)
+{
+    enc_args e = args_of(c);
+    for (size_t b = 0; b < c->count; b++)
+        for (unsigned j = 0; j < GMTF_GPU_LANES; j++)
+            code_one(e, b, j);
+    return 0;
+}
+
+static int run_pack(gmtf_gpu_lanes_enc *c)
+{
+    const uint64_t *off = (const uint64_t *)c->off.p, *pos = (const uint64_t *)c->pos.p;
+    const uint32_t *len = (const uint32_t *)c->len.p;
+    for (size_t L = 0; L < c->count * GMTF_GPU_LANES; L++) {
+        size_t blk = L / GMTF_GPU_LANES;
+        uint32_t a, b, gb;
+        lane_geom(off[blk + 1] - off[blk], (unsigned)(L % GMTF_GPU_LANES), &a, &b, &gb);
+        uint64_t hi = room_end(off[blk], b, L);
+        memcpy((uint8_t *)c->packed.p + pos[L], (const uint8_t *)c->room.p + hi - len[L], len[L]);
+    }
+    return 0;
+}
+
+static int sync(gmtf_gpu_lanes_enc *)
+{
+    return 0;
+}
+
+static int run_compact(gmtf_gpu_lanes_enc *c)
+{
+    const uint64_t *off = (const uint64_t *)c->off.p, *roff = (const uint64_t *)c->roff.p;
+    const uint32_t *runs = (const uint32_t *)c->runs.p;
+    for (size_t L = 0; L < c->count * GMTF_GPU_LANES; L++) {
+        size_t blk = L / GMTF_GPU_LANES;
+        uint32_t a, b, gb;
+        lane_geom(off[blk + 1] - off[blk], (unsigned)(L % GMTF_GPU_LANES), &a, &b, &gb);
+        memcpy((uint8_t *)c->crk.p + roff[L], (const uint8_t *)c->rk.p + off[blk] + a, runs[L]);
+        memcpy((uint32_t *)c->ckeys.p + roff[L], (const uint32_t *)c->keys.p + off[blk] + a,
+               4 * (size_t)runs[L]);
+    }
+    return 0;
+}
+
+static void kernel_ms(gmtf_gpu_lanes_enc *, int)
+{
+}
+
+#endif
+
+/* ---- API ---------------------------------------------------------------------- */
+
+extern "C" int gmtf_gpu_lanes_enc_create(gmtf_gpu_lanes_enc **out)
+{
+    if (!out)
+        return -EINVAL;
+    *out = NULL;
+    gmtf_gpu_lanes_enc *c = (gmtf_gpu_lanes_enc *)calloc(1, sizeof *c);
+    if (!c)
+        return -ENOMEM;
+    int rc = backend_open(c);
+    if (rc) {
+        free(c);
+        return rc;
+    }
+    c->ok = 1;
+    *out = c;
+    return 0;
+}
+
+extern "C" void gmtf_gpu_lanes_enc_destroy(gmtf_gpu_lanes_enc *c)
+{
+    if (!c)
+        return;
+    backend_close(c);
+    dbuf *b[] = {&c->crk,  &c->ckeys, &c->roff, &c->rl,    &c->bwt,    &c->off,    &c->rk,
+                 &c->keys, &c->runs,  &c->init, &c->ninit, &c->gstart, &c->shared, &c->sel,
+                 &c->cum,  &c->room,  &c->len,  &c->pos,   &c->packed};
+    for (size_t i = 0; i < sizeof b / sizeof b[0]; i++)
+        dev_free(b[i]);
+    free(c);
+}
+
+extern "C" const char *gmtf_gpu_lanes_enc_error(const gmtf_gpu_lanes_enc *c)
+{
+    return c ? c->err : "no context";
+}
+
+extern "C" void gmtf_gpu_lanes_enc_kernel_ms(const gmtf_gpu_lanes_enc *c, double *scan,
+                                             double *code)
+{
+    *scan = c ? c->ms[0] : 0;
+    *code = c ? c->ms[1] : 0;
+}
+
+extern "C" int gmtf_gpu_lanes_enc_scan(gmtf_gpu_lanes_enc *c, const uint8_t *bwt, size_t count,
+                                       const uint64_t *off, gmtf_gpu_lanes_scan_out *o)
+{
+    if (!c)
+        return -ENODEV;
+    if (!c->ok)
+        return -EIO;
+    c->scanned = 0;
+    if (count == 0)
+        return 0;
+    if (!bwt || !off || !o || !o->rk || !o->keys || !o->runs || !o->roff || !o->init || !o->ninit ||
+        !o->gstart || !o->shared || count > (1u << 20) || off[0] != 0)
+        return -EINVAL;
+    for (size_t b = 0; b < count; b++)
+        if (off[b + 1] <= off[b] || off[b + 1] - off[b] > (16u << 20))
+            return -EINVAL;
+    uint64_t n = off[count];
+    size_t nl = count * GMTF_GPU_LANES;
+    TRY(dev_reserve(c, &c->bwt, n));
+    TRY(dev_reserve(c, &c->off, (count + 1) * 8));
+    TRY(dev_reserve(c, &c->rk, n));
+    TRY(dev_reserve(c, &c->keys, 4 * n));
+    TRY(dev_reserve(c, &c->rl, 4 * n));
+    TRY(dev_reserve(c, &c->runs, nl * 4));
+    TRY(dev_reserve(c, &c->init, nl * 256));
+    TRY(dev_reserve(c, &c->ninit, nl * 2));
+    TRY(dev_reserve(c, &c->gstart, count * MAX_GROUPS * 4));
+    TRY(dev_reserve(c, &c->shared, nl * GMTF_GPU_LANES_NSHARED * NSYM * 4));
+    TRY(h2d(c, c->bwt.p, bwt, n));
+    TRY(h2d(c, c->off.p, off, (count + 1) * 8));
+    c->count = count;
+    c->nbytes = n;
+    TRY(dev_reserve(c, &c->roff, (nl + 1) * 8));
+    TRY(dev_reserve(c, &c->crk, n));
+    TRY(dev_reserve(c, &c->ckeys, 4 * n));
+    TRY(run_scan(c));
+    /* the runs a lane, then the ranks and keys packed by them */
+    TRY(d2h(c, o->runs, c->runs.p, nl * 4));
+    TRY(sync(c));
+    uint64_t at = 0;
+    for (size_t L = 0; L < nl; L++) {
+        uint32_t a, b, gb;
+        size_t blk = L / GMTF_GPU_LANES;
+        lane_geom(off[blk + 1] - off[blk], (unsigned)(L % GMTF_GPU_LANES), &a, &b, &gb);
+        if (o->runs[L] > b - a)
+            return set_err(c, -EIO, "scan", "more runs than bytes in a lane");
+        o->roff[L] = at;
+        at += o->runs[L];
+    }
+    o->roff[nl] = at;
+    TRY(h2d(c, c->roff.p, o->roff, (nl + 1) * 8));
+    TRY(run_compact(c));
+    TRY(d2h(c, o->rk, c->crk.p, at));
+    TRY(d2h(c, o->keys, c->ckeys.p, 4 * at));
+    TRY(d2h(c, o->init, c->init.p, nl * 256));
+    TRY(d2h(c, o->ninit, c->ninit.p, nl * 2));
+    TRY(d2h(c, o->gstart, c->gstart.p, count * MAX_GROUPS * 4));
+    TRY(d2h(c, o->shared, c->shared.p, nl * GMTF_GPU_LANES_NSHARED * NSYM * 4));
+    TRY(sync(c));
+    kernel_ms(c, 0);
+    c->scanned = 1;
+    return 0;
+}
+
+extern "C" int gmtf_gpu_lanes_enc_code(gmtf_gpu_lanes_enc *c, const uint8_t *sel,
+                                       const uint16_t *cum, uint8_t *out, uint64_t cap,
+                                       uint32_t *len)
+{
+    if (!c)
+        return -ENODEV;
+    if (!c->ok)
+        return -EIO;
+    if (!c->scanned || !sel || !cum || !out || !len)
+        return -EINVAL;
+    size_t count = c->count, nl = count * GMTF_GPU_LANES;
+    TRY(dev_reserve(c, &c->sel, count * MAX_GROUPS));
+    TRY(dev_reserve(c, &c->cum, count * NTAB * CUMW * 2));
+    TRY(dev_reserve(c, &c->room, 2 * c->nbytes + 64 * nl));
+    TRY(dev_reserve(c, &c->len, nl * 4));
+    TRY(dev_reserve(c, &c->pos, nl * 8));
+    TRY(h2d(c, c->sel.p, sel, count * MAX_GROUPS));
+    TRY(h2d(c, c->cum.p, cum, count * NTAB * CUMW * 2));
+    TRY(run_code(c));
+    TRY(d2h(c, len, c->len.p, nl * 4));
+    TRY(sync(c));
+    kernel_ms(c, 1);
+    uint64_t *pos = (uint64_t *)malloc(nl * 8);
+    if (!pos)
+        return -ENOMEM;
+    uint64_t at = 0;
+    for (size_t L = 0; L < nl; L++) {
+        pos[L] = at;
+        at += len[L];
+    }
+    int rc = at > cap ? -ENOSPC : 0;
+    if (!rc)
+        rc = dev_reserve(c, &c->packed, at ? at : 1);
+    if (!rc)
+        rc = h2d(c, c->pos.p, pos, nl * 8);
+    if (!rc)
+        rc = run_pack(c);
+    if (!rc)
+        rc = d2h(c, out, c->packed.p, at);
+    if (!rc)
+        rc = sync(c);
+    free(pos);
+    return rc;
+}
