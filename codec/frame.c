@@ -226,7 +226,8 @@ static long frame_raw_v2(const uint8_t *src, size_t n, uint8_t *dst, uint32_t cr
 {
     size_t h =
         gmtf_frame_write_header_v2(dst, GMTF_METHOD_RAW, (uint32_t)n, (uint32_t)n, crc, NULL);
-    memcpy(dst + h, src, n);
+    if (n) /* an empty frame: src may be NULL */
+        memcpy(dst + h, src, n);
     return (long)(h + n);
 }
 

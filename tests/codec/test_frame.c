@@ -386,6 +386,25 @@ static void test_codec_options(void **state)
     gmtf_codec_destroy(NULL); /* allowed, like free(NULL) */
 }
 
+/* An empty block with no source buffer (src NULL, n 0), as a caller with
+ * nothing to store passes it: a frame of either version that decodes to
+ * nothing, and no memcpy from NULL (UBSan: frame version 2's raw frame did
+ * one after the GPU merge split frame.c; found by test_fs_hostile). */
+static void test_empty_null_source(void **state)
+{
+    (void)state;
+    for (unsigned v = 1; v <= 2; v++) {
+        gmtf_codec *c = NULL;
+        gmtf_codec_options o = {.frame_version = v};
+        assert_int_equal(gmtf_codec_create(&c, &o), 0);
+        uint8_t f[256], out[1];
+        long len = gmtf_frame_encode(c, NULL, 0, f, sizeof f);
+        assert_true(len > 0);
+        assert_int_equal(gmtf_frame_decode(c, f, (size_t)len, out, sizeof out), 0);
+        gmtf_codec_destroy(c);
+    }
+}
+
 /* Encode refuses blocks over max_block and too small outputs; decode
  * refuses a too small output and frames whose block exceeds max_block,
  * and in every case writes nothing past cap. */
@@ -467,6 +486,7 @@ int main(void)
         cmocka_unit_test(test_crafted_headers),
         cmocka_unit_test(test_v1_bytes_as_before),
         cmocka_unit_test(test_codec_options),
+        cmocka_unit_test(test_empty_null_source),
         cmocka_unit_test(test_capacities),
         cmocka_unit_test(test_strerror),
     };
