@@ -235,7 +235,8 @@ static void bwt_walk_range(const uint32_t *e, const uint32_t *idx, unsigned shif
     unsigned k0 = (unsigned)(off >> shift), k1 = (unsigned)((end - 1) >> shift);
     uint32_t p = idx[0], row[GMTF_BWT_MAX_SAMPLES];
     size_t pos[GMTF_BWT_MAX_SAMPLES], stop[GMTF_BWT_MAX_SAMPLES];
-    unsigned m = k1 - k0 + 1;
+    unsigned m = k1 - k0 + 1; /* >= 1: len > 0 (the caller's check) */
+    pos[0] = (size_t)k0 << shift;
     for (unsigned i = 0; i < m; i++) {
         row[i] = idx[k0 + i];
         pos[i] = (size_t)(k0 + i) << shift;

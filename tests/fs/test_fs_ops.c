@@ -772,6 +772,8 @@ static void test_threads(void **state)
     rec_image_free(r);
 }
 
+/* GMTF_TEST_FILTER picks cases by cmocka's pattern (scripts/test's
+ * ThreadSanitizer pass runs only the threaded one). */
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -788,19 +790,10 @@ int main(void)
         cmocka_unit_test(test_stats),
         cmocka_unit_test(test_compaction),
         cmocka_unit_test(test_threads),
-        cmocka_unit_test(test_data_persists),
-        cmocka_unit_test(test_overwrite_offsets),
-        cmocka_unit_test(test_holes_truncate_seek),
-        cmocka_unit_test(test_namespace),
-        cmocka_unit_test(test_attrs_xattrs),
-        cmocka_unit_test(test_write_keep_attrs),
-        cmocka_unit_test(test_unlinked_open),
-        cmocka_unit_test(test_space_reuse),
-        cmocka_unit_test(test_dedup_and_packing),
-        cmocka_unit_test(test_dedup_against_rewritten),
-        cmocka_unit_test(test_compaction),
-        cmocka_unit_test(test_threads),
         cmocka_unit_test(test_range_reads),
     };
+    const char *filter = getenv("GMTF_TEST_FILTER");
+    if (filter && *filter)
+        cmocka_set_test_filter(filter);
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
