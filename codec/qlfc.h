@@ -41,6 +41,15 @@
 #define GMTF_QLFC_BIG_DIV 4
 #define GMTF_QLFC_SPARSE 16
 #define GMTF_QLFC_NLANES 32
+/* Blocks that method 3 would take are stored raw, uncoded, when every
+ * segment of about GMTF_QLFC_RAW_SEG bytes has ranks of order-0 entropy
+ * GMTF_QLFC_RAW_BITS/16 bits per byte or more (qlfc.c; docs/entropy.md,
+ * "Method rule"). Blocks under GMTF_QLFC_RAW_MIN are always coded. */
+#define GMTF_QLFC_RAW_MIN (16u << 10)
+#define GMTF_QLFC_RAW_SEG (64u << 10)
+#ifndef GMTF_QLFC_RAW_BITS     /* a build may move it, for comparisons */
+#define GMTF_QLFC_RAW_BITS 127 /* 7.9375 bits */
+#endif
 
 /* The method gmtf_qlfc_encode uses for the BWT output bwt[0..n); ws: an
  * encoding workspace (gmtf_qlfc_workspace_size(n)). */
@@ -53,7 +62,9 @@ size_t gmtf_qlfc_decode_workspace_size(void);
 
 /* Encodes the BWT output bwt[0..n) (1 <= n <= GMTF_BLOCK_MAX, n no larger
  * than the workspace's max_block) into dst. Returns the payload length, or
- * -ENOSPC when it would exceed cap (the bytes never depend on cap). */
+ * -ENOSPC when it would exceed cap (the bytes never depend on cap) or when
+ * the block looks incompressible (GMTF_QLFC_RAW_BITS): the frame stores
+ * it raw. */
 long gmtf_qlfc_encode(const uint8_t *bwt, size_t n, uint8_t *dst, size_t cap, void *ws);
 
 /* Decodes exactly n bytes of BWT output. src is untrusted: returns 0, or a

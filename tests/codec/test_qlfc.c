@@ -201,6 +201,43 @@ static void test_random_and_text(void **state)
     }
 }
 
+/* The incompressibility rule (qlfc.h, GMTF_QLFC_RAW_BITS): random bytes of
+ * 64 KiB and more are not coded (-ENOSPC: the frame stores them raw, as it
+ * did after the adaptive coder's 1.003 n, at 0.5 s per MiB), whatever the
+ * capacity; data with a little redundancy anywhere keeps its coder:
+ * 7.6 bits of entropy a byte, and a block half random and half text. */
+static void test_incompressible_rule(void **state)
+{
+    (void)state;
+    size_t n = 1 * MIB + 300 * KIB;
+    uint8_t *s = tu_malloc(n), *d = tu_malloc(enc_cap(n));
+    void *ws = tu_malloc(gmtf_qlfc_workspace_size(n));
+    static const size_t sizes[] = {64 * KIB, 200 * KIB, 1 * MIB + 300 * KIB};
+    for (size_t j = 0; j < 3; j++) {
+        tu_fill_random(s, sizes[j], 7 + j);
+        uint8_t *b = bwt_of(s, sizes[j]);
+        assert_int_equal(gmtf_qlfc_encode(b, sizes[j], d, enc_cap(sizes[j]), ws), -ENOSPC);
+        free(b);
+    }
+    /* 192 of the 256 byte values: about 7.6 bits a byte, coded */
+    tu_fill_random(s, 256 * KIB, 11);
+    for (size_t i = 0; i < 256 * KIB; i++)
+        s[i] = (uint8_t)(s[i] % 192);
+    uint8_t *b = bwt_of(s, 256 * KIB);
+    long len = gmtf_qlfc_encode(b, 256 * KIB, d, enc_cap(n), ws);
+    assert_true(len > 0 && len < (long)(256 * KIB));
+    free(b);
+    /* half random, half text: the text's contexts make some segments
+     * compressible */
+    tu_fill_random(s, n / 2, 12);
+    tu_fill_text_like(s + n / 2, n - n / 2, 13);
+    b = bwt_of(s, n);
+    len = gmtf_qlfc_encode(b, n, d, enc_cap(n), ws);
+    assert_true(len > 0 && len < (long)(n * 3 / 4));
+    free(b);
+    free(ws), free(d), free(s);
+}
+
 /* The BWT output of every corpus file (system files when it is absent) in
  * 900 KiB blocks and of their concatenation in 2 MiB blocks; each method
  * beats a plain order-0 bound of 8 bits a byte by far on text. */
@@ -396,11 +433,11 @@ static void test_garbage(void **state)
 int main(void)
 {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_tiny_blocks), cmocka_unit_test(test_runs_and_ranks),
-        cmocka_unit_test(test_long_runs),   cmocka_unit_test(test_random_and_text),
-        cmocka_unit_test(test_real_data),   cmocka_unit_test(test_method_rule),
-        cmocka_unit_test(test_capacity),    cmocka_unit_test(test_mutations),
-        cmocka_unit_test(test_garbage),
+        cmocka_unit_test(test_tiny_blocks),         cmocka_unit_test(test_runs_and_ranks),
+        cmocka_unit_test(test_long_runs),           cmocka_unit_test(test_random_and_text),
+        cmocka_unit_test(test_incompressible_rule), cmocka_unit_test(test_real_data),
+        cmocka_unit_test(test_method_rule),         cmocka_unit_test(test_capacity),
+        cmocka_unit_test(test_mutations),           cmocka_unit_test(test_garbage),
     };
     return cmocka_run_group_tests_name("qlfc", tests, NULL, NULL);
 }

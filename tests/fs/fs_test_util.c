@@ -1,6 +1,7 @@
 #include "fs_test_util.h"
 
 #include <errno.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -219,5 +220,30 @@ void fill_pattern(uint8_t *p, size_t n, uint32_t seed)
         x ^= x << 5;
         /* compressible but not trivial: a small alphabet with runs */
         p[i] = (uint8_t)("abcdefgh \n"[x % 10]);
+    }
+}
+
+void fill_words(uint8_t *p, size_t n, uint32_t seed)
+{
+    static const char *const w[16] = {"frame", "block", "chain", "sample", "range",  "pack",
+                                      "tail",  "inode", "entry", "extent", "record", "crc",
+                                      "the",   "of",    "and",   "image"};
+    uint32_t x = seed * 2654435761u + 1;
+    size_t k = 0;
+    while (k < n) {
+        x ^= x << 13;
+        x ^= x >> 17;
+        x ^= x << 5;
+        /* mostly a few common words, now and then a number or a line end */
+        const char *s = w[(x >> 4) % 16 < 10 ? (x >> 4) % 16 : 12 + (x >> 8) % 4];
+        char num[12];
+        if (x % 23 == 0) {
+            snprintf(num, sizeof num, "%u", (x >> 12) % 1000);
+            s = num;
+        }
+        for (; *s && k < n; s++)
+            p[k++] = (uint8_t)*s;
+        if (k < n)
+            p[k++] = x % 11 == 0 ? '\n' : ' ';
     }
 }

@@ -66,7 +66,7 @@ static uint64_t mk(work *w, uint64_t dir, const char *name, size_t size, uint32_
         abort();
     if (size) {
         uint8_t *b = malloc(size);
-        fill_pattern(b, size, seed);
+        fill_words(b, size, seed);
         if (gmtf_fs_write(w->fs, e.attr.st_ino, b, size, 0) != (long)size)
             abort();
         free(b);
@@ -78,7 +78,7 @@ static uint64_t mk(work *w, uint64_t dir, const char *name, size_t size, uint32_
 static void put(work *w, uint64_t ino, uint64_t off, size_t n, uint32_t seed)
 {
     uint8_t *b = malloc(n);
-    fill_pattern(b, n, seed);
+    fill_words(b, n, seed);
     if (gmtf_fs_write(w->fs, ino, b, n, off) != (long)n)
         abort();
     free(b);
@@ -190,7 +190,7 @@ int hwork_build(int variant, uint8_t **img, size_t *len, hfacts *oracle)
 static uint8_t *session_bytes(void)
 {
     uint8_t *b = malloc(SESSION_N);
-    fill_pattern(b, SESSION_N, 77);
+    fill_words(b, SESSION_N, 77);
     memmove(b + 7, b, 100); /* the second write: b[0..100) at 7 */
     return b;
 }
@@ -229,7 +229,7 @@ int hwork_session(gmtf_fs *fs, int *durable)
     }
     free(l);
     uint8_t *b = malloc(SESSION_N);
-    fill_pattern(b, SESSION_N, 77);
+    fill_words(b, SESSION_N, 77);
     gmtf_entry e, d;
     if (gmtf_fs_create(fs, GMTF_ROOT_INO, "new-file", 0644, 0, 0, 0, &e) == 0) {
         ok = gmtf_fs_write(fs, e.attr.st_ino, b, SESSION_N, 0) == SESSION_N &&
