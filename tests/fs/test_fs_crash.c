@@ -72,7 +72,7 @@ static void run_workload(rec_img *r, workload *w)
         name_of(i, nm);
         w->len[i] = (size_t)(i * 37 % 5) * 30000 + (size_t)i * 997 + 1;
         w->data[i] = malloc(w->len[i]);
-        fill_pattern(w->data[i], w->len[i], (uint32_t)i + 100);
+        fill_words(w->data[i], w->len[i], (uint32_t)i + 100);
         assert_int_equal(gmtf_fs_create(fs, ROOT, nm, 0644, 0, 0, 0, &e), 0);
         assert_int_equal(gmtf_fs_write(fs, e.attr.st_ino, w->data[i], w->len[i], 0),
                          (long)w->len[i]);
@@ -84,7 +84,7 @@ static void run_workload(rec_img *r, workload *w)
         /* database-like: small records at distinct offsets, each fsynced */
         for (int k = 0; k < 3; k++) {
             uint8_t rec[300];
-            fill_pattern(rec, sizeof rec, (uint32_t)w->dbrec + 7);
+            fill_words(rec, sizeof rec, (uint32_t)w->dbrec + 7);
             size_t off = (size_t)w->dbrec * 331 % (DBSZ - 300);
             memcpy(w->db + off, rec, sizeof rec);
             assert_int_equal(gmtf_fs_write(fs, db, rec, sizeof rec, off), (long)sizeof rec);

@@ -43,7 +43,7 @@ static void tree_make(tree *t)
         snprintf(t->name[i], sizeof t->name[i], "f%02d%s", i, i % 3 ? ".c" : ".txt");
         t->len[i] = i % 4 == 0 ? (size_t)(150000 + i * 777) : (size_t)(300 + i * 911);
         t->data[i] = malloc(t->len[i]);
-        fill_pattern(t->data[i], t->len[i], 100 + (uint32_t)i);
+        fill_words(t->data[i], t->len[i], 100 + (uint32_t)i);
     }
 }
 

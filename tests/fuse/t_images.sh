@@ -6,7 +6,7 @@
 # sha256, links, devices, xattrs); fsck is clean after the rw unmount.
 . "$(dirname "$0")/common.sh"
 need_real
-need sha256sum getfattr od
+need python3
 export LC_ALL=C
 IMAGES=${GMTF_SOURCE_ROOT:-$(cd "$(dirname "$0")/../.." && pwd)}/tests/images
 [ -f "$IMAGES/MANIFEST" ] || fail "$IMAGES/MANIFEST missing"
