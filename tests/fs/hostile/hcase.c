@@ -160,6 +160,7 @@ int hcase_run(void *arg)
     hwalk_stats st;
     int unchanged = 1;
     rc = mount_walk(c->img, c->len, &facts, &st, &unchanged);
+    int ro_rc = rc;
     if (hcase_verbose)
         fprintf(stderr, "  ro mount: %d; walk: %u dirs, %u files, %u errors\n", rc, st.dirs,
                 st.files, st.errors);
@@ -192,18 +193,29 @@ int hcase_run(void *arg)
         if (rep.fixed != rep.errors)
             return case_fail(c, 3, "fsck -y wrote with %u of %u problems fixed", rep.fixed,
                              rep.errors);
-        /* 4. converged */
-        uint8_t *c2 = NULL;
-        size_t l2;
-        rc = check(cp, cl, 0, &rep, &c2, &l2);
-        free(c2);
-        if (rc || rep.errors)
-            return case_fail(c, 4, "after fsck -y, fsck -n: %d, %u problems (not converged)", rc,
-                             rep.errors);
-        rc = mount_walk(cp, cl, NULL, &st, &unchanged);
-        if (rc || st.errors)
-            return case_fail(c, 4, "after fsck -y: read-only mount %d, walk %u errors", rc,
-                             st.errors);
+        /* 4. converged. An image fsck -y left byte for byte as it was
+         * (fsck -n found it clean) gives steps 1 and 2 again: their
+         * results stand for it (the library is deterministic), without a
+         * second decode of every frame. */
+        if (same(c->img, c->len, cp, cl)) {
+            if (outcome != HCASE_CLEAN || ro_rc || st.errors)
+                return case_fail(c, 4,
+                                 "fsck -y wrote nothing; fsck -n: %s, read-only mount %d, walk "
+                                 "%u errors",
+                                 outcome != HCASE_CLEAN ? "problems" : "clean", ro_rc, st.errors);
+        } else {
+            uint8_t *c2 = NULL;
+            size_t l2;
+            rc = check(cp, cl, 0, &rep, &c2, &l2);
+            free(c2);
+            if (rc || rep.errors)
+                return case_fail(c, 4, "after fsck -y, fsck -n: %d, %u problems (not converged)",
+                                 rc, rep.errors);
+            rc = mount_walk(cp, cl, NULL, &st, &unchanged);
+            if (rc || st.errors)
+                return case_fail(c, 4, "after fsck -y: read-only mount %d, walk %u errors", rc,
+                                 st.errors);
+        }
         /* the repaired image is a sound filesystem: changes keep it clean */
         rc = session(c, cp, cl, 1);
         if (rc)
