@@ -729,9 +729,12 @@ static void dev_decode_begin(struct dev_batch *d, size_t j, unsigned worker)
                                      &version) == 0 &&
             version == GMTF_FRAME_V2 && fi.method == GMTF_METHOD_BWT && fi.orig_len == n &&
             fi.frame_len > h && fr[h] == GMTF_QLFC_METHOD_LANES) {
-            r = gmtf_lanes_dev_setup(fr + h, fi.frame_len - h, n, w->rank_ws, s->off[i] + h,
-                                     d->lanes + j * GMTF_GPU_LANES, d->cum + j * LANES_CUM,
-                                     d->selectors + j * GMTF_GPU_LANES_MAX_GROUPS);
+            /* the payload checksum here, before the device's lanes read it */
+            r = gmtf_frame_check_payload(fr, &fi, h, version);
+            if (r == 0)
+                r = gmtf_lanes_dev_setup(fr + h, fi.frame_len - h, n, w->rank_ws, s->off[i] + h,
+                                         d->lanes + j * GMTF_GPU_LANES, d->cum + j * LANES_CUM,
+                                         d->selectors + j * GMTF_GPU_LANES_MAX_GROUPS);
             if (r == 0) {
                 r = GMTF_DECODE_BWT_V2;
                 b->lanes = 1;

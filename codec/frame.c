@@ -11,11 +11,17 @@
  * first 24 bytes read as a valid version-1 header with no index and a
  * version-1 decoder reports GMTF_E_VERSION; a BWT frame then has its
  * samples (rows - 1 of the suffixes at multiples of the step, 3 bytes
- * each) and a CRC-32C of everything before, then the payload.
+ * each), a CRC-32C of its payload (every byte after the header) and a
+ * CRC-32C of everything before, then the payload.
  *
  * The header checksum is checked before anything else is trusted, so a
- * damaged header is rejected without decoding; the data checksum catches
- * everything else. */
+ * damaged header is rejected without decoding; a version 2 BWT frame's
+ * payload checksum before the entropy decoder reads the payload, so a
+ * decode of part of the block (which the data checksum cannot cover)
+ * still never works from a damaged payload; the data checksum catches
+ * everything else. Raw and run frames need no payload checksum: the data
+ * checksum is computed over the payload (raw) or from its one byte (run)
+ * before any byte is returned. */
 #include <errno.h>
 #include <string.h>
 
@@ -65,7 +71,7 @@ size_t gmtf_frame_header_len_v2(uint8_t method, size_t n)
 {
     if (method != GMTF_METHOD_BWT)
         return GMTF_FRAME_FIXED;
-    return GMTF_FRAME_FIXED + 3 * (size_t)gmtf_bwt_sample_count(n) + 4;
+    return GMTF_FRAME_FIXED + 3 * (size_t)gmtf_bwt_sample_count(n) + 8;
 }
 
 size_t gmtf_frame_write_header_v2(uint8_t *dst, uint8_t method, uint32_t orig_len,
@@ -86,8 +92,9 @@ size_t gmtf_frame_write_header_v2(uint8_t *dst, uint8_t method, uint32_t orig_le
     for (unsigned i = 0; i < count; i++)
         store_le24(dst + GMTF_FRAME_FIXED + 3 * i, idx[i] - 1);
     size_t h = GMTF_FRAME_FIXED + 3 * (size_t)count;
-    store_le32(dst + h, gmtf_crc32c(0, dst, h));
-    return h + 4;
+    store_le32(dst + h, gmtf_crc32c(0, dst + h + 8, payload_len));
+    store_le32(dst + h + 4, gmtf_crc32c(0, dst, h + 4));
+    return h + 8;
 }
 
 /* Version 2 after the common 24 bytes passed their checksum. */
@@ -200,6 +207,17 @@ int gmtf_frame_parse_version(const uint8_t *src, size_t len, gmtf_frame_info *in
     return 0;
 }
 
+int gmtf_frame_check_payload(const uint8_t *src, const gmtf_frame_info *fi, unsigned hdr_len,
+                             unsigned version)
+{
+    if (version != GMTF_FRAME_V2 || fi->method != GMTF_METHOD_BWT)
+        return 0;
+    /* parse_v2 put the payload inside the buffer: hdr_len + payload =
+     * frame_len <= len, and hdr_len >= 32 for a BWT frame */
+    uint32_t want = load_le32(src + hdr_len - 8);
+    return gmtf_crc32c(0, src + hdr_len, fi->frame_len - hdr_len) == want ? 0 : GMTF_E_CHECKSUM;
+}
+
 int gmtf_frame_info_get(const void *src, size_t len, gmtf_frame_info *info)
 {
     return gmtf_frame_parse(src, len, info, NULL, NULL, NULL);
@@ -275,21 +293,35 @@ long gmtf_frame_encode_special_v2(const uint8_t *src, size_t n, uint8_t *dst, ui
     return encode_special_v2(src, n, dst, crc);
 }
 
+size_t gmtf_frame_payload_cap_v2(size_t n)
+{
+    size_t h = gmtf_frame_header_len_v2(GMTF_METHOD_BWT, n);
+    /* the frame must be smaller than a raw one (n + 24) */
+    return n > h ? n + GMTF_FRAME_FIXED - h - 1 : 0;
+}
+
+long gmtf_frame_finish_bwt_v2(const uint8_t *src, size_t n, const uint32_t *idx, uint32_t crc,
+                              uint8_t *dst, long plen)
+{
+    if (plen == -ENOSPC)
+        return frame_raw_v2(src, n, dst, crc);
+    if (plen < 0)
+        return plen;
+    if (plen == 0 || (size_t)plen > gmtf_frame_payload_cap_v2(n))
+        return -EINVAL;
+    size_t h =
+        gmtf_frame_write_header_v2(dst, GMTF_METHOD_BWT, (uint32_t)n, (uint32_t)plen, crc, idx);
+    return (long)(h + (size_t)plen);
+}
+
 /* Version 2: the BWT output coded by the QLFC coder (raw when that is not
  * smaller). */
 long gmtf_frame_encode_bwt_v2(const uint8_t *src, const uint8_t *bwt, size_t n, const uint32_t *idx,
                               uint32_t crc, uint8_t *dst, void *rank_ws)
 {
-    size_t h = gmtf_frame_header_len_v2(GMTF_METHOD_BWT, n);
-    long plen = -ENOSPC;
-    if (n > h) /* the frame must be smaller than a raw one (n + 24) */
-        plen = gmtf_qlfc_encode(bwt, n, dst + h, n + GMTF_FRAME_FIXED - h - 1, rank_ws);
-    if (plen == -ENOSPC)
-        return frame_raw_v2(src, n, dst, crc);
-    if (plen < 0)
-        return plen;
-    gmtf_frame_write_header_v2(dst, GMTF_METHOD_BWT, (uint32_t)n, (uint32_t)plen, crc, idx);
-    return (long)(h + (size_t)plen);
+    size_t h = gmtf_frame_header_len_v2(GMTF_METHOD_BWT, n), cap = gmtf_frame_payload_cap_v2(n);
+    long plen = cap ? gmtf_qlfc_encode(bwt, n, dst + h, cap, rank_ws) : -ENOSPC;
+    return gmtf_frame_finish_bwt_v2(src, n, idx, crc, dst, plen);
 }
 
 static long encode_v2(gmtf_workspace *w, const uint8_t *src, size_t n, uint8_t *dst, uint32_t crc)
@@ -338,6 +370,9 @@ long gmtf_frame_decode_begin(const uint8_t *src, size_t len, uint8_t *dst, size_
     size_t n = fi->orig_len;
     if (n > cap)
         return -ENOSPC;
+    rc = gmtf_frame_check_payload(src, fi, h, version);
+    if (rc < 0)
+        return rc;
     const uint8_t *pay = src + h;
     size_t plen = fi->frame_len - h;
     switch (fi->method) {
@@ -414,11 +449,15 @@ static long range_v2(gmtf_workspace *w, const uint8_t *src, const gmtf_frame_inf
     size_t n = fi->orig_len;
     if (n > w->max_block)
         return -EINVAL;
+    /* every call, a kept table too: this payload is what the caller has */
+    int rc = gmtf_frame_check_payload(src, fi, h, GMTF_FRAME_V2);
+    if (rc < 0)
+        return rc;
     uint32_t hcrc = load_le32(src + h - 4);
     if (!(w->range_valid && w->range_hcrc == hcrc && w->range_flen == fi->frame_len &&
           w->range_n == n && w->range_dcrc == fi->data_crc)) {
         w->range_valid = 0;
-        int rc = gmtf_qlfc_decode(src + h, fi->frame_len - h, w->buf_a, n, w->rank_ws);
+        rc = gmtf_qlfc_decode(src + h, fi->frame_len - h, w->buf_a, n, w->rank_ws);
         if (rc == 0)
             rc = gmtf_bwt_table_step(w->buf_a, n, idx, w->bwt_ws);
         if (rc < 0)

@@ -54,7 +54,10 @@ size_t gmtf_frame_write_header(uint8_t *dst, uint8_t method, uint32_t orig_len,
                                uint32_t payload_len, uint32_t data_crc, const uint32_t *idx,
                                unsigned nidx);
 /* Version 2 header: its length for a block of n bytes, and the writer
- * (idx: gmtf_bwt_sample_count(n) rows, BWT frames only). */
+ * (idx: gmtf_bwt_sample_count(n) rows, BWT frames only). A BWT frame's
+ * header carries the CRC-32C of its payload: the writer computes it from
+ * the payload_len bytes at dst + gmtf_frame_header_len_v2(method,
+ * orig_len), which must be in place (raw and run headers read nothing). */
 size_t gmtf_frame_header_len_v2(uint8_t method, size_t n);
 size_t gmtf_frame_write_header_v2(uint8_t *dst, uint8_t method, uint32_t orig_len,
                                   uint32_t payload_len, uint32_t data_crc, const uint32_t *idx);
@@ -65,6 +68,14 @@ int gmtf_frame_parse(const uint8_t *src, size_t len, gmtf_frame_info *info, unsi
                      uint32_t *idx, unsigned *nidx);
 int gmtf_frame_parse_version(const uint8_t *src, size_t len, gmtf_frame_info *info,
                              unsigned *hdr_len, uint32_t *idx, unsigned *nidx, unsigned *version);
+/* The payload checksum of a frame parse accepted (src, its info, header
+ * length and version): a version 2 BWT frame's payload against the CRC-32C
+ * its header carries; 0 or GMTF_E_CHECKSUM. 0 for every other frame (raw
+ * and run frames are checked by their data checksum, version 1 frames have
+ * none). Every decoder calls it before an entropy decoder reads the
+ * payload. */
+int gmtf_frame_check_payload(const uint8_t *src, const gmtf_frame_info *fi, unsigned hdr_len,
+                             unsigned version);
 
 /* ---- one frame ---------------------------------------------------------- */
 
@@ -99,6 +110,16 @@ long gmtf_frame_encode_ranks(const uint8_t *src, const uint8_t *ranks, size_t n,
 long gmtf_frame_encode_special_v2(const uint8_t *src, size_t n, uint8_t *dst, uint32_t crc);
 long gmtf_frame_encode_bwt_v2(const uint8_t *src, const uint8_t *bwt, size_t n, const uint32_t *idx,
                               uint32_t crc, uint8_t *dst, void *rank_ws);
+/* For an encoder that codes the payload itself (a device): the room a
+ * version 2 BWT frame of n bytes leaves for its payload, which goes at
+ * dst + gmtf_frame_header_len_v2(GMTF_METHOD_BWT, n) (0: none, the frame
+ * is raw); and the frame around plen bytes coded there: the header with
+ * the payload's CRC-32C, or the raw frame when plen is -ENOSPC. Returns
+ * the frame length or a negative code (plen's, or -EINVAL when it is 0 or
+ * over the room). */
+size_t gmtf_frame_payload_cap_v2(size_t n);
+long gmtf_frame_finish_bwt_v2(const uint8_t *src, size_t n, const uint32_t *idx, uint32_t crc,
+                              uint8_t *dst, long plen);
 /* Parses a frame; raw and run frames are decoded into dst (returns 0);
  * version 1 BWT frames have their MTF ranks decoded into ranks[0..orig_len)
  * (returns GMTF_DECODE_RANKS), version 2 ones their BWT output (returns

@@ -34,7 +34,7 @@ extern "C" {
 
 /* Error codes beyond the errno ones (all negative). */
 #define GMTF_E_CORRUPT (-1001)   /* frame damaged: bad magic, field or data */
-#define GMTF_E_CHECKSUM (-1002)  /* header or data checksum mismatch */
+#define GMTF_E_CHECKSUM (-1002)  /* header, payload or data checksum mismatch */
 #define GMTF_E_TRUNCATED (-1003) /* input ends inside a frame */
 #define GMTF_E_VERSION (-1004)   /* frame from a newer format version */
 #define GMTF_E_BACKEND (-1005)   /* unknown or unavailable MTF backend */
@@ -88,18 +88,21 @@ long gmtf_frame_decode(gmtf_codec *c, const void *src, size_t len, void *dst, si
 
 /* Decodes bytes [off, off + cnt) of the block of the frame at src (len
  * bytes available) into dst (cnt bytes). For a BWT frame of version 2 it
- * walks only the inverse BWT's chains that cover the range (one per 32 KiB
- * of block, so at most 32 KiB more than cnt) after the entropy decoding
- * and the inverse's table, and the codec keeps those two for this frame:
- * a later range of the same frame (the same header: the header checksum,
- * lengths and data checksum) on this codec walks its chains only, until
- * the codec's next other call. The data checksum covers the whole block,
- * so it is checked only when the range is the whole block (then as
- * gmtf_frame_decode does); a partial range is as trustworthy as the
- * header, the payload's fields and the samples, which are all checked.
- * Other frames (raw, run: checked whole; version 1: decoded whole) cost
- * what gmtf_frame_decode does. Returns cnt or a negative code (-EINVAL
- * when the range is outside the block). Not thread-safe on one codec. */
+ * checks the payload's checksum (in the header), then walks only the
+ * inverse BWT's chains that cover the range (one per 32 KiB of block, so
+ * at most 32 KiB more than cnt) after the entropy decoding and the
+ * inverse's table, and the codec keeps those two for this frame: a later
+ * range of the same frame (the same header: the header checksum, which
+ * covers the payload checksum, lengths and data checksum) on this codec
+ * checks the payload and walks its chains only, until the codec's next
+ * other call. The data checksum covers the whole block, so it is checked
+ * only when the range is the whole block (then as gmtf_frame_decode
+ * does); a partial range is as trustworthy as the header and the payload,
+ * whose checksums are both checked, and the samples, which are checked
+ * against the block's length. Other frames (raw, run: checked whole;
+ * version 1: decoded whole) cost what gmtf_frame_decode does. Returns cnt
+ * or a negative code (GMTF_E_CHECKSUM for a damaged payload, -EINVAL when
+ * the range is outside the block). Not thread-safe on one codec. */
 long gmtf_frame_decode_range(gmtf_codec *c, const void *src, size_t len, size_t off, size_t cnt,
                              void *dst);
 

@@ -152,10 +152,12 @@ int frame_copy(gmtf_fs *fs, uint32_t id, uint64_t ino, uint32_t blk, uint32_t of
         pthread_mutex_unlock(&fs->cache_lock);
         return 0;
     }
-    int part = fs->opt.range_reads && random && dlen >= RANGE_MIN && len <= dlen / RANGE_DIV;
+    /* range_reads: 0 is the default, on; < 0 off */
+    int part = fs->opt.range_reads >= 0 && random && dlen >= RANGE_MIN && len <= dlen / RANGE_DIV;
     int again = part && range_seen(fs, id);
     if (part && !again) {
         pthread_mutex_unlock(&fs->cache_lock);
+        __atomic_add_fetch(&fs->range_decodes, 1, __ATOMIC_RELAXED);
         int rc = frame_range(fs, id, off, len, dst);
         return rc ? frame_unreadable(fs, id, ino, blk, rc) : 0;
     }

@@ -281,6 +281,7 @@ struct gmtf_fs {
     struct cblock *lru_head, *lru_tail;
     uint64_t cache_bytes, cache_limit;
     uint64_t frames_decoded;
+    uint64_t range_decodes;   /* reads that decoded part of a frame */
     uint32_t range_recent[8]; /* frames last read by range (frame_read.c) */
     unsigned range_pos;
 

@@ -127,9 +127,11 @@ typedef struct gmtf_fs_options {
     int pack_write_order; /* pack small files and tails in the order written (mkfs: input
                              order, directory by directory), not by extension */
     /* Cold random reads decode only the part of a frame they need
-     * (gmtf_frame_decode_range). Off by default: such a read cannot check
-     * the frame's data CRC (it covers the whole block), and frame version 2
-     * has no CRC of its payload yet, so a damaged payload could go unseen. */
+     * (gmtf_frame_decode_range): 0 = the default, on; > 0 on; < 0 off (a
+     * whole-frame decode for every cold read, for measurements). Such a
+     * read cannot check the frame's data CRC (it covers the whole block);
+     * the payload CRC of frame version 2 is checked before the payload is
+     * decoded, so a damaged payload is EIO, never wrong bytes. */
     int range_reads;
 } gmtf_fs_options;
 
@@ -323,6 +325,7 @@ typedef struct gmtf_fs_info {
     uint64_t replayed_records; /* journal records replayed at mount */
     uint64_t frames_decoded;   /* since mount (read cache misses, prefetch, checks) */
     uint64_t cache_bytes;      /* decoded frames cached now */
+    uint64_t range_decodes;    /* since mount: cold reads that decoded part of a frame */
 } gmtf_fs_info;
 int gmtf_fs_get_info(gmtf_fs *fs, gmtf_fs_info *info);
 

@@ -492,6 +492,7 @@ int gmtf_fs_get_info(gmtf_fs *fs, gmtf_fs_info *info)
     info->dirty_bytes = fs->dirty_bytes;
     info->replayed_records = fs->replayed;
     info->frames_decoded = __atomic_load_n(&fs->frames_decoded, __ATOMIC_RELAXED);
+    info->range_decodes = __atomic_load_n(&fs->range_decodes, __ATOMIC_RELAXED);
     pthread_mutex_lock(&fs->cache_lock);
     info->cache_bytes = fs->cache_bytes;
     pthread_mutex_unlock(&fs->cache_lock);

@@ -47,6 +47,7 @@ typedef struct cli {
     double attr_timeout;
     int noacl;
     int nowriteback;
+    int norange;
 } cli;
 
 enum { KEY_RO, KEY_KEEP };
@@ -72,6 +73,8 @@ static const struct fuse_opt cli_opts[] = {FUSE_OPT_KEY("ro", KEY_RO),
                                            CLI_OPT("noacl", noacl, 1),
                                            CLI_OPT("writeback_cache", nowriteback, 0),
                                            CLI_OPT("no_writeback_cache", nowriteback, 1),
+                                           CLI_OPT("range_reads", norange, 0),
+                                           CLI_OPT("norange_reads", norange, 1),
                                            FUSE_OPT_END};
 
 static int cli_proc(void *data, const char *arg, int key, struct fuse_args *outargs)
@@ -117,6 +120,8 @@ static void usage(FILE *f)
                "    attr_timeout=SECS      attribute cache timeout (default 1)\n"
                "    noacl                  no POSIX ACLs (default: on when the kernel can)\n"
                "    no_writeback_cache     no FUSE writeback cache (default: on)\n"
+               "    norange_reads          a cold random read decodes its whole block (default:\n"
+               "                           only the part it needs; for measurements)\n"
                "    allow_other, default_permissions, and the other FUSE and mount options\n"
                "                           are passed on (default_permissions is always on)\n"
                "\n"
@@ -186,6 +191,7 @@ static int build_fs_options(const cli *c, gmtf_mount *m, gmtf_fs_options *o)
     o->threads = c->threads;
     o->track_lookups = 1;
     o->readahead_blocks = c->readahead_blocks;
+    o->range_reads = c->norange ? -1 : 0;
     o->flush_interval_ms = 5000;
     o->log = gmtf_mount_log;
     o->log_arg = m;

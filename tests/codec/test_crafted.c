@@ -48,7 +48,7 @@ static int setup_v2(void **state)
 static size_t hdr_len(const tu_header *h)
 {
     if (h->version == 2)
-        return h->nidx ? 28 + 3 * (size_t)h->nidx : 24;
+        return h->nidx ? 32 + 3 * (size_t)h->nidx : 24;
     return 24 + 4 * (size_t)h->nidx;
 }
 
@@ -296,13 +296,23 @@ static void test_hostile_payloads(void **state)
         uint8_t *orig_payload = tu_malloc(plen);
         memcpy(orig_payload, f + hl, plen);
 
-        memset(f + hl, 0, plen);
-        assert_true(decode_guarded(f, flen, n, NULL, 0) < 0);
-        memset(f + hl, 0xFF, plen);
-        assert_true(decode_guarded(f, flen, n, NULL, 0) < 0);
-        for (int t = 0; t < 20; t++) {
-            tu_fill_random(f + hl, plen, seed++);
-            assert_true(decode_guarded(f, flen, n, NULL, 0) < 0);
+        /* Version 2: each payload first under the header's payload
+         * checksum (caught there), then with the checksum made to match (so
+         * the entropy decoder's own checks are reached). */
+        for (int t = -2; t < 20; t++) {
+            if (t == -2)
+                memset(f + hl, 0, plen);
+            else if (t == -1)
+                memset(f + hl, 0xFF, plen);
+            else
+                tu_fill_random(f + hl, plen, seed++);
+            tu_write_header(f, &h);
+            long r = decode_guarded(f, flen, n, NULL, 0);
+            if (frame_version == 2)
+                assert_int_equal(r, GMTF_E_CHECKSUM);
+            assert_true(r < 0);
+            if (tu_fix_payload_crc(f, flen))
+                assert_true(decode_guarded(f, flen, n, NULL, 0) < 0);
         }
         /* The payload of another block of the same size. */
         uint8_t *src2;
@@ -311,6 +321,7 @@ static void test_hostile_payloads(void **state)
         uint8_t *f2 = real_bwt_frame(n, 99 + s, &src2, &flen2, &h2);
         tu_header v = h;
         v.payload_len = h2.payload_len;
+        v.payload_crc = h2.payload_crc; /* version 2: the other payload's, so it is decoded */
         uint8_t *mix = tu_malloc(hl + h2.payload_len);
         tu_write_header(mix, &v);
         memcpy(mix + hl, f2 + hl, h2.payload_len);
@@ -326,6 +337,8 @@ static void test_hostile_payloads(void **state)
             v.payload_len = (uint32_t)(plen - cut);
             tu_write_header(f, &v);
             assert_true(decode_guarded(f, flen - cut, n, NULL, 0) < 0);
+            if (tu_fix_payload_crc(f, flen - cut))
+                assert_true(decode_guarded(f, flen - cut, n, NULL, 0) < 0);
         }
         if (plen + 8 < n) {
             uint8_t *pad = tu_malloc(flen + 8);
@@ -336,6 +349,10 @@ static void test_hostile_payloads(void **state)
             tu_write_header(pad, &v);
             long r = decode_guarded(pad, flen + 8, n, src, n);
             assert_true(r < 0 || r == (long)n);
+            if (tu_fix_payload_crc(pad, flen + 8)) {
+                r = decode_guarded(pad, flen + 8, n, src, n);
+                assert_true(r < 0 || r == (long)n);
+            }
             free(pad);
         }
         tu_write_header(f, &h);
@@ -351,7 +368,7 @@ static void test_big_claims_small_payloads(void **state)
     (void)state;
     static const uint32_t lens[] = {100000, 1u << 20, GMTF_BLOCK_MAX};
     static const uint32_t plens[] = {1, 2, 7, 64, 4096};
-    uint8_t *buf = tu_malloc(28 + 3 * TU_MAX_SAMPLES + 4096);
+    uint8_t *buf = tu_malloc(32 + 3 * TU_MAX_SAMPLES + 4096);
     for (size_t i = 0; i < sizeof lens / sizeof lens[0]; i++) {
         for (size_t p = 0; p < sizeof plens / sizeof plens[0]; p++) {
             for (int garbage = 0; garbage < 2; garbage++) {
@@ -367,6 +384,7 @@ static void test_big_claims_small_payloads(void **state)
                     tu_fill_random(buf + hl, plens[p], i * 100 + p);
                 else
                     memset(buf + hl, 0, plens[p]);
+                tu_fix_payload_crc(buf, hl + plens[p]); /* version 2: to the decoder */
                 long r = decode_guarded(buf, hl + plens[p], lens[i], NULL, 0);
                 if (r >= 0)
                     fail_msg("claim of %u bytes over %u payload bytes decoded", lens[i], plens[p]);
@@ -673,6 +691,84 @@ static void test_v2_method_fields(void **state)
     }
 }
 
+/* One flipped bit of a version 2 payload, at offset `at`: a range decode
+ * on rc (whose table for the good frame is kept: the check runs on every
+ * call, not only when the table is made), the whole decode and the batch
+ * decode (on batch, when given) all report GMTF_E_CHECKSUM and write
+ * nothing past their output. */
+static void check_payload_flip(uint8_t *f, size_t flen, size_t hl, const uint8_t *src, size_t n,
+                               size_t at, gmtf_codec *rc, gmtf_codec *batch)
+{
+    size_t off = (at * 7919) % n, cnt = n - off < 3000 ? n - off : 3000;
+    tu_guarded g = tu_guarded_alloc(n);
+    tu_guard_set(&g, cnt);
+    assert_int_equal(gmtf_frame_decode_range(rc, f, flen, off, cnt, g.buf), (long)cnt);
+    assert_memory_equal(g.buf, src + off, cnt);
+    uint8_t bit = (uint8_t)(1u << (at % 8));
+    f[hl + at] ^= bit;
+    long r = gmtf_frame_decode_range(rc, f, flen, off, cnt, g.buf);
+    if (r != GMTF_E_CHECKSUM)
+        fail_msg("n=%zu payload byte %zu flipped: range [%zu, +%zu) gave %ld", n, at, off, cnt, r);
+    assert_true(tu_guard_ok(&g));
+    r = decode_guarded(f, flen, n, NULL, 0);
+    if (r != GMTF_E_CHECKSUM)
+        fail_msg("n=%zu payload byte %zu of %zu flipped: whole decode gave %ld", n, at, flen - hl,
+                 r);
+    if (batch) {
+        uint64_t foff[2] = {0, flen}, doff[2] = {0, n};
+        int status = 0;
+        tu_guard_set(&g, n);
+        assert_int_equal(gmtf_batch_decode(batch, f, foff, 1, g.buf, doff, &status),
+                         GMTF_E_CHECKSUM);
+        assert_int_equal(status, GMTF_E_CHECKSUM);
+        assert_true(tu_guard_ok(&g));
+    }
+    f[hl + at] ^= bit;
+    tu_guarded_free(&g);
+}
+
+/* The payload bytes the sweep below damages: every one (sweep), else the
+ * first and last 64 and every 997th between. */
+static size_t next_payload_pos(size_t at, size_t plen, int sweep)
+{
+    if (sweep || at < 64 || at + 64 >= plen)
+        return at + 1;
+    return at + 997 < plen - 64 ? at + 997 : plen - 64;
+}
+
+/* Version 2's payload checksum: every byte of a small frame's payload
+ * (method 3) and sampled bytes of a large method 2 frame, each with one
+ * bit flipped, are reported by the range decode, the whole decode and the
+ * batch decode (staged path, 2 threads); the good frame decodes after. */
+static void test_v2_payload_damage(void **state)
+{
+    (void)state;
+    gmtf_codec *batch = NULL, *rc = NULL;
+    gmtf_codec_options o = {.threads = 2, .mtf = "scalar-batch"};
+    assert_int_equal(gmtf_codec_create(&batch, &o), 0);
+    o.threads = 1;
+    assert_int_equal(gmtf_codec_create(&rc, &o), 0);
+    static const size_t sizes[] = {3000, 1200000};
+    for (size_t s = 0; s < 2; s++) {
+        size_t n = sizes[s], flen;
+        uint8_t *src;
+        tu_header h;
+        uint8_t *f = real_bwt_frame(n, 60 + s, &src, &flen, &h);
+        size_t hl = hdr_len(&h), plen = flen - hl, tried = 0;
+        assert_int_equal(h.version, 2);
+        assert_int_equal(h.payload_crc, tu_crc32c_ref(0, f + hl, plen));
+        assert_int_equal(f[hl], s ? 2 : 3); /* QLFC method: lanes from 900 KiB, else adaptive */
+        for (size_t at = 0; at < plen; at = next_payload_pos(at, plen, s == 0), tried++)
+            check_payload_flip(f, flen, hl, src, n, at, rc,
+                               s == 0 || tried % 8 == 0 ? batch : NULL);
+        assert_true(tried >= (s ? 128 + (plen - 128) / 997 : plen));
+        assert_int_equal(decode_guarded(f, flen, n, src, n), (long)n);
+        free(f), free(src);
+    }
+    gmtf_codec_destroy(batch);
+    gmtf_codec_destroy(rc);
+}
+
 int main(void)
 {
     const struct CMUnitTest v2_tests[] = {
@@ -685,6 +781,7 @@ int main(void)
         cmocka_unit_test(test_block_over_max_block),
         cmocka_unit_test(test_v2_headers),
         cmocka_unit_test(test_v2_method_fields),
+        cmocka_unit_test(test_v2_payload_damage),
     };
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_positive_controls),

@@ -237,7 +237,8 @@ static size_t mutate(uint64_t seed, size_t i, uint8_t *out, size_t outcap, int *
     }
     case M_FIELD: {
         tu_header h;
-        if (!tu_read_header(out, len, &h))
+        size_t hl = tu_read_header(out, len, &h);
+        if (!hl)
             break;
         switch (tu_rand_below(&rs, 6)) {
         case 0: h.orig_len = interesting32(&rs, h.orig_len); break;
@@ -250,18 +251,26 @@ static size_t mutate(uint64_t seed, size_t i, uint8_t *out, size_t outcap, int *
         case 3: h.method = (uint8_t)tu_rand_below(&rs, 4); break;
         case 4: h.data_crc = interesting32(&rs, h.data_crc); break;
         default:
-            /* a payload byte and the header checksum: the checksum alone
-             * no longer protects anything */
-            if (len > 24 + 4 * (size_t)h.nidx)
-                out[24 + 4 * (size_t)h.nidx +
-                    (size_t)tu_rand_below(&rs, len - 24 - 4 * (size_t)h.nidx)] ^= 0x01;
+            /* a payload byte and the header's checksums (version 2: the
+             * payload's too): the checksums alone no longer protect
+             * anything */
+            if (len > hl)
+                out[hl + (size_t)tu_rand_below(&rs, len - hl)] ^= 0x01;
+            h.payload_crc = len >= hl + h.payload_len && h.payload_len <= len
+                                ? tu_crc32c_ref(0, out + hl, h.payload_len)
+                                : h.payload_crc;
             break;
         }
-        if (h.nidx == out[6]) /* the header keeps its size: rewrite in place */
-            tu_write_header(out, &h);
+        uint8_t again[32 + 3 * TU_MAX_SAMPLES];
+        if (tu_write_header(again, &h) == hl) /* the header keeps its size: in place */
+            memcpy(out, again, hl);
         break;
     }
     }
+    /* One mutant in four of a version 2 BWT frame gets its payload
+     * checksum made to match, so the QLFC decoders see the damage. */
+    if (*op != M_FIELD && tu_rand_below(&rs, 4) == 0)
+        tu_fix_payload_crc(out, len);
     *pa = a;
     *pb = b;
     return len;

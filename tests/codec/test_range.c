@@ -204,6 +204,16 @@ static void test_kept_table(void **state)
     tu_fix_header_crc(evil);
     check_range(c, &fa, 0, 100, &g);
     assert_int_equal(gmtf_frame_decode_range(c, evil, fa.flen, 0, n, g.buf), GMTF_E_CHECKSUM);
+    /* The same header over a damaged payload while fa's table is kept: the
+     * payload checksum is checked on every call, so it is refused, and
+     * fa's ranges go on from the table. */
+    check_range(c, &fa, 5000, 100, &g);
+    memcpy(evil, fa.frame, fa.flen);
+    evil[fa.flen - 1] ^= 0x80;
+    for (size_t off = 0; off < n; off += 150001)
+        assert_int_equal(gmtf_frame_decode_range(c, evil, fa.flen, off, 100, g.buf),
+                         GMTF_E_CHECKSUM);
+    check_range(c, &fa, 7000, 100, &g);
     tu_guarded_free(&g);
     free(whole);
     free(evil);
@@ -231,8 +241,10 @@ static void test_bad_ranges(void **state)
 }
 
 /* Damaged frames: random byte edits (header checksums refreshed half of
- * the time, so the payload and samples are reached): any range gives its
- * length or an error, and a whole range never gives wrong bytes. */
+ * the time, so the samples are reached, and one time in four the payload
+ * checksum too, so the payload is): any range gives its length or an
+ * error, a whole range never gives wrong bytes, nor does any range of a
+ * payload damaged under an intact header. */
 static void test_hostile(void **state)
 {
     (void)state;
@@ -246,6 +258,9 @@ static void test_hostile(void **state)
         uint8_t *m = tu_malloc(f.flen);
         tu_guarded g = tu_guarded_alloc(n);
         uint64_t st = 77 + n;
+        tu_header fh;
+        size_t hl = tu_read_header(f.frame, f.flen, &fh);
+        assert_int_equal(fh.method, GMTF_METHOD_BWT);
         for (long i = 0; i < rounds; i++) {
             memcpy(m, f.frame, f.flen);
             int edits = 1 + (int)tu_rand_below(&st, 4);
@@ -255,7 +270,12 @@ static void test_hostile(void **state)
                 if (at < f.flen)
                     m[at] ^= (uint8_t)(1 + tu_rand_below(&st, 255));
             }
-            if (i % 2)
+            /* the header as it was (the payload alone damaged, if at all) */
+            int same_header = memcmp(m, f.frame, hl) == 0;
+            /* every other round: header checksums refreshed; one round in
+             * four the payload's too, so the QLFC decoder is reached */
+            int reached = i % 4 == 3 && tu_fix_payload_crc(m, f.flen);
+            if (i % 2 && !reached)
                 tu_fix_header_crc(m);
             size_t off = (size_t)tu_rand_below(&st, n), cnt = (size_t)tu_rand_below(&st, 9000);
             if (cnt > n - off)
@@ -264,6 +284,13 @@ static void test_hostile(void **state)
             long r = gmtf_frame_decode_range(c, m, f.flen, off, cnt, g.buf);
             assert_true(r == (long)cnt || r < 0);
             assert_true(tu_guard_ok(&g));
+            /* a payload the header's checksum no longer matches is never
+             * decoded: a partial range from it is the right bytes or an
+             * error */
+            if (same_header && !reached && r == (long)cnt && cnt &&
+                memcmp(g.buf, d + off, cnt) != 0)
+                fail_msg("round %ld: range [%zu, +%zu) of a damaged payload: wrong bytes", i, off,
+                         cnt);
             tu_guard_set(&g, n);
             r = gmtf_frame_decode_range(c, m, f.flen, 0, n, g.buf);
             assert_true(r == (long)n || r < 0);

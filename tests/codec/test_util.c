@@ -367,8 +367,9 @@ size_t tu_write_header(uint8_t *dst, const tu_header *h)
             dst[26 + 3 * i] = (uint8_t)(v >> 16);
         }
         size_t hl = 24 + 3 * (size_t)h->nidx;
-        put32(dst + hl, tu_crc32c_ref(0, dst, hl));
-        return hl + 4;
+        put32(dst + hl, h->payload_crc);
+        put32(dst + hl + 4, tu_crc32c_ref(0, dst, hl + 4));
+        return hl + 8;
     }
     for (unsigned i = 0; i < h->nidx; i++)
         put32(dst + 20 + 4 * i, h->idx[i]);
@@ -393,13 +394,14 @@ size_t tu_read_header(const uint8_t *src, size_t len, tu_header *h)
         if (h->method != 2 || h->orig_len == 0 || h->orig_len > (16u << 20))
             return 24;
         h->nidx = tu_v2_sample_count(h->orig_len);
-        size_t hl = 28 + 3 * (size_t)h->nidx;
+        size_t hl = 32 + 3 * (size_t)h->nidx;
         if (len < hl)
             return 0;
         for (unsigned i = 0; i < h->nidx; i++)
             h->idx[i] = ((uint32_t)src[24 + 3 * i] | (uint32_t)src[25 + 3 * i] << 8 |
                          (uint32_t)src[26 + 3 * i] << 16) +
                         1;
+        h->payload_crc = get32(src + hl - 8);
         return hl;
     }
     h->nidx = src[6];
@@ -417,11 +419,26 @@ void tu_fix_header_crc(uint8_t *frame)
         put32(frame + 20, tu_crc32c_ref(0, frame, 20));
         uint32_t n = get32(frame + 8);
         if (frame[5] == 2 && n >= 1 && n <= (16u << 20)) {
-            size_t hl = 24 + 3 * (size_t)tu_v2_sample_count(n);
+            size_t hl = 28 + 3 * (size_t)tu_v2_sample_count(n);
             put32(frame + hl, tu_crc32c_ref(0, frame, hl));
         }
         return;
     }
     size_t hl = 20 + 4 * (size_t)frame[6];
     put32(frame + hl, tu_crc32c_ref(0, frame, hl));
+}
+
+int tu_fix_payload_crc(uint8_t *frame, size_t len)
+{
+    if (len < 24 || frame[4] != 2 || frame[5] != 2)
+        return 0;
+    uint32_t n = get32(frame + 8), plen = get32(frame + 12);
+    if (n < 1 || n > (16u << 20))
+        return 0;
+    size_t hl = 32 + 3 * (size_t)tu_v2_sample_count(n);
+    if (len < hl || plen > len - hl)
+        return 0;
+    put32(frame + hl - 8, tu_crc32c_ref(0, frame + hl, plen));
+    tu_fix_header_crc(frame);
+    return 1;
 }

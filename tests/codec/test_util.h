@@ -78,10 +78,11 @@ uint32_t tu_crc32c_ref(uint32_t crc, const void *buf, size_t n);
  *   7 u8 flags  8 u32 orig_len  12 u32 payload_len  16 u32 data CRC-32C
  *   20 u32 idx[K]  20+4K u32 CRC-32C of bytes [0, 20+4K)
  * Version 2: K = 0 (byte6 is written there), then for BWT frames (nidx > 0)
- *   24 u24 idx[i] - 1 for i < nidx, then u32 CRC-32C of everything before.
+ *   24 u24 idx[i] - 1 for i < nidx, then u32 payload_crc (the CRC-32C of
+ *   the payload, as given), then u32 CRC-32C of everything before.
  * so tests can craft frames with a valid header checksum around hostile
  * fields. Returns the header length: 24 + 4K (version 1), 24 or
- * 28 + 3 nidx (version 2). */
+ * 32 + 3 nidx (version 2). */
 #define TU_FRAME_MAGIC 0x46544D47u
 #define TU_MAX_SAMPLES 512
 typedef struct tu_header {
@@ -89,6 +90,7 @@ typedef struct tu_header {
     unsigned nidx; /* version 1: byte 6 (K); version 2: samples written */
     uint8_t byte6; /* version 2: what byte 6 holds (0 in valid frames) */
     uint32_t orig_len, payload_len, data_crc;
+    uint32_t payload_crc; /* version 2 BWT frames */
     uint32_t idx[TU_MAX_SAMPLES];
 } tu_header;
 
@@ -100,7 +102,13 @@ size_t tu_write_header(uint8_t *dst, const tu_header *h);
 /* Reads the fields back (no checks beyond the buffer length); returns the
  * header length or 0 when len is too short. */
 size_t tu_read_header(const uint8_t *src, size_t len, tu_header *h);
-/* Recomputes the header checksum in place after a field was edited. */
+/* Recomputes the header checksum in place after a field was edited (a
+ * version 2 BWT frame's payload checksum is left as it is). */
 void tu_fix_header_crc(uint8_t *frame);
+/* Recomputes a version 2 BWT frame's payload checksum from the payload (the
+ * header's payload length, when the frame's len bytes hold it), then the
+ * header checksums: a damaged payload then reaches the entropy decoder.
+ * Returns 1 when it did, 0 (nothing written) for any other frame. */
+int tu_fix_payload_crc(uint8_t *frame, size_t len);
 
 #endif

@@ -248,13 +248,170 @@ static void test_bad_frame_is_eio(void **state)
     rec_image_free(r);
 }
 
+/* Log lines kept for a test to look at. */
+typedef struct log_lines {
+    char text[4096];
+    size_t len;
+} log_lines;
+
+static void keep_log(void *arg, const char *msg)
+{
+    log_lines *l = arg;
+    int n = snprintf(l->text + l->len, sizeof l->text - l->len, "%s\n", msg);
+    if (n > 0)
+        l->len += (size_t)n < sizeof l->text - l->len ? (size_t)n : sizeof l->text - l->len - 1;
+}
+
+/* Text of small file i (compressible: its pack is a BWT frame). */
+static void small_text(uint8_t *p, size_t n, unsigned i)
+{
+    static const char *w[] = {"pack", "frame", "payload", "range", "chain", "tail", "block"};
+    size_t k = 0;
+    for (unsigned j = 0; k < n; j++) {
+        char line[80];
+        int m = snprintf(line, sizeof line, "%u %s %s %u\n", i, w[(i + j) % 7], w[j * 3 % 7],
+                         j * (i + 1) % 977);
+        for (int q = 0; q < m && k < n; q++)
+            p[k++] = (uint8_t)line[q];
+    }
+}
+
+/* The image img (ilen bytes) with one bit of frame `id` (v) flipped at
+ * offset at of the frame, mounted read-only with range reads on: every
+ * file of the frame (in_victim) reads -EIO, the first by range, with a log
+ * line naming the frame and "checksum"; every other file reads right. */
+static void read_damaged(const uint8_t *img0, size_t ilen, uint32_t id, const struct frame *v,
+                         size_t at, const uint64_t *ino, uint8_t *const *data, const int *in_victim,
+                         int nfiles)
+{
+    uint8_t *img = malloc(ilen);
+    memcpy(img, img0, ilen);
+    img[v->off + at] ^= 0x08;
+    log_lines log = {.len = 0};
+    gmtf_image *mi;
+    assert_int_equal(gmtf_image_open_mem(img, ilen, &mi), 0);
+    gmtf_fs_options o = {
+        .read_only = 1, .threads = 1, .log = keep_log, .log_arg = &log, .range_reads = 1};
+    gmtf_fs *fs;
+    assert_int_equal(gmtf_fs_mount(mi, &o, &fs), 0);
+    uint8_t buf[200];
+    int first = 1;
+    char want[64];
+    snprintf(want, sizeof want, "frame %u at offset %llu", id, (unsigned long long)v->off);
+    for (int i = 0; i < nfiles; i++) {
+        long got = gmtf_fs_read(fs, ino[i], buf, 100, 37);
+        if (!in_victim[i]) {
+            assert_int_equal(got, 100);
+            assert_memory_equal(buf, data[i] + 37, 100);
+            continue;
+        }
+        if (got != -EIO)
+            fail_msg("byte %zu of frame %u (%u bytes) damaged: file %d read %ld (%s), want -EIO",
+                     at, id, v->clen, i, got,
+                     got == 100 && memcmp(buf, data[i] + 37, 100) ? "wrong bytes" : "");
+        if (first) { /* that read was by range: the frame is noted as such */
+            int noted = 0;
+            for (size_t k = 0; k < sizeof fs->range_recent / sizeof *fs->range_recent; k++)
+                noted |= fs->range_recent[k] == id;
+            assert_true(noted);
+            if (!strstr(log.text, want) || !strstr(log.text, "checksum"))
+                fail_msg("byte %zu of frame %u damaged: log '%s'", at, id, log.text);
+            first = 0;
+        }
+    }
+    assert_false(first);
+    gmtf_fs_unmount(fs);
+    free(img);
+}
+
+/* A byte damaged inside a pack of small files (1 MiB blocks: a frame of
+ * version 2, method 2), read with range reads on: the cold read of a small
+ * file is a range read (the frame is at least 256 KiB, the read a sliver of
+ * it), which cannot check the data checksum, so the payload checksum is
+ * what reports it: -EIO for every file of that frame (the first read by
+ * range, the second whole), the log naming the frame and "checksum"; every
+ * other file reads right. Bits across the payload (its first and last
+ * bytes: the coder's tables and the lanes' final states). fsck's
+ * --verify-data reports the frame. */
+static void test_damaged_pack_range_read(void **state)
+{
+    (void)state;
+    enum { NSMALL = 500 };
+    rec_img *r = mkfs_rec(1u << 20, 0);
+    gmtf_fs *fs = mount_rec(r, 0);
+    uint8_t *data[NSMALL];
+    size_t len[NSMALL];
+    uint64_t ino[NSMALL];
+    for (int i = 0; i < NSMALL; i++) {
+        len[i] = 1500 + (size_t)i * 29;
+        data[i] = malloc(len[i]);
+        small_text(data[i], len[i], (unsigned)i);
+        char nm[16];
+        snprintf(nm, sizeof nm, "s%03d.txt", i);
+        gmtf_entry e;
+        assert_int_equal(gmtf_fs_create(fs, GMTF_ROOT_INO, nm, 0644, 0, 0, 0, &e), 0);
+        assert_int_equal(gmtf_fs_write(fs, e.attr.st_ino, data[i], len[i], 0), (long)len[i]);
+        gmtf_fs_release(fs, e.attr.st_ino);
+        ino[i] = e.attr.st_ino;
+    }
+    assert_int_equal(gmtf_fs_unmount(fs), 0);
+    /* the frame of file NSMALL / 2: a large shared BWT frame */
+    fs = mount_rec(r, 1);
+    uint32_t id = inode_get(fs, ino[NSMALL / 2])->u.ext.v[0].frame;
+    struct frame victim = fs->frames[id];
+    int in_victim[NSMALL], shared = 0;
+    for (int i = 0; i < NSMALL; i++) {
+        in_victim[i] = inode_get(fs, ino[i])->u.ext.v[0].frame == id;
+        shared += in_victim[i];
+    }
+    assert_int_equal(gmtf_fs_unmount(fs), 0);
+    assert_true(shared > 10);
+    assert_true(victim.dlen >= (256u << 10));
+    size_t ilen;
+    const uint8_t *img = rec_image_data(r, &ilen);
+    const uint8_t *fr = img + victim.off;
+    assert_int_equal(fr[4], 2); /* frame version 2 */
+    assert_int_equal(fr[5], GMTF_METHOD_BWT);
+    size_t hl = 32 + 3 * (size_t)((victim.dlen + 32767) / 32768); /* docs/codec.md */
+    assert_int_equal(fr[hl], 2);                                  /* the payload: method 2 */
+    const size_t at[] = {hl,
+                         hl + 1,
+                         hl + 100,
+                         victim.clen / 3,
+                         victim.clen / 2,
+                         victim.clen - 60,
+                         victim.clen - 5,
+                         victim.clen - 1};
+    for (size_t k = 0; k < sizeof at / sizeof *at; k++)
+        read_damaged(img, ilen, id, &victim, at[k], ino, data, in_victim, NSMALL);
+
+    /* fsck --verify-data: the frame, named, is an error */
+    uint8_t *bad = malloc(ilen);
+    memcpy(bad, img, ilen);
+    bad[victim.off + victim.clen / 2] ^= 0x08;
+    gmtf_image *mi;
+    assert_int_equal(gmtf_image_open_mem(bad, ilen, &mi), 0);
+    log_lines log = {.len = 0};
+    gmtf_fs_check_options co = {.verify_data = 1, .threads = 1, .log = keep_log, .log_arg = &log};
+    gmtf_fs_check_report rep;
+    assert_int_equal(gmtf_fs_check(mi, &co, &rep), 0);
+    assert_true(rep.errors > 0);
+    char want[64];
+    snprintf(want, sizeof want, "frame %u at offset %llu", id, (unsigned long long)victim.off);
+    assert_non_null(strstr(log.text, want));
+    gmtf_image_close(mi);
+    for (int i = 0; i < NSMALL; i++)
+        free(data[i]);
+    free(bad);
+    rec_image_free(r);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_superblock_roundtrip),
-        cmocka_unit_test(test_records_checked),
-        cmocka_unit_test(test_damaged_images),
-        cmocka_unit_test(test_bad_frame_is_eio),
+        cmocka_unit_test(test_superblock_roundtrip),    cmocka_unit_test(test_records_checked),
+        cmocka_unit_test(test_damaged_images),          cmocka_unit_test(test_bad_frame_is_eio),
+        cmocka_unit_test(test_damaged_pack_range_read),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

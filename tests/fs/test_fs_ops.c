@@ -543,9 +543,10 @@ static void test_stats(void **state)
 }
 
 /* Cold reads of parts of large frames (1 MiB blocks: packs of small
- * files, whole blocks, a raw block) decode by range (frame_read.c): random
- * small reads through a 1 MiB cache, then two passes over every file,
- * all equal to what was written. */
+ * files, whole blocks, a raw block) decode by range (frame_read.c), by
+ * default: random small reads through a 1 MiB cache, then two passes over
+ * every file, all equal to what was written. With range_reads < 0 the same
+ * reads decode whole frames (none is read by range). */
 static void text_file(uint8_t *p, size_t n, unsigned seed)
 {
     static const char *w[] = {"frame", "block", "chain", "sample", "range", "pack", "tail"};
@@ -580,27 +581,37 @@ static void test_range_reads(void **state)
         mkfile(fs, ROOT, nm, data[i], len[i]);
     }
     assert_int_equal(gmtf_fs_unmount(fs), 0);
-    gmtf_fs_options o = {.read_only = 1, .threads = 1, .cache_bytes = 1u << 20, .range_reads = 1};
-    assert_int_equal(gmtf_fs_mount(rec_image_attach(r), &o, &fs), 0);
-    uint64_t ino[NSMALL + 2];
-    for (int i = 0; i < NSMALL + 2; i++) {
-        snprintf(nm, sizeof nm, "f%d.txt", i);
-        ino[i] = ino_of(fs, ROOT, nm);
-        assert_true(ino[i] != 0);
+    for (int off = 0; off < 2; off++) {
+        /* the default (0: on), then off */
+        gmtf_fs_options o = {
+            .read_only = 1, .threads = 1, .cache_bytes = 1u << 20, .range_reads = -off};
+        assert_int_equal(gmtf_fs_mount(rec_image_attach(r), &o, &fs), 0);
+        uint64_t ino[NSMALL + 2];
+        for (int i = 0; i < NSMALL + 2; i++) {
+            snprintf(nm, sizeof nm, "f%d.txt", i);
+            ino[i] = ino_of(fs, ROOT, nm);
+            assert_true(ino[i] != 0);
+        }
+        uint8_t buf[9000];
+        srand(17);
+        for (int t = 0; t < (off ? 100 : 600); t++) {
+            int i = t % 5 == 0 ? NSMALL + rand() % 2 : rand() % NSMALL;
+            size_t at = (size_t)rand() % len[i], n = 1 + (size_t)rand() % sizeof buf;
+            size_t want = n < len[i] - at ? n : len[i] - at;
+            assert_int_equal(gmtf_fs_read(fs, ino[i], buf, n, at), (long)want);
+            assert_memory_equal(buf, data[i] + at, want);
+        }
+        gmtf_fs_info info;
+        assert_int_equal(gmtf_fs_get_info(fs, &info), 0);
+        if (off)
+            assert_int_equal(info.range_decodes, 0);
+        else
+            assert_true(info.range_decodes > 0);
+        for (int pass = 0; pass < 2 - off; pass++)
+            for (int i = 0; i < NSMALL + 2; i++)
+                check_file(fs, ino[i], data[i], len[i]);
+        assert_int_equal(gmtf_fs_unmount(fs), 0);
     }
-    uint8_t buf[9000];
-    srand(17);
-    for (int t = 0; t < 600; t++) {
-        int i = t % 5 == 0 ? NSMALL + rand() % 2 : rand() % NSMALL;
-        size_t off = (size_t)rand() % len[i], n = 1 + (size_t)rand() % sizeof buf;
-        size_t want = n < len[i] - off ? n : len[i] - off;
-        assert_int_equal(gmtf_fs_read(fs, ino[i], buf, n, off), (long)want);
-        assert_memory_equal(buf, data[i] + off, want);
-    }
-    for (int pass = 0; pass < 2; pass++)
-        for (int i = 0; i < NSMALL + 2; i++)
-            check_file(fs, ino[i], data[i], len[i]);
-    assert_int_equal(gmtf_fs_unmount(fs), 0);
     for (int i = 0; i < NSMALL + 2; i++)
         free(data[i]);
     rec_image_free(r);

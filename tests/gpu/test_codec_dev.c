@@ -324,6 +324,18 @@ static void set_row(uint8_t *frame, size_t len, unsigned q, uint32_t row)
     gmtf_frame_write_header_v2(frame, fi.method, fi.orig_len, fi.frame_len - h, fi.data_crc, idx);
 }
 
+/* Makes a version 2 BWT frame's payload checksum match its (damaged)
+ * payload again, so that the decoders behind it see the damage. */
+static void refresh_payload_crc(uint8_t *frame, size_t len)
+{
+    gmtf_frame_info fi;
+    unsigned h, k;
+    uint32_t idx[GMTF_BWT_MAX_SAMPLES];
+    assert_int_equal(gmtf_frame_parse(frame, len, &fi, &h, idx, &k), 0);
+    gmtf_frame_write_header_v2(frame, fi.method, fi.orig_len, fi.frame_len - h, fi.data_crc, idx);
+    assert_int_equal(gmtf_frame_check_payload(frame, &fi, h, GMTF_FRAME_V2), 0);
+}
+
 /* Damaged frames in a batch: each gets the status the CPU path gives it,
  * the others decode. Version 1 frames in the same batch decode too. */
 static void test_damaged(void **state)
@@ -365,7 +377,11 @@ static void test_damaged(void **state)
             switch (tu_rand(&seed) % 4) {
             case 0: set_row(fr, len, (unsigned)tu_rand_below(&seed, k), fi.orig_len + 1); break;
             case 1: set_row(fr, len, 0, 1 + (uint32_t)tu_rand_below(&seed, fi.orig_len)); break;
-            case 2: fr[h + tu_rand_below(&seed, len - h)] ^= 0x10; break;
+            case 2: /* the payload checksum catches it, or (refreshed) the decoders */
+                fr[h + tu_rand_below(&seed, len - h)] ^= 0x10;
+                if (tu_rand(&seed) % 2)
+                    refresh_payload_crc(fr, len);
+                break;
             default: fr[16] ^= 1; break; /* data CRC: the header checksum fails */
             }
         }
@@ -444,6 +460,10 @@ static void test_lanes(void **state)
                 continue;
             size_t len = f.off[i + 1] - f.off[i];
             f.data[f.off[i] + len / 2 + tu_rand_below(&seed, len / 2)] ^= 0x41;
+            /* most with the payload checksum made to match: the device's
+             * lanes see the damage (else the host's check stops it) */
+            if (tu_rand(&seed) % 4)
+                refresh_payload_crc(f.data + f.off[i], len);
         }
         int rc = decode(dev, &f, b.off, &out, &st);
         int rrc = decode(cpu, &f, b.off, &ref, &rst);

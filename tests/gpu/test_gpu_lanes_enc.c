@@ -26,6 +26,7 @@
 #endif
 #include "bwt.h"
 #include "entropy_lanes_dev.h"
+#include "frame.h"
 #include "gpu_lanes.h"
 #include "qlfc.h"
 #include "qlfc_internal.h"
@@ -100,6 +101,34 @@ static void *enc_ws(size_t n)
     return w;
 }
 
+/* A device-coded payload of a block of n bytes made a version 2 frame
+ * (gmtf_frame_finish_bwt_v2, as an encoder using the device would): the
+ * header carries the payload's CRC-32C, which the decoders' check accepts
+ * and which a flipped payload bit fails. */
+static void check_frame_of(const uint8_t *pay, size_t plen, size_t n)
+{
+    if (plen > gmtf_frame_payload_cap_v2(n))
+        return; /* such a block's frame is raw */
+    size_t h = gmtf_frame_header_len_v2(GMTF_METHOD_BWT, n);
+    uint8_t *fr = tu_malloc(h + plen);
+    uint32_t idx[GMTF_BWT_MAX_SAMPLES];
+    for (unsigned q = 0; q < gmtf_bwt_sample_count(n); q++)
+        idx[q] = 1 + q; /* rows in range: only the header is looked at */
+    memcpy(fr + h, pay, plen);
+    assert_int_equal(gmtf_frame_finish_bwt_v2(NULL, n, idx, 0, fr, (long)plen), (long)(h + plen));
+    gmtf_frame_info fi;
+    unsigned hl, k, ver;
+    assert_int_equal(gmtf_frame_parse_version(fr, h + plen, &fi, &hl, idx, &k, &ver), 0);
+    assert_int_equal(hl, h);
+    assert_int_equal(tu_crc32c_ref(0, pay, plen), (uint32_t)fr[h - 8] | (uint32_t)fr[h - 7] << 8 |
+                                                      (uint32_t)fr[h - 6] << 16 |
+                                                      (uint32_t)fr[h - 5] << 24);
+    assert_int_equal(gmtf_frame_check_payload(fr, &fi, hl, ver), 0);
+    fr[h + plen / 2] ^= 4;
+    assert_int_equal(gmtf_frame_check_payload(fr, &fi, hl, ver), GMTF_E_CHECKSUM);
+    free(fr);
+}
+
 /* Encodes the blocks bwt[off[i]..off[i+1]) on the device path and the CPU
  * path; every block's bytes and verdict the same; clean payloads decode.
  * host_lanes: lanes whose device stream is dropped (coded by the host).
@@ -170,6 +199,7 @@ static uint64_t check(const uint8_t *bwt, const uint64_t *off, size_t count, int
             assert_memory_equal(dst, ref, (size_t)r);
             assert_int_equal(gmtf_lanes_decode(dst, (size_t)r, back, bn, dws), 0);
             assert_memory_equal(back, bwt + off[i], bn);
+            check_frame_of(dst, (size_t)r, bn);
             total += (uint64_t)r;
         }
         free(bs);

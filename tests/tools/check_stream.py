@@ -49,11 +49,12 @@ def check(cond, msg):
 
 def frame_header_len(s, pos):
     """Header bytes of the frame at pos: version 1, 24 + 4K; version 2, 24,
-    plus 3 bytes a BWT sample and a CRC for BWT frames (docs/codec.md)."""
+    plus 3 bytes a BWT sample, the payload's CRC and the header's CRC for BWT
+    frames (docs/codec.md)."""
     if s[pos + 4] == 2 and s[pos + 5] == 2:
         (orig,) = struct.unpack_from("<I", s, pos + 8)
         step = 32768 if orig > 256 * 1024 else 16384
-        return 28 + 3 * max(1, (orig + step - 1) // step)
+        return 32 + 3 * max(1, (orig + step - 1) // step)
     return 24 + 4 * s[pos + 6]
 
 
@@ -69,10 +70,12 @@ def read_frame(s, pos, bs):
     orig, plen = struct.unpack_from("<II", s, pos + 8)
     check(1 <= orig <= bs, "frame original length %d not in 1..%d at %d" % (orig, bs, pos))
     hl = frame_header_len(s, pos)
-    if hl > h + 4:  # version 2 BWT frame: the sample block and its CRC
+    if hl > h + 4:  # version 2 BWT frame: samples, payload CRC, header CRC
         check(len(s) - pos >= hl, "frame header cut at %d" % pos)
-        (scrc,) = struct.unpack_from("<I", s, pos + hl - 4)
+        (pcrc, scrc) = struct.unpack_from("<II", s, pos + hl - 8)
         check(scrc == crc32c(s[pos:pos + hl - 4]), "frame sample CRC at %d" % pos)
+        check(len(s) - pos - hl >= plen, "frame payload cut at %d" % pos)
+        check(pcrc == crc32c(s[pos + hl:pos + hl + plen]), "frame payload CRC at %d" % pos)
     return hl + plen, orig
 
 

@@ -326,7 +326,7 @@ for s in (int(l) for l in open(sys.argv[2])):
         if good[s + 4] == 2 and good[s + 5] == 2:
             n = struct.unpack_from("<I", good, s + 8)[0]
             step = 32768 if n > 256 * 1024 else 16384
-            near.update(range(s, s + 28 + 3 * max(1, (n + step - 1) // step)))
+            near.update(range(s, s + 32 + 3 * max(1, (n + step - 1) // step)))
         else:
             near.update(range(s, s + 24 + 4 * good[s + 6]))
     if s > 16:                               # the coder's final bytes
