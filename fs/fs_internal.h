@@ -72,6 +72,7 @@ typedef struct sb_info {
     uint64_t jrnl_off, jrnl_len, jrnl_id;
     uint64_t ctime, wtime;
     uint64_t snap2_off, jrnl2_off; /* the second copies (version 2; 0 in version 1) */
+    uint64_t snap_raw;             /* not on disk: the snapshot's records, decoded (stats) */
 } sb_info;
 
 /* Which superblock generations an image holds, newest first, and what the

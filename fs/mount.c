@@ -611,7 +611,24 @@ int gmtf_fs_get_stats(gmtf_fs *fs, gmtf_fs_stats *st)
         st->frame_clen[st->nframes] = f->clen;
         st->frame_dlen[st->nframes++] = f->dlen;
         decoded += f->dlen;
+        if (f->flags & FRAME_OUTSIDE)
+            continue; /* not this image's space */
+        if (f->dlen == fs->bs && f->live == (uint64_t)f->refs * f->dlen) /* whole blocks only */
+            st->block_frame_bytes += f->clen;
+        else
+            st->pack_frame_bytes += f->clen;
     }
+    const sb_info *sb = &fs->sb;
+    st->sb_bytes = fs->data_start;
+    st->snapshot_bytes = alloc_meta_len(fs, sb->snap_len);
+    st->snapshot_raw_bytes = sb->snap_raw;
+    st->snapshot_copies = sb->snap_len ? 1u + (sb->snap2_off != 0) : 0;
+    st->journal_bytes = alloc_meta_len(fs, sb->jrnl_len);
+    st->journal_copies = sb->jrnl_len ? 1u + (sb->jrnl2_off != 0) : 0;
+    st->retired_bytes = alloc_retired_bytes(fs);
+    st->spare_bytes = fs->spare.len;
+    st->free_bytes = alloc_free_bytes(fs);
+    st->end_bytes = fs->end;
 out:
     FS_UNLOCK(fs);
     if (rc) {

@@ -145,7 +145,7 @@ int snapshot_serialize(gmtf_fs *fs, const extvec *retire, wbuf *w, size_t chunk,
 
 /* The snapshot as it goes on disk: header and chunk frames. */
 static int snapshot_build(gmtf_fs *fs, uint64_t gen, const extvec *retire, uint8_t **out,
-                          uint64_t *len)
+                          uint64_t *len, uint64_t *raw)
 {
     wbuf w = {0};
     uint32_t *ends = NULL;
@@ -188,6 +188,7 @@ static int snapshot_build(gmtf_fs *fs, uint64_t gen, const extvec *retire, uint8
         memcpy(img + SNAP_HDR_SIZE, dst, doff[nch]);
     *out = img;
     *len = total;
+    *raw = w.len;
     img = NULL;
 out:
     wb_free(&w);
@@ -202,8 +203,8 @@ out:
 int snapshot_write(gmtf_fs *fs, uint64_t gen, const extvec *retire, sb_info *nsb)
 {
     uint8_t *img;
-    uint64_t total;
-    int rc = snapshot_build(fs, gen, retire, &img, &total);
+    uint64_t total, raw;
+    int rc = snapshot_build(fs, gen, retire, &img, &total, &raw);
     if (rc)
         return rc;
     /* Two copies, each in pages of its own. */
@@ -225,6 +226,7 @@ int snapshot_write(gmtf_fs *fs, uint64_t gen, const extvec *retire, sb_info *nsb
     nsb->snap_off = at[0];
     nsb->snap2_off = at[1];
     nsb->snap_len = total;
+    nsb->snap_raw = raw;
     return 0;
 }
 
@@ -346,6 +348,7 @@ int snapshot_load(gmtf_fs *fs)
         pos += fi.frame_len;
     }
     fs->loading = 0;
+    fs->sb.snap_raw = got;
     if (!rc && (got != raw_len || crc != want_crc)) {
         fs_log(fs, "snapshot of generation %llu: content checksum mismatch",
                (unsigned long long)sb->gen);
