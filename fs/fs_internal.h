@@ -266,6 +266,10 @@ struct gmtf_fs {
     int sb_twin_bad, sb_pair_lost; /* superblock copies damaged (sb_pick) */
     uint32_t root_nlink_bad;       /* the root's link count + 1 when it was wrong (set right) */
     int upgrading; /* a version 1 image's first version 2 checkpoint: primary slot only */
+    /* mkfs filling an image it marked incomplete (mkfs_finish): the only
+     * older generation is the incomplete one, so nothing durable names the
+     * frames made, and unmount writes one checkpoint. */
+    int mkfs_fill;
 
     /* write-back cache */
     struct dblock **dirty_tab;
