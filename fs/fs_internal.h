@@ -330,6 +330,16 @@ int snapshot_serialize(gmtf_fs *fs, const extvec *retire, wbuf *w, size_t chunk,
 int snapshot_write(gmtf_fs *fs, uint64_t gen, const extvec *retire, sb_info *nsb);
 int snapshot_load(gmtf_fs *fs); /* the snapshot fs->sb names */
 
+/* ---- snappack.c: snapshot chunks packed in columns ---- */
+/* Appends to out the records rec[0..len) (whole, as snapshot_serialize
+ * makes them) packed in columns, for an image of block size bs: never
+ * longer than the records. 0, -EINVAL (a record is cut short or its
+ * header's zero field is not zero), -ENOMEM. */
+int snap_pack(const uint8_t *rec, size_t len, uint32_t bs, wbuf *out);
+/* Appends to out the records that the packed chunk p[0..len) holds (at
+ * most 1.5 times len). 0, -EUCLEAN (not a packed chunk), -ENOMEM. */
+int snap_unpack(const uint8_t *p, size_t len, uint32_t bs, wbuf *out);
+
 /* ---- attr.c, file.c, compact.c, xattr.c, acl.c, xblob.c (operations) ---- */
 int xblob_find(const struct inode *in, const char *name, size_t n, uint32_t *pos, uint32_t *rlen);
 const uint8_t *xblob_value(const struct inode *in, const char *name, uint32_t *len);
