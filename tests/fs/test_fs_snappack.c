@@ -16,6 +16,7 @@
 
 #include "fs_internal.h"
 #include "fs_test_util.h"
+#include "hostile/himg.h"
 
 #define BS (64u << 10)
 #define ROOT GMTF_ROOT_INO
@@ -186,6 +187,68 @@ static void test_real_snapshot(void **state)
     rec_image_free(r);
 }
 
+/* Version 2 images written before packing hold their chunks as records
+ * (encoding 0): still read, and a read-write mount writes them packed. */
+static void test_records_still_read(void **state)
+{
+    (void)state;
+    rec_img *r = mkfs_rec(BS, 0);
+    gmtf_fs *fs = mount_rec(r, 0);
+    uint8_t data[5000];
+    fill_pattern(data, sizeof data, 9);
+    gmtf_entry e;
+    for (int i = 0; i < 50; i++) {
+        char nm[16];
+        snprintf(nm, sizeof nm, "f%d", i);
+        assert_int_equal(gmtf_fs_create(fs, ROOT, nm, S_IFREG | 0644, 0, 0, 0, &e), 0);
+        assert_int_equal(gmtf_fs_write(fs, e.attr.st_ino, data, 100 + (size_t)i * 90, 0),
+                         (long)(100 + i * 90));
+    }
+    assert_int_equal(gmtf_fs_unmount(fs), 0);
+    size_t len;
+    const uint8_t *img = rec_image_data(r, &len);
+    himg h;
+    assert_int_equal(himg_parse(&h, img, len), 0);
+    assert_int_equal(h.snap_enc, SNAP_PACKED);
+    h.snap_enc = SNAP_RECORDS;
+    assert_int_equal(himg_build(&h), 0);
+    assert_int_equal(load_le32(h.p + h.sb[h.cur].snap_off + 20), SNAP_RECORDS);
+    rec_img *r2 = rec_image_new(h.p, h.len);
+    himg_free(&h);
+    for (int rw = 0; rw < 2; rw++) {
+        fs = mount_rec(r2, !rw);
+        assert_non_null(fs);
+        for (int i = 0; i < 50; i += 7) {
+            char nm[16];
+            uint8_t back[5000];
+            snprintf(nm, sizeof nm, "f%d", i);
+            assert_int_equal(gmtf_fs_lookup(fs, ROOT, nm, &e), 0);
+            size_t n = 100 + (size_t)i * 90;
+            assert_int_equal(gmtf_fs_read(fs, e.attr.st_ino, back, sizeof back, 0), (long)n);
+            assert_memory_equal(back, data, n);
+        }
+        if (rw) { /* a change: the unmount writes the snapshot packed */
+            assert_int_equal(gmtf_fs_unlink(fs, ROOT, "f3"), 0);
+            assert_int_equal(gmtf_fs_unmount(fs), 0);
+            img = rec_image_data(r2, &len);
+            assert_int_equal(himg_parse(&h, img, len), 0);
+            assert_int_equal(h.snap_enc, SNAP_PACKED);
+            himg_free(&h);
+        } else {
+            gmtf_fs_unmount(fs);
+        }
+    }
+    gmtf_image *im = rec_image_attach(r2);
+    gmtf_fs_check_options co = {.verify_data = 1, .threads = 1};
+    gmtf_fs_check_report rep;
+    assert_int_equal(gmtf_fs_check(im, &co, &rep), 0);
+    assert_int_equal(rep.errors, 0);
+    assert_int_equal(rep.info.files, 49);
+    gmtf_image_close(im);
+    rec_image_free(r);
+    rec_image_free(r2);
+}
+
 /* Hostile packed bytes: random ones, and a real packed chunk cut short or
  * with bytes changed. Never a crash (the sanitizer run checks the reads
  * and writes); when unpacking succeeds the output is bounded by the input. */
@@ -234,9 +297,8 @@ static void test_unpack_hostile(void **state)
 int main(void)
 {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_roundtrip_random),
-        cmocka_unit_test(test_refuses_broken),
-        cmocka_unit_test(test_real_snapshot),
+        cmocka_unit_test(test_roundtrip_random), cmocka_unit_test(test_refuses_broken),
+        cmocka_unit_test(test_real_snapshot),    cmocka_unit_test(test_records_still_read),
         cmocka_unit_test(test_unpack_hostile),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
