@@ -337,7 +337,8 @@ int snapshot_load(gmtf_fs *fs); /* the snapshot fs->sb names */
  * header's zero field is not zero), -ENOMEM. */
 int snap_pack(const uint8_t *rec, size_t len, uint32_t bs, wbuf *out);
 /* Appends to out the records that the packed chunk p[0..len) holds (at
- * most 1.5 times len). 0, -EUCLEAN (not a packed chunk), -ENOMEM. */
+ * most GMTF_FS_BLOCK_MAX bytes: more is refused before any is written).
+ * 0, -EUCLEAN (not a packed chunk), -ENOMEM. */
 int snap_unpack(const uint8_t *p, size_t len, uint32_t bs, wbuf *out);
 
 /* ---- attr.c, file.c, compact.c, xattr.c, acl.c, xblob.c (operations) ---- */

@@ -4,7 +4,8 @@
  * little-endian values, most of them stored as the difference from what
  * the record before predicts (inode numbers that count up, a pack's pieces
  * that follow each other, a file's last block as long as its size says);
- * directory entry names follow, each ended by a zero byte, then the bodies
+ * directory entry names follow, each as the bytes it shares with the name
+ * before, then the rest ended by a zero byte, then the bodies
  * of records of other types as they are. Unpacking gives back the records
  * byte for byte: the snapshot's checksum is over the records. A chunk
  * packs alone (nothing carries over from the chunk before), so it is
@@ -126,6 +127,15 @@ static int code_of(uint16_t type, const uint8_t *body, uint32_t len)
     }
 }
 
+/* Bytes a name shares with the one before at its start (at most 255). */
+static size_t shared(const uint8_t *prev, size_t pl, const uint8_t *name, size_t nl)
+{
+    size_t k = 0, max = pl < nl ? pl : nl;
+    while (k < max && k < 255 && prev[k] == name[k])
+        k++;
+    return k;
+}
+
 static void put(uint8_t **cur, int c, uint64_t v)
 {
     uint8_t *p = cur[c];
@@ -152,7 +162,8 @@ int snap_pack(const uint8_t *rec, size_t len, uint32_t bs, wbuf *out)
 {
     /* Pass 1: every record whole, how many of each code, the variable
      * bytes. */
-    size_t n = 0, cnt[PK_CODES] = {0}, nbytes = 0, obytes = 0;
+    size_t n = 0, cnt[PK_CODES] = {0}, nbytes = 0, obytes = 0, plen = 0;
+    const uint8_t *prev = NULL;
     for (size_t pos = 0; pos < len; n++) {
         if (len - pos < REC_HDR || load_le16(rec + pos + 2) != 0)
             return -EINVAL;
@@ -162,9 +173,12 @@ int snap_pack(const uint8_t *rec, size_t len, uint32_t bs, wbuf *out)
         const uint8_t *body = rec + pos + REC_HDR;
         int code = code_of(load_le16(rec + pos), body, bl);
         cnt[code]++;
-        if (code == R_DADD)
-            nbytes += bl - DADD_FIXED + 1;
-        else if (code == PK_OTHER)
+        if (code == R_DADD) {
+            size_t nl = bl - DADD_FIXED;
+            nbytes += 1 + nl - shared(prev, plen, body + DADD_FIXED, nl) + 1;
+            prev = body + DADD_FIXED;
+            plen = nl;
+        } else if (code == PK_OTHER)
             obytes += bl;
         pos += REC_HDR + (size_t)bl;
     }
@@ -186,6 +200,8 @@ int snap_pack(const uint8_t *rec, size_t len, uint32_t bs, wbuf *out)
     /* Pass 2: the columns. */
     pstate s = {0};
     size_t i = 0;
+    prev = NULL;
+    plen = 0;
     for (size_t pos = 0; pos < len; i++) {
         uint16_t type = load_le16(rec + pos);
         uint32_t bl = load_le32(rec + pos + 4);
@@ -264,9 +280,13 @@ int snap_pack(const uint8_t *rec, size_t len, uint32_t bs, wbuf *out)
             s.d_parent = parent;
             s.d_ino = ino;
             s.d_cookie = cookie;
-            memcpy(names, b + DADD_FIXED, bl - DADD_FIXED);
-            names += bl - DADD_FIXED;
+            size_t nl = bl - DADD_FIXED, k = shared(prev, plen, b + DADD_FIXED, nl);
+            *names++ = (uint8_t)k;
+            memcpy(names, b + DADD_FIXED + k, nl - k);
+            names += nl - k;
             *names++ = 0;
+            prev = b + DADD_FIXED;
+            plen = nl;
             break;
         }
         default:
@@ -307,16 +327,21 @@ int snap_unpack(const uint8_t *p, size_t len, uint32_t bs, wbuf *out)
         cur[c] = q;
         q += w;
     }
-    /* The rest: the names (one per DADD, each ended by a zero byte), then
-     * the other records' bodies, which must fill it exactly. The records'
-     * total length is known before any is written. */
+    /* The rest: the names (one per DADD: the length it shares with the
+     * name before, the rest ended by a zero byte), then the other records'
+     * bodies, which must fill it exactly. The records' total length is
+     * known before any is written. */
     const uint8_t *names = q, *other = q;
-    size_t out_len = 0;
+    size_t out_len = 0, plen = 0;
     for (size_t k = 0; k < cnt[R_DADD]; k++) {
-        const uint8_t *z = memchr(other, 0, (size_t)(end - other));
-        if (!z || z - other > 0xffff)
+        if (other == end || *other > plen)
             return -EUCLEAN;
-        out_len += REC_HDR + DADD_FIXED + (size_t)(z - other);
+        size_t sh = *other++;
+        const uint8_t *z = memchr(other, 0, (size_t)(end - other));
+        if (!z || sh + (size_t)(z - other) > 0xffff)
+            return -EUCLEAN;
+        plen = sh + (size_t)(z - other);
+        out_len += REC_HDR + DADD_FIXED + plen;
         other = z + 1;
     }
     const uint8_t *olen = cur[C_O_LEN];
@@ -333,9 +358,12 @@ int snap_unpack(const uint8_t *p, size_t len, uint32_t bs, wbuf *out)
     out_len += cnt[R_INODE] * (REC_HDR + INODE_BODY) +
                (cnt[R_SIZE] + cnt[R_RETIRE]) * (REC_HDR + 16) +
                (cnt[R_FRAME] + cnt[R_EXT]) * (REC_HDR + 24);
+    if (out_len > GMTF_FS_BLOCK_MAX) /* a chunk's records: the writer makes 1 MiB */
+        return -EUCLEAN;
     if (wb_reserve(out, out_len))
         return -ENOMEM;
     uint8_t *o = out->p + out->len;
+    const uint8_t *prev = NULL; /* the last DADD's name, as written */
     pstate s = {0};
     for (size_t i = 0; i < n; i++) {
         int code = types[i];
@@ -419,13 +447,18 @@ int snap_unpack(const uint8_t *p, size_t len, uint32_t bs, wbuf *out)
             uint64_t parent = s.d_parent + get(cur, C_D_PARENT);
             uint64_t ino = s.d_ino + get(cur, C_D_INO);
             uint64_t cookie = get(cur, C_D_COOKIE) + (parent == s.d_parent ? s.d_cookie : 0);
-            size_t nl = strlen((const char *)names); /* ends inside: checked above */
+            size_t sh = *names++; /* at most the last name's length: checked above */
+            size_t sl = strlen((const char *)names); /* ends inside: checked above */
             store_le64(b, parent);
             store_le64(b + 8, ino);
             store_le64(b + 16, cookie);
-            store_le16(b + 24, (uint16_t)nl);
-            memcpy(b + DADD_FIXED, names, nl);
-            names += nl + 1;
+            store_le16(b + 24, (uint16_t)(sh + sl));
+            if (sh)
+                memcpy(b + DADD_FIXED, prev, sh);
+            memcpy(b + DADD_FIXED + sh, names, sl);
+            names += sl + 1;
+            prev = b + DADD_FIXED;
+            size_t nl = sh + sl;
             s.d_parent = parent;
             s.d_ino = ino;
             s.d_cookie = cookie;
