@@ -83,6 +83,7 @@ static int checkpoint(gmtf_fs *fs, uint64_t journal_bytes, unsigned flush_flags)
     nsb.version = FMT_VERSION;
     nsb.gen = fs->sb.gen + 1;
     nsb.snap_len = nsb.jrnl_len = 0;
+    nsb.jrnl_off = nsb.jrnl2_off = 0;                   /* none, unless allocated below */
     if (journal_bytes && journal_bytes < JOURNAL_FLOOR) /* 0: none (mkfs's incomplete state) */
         journal_bytes = JOURNAL_FLOOR;
     journal_bytes = (journal_bytes + META_ALIGN - 1) / META_ALIGN * META_ALIGN;

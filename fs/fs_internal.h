@@ -332,9 +332,9 @@ int snapshot_load(gmtf_fs *fs); /* the snapshot fs->sb names */
 
 /* ---- snappack.c: snapshot chunks packed in columns ---- */
 /* Appends to out the records rec[0..len) (whole, as snapshot_serialize
- * makes them) packed in columns, for an image of block size bs: never
- * longer than the records. 0, -EINVAL (a record is cut short or its
- * header's zero field is not zero), -ENOMEM. */
+ * makes them) packed in columns, for an image of block size bs: shorter
+ * than the records (4 bytes for none). 0, -EINVAL (a record is cut short
+ * or its header's zero field is not zero), -ENOMEM. */
 int snap_pack(const uint8_t *rec, size_t len, uint32_t bs, wbuf *out);
 /* Appends to out the records that the packed chunk p[0..len) holds (at
  * most GMTF_FS_BLOCK_MAX bytes: more is refused before any is written).
