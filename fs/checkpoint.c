@@ -83,15 +83,18 @@ static int checkpoint(gmtf_fs *fs, uint64_t journal_bytes, unsigned flush_flags)
     nsb.version = FMT_VERSION;
     nsb.gen = fs->sb.gen + 1;
     nsb.snap_len = nsb.jrnl_len = 0;
-    if (journal_bytes < JOURNAL_FLOOR)
+    nsb.jrnl_off = nsb.jrnl2_off = 0;                   /* none, unless allocated below */
+    if (journal_bytes && journal_bytes < JOURNAL_FLOOR) /* 0: none (mkfs's incomplete state) */
         journal_bytes = JOURNAL_FLOOR;
     journal_bytes = (journal_bytes + META_ALIGN - 1) / META_ALIGN * META_ALIGN;
+    if (fs->mkfs_fill) /* every durable state is incomplete: no frame of it matters */
+        alloc_commit_pending(fs);
     extvec retire;
     rc = alloc_retire_list(fs, &retire);
     if (rc)
         return rc;
     rc = snapshot_write(fs, nsb.gen, &retire, &nsb);
-    if (!rc) {
+    if (!rc && journal_bytes) {
         rc = journal_alloc(fs, journal_bytes, &nsb);
         if (rc == -ENOSPC && journal_bytes > JOURNAL_MIN) /* tight: a small one */
             rc = journal_alloc(fs, JOURNAL_MIN, &nsb);
@@ -136,6 +139,8 @@ static int checkpoint(gmtf_fs *fs, uint64_t journal_bytes, unsigned flush_flags)
     for (uint32_t id = 1; id < fs->nframes; id++) /* a generation begins */
         fs->frames[id].flags &= FRAME_OUTSIDE;    /* (outside stays: frame.c) */
     fs->sb = nsb;
+    if (!(nsb.incompat & SB_INCOMPLETE))
+        fs->mkfs_fill = 0; /* a complete state is durable: its frames matter */
     fs->data_start = DATA_START;
     fs->jbuf.len = 0;
     fs->jpos = 0;

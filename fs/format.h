@@ -28,7 +28,10 @@
 /* Snapshot: a header, then chunks of records, each chunk one codec frame. */
 #define SNAP_MAGIC 0x50414e53u /* "SNAP" */
 #define SNAP_HDR_SIZE 64u
-#define SNAP_CHUNK (1u << 20) /* raw bytes per snapshot frame, at most */
+#define SNAP_CHUNK (1u << 20) /* bytes of records per snapshot frame, at most */
+/* How the chunks hold their records (snapshot header offset 20). */
+#define SNAP_RECORDS 0u /* as they are (version 1, and version 2 before packing) */
+#define SNAP_PACKED 1u  /* packed in columns (version 2: snappack.c) */
 
 /* Journal: chunks of records, each behind a header of JR_HDR_SIZE bytes. */
 #define JR_MAGIC 0x4a544d47u /* "GMTJ" */

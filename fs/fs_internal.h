@@ -72,6 +72,7 @@ typedef struct sb_info {
     uint64_t jrnl_off, jrnl_len, jrnl_id;
     uint64_t ctime, wtime;
     uint64_t snap2_off, jrnl2_off; /* the second copies (version 2; 0 in version 1) */
+    uint64_t snap_raw;             /* not on disk: the snapshot's records, decoded (stats) */
 } sb_info;
 
 /* Which superblock generations an image holds, newest first, and what the
@@ -265,6 +266,10 @@ struct gmtf_fs {
     int sb_twin_bad, sb_pair_lost; /* superblock copies damaged (sb_pick) */
     uint32_t root_nlink_bad;       /* the root's link count + 1 when it was wrong (set right) */
     int upgrading; /* a version 1 image's first version 2 checkpoint: primary slot only */
+    /* mkfs filling an image it marked incomplete (mkfs_finish): the only
+     * older generation is the incomplete one, so nothing durable names the
+     * frames made, and unmount writes one checkpoint. */
+    int mkfs_fill;
 
     /* write-back cache */
     struct dblock **dirty_tab;
@@ -325,6 +330,17 @@ int snapshot_serialize(gmtf_fs *fs, const extvec *retire, wbuf *w, size_t chunk,
  * list retire) and fills nsb's snapshot fields. */
 int snapshot_write(gmtf_fs *fs, uint64_t gen, const extvec *retire, sb_info *nsb);
 int snapshot_load(gmtf_fs *fs); /* the snapshot fs->sb names */
+
+/* ---- snappack.c: snapshot chunks packed in columns ---- */
+/* Appends to out the records rec[0..len) (whole, as snapshot_serialize
+ * makes them) packed in columns, for an image of block size bs: shorter
+ * than the records (4 bytes for none). 0, -EINVAL (a record is cut short
+ * or its header's zero field is not zero), -ENOMEM. */
+int snap_pack(const uint8_t *rec, size_t len, uint32_t bs, wbuf *out);
+/* Appends to out the records that the packed chunk p[0..len) holds (at
+ * most GMTF_FS_BLOCK_MAX bytes: more is refused before any is written).
+ * 0, -EUCLEAN (not a packed chunk), -ENOMEM. */
+int snap_unpack(const uint8_t *p, size_t len, uint32_t bs, wbuf *out);
 
 /* ---- attr.c, file.c, compact.c, xattr.c, acl.c, xblob.c (operations) ---- */
 int xblob_find(const struct inode *in, const char *name, size_t n, uint32_t *pos, uint32_t *rlen);

@@ -346,6 +346,21 @@ typedef struct gmtf_fs_stats {
      * malloc'ed, nframes each. */
     size_t nframes;
     uint32_t *frame_clen, *frame_dlen;
+    /* Where the image's bytes go, in the loaded generation: the parts sum
+     * to end_bytes (docs/format.md, "Where the bytes go"). */
+    uint64_t sb_bytes;           /* the superblock slots */
+    uint64_t block_frame_bytes;  /* frames of one whole block of one file */
+    uint64_t pack_frame_bytes;   /* the other frames: packs of small files and tails */
+    uint64_t snapshot_bytes;     /* one snapshot copy as allocated (whole pages) */
+    uint64_t snapshot_raw_bytes; /* its records, decoded */
+    uint32_t snapshot_copies, journal_copies;
+    uint64_t journal_bytes; /* one journal copy */
+    /* Kept for a generation a load may fall back to (its snapshot and
+     * journal copies, frames freed since), freed two checkpoints on. */
+    uint64_t retired_bytes;
+    uint64_t spare_bytes; /* kept for the next checkpoint while space is tight */
+    uint64_t free_bytes;  /* free inside the allocated area */
+    uint64_t end_bytes;   /* the end of the allocated area */
 } gmtf_fs_stats;
 /* Fills *st (gmtf_fs_stats_free frees it). 0 or -ENOMEM. */
 int gmtf_fs_get_stats(gmtf_fs *fs, gmtf_fs_stats *st);

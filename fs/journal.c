@@ -18,9 +18,12 @@ int journal_commit(gmtf_fs *fs)
     wbuf *j = &fs->jbuf;
     if (j->len == 0)
         return 0;
-    if (fs->opt.no_flush && j->len < (64u << 20)) {
-        /* mkfs: nothing needs to be durable before the end, so records wait
-         * in memory for the final checkpoint (no journal region needed). */
+    if (fs->opt.no_flush) {
+        /* mkfs: nothing needs to be durable before the end, and the final
+         * checkpoint writes the whole state from memory: the records are
+         * not needed (no journal region, no checkpoint before the end, so
+         * the image keeps no snapshot but the final one's). */
+        j->len = 0;
         alloc_commit_pending(fs);
         return 0;
     }

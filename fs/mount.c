@@ -318,9 +318,15 @@ int gmtf_fs_mkfs(gmtf_image *img, const gmtf_mkfs_options *opt)
             root->at_ns = root->mt_ns = root->ct_ns = 0;
         }
     }
+    /* To be filled (mkfs --from): one generation, incomplete, without a
+     * journal (the fill keeps its records in memory); the fill's
+     * checkpoint then takes the other slot pair, and a load that cannot
+     * read it finds only this incomplete state, which mount and fsck
+     * refuse: never an empty tree. Empty: fill the other slot pair too,
+     * all four valid from the start. */
     if (!rc)
-        rc = fs_checkpoint(fs, JOURNAL_MIN);
-    if (!rc) /* fill the other slot pair too: all four valid from the start */
+        rc = fs_checkpoint(fs, o.incomplete ? 0 : JOURNAL_MIN);
+    if (!rc && !o.incomplete)
         rc = fs_checkpoint(fs, JOURNAL_MIN);
     fs_destroy(fs, 0);
     return rc;
@@ -384,6 +390,8 @@ int gmtf_fs_mount(gmtf_image *img, const gmtf_fs_options *opt, gmtf_fs **out)
         fs_log(fs, "the image is incomplete: the mkfs that made it did not finish");
         rc = -EUCLEAN;
     }
+    if (!rc && (fs->sb.incompat & SB_INCOMPLETE) && !fs->fell_back)
+        fs->mkfs_fill = 1;
     if (!rc && fs->fell_back && !fs->ro) {
         fs_log(fs, "refusing to mount read-write: run fsck.gmtf on the image, or mount it "
                    "read-only to copy out what the older generation holds");
@@ -438,14 +446,17 @@ int gmtf_fs_unmount(gmtf_fs *fs)
         /* Nothing changed since mount: the image stays as it was, byte for
          * byte (an archive under checksums is not rewritten by reading). */
         if (fs->changed || fs->dlist || fs->opt.mkfs_finish) {
+            int fill = fs->mkfs_fill;
             rc = fs_compact(fs, 1);
             if (!rc) /* small journal: a compact image at rest */
                 rc = fs_checkpoint(fs, JOURNAL_MIN);
             /* The first checkpoint had to place its snapshot past the
              * mount's big journal; a second one lands in the space before
              * it (and frees what the first retired), and the end of the
-             * image goes back to the host. */
-            if (!rc)
+             * image goes back to the host. Not after mkfs's fill: it had no
+             * journal, and the generation before is the incomplete one, so
+             * one checkpoint leaves one snapshot (two copies) at rest. */
+            if (!rc && !fill)
                 rc = fs_checkpoint(fs, JOURNAL_MIN);
         }
         if (!rc && fs->err)
@@ -612,7 +623,24 @@ int gmtf_fs_get_stats(gmtf_fs *fs, gmtf_fs_stats *st)
         st->frame_clen[st->nframes] = f->clen;
         st->frame_dlen[st->nframes++] = f->dlen;
         decoded += f->dlen;
+        if (f->flags & FRAME_OUTSIDE)
+            continue; /* not this image's space */
+        if (f->dlen == fs->bs && f->live == (uint64_t)f->refs * f->dlen) /* whole blocks only */
+            st->block_frame_bytes += f->clen;
+        else
+            st->pack_frame_bytes += f->clen;
     }
+    const sb_info *sb = &fs->sb;
+    st->sb_bytes = fs->data_start;
+    st->snapshot_bytes = alloc_meta_len(fs, sb->snap_len);
+    st->snapshot_raw_bytes = sb->snap_raw;
+    st->snapshot_copies = sb->snap_len ? 1u + (sb->snap2_off != 0) : 0;
+    st->journal_bytes = alloc_meta_len(fs, sb->jrnl_len);
+    st->journal_copies = sb->jrnl_len ? 1u + (sb->jrnl2_off != 0) : 0;
+    st->retired_bytes = alloc_retired_bytes(fs);
+    st->spare_bytes = fs->spare.len;
+    st->free_bytes = alloc_free_bytes(fs);
+    st->end_bytes = fs->end;
 out:
     FS_UNLOCK(fs);
     if (rc) {

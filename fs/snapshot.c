@@ -143,11 +143,32 @@ int snapshot_serialize(gmtf_fs *fs, const extvec *retire, wbuf *w, size_t chunk,
     return 0;
 }
 
+/* The chunks as they go into frames: packed in columns (snappack.c) into
+ * *packed, with their bounds in pk[0..nch]; 0 and *packed empty when a
+ * chunk does not pack (the records then go as they are). */
+static int snapshot_pack(const gmtf_fs *fs, const wbuf *w, const uint32_t *ends, size_t nch,
+                         wbuf *packed, uint64_t *pk)
+{
+    pk[0] = 0;
+    for (size_t i = 0; i < nch; i++) {
+        uint32_t start = i ? ends[i - 1] : 0;
+        int rc = snap_pack(w->p + start, ends[i] - start, fs->bs, packed);
+        if (rc == -EINVAL) { /* not from snapshot_serialize: never */
+            packed->len = 0;
+            return 0;
+        }
+        if (rc)
+            return rc;
+        pk[i + 1] = packed->len;
+    }
+    return 0;
+}
+
 /* The snapshot as it goes on disk: header and chunk frames. */
 static int snapshot_build(gmtf_fs *fs, uint64_t gen, const extvec *retire, uint8_t **out,
-                          uint64_t *len)
+                          uint64_t *len, uint64_t *raw)
 {
-    wbuf w = {0};
+    wbuf w = {0}, packed = {0};
     uint32_t *ends = NULL;
     size_t nch = 0;
     int rc = snapshot_serialize(fs, retire, &w, SNAP_CHUNK, &ends, &nch);
@@ -159,11 +180,17 @@ static int snapshot_build(gmtf_fs *fs, uint64_t gen, const extvec *retire, uint8
         rc = -ENOMEM;
         goto out;
     }
-    coff[0] = 0;
-    for (size_t i = 0; i < nch; i++)
-        coff[i + 1] = ends[i];
+    rc = snapshot_pack(fs, &w, ends, nch, &packed, coff);
+    if (rc)
+        goto out;
+    uint32_t enc = nch && packed.len ? SNAP_PACKED : SNAP_RECORDS;
+    if (enc == SNAP_RECORDS) {
+        coff[0] = 0;
+        for (size_t i = 0; i < nch; i++)
+            coff[i + 1] = ends[i];
+    }
     if (nch) {
-        rc = codec_encode(fs, w.p, coff, nch, &dst, doff, NULL);
+        rc = codec_encode(fs, enc == SNAP_PACKED ? packed.p : w.p, coff, nch, &dst, doff, NULL);
         if (rc)
             goto out;
     } else {
@@ -180,17 +207,20 @@ static int snapshot_build(gmtf_fs *fs, uint64_t gen, const extvec *retire, uint8
     store_le32(img + 4, FMT_VERSION);
     store_le64(img + 8, gen);
     store_le32(img + 16, (uint32_t)nch);
+    store_le32(img + 20, enc);
     store_le64(img + 24, w.len);
     store_le64(img + 32, doff[nch]);
-    store_le32(img + 40, gmtf_crc32c(0, w.p, w.len));
+    store_le32(img + 40, gmtf_crc32c(0, w.p, w.len)); /* of the records */
     store_le32(img + 60, gmtf_crc32c(0, img, 60));
     if (nch)
         memcpy(img + SNAP_HDR_SIZE, dst, doff[nch]);
     *out = img;
     *len = total;
+    *raw = w.len;
     img = NULL;
 out:
     wb_free(&w);
+    wb_free(&packed);
     free(ends);
     free(coff);
     free(doff);
@@ -201,9 +231,9 @@ out:
 
 int snapshot_write(gmtf_fs *fs, uint64_t gen, const extvec *retire, sb_info *nsb)
 {
-    uint8_t *img;
-    uint64_t total;
-    int rc = snapshot_build(fs, gen, retire, &img, &total);
+    uint8_t *img = NULL;
+    uint64_t total = 0, raw = 0;
+    int rc = snapshot_build(fs, gen, retire, &img, &total, &raw);
     if (rc)
         return rc;
     /* Two copies, each in pages of its own. */
@@ -225,6 +255,7 @@ int snapshot_write(gmtf_fs *fs, uint64_t gen, const extvec *retire, sb_info *nsb
     nsb->snap_off = at[0];
     nsb->snap2_off = at[1];
     nsb->snap_len = total;
+    nsb->snap_raw = raw;
     return 0;
 }
 
@@ -254,9 +285,11 @@ static int snapshot_header_ok(const gmtf_fs *fs, const uint8_t *h)
     const sb_info *sb = &fs->sb;
     uint32_t nch = load_le32(h + 16);
     uint64_t raw_len = load_le64(h + 24), flen = load_le64(h + 32);
+    uint32_t enc = load_le32(h + 20);
     return load_le32(h) == SNAP_MAGIC && load_le32(h + 60) == gmtf_crc32c(0, h, 60) &&
            load_le32(h + 4) == sb->version && load_le64(h + 8) == sb->gen &&
-           flen == sb->snap_len - SNAP_HDR_SIZE && raw_len <= (uint64_t)nch * GMTF_BLOCK_MAX;
+           flen == sb->snap_len - SNAP_HDR_SIZE && raw_len <= (uint64_t)nch * GMTF_BLOCK_MAX &&
+           (enc == SNAP_RECORDS || (enc == SNAP_PACKED && sb->version >= FMT_VERSION));
 }
 
 /* Decodes the chunk at pos of copy c into *raw (grown as needed); its
@@ -309,6 +342,8 @@ int snapshot_load(gmtf_fs *fs)
     }
     const uint8_t *h = copy[hdr];
     uint32_t nch = load_le32(h + 16), want_crc = load_le32(h + 40);
+    int packed = load_le32(h + 20) == SNAP_PACKED;
+    wbuf recs = {0}; /* a packed chunk's records */
     uint64_t raw_len = load_le64(h + 24);
     size_t raw_cap = 0; /* grown to the largest chunk seen */
     uint64_t pos = SNAP_HDR_SIZE, got = 0;
@@ -323,6 +358,10 @@ int snapshot_load(gmtf_fs *fs)
             if (!copy[k])
                 continue;
             rc = snapshot_chunk(fs, copy[k], pos, &raw, &raw_cap, &fi);
+            if (!rc && packed) {
+                recs.len = 0;
+                rc = snap_unpack(raw, fi.orig_len, fs->bs, &recs);
+            }
             if (rc == -ENOMEM)
                 break;
             if (rc) {
@@ -336,9 +375,11 @@ int snapshot_load(gmtf_fs *fs)
             rc = rc == -ENOMEM ? rc : -EUCLEAN;
             break;
         }
-        crc = gmtf_crc32c(crc, raw, fi.orig_len);
-        got += fi.orig_len;
-        int r = rec_apply_all(fs, raw, fi.orig_len);
+        const uint8_t *rp = packed ? recs.p : raw;
+        size_t rl = packed ? recs.len : fi.orig_len;
+        crc = gmtf_crc32c(crc, rp, rl);
+        got += rl;
+        int r = rec_apply_all(fs, rp, rl);
         if (r == -ENOMEM)
             rc = r;
         else if (r)
@@ -346,12 +387,14 @@ int snapshot_load(gmtf_fs *fs)
         pos += fi.frame_len;
     }
     fs->loading = 0;
+    fs->sb.snap_raw = got;
     if (!rc && (got != raw_len || crc != want_crc)) {
         fs_log(fs, "snapshot of generation %llu: content checksum mismatch",
                (unsigned long long)sb->gen);
         rc = -EUCLEAN;
     }
     free(raw);
+    wb_free(&recs);
     free(copy[0]);
     free(copy[1]);
     return rc;

@@ -342,6 +342,22 @@ static int print_json(const report *r)
     rc |= json_object_set_new(o, "used_bytes", JU(i->used_bytes));
     rc |= json_object_set_new(o, "capacity", JU(i->capacity));
     rc |= json_object_set_new(o, "free_bytes", JU(r->free_bytes));
+    const gmtf_fs_stats *st = &r->st;
+    json_t *lay = json_object();
+    rc |= !lay;
+    rc |= json_object_set_new(lay, "superblocks", JU(st->sb_bytes));
+    rc |= json_object_set_new(lay, "block_frames", JU(st->block_frame_bytes));
+    rc |= json_object_set_new(lay, "pack_frames", JU(st->pack_frame_bytes));
+    rc |= json_object_set_new(lay, "snapshot_bytes", JU(st->snapshot_bytes));
+    rc |= json_object_set_new(lay, "snapshot_copies", JU(st->snapshot_copies));
+    rc |= json_object_set_new(lay, "snapshot_raw_bytes", JU(st->snapshot_raw_bytes));
+    rc |= json_object_set_new(lay, "journal_bytes", JU(st->journal_bytes));
+    rc |= json_object_set_new(lay, "journal_copies", JU(st->journal_copies));
+    rc |= json_object_set_new(lay, "retired", JU(st->retired_bytes));
+    rc |= json_object_set_new(lay, "spare", JU(st->spare_bytes));
+    rc |= json_object_set_new(lay, "free", JU(st->free_bytes));
+    rc |= json_object_set_new(lay, "end", JU(st->end_bytes));
+    rc |= json_object_set_new(o, "layout", lay);
     for (size_t k = 0; k < NPCT && r->st.nframes; k++) {
         char key[8];
         snprintf(key, sizeof key, "p%u", pct[k]);
@@ -396,6 +412,16 @@ static void print_text(const report *r, size_t top)
     else
         printf("growable, ");
     printf("%" PRIu64 " free\n", r->free_bytes);
+    const gmtf_fs_stats *st = &r->st;
+    printf("  layout           %" PRIu64 " superblocks, %" PRIu64 " whole-block frames, %" PRIu64
+           " pack frames,\n"
+           "                   snapshot %" PRIu64 " x %u (%" PRIu64 " decoded), journal %" PRIu64
+           " x %u,\n"
+           "                   %" PRIu64 " retired, %" PRIu64 " spare, %" PRIu64
+           " free; end %" PRIu64 "\n",
+           st->sb_bytes, st->block_frame_bytes, st->pack_frame_bytes, st->snapshot_bytes,
+           st->snapshot_copies, st->snapshot_raw_bytes, st->journal_bytes, st->journal_copies,
+           st->retired_bytes, st->spare_bytes, st->free_bytes, st->end_bytes);
     if (r->st.nframes) {
         printf("  frame ratios     ");
         for (size_t k = 0; k < NPCT; k++)

@@ -387,6 +387,107 @@ static void test_existing_and_failed(void **state)
     assert_int_equal(access(pipe_img, F_OK), -1);
 }
 
+/* ---- one generation's metadata at rest ------------------------------------ */
+
+static uint64_t le64_at(const uint8_t *p)
+{
+    uint64_t v = 0;
+    for (int i = 7; i >= 0; i--)
+        v = v << 8 | p[i];
+    return v;
+}
+
+/* The image's 16 KiB of superblock slots, and the slot of the newest
+ * generation (by magic and generation only: damage is the test's doing). */
+static int newest_slot(const char *img, uint8_t slots[16384])
+{
+    int fd = open(img, O_RDONLY);
+    assert_true(fd >= 0);
+    assert_int_equal(pread(fd, slots, 16384, 0), 16384);
+    close(fd);
+    int best = -1;
+    for (int i = 0; i < 4; i++)
+        if (!memcmp(slots + i * 4096, "GMTFSB\r\n", 8) &&
+            (best < 0 || le64_at(slots + i * 4096 + 16) > le64_at(slots + best * 4096 + 16)))
+            best = i;
+    assert_true(best == 0 || best == 1); /* a primary */
+    return best;
+}
+
+static void patch(const char *img, const void *p, size_t n, uint64_t off)
+{
+    int fd = open(img, O_WRONLY);
+    assert_true(fd >= 0);
+    assert_int_equal(pwrite(fd, p, n, (off_t)off), (ssize_t)n);
+    close(fd);
+}
+
+static int mount_ro(const char *img, gmtf_fs **fs)
+{
+    gmtf_image *im;
+    assert_int_equal(gmtf_image_open_file(img, GMTF_IMAGE_RDONLY, &im), 0);
+    gmtf_fs_options o = {.read_only = 1, .threads = 1, .log = NULL};
+    return gmtf_fs_mount(im, &o, fs);
+}
+
+/* An image made from a source keeps one generation's snapshot copies, not
+ * two: the one before the fill's checkpoint is mkfs's incomplete state (one
+ * page a copy, no journal). Losing the final generation (a torn write of
+ * its superblock slot before the other copy was written, or both snapshot
+ * copies damaged) leaves that incomplete state, which mount and fsck
+ * refuse: never an empty or partial tree. */
+static void test_one_generation_at_rest(void **state)
+{
+    (void)state;
+    char img[300], bad[300];
+    snprintf(img, sizeof img, "%s/rest.img", tmp);
+    assert_int_equal(run("'%s' -q --from '%s' '%s'", mkfs_bin, src, img), 0);
+    gmtf_fs *fs;
+    assert_int_equal(mount_ro(img, &fs), 0);
+    gmtf_fs_stats st;
+    gmtf_fs_info info;
+    assert_int_equal(gmtf_fs_get_stats(fs, &st), 0);
+    assert_int_equal(gmtf_fs_get_info(fs, &info), 0);
+    assert_int_equal(st.snapshot_copies, 2);
+    /* before: the previous generation's two snapshot and journal copies */
+    assert_true(st.retired_bytes <= 2 * 4096);
+    assert_true(st.free_bytes < 4096);
+    assert_int_equal(st.end_bytes, info.image_bytes);
+    gmtf_fs_stats_free(&st);
+    gmtf_fs_unmount(fs);
+    struct stat ist;
+    assert_int_equal(stat(img, &ist), 0);
+    assert_int_equal((uint64_t)ist.st_size, info.image_bytes);
+
+    uint8_t slots[16384], junk[512], torn[4096] = {0}, zero[4096] = {0};
+    int p = newest_slot(img, slots);
+    memset(junk, 0xa5, sizeof junk);
+    /* 1. the final primary slot torn (its first 512 bytes written over the
+     * zeros mkfs left there), the secondary not yet written */
+    snprintf(bad, sizeof bad, "%s/torn.img", tmp);
+    assert_int_equal(run("cp '%s' '%s'", img, bad), 0);
+    memcpy(torn, slots + p * 4096, 512);
+    patch(bad, torn, sizeof torn, (uint64_t)p * 4096);
+    patch(bad, zero, sizeof zero, (uint64_t)(2 + p) * 4096);
+    assert_int_equal(mount_ro(bad, &fs), -EUCLEAN);
+    int rc = run("'%s' -n -q '%s' >/dev/null 2>&1", fsck_bin, bad);
+    assert_true(rc == 4 || rc == 8);
+    /* 2. the secondary torn, the primary whole: the whole tree */
+    assert_int_equal(run("cp '%s' '%s'", img, bad), 0);
+    patch(bad, junk, sizeof junk, (uint64_t)(2 + p) * 4096);
+    verify_image(bad, 1);
+    /* 3. both snapshot copies of the final generation damaged */
+    assert_int_equal(run("cp '%s' '%s'", img, bad), 0);
+    const uint8_t *sb = slots + p * 4096;
+    patch(bad, junk, 64, le64_at(sb + 128));
+    patch(bad, junk, 64, le64_at(sb + 184));
+    assert_int_equal(mount_ro(bad, &fs), -EUCLEAN);
+    rc = run("'%s' -n -q '%s' >/dev/null 2>&1", fsck_bin, bad);
+    assert_true(rc == 4 || rc == 8);
+    /* the image as made: clean */
+    assert_int_equal(image_ok(img), 0);
+}
+
 /* Integrity defect 11: a loop device over the image file bypassed the
  * image lock: a mount of each, both read-write, the writes of one lost. */
 static void test_loop_device_lock(void **state)
@@ -438,6 +539,7 @@ int main(int argc, char **argv)
         cmocka_unit_test(test_archive_bad_members),
         cmocka_unit_test(test_archive_order),
         cmocka_unit_test(test_existing_and_failed),
+        cmocka_unit_test(test_one_generation_at_rest),
         cmocka_unit_test(test_loop_device_lock),
     };
     return cmocka_run_group_tests(tests, setup, teardown);

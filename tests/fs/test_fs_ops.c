@@ -515,6 +515,18 @@ static void test_stats(void **state)
     assert_int_equal(st.mapped_bytes, mapped);
     assert_true(st.mapped_bytes - st.unique_bytes >= n); /* b is a's bytes */
     assert_int_equal(st.dead_bytes, 0);
+    /* where the bytes go: the parts add up to the end of the image */
+    assert_int_equal(st.block_frame_bytes + st.pack_frame_bytes, info.stored_bytes);
+    assert_true(st.block_frame_bytes >= 2 * 64 && st.pack_frame_bytes > 0); /* a's two blocks */
+    assert_int_equal(st.sb_bytes, 16384);
+    assert_int_equal(st.snapshot_copies, 2);
+    assert_int_equal(st.journal_copies, 2);
+    assert_true(st.snapshot_raw_bytes > 100 && st.snapshot_bytes % 4096 == 0); /* the root */
+    assert_int_equal(st.sb_bytes + info.stored_bytes + st.snapshot_bytes * st.snapshot_copies +
+                         st.journal_bytes * st.journal_copies + st.retired_bytes + st.spare_bytes +
+                         st.free_bytes,
+                     st.end_bytes);
+    assert_int_equal(st.end_bytes, info.image_bytes);
     uint64_t shares = 0, share_a = 0, share_b = 0;
     for (int i = 0; i < 23; i++) {
         uint64_t s1;

@@ -413,6 +413,18 @@ if p != sorted(p) or p[0] <= 0:
 for k in ("format_version", "block_size", "free_bytes", "label"):
     if k not in s:
         bad.append((k, None, "present"))
+# where the bytes go: the parts add up to the end of the image
+lay = s["layout"]
+parts = (lay["superblocks"] + lay["block_frames"] + lay["pack_frames"]
+         + lay["snapshot_bytes"] * lay["snapshot_copies"]
+         + lay["journal_bytes"] * lay["journal_copies"]
+         + lay["retired"] + lay["spare"] + lay["free"])
+if parts != lay["end"] or lay["end"] != s["image_bytes"]:
+    bad.append(("layout", parts, lay["end"]))
+if lay["block_frames"] + lay["pack_frames"] != s["stored_bytes"]:
+    bad.append(("layout frames", lay["block_frames"] + lay["pack_frames"], s["stored_bytes"]))
+if lay["snapshot_copies"] != 2 or lay["snapshot_raw_bytes"] <= 0:
+    bad.append(("layout snapshot", lay["snapshot_copies"], 2))
 for x in bad:
     print("%s: stat %r, expected %r" % x, file=sys.stderr)
 sys.exit(1 if bad else 0)

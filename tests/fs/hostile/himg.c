@@ -8,26 +8,28 @@
 /* ---- the two chunk headers: the only layout written out here ------------ */
 
 /* Snapshot header (docs/format.md, "Snapshot"). */
-static void snap_header(uint8_t *h, uint64_t gen, uint32_t nch, uint64_t raw_len, uint64_t flen,
-                        uint32_t raw_crc)
+static void snap_header(uint8_t *h, uint64_t gen, uint32_t nch, uint32_t enc, uint64_t raw_len,
+                        uint64_t flen, uint32_t raw_crc)
 {
     memset(h, 0, SNAP_HDR_SIZE);
     store_le32(h, SNAP_MAGIC);
     store_le32(h + 4, FMT_VERSION);
     store_le64(h + 8, gen);
     store_le32(h + 16, nch);
+    store_le32(h + 20, enc);
     store_le64(h + 24, raw_len);
     store_le64(h + 32, flen);
     store_le32(h + 40, raw_crc);
     store_le32(h + 60, gmtf_crc32c(0, h, 60));
 }
 
-static int snap_header_read(const uint8_t *h, uint64_t gen, uint32_t *nch)
+static int snap_header_read(const uint8_t *h, uint64_t gen, uint32_t *nch, uint32_t *enc)
 {
     if (load_le32(h) != SNAP_MAGIC || load_le32(h + 60) != gmtf_crc32c(0, h, 60) ||
         load_le64(h + 8) != gen)
         return -EUCLEAN;
     *nch = load_le32(h + 16);
+    *enc = load_le32(h + 20);
     return 0;
 }
 
@@ -235,12 +237,14 @@ static int parse_snapshot(himg *h, gmtf_codec *codec)
     uint64_t offs[2] = {sb->snap_off, sb->snap2_off};
     for (int k = 0; k < 2 && !s; k++)
         if (offs[k] && offs[k] <= h->len && sb->snap_len <= h->len - offs[k] &&
-            sb->snap_len >= SNAP_HDR_SIZE && !snap_header_read(h->p + offs[k], sb->gen, &nch))
+            sb->snap_len >= SNAP_HDR_SIZE &&
+            !snap_header_read(h->p + offs[k], sb->gen, &nch, &h->snap_enc))
             s = h->p + offs[k];
-    if (!s)
+    if (!s || (h->snap_enc != SNAP_RECORDS && h->snap_enc != SNAP_PACKED))
         return -EUCLEAN;
     uint64_t pos = SNAP_HDR_SIZE;
     uint8_t *raw = NULL;
+    wbuf recs = {0};
     int rc = 0;
     for (uint32_t i = 0; i < nch && !rc; i++) {
         gmtf_frame_info fi;
@@ -258,13 +262,19 @@ static int parse_snapshot(himg *h, gmtf_codec *codec)
         long got = gmtf_frame_decode(codec, s + pos, fi.frame_len, raw, fi.orig_len);
         if (got != (long)fi.orig_len)
             rc = -EUCLEAN;
+        recs.len = 0;
+        if (!rc && h->snap_enc == SNAP_PACKED)
+            rc = snap_unpack(raw, fi.orig_len, sb->block_size, &recs);
         if (!rc)
             rc = add_chunk(&h->snap, &h->nsnap);
-        if (!rc)
+        if (!rc && h->snap_enc == SNAP_PACKED)
+            rc = split_records(&h->snap[h->nsnap - 1], recs.p, recs.len);
+        else if (!rc)
             rc = split_records(&h->snap[h->nsnap - 1], raw, fi.orig_len);
         pos += fi.frame_len;
     }
     free(raw);
+    wb_free(&recs);
     return rc;
 }
 
@@ -295,7 +305,7 @@ int himg_parse(himg *h, const uint8_t *img, size_t len)
 {
     memset(h, 0, sizeof *h);
     h->cur = -1;
-    h->snap_nch = h->snap_raw_len = h->snap_gen = h->jr_seq_skip = -1;
+    h->snap_nch = h->snap_raw_len = h->snap_gen = h->snap_enc_say = h->jr_seq_skip = -1;
     h->p = malloc(len ? len : 1);
     if (!h->p)
         return -ENOMEM;
@@ -365,26 +375,37 @@ static int chunk_bytes(const hchunk *c, wbuf *w)
 static int build_snapshot(himg *h, gmtf_codec *codec)
 {
     sb_info *sb = &h->sb[h->cur];
-    wbuf frames = {0}, raw = {0};
+    wbuf frames = {0}, raw = {0}, packed = {0};
     uint64_t raw_len = 0;
-    uint32_t crc = 0;
+    uint32_t crc = 0, enc = h->snap_enc;
     uint8_t *dst = NULL;
     int rc = wb_reserve(&frames, SNAP_HDR_SIZE);
     if (rc)
         return rc;
     frames.len = SNAP_HDR_SIZE;
+    /* Packed as the fs packs, when every chunk's records still pack. */
+    for (size_t i = 0; i < h->nsnap && !rc && enc == SNAP_PACKED; i++) {
+        rc = chunk_bytes(&h->snap[i], &raw);
+        packed.len = 0;
+        if (!rc && snap_pack(raw.p, raw.len, sb->block_size, &packed))
+            enc = SNAP_RECORDS;
+    }
     for (size_t i = 0; i < h->nsnap && !rc; i++) {
         rc = chunk_bytes(&h->snap[i], &raw);
+        packed.len = 0;
+        if (!rc && enc == SNAP_PACKED)
+            rc = snap_pack(raw.p, raw.len, sb->block_size, &packed);
         if (rc)
             break;
-        size_t cap = gmtf_frame_bound(raw.len);
+        const wbuf *in = enc == SNAP_PACKED ? &packed : &raw;
+        size_t cap = gmtf_frame_bound(in->len);
         uint8_t *d2 = realloc(dst, cap);
         if (!d2) {
             rc = -ENOMEM;
             break;
         }
         dst = d2;
-        long fl = gmtf_frame_encode(codec, raw.p, raw.len, dst, cap);
+        long fl = gmtf_frame_encode(codec, in->p, in->len, dst, cap);
         if (fl < 0) {
             rc = (int)fl;
             break;
@@ -399,7 +420,8 @@ static int build_snapshot(himg *h, gmtf_codec *codec)
         uint64_t gen = h->snap_gen >= 0 ? (uint64_t)h->snap_gen : sb->gen;
         uint32_t nch = h->snap_nch >= 0 ? (uint32_t)h->snap_nch : (uint32_t)h->nsnap;
         uint64_t rl = h->snap_raw_len >= 0 ? (uint64_t)h->snap_raw_len : raw_len;
-        snap_header(frames.p, gen, nch, rl, frames.len - SNAP_HDR_SIZE, crc);
+        uint32_t say = h->snap_enc_say >= 0 ? (uint32_t)h->snap_enc_say : enc;
+        snap_header(frames.p, gen, nch, say, rl, frames.len - SNAP_HDR_SIZE, crc);
         uint64_t *offs[2] = {&sb->snap_off, &sb->snap2_off};
         uint64_t room = meta_len(sb, sb->snap_len);
         for (int k = 0; k < 2 && !rc; k++) {
@@ -415,6 +437,7 @@ static int build_snapshot(himg *h, gmtf_codec *codec)
     }
     free(dst);
     wb_free(&raw);
+    wb_free(&packed);
     wb_free(&frames);
     return rc;
 }

@@ -37,9 +37,13 @@ typedef struct himg {
     uint64_t jr_used; /* bytes of the journal region holding valid chunks */
     /* Header fields to write as given instead of computed (-1: computed);
      * the header checksums are still recomputed over them. */
-    int64_t snap_nch, snap_raw_len, snap_gen;
+    int64_t snap_nch, snap_raw_len, snap_gen, snap_enc_say;
     int64_t jr_seq_skip; /* journal chunk whose sequence number is off by one */
     int copies;          /* version 2: which copies himg_build writes (1, 2; 0 = both) */
+    /* How the snapshot's chunks hold their records (SNAP_RECORDS, or
+     * SNAP_PACKED: unpacked when parsed, packed again when built, unless an
+     * edit left a record that does not pack; then written as records). */
+    uint32_t snap_enc;
 } himg;
 
 /* Takes a copy of img apart. 0, or a negative code when no slot is valid or

@@ -500,7 +500,7 @@ static int edit_chunks(rng *r, himg *h, const known *k, hmut *m)
 /* A snapshot header field or a journal chunk's sequence number. */
 static int edit_headers(rng *r, himg *h, hmut *m)
 {
-    switch (below(r, 4)) {
+    switch (below(r, 5)) {
     case 0: {
         int64_t v[] = {0, 1, (int64_t)h->nsnap + 1, (int64_t)h->nsnap - 1, 0xffffffff};
         h->snap_nch = v[below(r, 5)] & 0xffffffff;
@@ -519,6 +519,13 @@ static int edit_headers(rng *r, himg *h, hmut *m)
         h->snap_gen = v[below(r, 3)];
         say(m, "snapshot header: generation %lld (superblock %llu)", (long long)h->snap_gen,
             (unsigned long long)g);
+        return 0;
+    }
+    case 3: { /* the chunks say another encoding than they have */
+        int64_t v[] = {SNAP_RECORDS, SNAP_PACKED, 2, 0xffffffff};
+        h->snap_enc_say = v[below(r, 4)];
+        say(m, "snapshot header: encoding %lld (chunks %u)", (long long)h->snap_enc_say,
+            h->snap_enc);
         return 0;
     }
     default:
