@@ -73,6 +73,14 @@ int cli_parse_uint(const char *s, unsigned min, unsigned max, unsigned *out)
     return 0;
 }
 
+int cli_parse_threads(const char *prog, const char *s, unsigned *out)
+{
+    int rc = cli_parse_uint(s, 1, 1024, out);
+    if (rc < 0)
+        fprintf(stderr, "%s: -j %s: not a thread count (1..1024)\n", prog, s);
+    return rc;
+}
+
 /* ---- messages ----------------------------------------------------------- */
 
 void cli_version(const char *prog, const char *extra)

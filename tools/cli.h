@@ -28,6 +28,8 @@ int cli_parse_size(const char *s, uint64_t *out);
 
 /* A whole number in [min, max] (decimal digits only). 0 or -EINVAL. */
 int cli_parse_uint(const char *s, unsigned min, unsigned max, unsigned *out);
+/* -j's thread count (1..1024); says what is wrong on stderr otherwise. */
+int cli_parse_threads(const char *prog, const char *s, unsigned *out);
 
 /* "PROG VERSION (libgmtf VERSION[, extra])" on stdout, for --version. */
 void cli_version(const char *prog, const char *extra);

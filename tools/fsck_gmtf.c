@@ -105,8 +105,7 @@ int main(int argc, char **argv)
         case 'f': break;
         case 'D': o.verify_data = 1; break;
         case 'j':
-            if (cli_parse_uint(optarg, 1, 1024, &o.threads) < 0) {
-                fprintf(stderr, "%s: -j %s: not a thread count (1..1024)\n", prog, optarg);
+            if (cli_parse_threads(prog, optarg, &o.threads) < 0) {
                 return FSCK_USAGE;
             }
             break;

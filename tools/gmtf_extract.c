@@ -427,8 +427,7 @@ static int parse(int argc, char **argv, const char *prog, args *a)
         case OPT_SAME_OWNER: a->same_owner = 1; break;
         case OPT_NO_SAME_OWNER: a->same_owner = 0; break;
         case 'j':
-            if (cli_parse_uint(optarg, 1, 1024, &a->threads) < 0) {
-                fprintf(stderr, "%s: -j %s: not a thread count (1..1024)\n", prog, optarg);
+            if (cli_parse_threads(prog, optarg, &a->threads) < 0) {
                 return -1;
             }
             break;

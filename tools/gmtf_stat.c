@@ -521,8 +521,7 @@ int main(int argc, char **argv)
             }
             break;
         case 'j':
-            if (cli_parse_uint(optarg, 1, 1024, &threads) < 0) {
-                fprintf(stderr, "%s: -j %s: not a thread count (1..1024)\n", prog, optarg);
+            if (cli_parse_threads(prog, optarg, &threads) < 0) {
                 return CLI_EXIT_FAIL;
             }
             break;
