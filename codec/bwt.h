@@ -57,6 +57,28 @@ int gmtf_bwt_inverse_step(const uint8_t *bwt, uint8_t *dst, size_t n, const uint
  * table. The whole block (off 0, len n) walks every chain at once, as
  * gmtf_bwt_inverse_step does. */
 int gmtf_bwt_table_step(const uint8_t *bwt, size_t n, const uint32_t *idx, void *ws);
+
+/* The byte counts of bwt[0..n) in four consecutive parts, parts[k] =
+ * [start[k], start[k + 1]) with start[0] = 0 and start[4] = n, as an
+ * entropy decoder can give them for free (method 2: lanes 8k..8k+7): the
+ * table is then built without a counting pass over the block. Trusted
+ * only as far as checked (gmtf_bwt_counts_check). */
+typedef struct gmtf_bwt_counts {
+    uint32_t start[5];
+    uint32_t cnt[4][256];
+} gmtf_bwt_counts;
+
+/* 0 when the counts add up to each part's length (start ascending, n at
+ * the end), else GMTF_E_CORRUPT. They must also be the counts of the
+ * bytes: the caller's decoder made both. */
+int gmtf_bwt_counts_check(const gmtf_bwt_counts *c, size_t n);
+
+/* gmtf_bwt_table_step and gmtf_bwt_inverse_step with the counts given
+ * (NULL: counted here). */
+int gmtf_bwt_table_counted(const uint8_t *bwt, size_t n, const uint32_t *idx, void *ws,
+                           const gmtf_bwt_counts *c);
+int gmtf_bwt_inverse_counted(const uint8_t *bwt, uint8_t *dst, size_t n, const uint32_t *idx,
+                             void *ws, const gmtf_bwt_counts *c);
 void gmtf_bwt_range_step(const void *ws, size_t n, const uint32_t *idx, size_t off, size_t len,
                          uint8_t *dst);
 

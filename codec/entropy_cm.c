@@ -462,6 +462,26 @@ long gmtf_adaptive_qlfc_encode(const uint8_t *bwt, size_t n, uint8_t *dst, size_
 
 int gmtf_adaptive_qlfc_decode(const uint8_t *src, size_t len, uint8_t *out, size_t n, void *ws)
 {
+    return gmtf_adaptive_qlfc_decode_counted(src, len, out, n, ws, NULL);
+}
+
+/* Adds a run of c at [pos, pos + run) to the counts of the quarters it
+ * covers (*q: the quarter of pos, moved on). */
+static void count_run(gmtf_bwt_counts *counts, unsigned *q, size_t pos, uint32_t run, unsigned c)
+{
+    while (*q < 3 && pos + run > counts->start[*q + 1]) {
+        uint32_t part = (uint32_t)(counts->start[*q + 1] - pos);
+        counts->cnt[*q][c] += part;
+        pos += part;
+        run -= part;
+        ++*q;
+    }
+    counts->cnt[*q][c] += run;
+}
+
+int gmtf_adaptive_qlfc_decode_counted(const uint8_t *src, size_t len, uint8_t *out, size_t n,
+                                      void *ws, gmtf_bwt_counts *counts)
+{
     if (len < 1 || src[0] != GMTF_QLFC_METHOD_ADAPTIVE || n == 0 || n > GMTF_BLOCK_MAX)
         return GMTF_E_CORRUPT;
     cm_model *m = ws;
@@ -475,6 +495,13 @@ int gmtf_adaptive_qlfc_decode(const uint8_t *src, size_t len, uint8_t *out, size
         return err;
     cm_hist h = {0, 0, 1};
     size_t pos = 0;
+    unsigned q = 0;
+    if (counts) {
+        for (unsigned k = 0; k < 4; k++)
+            counts->start[k] = (uint32_t)(k * (n / 4));
+        counts->start[4] = (uint32_t)n;
+        memset(counts->cnt, 0, sizeof counts->cnt);
+    }
     while (pos < n) {
         if (active == 0)
             return GMTF_E_CORRUPT;
@@ -485,6 +512,8 @@ int gmtf_adaptive_qlfc_decode(const uint8_t *src, size_t len, uint8_t *out, size
         if (r >= active || run > n - pos)
             return GMTF_E_CORRUPT;
         memset(out + pos, (int)c, run);
+        if (counts)
+            count_run(counts, &q, pos, run, c);
         pos += run;
         memmove(list, list + 1, r);
         list[r] = (uint8_t)c;

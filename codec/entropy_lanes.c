@@ -225,6 +225,7 @@ typedef struct {
     uint32_t active;
     uint32_t group_base;
     uint32_t c, rtab, ltab; /* the next run: byte, rank table, length tables */
+    uint32_t *cnt;          /* byte counts of the lane's quarter (lanes_dec_ws.qcnt) */
     lane_hist h;
 } lane_dec;
 
@@ -234,6 +235,7 @@ typedef struct {
     uint8_t sel[MAX_GROUPS];
     lane_dec lane[GMTF_QLFC_NLANES];
     qbit hdr[QLFC_HDR_MODEL];
+    uint32_t qcnt[4][256]; /* decoder: byte counts of lanes 8k..8k+7 (gmtf_bwt_counts) */
 } lanes_dec_ws;
 
 typedef struct {
@@ -1202,6 +1204,7 @@ static inline __attribute__((always_inline)) int lane_run(const lanes_dec_ws *w,
         memset(o, (int)c, len);
     }
     l->pos += len;
+    l->cnt[c] += len;
     list_reinsert(l->h.list, r, c);
     l->active -= retire;
     hist_update(&l->h, c, rsym, lsym);
@@ -1226,10 +1229,12 @@ static int lanes_read_header(lanes_dec_ws *w, const uint8_t *src, size_t len, si
     const uint8_t *prev = NULL;
     unsigned nprev = 0;
     uint32_t ng = 0;
+    memset(w->qcnt, 0, sizeof w->qcnt);
     for (unsigned j = 0; j < GMTF_QLFC_NLANES; j++) {
         lane_dec *l = &w->lane[j];
         size_t a, b;
         lane_range(n, j, &a, &b);
+        l->cnt = w->qcnt[j / (GMTF_QLFC_NLANES / 4)];
         list_reference(prev, nprev, ref);
         unsigned cnt;
         int err = get_list(&d, m, ref, l->h.list, &cnt);
@@ -1344,6 +1349,7 @@ static inline __attribute__((always_inline)) int lanes_run_batch(const lanes_dec
             memset(o, (int)c, len[k]);
         }
         l->pos += len[k];
+        l->cnt[c] += len[k];
         list_reinsert(l->h.list, r[k], c);
         l->active -= rsym[k] == RSYM_RETIRE;
         hist_update(&l->h, c, rsym[k], lsym[k]);
@@ -1356,6 +1362,23 @@ static inline __attribute__((always_inline)) int lanes_run_batch(const lanes_dec
 static inline int lane_fits_batch(const lane_dec *l)
 {
     return l->pos < l->end && l->in_end - l->in >= 16;
+}
+
+int gmtf_lanes_decode_counted(const uint8_t *src, size_t len, uint8_t *out, size_t n, void *ws,
+                              gmtf_bwt_counts *counts)
+{
+    int rc = gmtf_lanes_decode(src, len, out, n, ws);
+    if (rc == 0 && counts) {
+        const lanes_dec_ws *w = ws;
+        for (unsigned k = 0; k < 4; k++) {
+            size_t a, b;
+            lane_range(n, k * (GMTF_QLFC_NLANES / 4), &a, &b);
+            counts->start[k] = (uint32_t)a;
+        }
+        counts->start[4] = (uint32_t)n;
+        memcpy(counts->cnt, w->qcnt, sizeof counts->cnt);
+    }
+    return rc;
 }
 
 int gmtf_lanes_decode(const uint8_t *src, size_t len, uint8_t *out, size_t n, void *ws)

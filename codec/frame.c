@@ -359,9 +359,11 @@ long gmtf_frame_encode_ws(const gmtf_mtf *mtf, gmtf_workspace *w, const uint8_t 
     return gmtf_frame_encode_ranks(src, w->buf_b, n, idx, crc, dst, w->rank_ws);
 }
 
-long gmtf_frame_decode_begin(const uint8_t *src, size_t len, uint8_t *dst, size_t cap,
-                             uint8_t *ranks, size_t ranks_cap, void *rank_ws, gmtf_frame_info *fi,
-                             uint32_t *idx)
+/* gmtf_frame_decode_begin; counts (NULL: none) receive a version 2
+ * block's byte counts for the inverse's table. */
+static long decode_begin(const uint8_t *src, size_t len, uint8_t *dst, size_t cap, uint8_t *ranks,
+                         size_t ranks_cap, void *rank_ws, gmtf_frame_info *fi, uint32_t *idx,
+                         gmtf_bwt_counts *counts)
 {
     unsigned h, k, version;
     int rc = gmtf_frame_parse_version(src, len, fi, &h, idx, &k, &version);
@@ -385,7 +387,7 @@ long gmtf_frame_decode_begin(const uint8_t *src, size_t len, uint8_t *dst, size_
         if (n > ranks_cap)
             return -EINVAL;
         if (version == GMTF_FRAME_V2) {
-            rc = gmtf_qlfc_decode(pay, plen, ranks, n, rank_ws);
+            rc = gmtf_qlfc_decode_counted(pay, plen, ranks, n, rank_ws, counts);
             return rc < 0 ? rc : GMTF_DECODE_BWT_V2;
         }
         rc = gmtf_rank_decode(pay, plen, ranks, n, rank_ws);
@@ -393,13 +395,21 @@ long gmtf_frame_decode_begin(const uint8_t *src, size_t len, uint8_t *dst, size_
     }
 }
 
-long gmtf_frame_decode_end(const uint8_t *mtf_out, uint8_t *dst, const gmtf_frame_info *fi,
-                           const uint32_t *idx, void *bwt_ws, long kind)
+long gmtf_frame_decode_begin(const uint8_t *src, size_t len, uint8_t *dst, size_t cap,
+                             uint8_t *ranks, size_t ranks_cap, void *rank_ws, gmtf_frame_info *fi,
+                             uint32_t *idx)
+{
+    return decode_begin(src, len, dst, cap, ranks, ranks_cap, rank_ws, fi, idx, NULL);
+}
+
+static long decode_end(const uint8_t *mtf_out, uint8_t *dst, const gmtf_frame_info *fi,
+                       const uint32_t *idx, void *bwt_ws, long kind, const gmtf_bwt_counts *counts)
 {
     size_t n = fi->orig_len;
     if (fi->method == GMTF_METHOD_BWT) {
-        int rc = kind == GMTF_DECODE_BWT_V2 ? gmtf_bwt_inverse_step(mtf_out, dst, n, idx, bwt_ws)
-                                            : gmtf_bwt_inverse(mtf_out, dst, n, idx, bwt_ws);
+        int rc = kind == GMTF_DECODE_BWT_V2
+                     ? gmtf_bwt_inverse_counted(mtf_out, dst, n, idx, bwt_ws, counts)
+                     : gmtf_bwt_inverse(mtf_out, dst, n, idx, bwt_ws);
         if (rc < 0)
             return rc;
     }
@@ -408,14 +418,21 @@ long gmtf_frame_decode_end(const uint8_t *mtf_out, uint8_t *dst, const gmtf_fram
     return (long)n;
 }
 
+long gmtf_frame_decode_end(const uint8_t *mtf_out, uint8_t *dst, const gmtf_frame_info *fi,
+                           const uint32_t *idx, void *bwt_ws, long kind)
+{
+    return decode_end(mtf_out, dst, fi, idx, bwt_ws, kind, NULL);
+}
+
 long gmtf_frame_decode_ws(const gmtf_mtf *mtf, gmtf_workspace *w, const uint8_t *src, size_t len,
                           uint8_t *dst, size_t cap)
 {
     w->range_valid = 0;
     gmtf_frame_info fi;
     uint32_t idx[GMTF_BWT_MAX_SAMPLES];
+    gmtf_bwt_counts counts;
     long r =
-        gmtf_frame_decode_begin(src, len, dst, cap, w->buf_a, w->max_block, w->rank_ws, &fi, idx);
+        decode_begin(src, len, dst, cap, w->buf_a, w->max_block, w->rank_ws, &fi, idx, &counts);
     if (r < 0)
         return r;
     /* The inverse MTF goes into dst and the inverse BWT runs there in place
@@ -425,8 +442,8 @@ long gmtf_frame_decode_ws(const gmtf_mtf *mtf, gmtf_workspace *w, const uint8_t 
      * BWT output in buf_a already. */
     if (r == GMTF_DECODE_RANKS)
         gmtf_mtf_decode(mtf, w->buf_a, dst, fi.orig_len);
-    return gmtf_frame_decode_end(r == GMTF_DECODE_BWT_V2 ? w->buf_a : dst, dst, &fi, idx, w->bwt_ws,
-                                 r);
+    return decode_end(r == GMTF_DECODE_BWT_V2 ? w->buf_a : dst, dst, &fi, idx, w->bwt_ws, r,
+                      r == GMTF_DECODE_BWT_V2 ? &counts : NULL);
 }
 
 /* CRC-32C of n copies of byte c. */
@@ -457,9 +474,10 @@ static long range_v2(gmtf_workspace *w, const uint8_t *src, const gmtf_frame_inf
     if (!(w->range_valid && w->range_hcrc == hcrc && w->range_flen == fi->frame_len &&
           w->range_n == n && w->range_dcrc == fi->data_crc)) {
         w->range_valid = 0;
-        rc = gmtf_qlfc_decode(src + h, fi->frame_len - h, w->buf_a, n, w->rank_ws);
+        gmtf_bwt_counts counts;
+        rc = gmtf_qlfc_decode_counted(src + h, fi->frame_len - h, w->buf_a, n, w->rank_ws, &counts);
         if (rc == 0)
-            rc = gmtf_bwt_table_step(w->buf_a, n, idx, w->bwt_ws);
+            rc = gmtf_bwt_table_counted(w->buf_a, n, idx, w->bwt_ws, &counts);
         if (rc < 0)
             return rc;
         w->range_valid = 1;

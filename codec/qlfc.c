@@ -111,13 +111,19 @@ long gmtf_qlfc_encode(const uint8_t *bwt, size_t n, uint8_t *dst, size_t cap, vo
     return gmtf_adaptive_qlfc_encode(bwt, n, dst, cap, ws);
 }
 
-int gmtf_qlfc_decode(const uint8_t *src, size_t len, uint8_t *bwt, size_t n, void *ws)
+int gmtf_qlfc_decode_counted(const uint8_t *src, size_t len, uint8_t *bwt, size_t n, void *ws,
+                             gmtf_bwt_counts *counts)
 {
     if (len < 1 || n == 0 || n > GMTF_BLOCK_MAX)
         return GMTF_E_CORRUPT;
     if (src[0] == GMTF_QLFC_METHOD_LANES)
-        return gmtf_lanes_decode(src, len, bwt, n, ws);
+        return gmtf_lanes_decode_counted(src, len, bwt, n, ws, counts);
     if (src[0] == GMTF_QLFC_METHOD_ADAPTIVE)
-        return gmtf_adaptive_qlfc_decode(src, len, bwt, n, ws);
+        return gmtf_adaptive_qlfc_decode_counted(src, len, bwt, n, ws, counts);
     return GMTF_E_CORRUPT;
+}
+
+int gmtf_qlfc_decode(const uint8_t *src, size_t len, uint8_t *bwt, size_t n, void *ws)
+{
+    return gmtf_qlfc_decode_counted(src, len, bwt, n, ws, NULL);
 }

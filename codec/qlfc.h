@@ -21,6 +21,8 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "bwt.h"
+
 #define GMTF_QLFC_METHOD_LANES 2
 #define GMTF_QLFC_METHOD_ADAPTIVE 3
 /* The method rule. Blocks under GMTF_QLFC_LANES_MIN take method 3: file
@@ -72,10 +74,20 @@ long gmtf_qlfc_encode(const uint8_t *bwt, size_t n, uint8_t *dst, size_t cap, vo
  * bwt + n, or loops without bound. ws: either workspace size. */
 int gmtf_qlfc_decode(const uint8_t *src, size_t len, uint8_t *bwt, size_t n, void *ws);
 
+/* gmtf_qlfc_decode, and on success the byte counts of bwt[0..n) in four
+ * parts (bwt.h) for gmtf_bwt_table_counted, counted run by run as the
+ * decoder writes them: the table then needs no counting pass. */
+int gmtf_qlfc_decode_counted(const uint8_t *src, size_t len, uint8_t *bwt, size_t n, void *ws,
+                             gmtf_bwt_counts *counts);
+
 /* The two methods apart, for tests and benchmarks: any n >= 1. */
 long gmtf_lanes_encode(const uint8_t *bwt, size_t n, uint8_t *dst, size_t cap, void *ws);
 int gmtf_lanes_decode(const uint8_t *src, size_t len, uint8_t *bwt, size_t n, void *ws);
 long gmtf_adaptive_qlfc_encode(const uint8_t *bwt, size_t n, uint8_t *dst, size_t cap, void *ws);
 int gmtf_adaptive_qlfc_decode(const uint8_t *src, size_t len, uint8_t *bwt, size_t n, void *ws);
+int gmtf_lanes_decode_counted(const uint8_t *src, size_t len, uint8_t *bwt, size_t n, void *ws,
+                              gmtf_bwt_counts *counts);
+int gmtf_adaptive_qlfc_decode_counted(const uint8_t *src, size_t len, uint8_t *bwt, size_t n,
+                                      void *ws, gmtf_bwt_counts *counts);
 
 #endif

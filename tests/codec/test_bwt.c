@@ -256,6 +256,62 @@ static void test_inverse_hostile_indexes(void **state)
     tu_guarded_free(&back);
 }
 
+/* The inverse with counts given (gmtf_bwt_inverse_counted): parts of any
+ * lengths, empty ones included, give the block back; counts that do not
+ * add up to their parts, or parts out of order, are GMTF_E_CORRUPT before
+ * the table is touched. */
+static void test_inverse_counted(void **state)
+{
+    (void)state;
+    static const size_t sizes[] = {1, 3, 17, 40000, 300001, 1 << 20};
+    size_t maxn = 1 << 20;
+    uint8_t *src = tu_malloc(maxn), *bwt = tu_malloc(maxn), *back = tu_malloc(maxn);
+    void *ws = tu_malloc(gmtf_bwt_workspace_size(maxn));
+    uint32_t idx[GMTF_BWT_MAX_SAMPLES];
+    uint64_t seed = 3;
+    for (size_t i = 0; i < sizeof sizes / sizeof sizes[0]; i++) {
+        size_t n = sizes[i];
+        fill_input(src, n, i % 2 ? IN_TEXT : IN_BINARY2, i);
+        assert_int_equal(gmtf_bwt_forward_step(src, bwt, n, idx, ws), 0);
+        for (int t = 0; t < 4; t++) {
+            gmtf_bwt_counts c;
+            memset(&c, 0, sizeof c);
+            /* random cut points, sorted; t = 0: all in the last part */
+            uint32_t cut[3];
+            for (unsigned k = 0; k < 3; k++)
+                cut[k] = t ? (uint32_t)tu_rand_below(&seed, n + 1) : 0;
+            for (unsigned a = 0; a < 3; a++)
+                for (unsigned b = a + 1; b < 3; b++)
+                    if (cut[b] < cut[a]) {
+                        uint32_t x = cut[a];
+                        cut[a] = cut[b];
+                        cut[b] = x;
+                    }
+            c.start[1] = cut[0], c.start[2] = cut[1], c.start[3] = cut[2];
+            c.start[4] = (uint32_t)n;
+            for (unsigned k = 0; k < 4; k++)
+                for (size_t j = c.start[k]; j < c.start[k + 1]; j++)
+                    c.cnt[k][bwt[j]]++;
+            memset(back, 0, n);
+            assert_int_equal(gmtf_bwt_inverse_counted(bwt, back, n, idx, ws, &c), 0);
+            assert_memory_equal(back, src, n);
+            gmtf_bwt_counts bad = c;
+            bad.cnt[t][bwt[0]]++;
+            assert_int_equal(gmtf_bwt_inverse_counted(bwt, back, n, idx, ws, &bad), GMTF_E_CORRUPT);
+            bad = c;
+            bad.start[4] = (uint32_t)n + 1;
+            assert_int_equal(gmtf_bwt_table_counted(bwt, n, idx, ws, &bad), GMTF_E_CORRUPT);
+            if (n > 1) {
+                bad = c;
+                bad.start[1] = (uint32_t)n;
+                bad.start[2] = 0;
+                assert_int_equal(gmtf_bwt_table_counted(bwt, n, idx, ws, &bad), GMTF_E_CORRUPT);
+            }
+        }
+    }
+    free(src), free(bwt), free(back), free(ws);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -265,6 +321,7 @@ int main(void)
         cmocka_unit_test(test_round_trips),
         cmocka_unit_test(test_forward_rejects_bad_sizes),
         cmocka_unit_test(test_inverse_hostile_indexes),
+        cmocka_unit_test(test_inverse_counted),
     };
     return cmocka_run_group_tests_name("bwt", tests, NULL, NULL);
 }

@@ -49,6 +49,22 @@ static size_t enc_cap(size_t n)
  * 1.25 n bytes, and says -ENOSPC beyond (the frame is then stored raw). */
 static int may_expand;
 
+/* counts (gmtf_qlfc_decode_counted) are those of s[0..n) in four
+ * ascending parts that cover it. */
+static void check_counts(const gmtf_bwt_counts *c, const uint8_t *s, size_t n)
+{
+    assert_int_equal(c->start[0], 0);
+    assert_int_equal(c->start[4], n);
+    for (unsigned k = 0; k < 4; k++) {
+        assert_true(c->start[k] <= c->start[k + 1]);
+        uint32_t h[256] = {0};
+        for (size_t i = c->start[k]; i < c->start[k + 1]; i++)
+            h[s[i]]++;
+        assert_memory_equal(h, c->cnt[k], sizeof h);
+    }
+    assert_int_equal(gmtf_bwt_counts_check(c, n), 0);
+}
+
 /* Encodes with coder k, checks the method byte and that a dirty workspace
  * and a bigger capacity give the same bytes, decodes with the full and the
  * decode-only workspace into a guarded buffer. Returns the length. */
@@ -82,6 +98,12 @@ static long roundtrip(unsigned k, const uint8_t *s, size_t n)
     assert_int_equal(gmtf_qlfc_decode(enc, (size_t)len, back.buf, n, dws), 0);
     assert_memory_equal(back.buf, s, n);
     assert_true(tu_guard_ok(&back));
+    gmtf_bwt_counts counts;
+    memset(&counts, 0xA5, sizeof counts);
+    memset(back.buf, 0x5A, n);
+    assert_int_equal(gmtf_qlfc_decode_counted(enc, (size_t)len, back.buf, n, dws, &counts), 0);
+    assert_memory_equal(back.buf, s, n);
+    check_counts(&counts, s, n);
     free(dws);
     tu_guarded_free(&back);
     free(enc2), free(enc), free(ws);
