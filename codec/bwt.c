@@ -18,6 +18,9 @@
 #include <divsufsort.h>
 #include <errno.h>
 #include <string.h>
+#if defined(__SSE2__)
+#include <emmintrin.h>
+#endif
 
 #include "bwt.h"
 #include "gmtf_codec.h"
@@ -320,4 +323,133 @@ void gmtf_bwt_range_step(const void *ws, size_t n, const uint32_t *idx, size_t o
         bwt_walk_all(ws, dst, n, idx, gmtf_bwt_sample_count(n), (size_t)1 << shift);
     else
         bwt_walk_range(ws, idx, shift, off, len, dst);
+}
+
+/* ---- range decoding without the table ---------------------------------
+ * A range of a few KiB walks about one step (32 KiB) of one chain, while
+ * the table E costs a pass that writes 4 bytes for every byte of the
+ * block. Instead: the counts of every byte value in bwt[0, g * RANK_CHUNK)
+ * for g = 0 .. ng (ng = ceil(n / RANK_CHUNK); a quarter of a byte per
+ * byte, one sequential pass), and the chains walked backwards by LF, one
+ * rank at a time: LF(row) = C[c] + (occurrences of c before i), i the
+ * row's position in bwt (the sentinel row p left out), c = bwt[i], the
+ * byte before that row's suffix. The rank is a checkpoint plus a count of
+ * c over at most half a chunk (from the nearer checkpoint). A chain from
+ * the sample of the suffix at (k + 1) * step (the row of the empty suffix,
+ * 0, for the last one) gives the step's bytes last first. */
+#define RANK_SHIFT 12
+#define RANK_CHUNK (1u << RANK_SHIFT)
+
+static size_t rank_chunks(size_t n)
+{
+    return (n + RANK_CHUNK - 1) >> RANK_SHIFT;
+}
+
+int gmtf_bwt_rank_fits(size_t n, size_t max_block)
+{
+    return n >= GMTF_BWT_RANK_MIN &&
+           (rank_chunks(n) + 1) * 256 * sizeof(uint32_t) <= gmtf_bwt_workspace_size(max_block);
+}
+
+/* Occurrences of c in s[0, len). */
+static uint32_t count_byte(const uint8_t *s, size_t len, uint8_t c)
+{
+    uint32_t r = 0;
+#if defined(__SSE2__)
+    __m128i cv = _mm_set1_epi8((char)c), zero = _mm_setzero_si128();
+    while (len >= 16) {
+        size_t m = len / 16 < 255 ? len / 16 : 255; /* a byte counter per lane */
+        __m128i acc = zero;
+        for (size_t k = 0; k < m; k++, s += 16)
+            acc = _mm_sub_epi8(acc, _mm_cmpeq_epi8(_mm_loadu_si128((const __m128i *)s), cv));
+        __m128i sad = _mm_sad_epu8(acc, zero);
+        r += (uint32_t)_mm_cvtsi128_si32(sad) + (uint32_t)_mm_extract_epi16(sad, 4);
+        len -= m * 16;
+    }
+#endif
+    for (; len; len--)
+        r += *s++ == c;
+    return r;
+}
+
+int gmtf_bwt_rank_table(const uint8_t *bwt, size_t n, const uint32_t *idx, void *ws)
+{
+    if (n == 0 || n > GMTF_BLOCK_MAX)
+        return GMTF_E_CORRUPT;
+    int rc = bwt_check_samples(n, idx, gmtf_bwt_sample_count(n));
+    if (rc)
+        return rc;
+    uint32_t(*chk)[256] = ws, run[4][256];
+    memset(run, 0, sizeof run);
+    size_t ng = rank_chunks(n);
+    for (size_t g = 0; g <= ng; g++) {
+        for (unsigned v = 0; v < 256; v++)
+            chk[g][v] = run[0][v] + run[1][v] + run[2][v] + run[3][v];
+        if (g == ng)
+            break;
+        size_t a = g << RANK_SHIFT, b = a + RANK_CHUNK < n ? a + RANK_CHUNK : n, i = a;
+        for (; i + 4 <= b; i += 4) {
+            run[0][bwt[i]]++;
+            run[1][bwt[i + 1]]++;
+            run[2][bwt[i + 2]]++;
+            run[3][bwt[i + 3]]++;
+        }
+        for (; i < b; i++)
+            run[0][bwt[i]]++;
+    }
+    return 0;
+}
+
+void gmtf_bwt_rank_range(const uint8_t *bwt, const void *ws, size_t n, const uint32_t *idx,
+                         size_t off, size_t len, uint8_t *dst)
+{
+    if (len == 0)
+        return;
+    const uint32_t(*chk)[256] = ws;
+    size_t ng = rank_chunks(n), end = off + len;
+    uint32_t c0[256], sum = 1; /* row 0 is the sentinel */
+    for (unsigned v = 0; v < 256; v++) {
+        c0[v] = sum;
+        sum += chk[ng][v];
+    }
+    unsigned shift = gmtf_bwt_step_log2(n), count = gmtf_bwt_sample_count(n);
+    unsigned k0 = (unsigned)(off >> shift), k1 = (unsigned)((end - 1) >> shift);
+    uint32_t p = idx[0];
+    for (unsigned k = k0; k <= k1; k++) {
+        size_t s = k + 1 < count ? (size_t)(k + 1) << shift : n; /* the suffix we stand at */
+        uint32_t r = k + 1 < count ? idx[k + 1] : 0;
+        size_t lo = (size_t)k << shift > off ? (size_t)k << shift : off;
+        while (s > lo) {
+            size_t i = r - (r > p);
+            i = i < n ? i : n - 1; /* rows are <= n; p itself only on bad input */
+            uint8_t c = bwt[i];
+            size_t a = i & ~(size_t)(RANK_CHUNK - 1), g = i >> RANK_SHIFT;
+            uint32_t rk = i - a >= RANK_CHUNK / 2 && a + RANK_CHUNK <= n
+                              ? chk[g + 1][c] - count_byte(bwt + i, a + RANK_CHUNK - i, c)
+                              : chk[g][c] + count_byte(bwt + a, i - a, c);
+            if (--s < end)
+                dst[s - off] = c;
+            r = c0[c] + rk; /* <= n: bwt[i] = c is counted in chk, not in rk */
+        }
+    }
+}
+
+int gmtf_bwt_rank_to_table(const uint8_t *bwt, size_t n, void *ws)
+{
+    const uint32_t(*chk)[256] = ws;
+    size_t ng = rank_chunks(n);
+    gmtf_bwt_counts c;
+    for (unsigned k = 0; k <= 4; k++) {
+        size_t g = ng * k / 4, at = g << RANK_SHIFT;
+        c.start[k] = (uint32_t)(at < n ? at : n);
+        if (k < 4) {
+            size_t h = ng * (k + 1) / 4;
+            for (unsigned v = 0; v < 256; v++)
+                c.cnt[k][v] = chk[h][v] - chk[g][v];
+        }
+    }
+    int rc = gmtf_bwt_counts_check(&c, n);
+    if (!rc)
+        bwt_table(bwt, n, ws, &c);
+    return rc;
 }

@@ -82,4 +82,21 @@ int gmtf_bwt_inverse_counted(const uint8_t *bwt, uint8_t *dst, size_t n, const u
 void gmtf_bwt_range_step(const void *ws, size_t n, const uint32_t *idx, size_t off, size_t len,
                          uint8_t *dst);
 
+/* Range decoding without the table (bwt.c, "range decoding without the
+ * table"): gmtf_bwt_rank_table checks the samples and writes the byte
+ * counts at every 4 KiB of bwt into ws (a quarter of a byte per byte;
+ * gmtf_bwt_rank_fits says whether ws of max_block has room: n from
+ * GMTF_BWT_RANK_MIN); gmtf_bwt_rank_range then writes bytes [off, off +
+ * len) of the block, as gmtf_bwt_range_step does, from bwt (kept) and ws,
+ * walking the chains that cover them backwards; gmtf_bwt_rank_to_table
+ * turns ws into the table of gmtf_bwt_table_step (for the whole block, or
+ * many ranges), using the counts for its parts. Any bytes give some
+ * output and stay in bounds. */
+#define GMTF_BWT_RANK_MIN (64u << 10)
+int gmtf_bwt_rank_fits(size_t n, size_t max_block);
+int gmtf_bwt_rank_table(const uint8_t *bwt, size_t n, const uint32_t *idx, void *ws);
+void gmtf_bwt_rank_range(const uint8_t *bwt, const void *ws, size_t n, const uint32_t *idx,
+                         size_t off, size_t len, uint8_t *dst);
+int gmtf_bwt_rank_to_table(const uint8_t *bwt, size_t n, void *ws);
+
 #endif

@@ -457,9 +457,12 @@ static uint32_t run_crc(uint8_t c, size_t n)
     return gmtf_crc32c(crc, buf, n);
 }
 
-/* A version 2 BWT frame by range: the entropy decoding and the inverse's
- * table unless w holds them for this frame already (same header checksum,
- * lengths and data checksum), then the chains of the range. */
+/* A version 2 BWT frame by range: the entropy decoding and the rank
+ * counts (or, for a small block, the inverse's table) unless w holds them
+ * for this frame already (same header checksum, lengths and data
+ * checksum), then the chains of the range. The whole block (a second read
+ * of the frame: fs/frame_read.c) turns the counts into the table first,
+ * which later ranges then walk. */
 static long range_v2(gmtf_workspace *w, const uint8_t *src, const gmtf_frame_info *fi, unsigned h,
                      const uint32_t *idx, size_t off, size_t cnt, uint8_t *dst)
 {
@@ -475,18 +478,33 @@ static long range_v2(gmtf_workspace *w, const uint8_t *src, const gmtf_frame_inf
           w->range_n == n && w->range_dcrc == fi->data_crc)) {
         w->range_valid = 0;
         gmtf_bwt_counts counts;
-        rc = gmtf_qlfc_decode_counted(src + h, fi->frame_len - h, w->buf_a, n, w->rank_ws, &counts);
+        int rank = gmtf_bwt_rank_fits(n, w->max_block);
+        rc = gmtf_qlfc_decode_counted(src + h, fi->frame_len - h, w->buf_a, n, w->rank_ws,
+                                      rank ? NULL : &counts);
         if (rc == 0)
-            rc = gmtf_bwt_table_counted(w->buf_a, n, idx, w->bwt_ws, &counts);
+            rc = rank ? gmtf_bwt_rank_table(w->buf_a, n, idx, w->bwt_ws)
+                      : gmtf_bwt_table_counted(w->buf_a, n, idx, w->bwt_ws, &counts);
         if (rc < 0)
             return rc;
         w->range_valid = 1;
+        w->range_rank = rank;
         w->range_hcrc = hcrc;
         w->range_flen = fi->frame_len;
         w->range_n = (uint32_t)n;
         w->range_dcrc = fi->data_crc;
     }
-    gmtf_bwt_range_step(w->bwt_ws, n, idx, off, cnt, dst);
+    if (w->range_rank && cnt == n) {
+        w->range_valid = 0;
+        rc = gmtf_bwt_rank_to_table(w->buf_a, n, w->bwt_ws);
+        if (rc < 0)
+            return rc;
+        w->range_valid = 1;
+        w->range_rank = 0;
+    }
+    if (w->range_rank)
+        gmtf_bwt_rank_range(w->buf_a, w->bwt_ws, n, idx, off, cnt, dst);
+    else
+        gmtf_bwt_range_step(w->bwt_ws, n, idx, off, cnt, dst);
     if (cnt == n && gmtf_crc32c(0, dst, n) != fi->data_crc)
         return GMTF_E_CHECKSUM;
     return (long)cnt;

@@ -35,6 +35,8 @@ typedef struct gmtf_workspace {
      * decoded by range (gmtf_frame_decode_range_ws), identified by these
      * header fields; any other use of the workspace clears range_valid. */
     int range_valid;
+    int range_rank; /* buf_a holds the block's BWT output and bwt_ws its rank
+                     * counts (gmtf_bwt_rank_table), not the table */
     uint32_t range_hcrc, range_flen, range_n, range_dcrc;
 } gmtf_workspace;
 

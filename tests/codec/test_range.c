@@ -78,7 +78,9 @@ static void check_range(gmtf_codec *c, const frame *f, size_t off, size_t cnt, t
 }
 
 /* Ranges at every chain boundary (16 and 32 KiB steps, +-1; a sweep of
- * lengths at the first ones), random ones and the whole block. few: a
+ * lengths at the first ones), random ones, the whole block and random
+ * ones again (blocks of GMTF_BWT_RANK_MIN or more: ranks walked, then the
+ * table). few: a
  * version 1 frame, decoded whole for each range. */
 static void check_ranges(gmtf_codec *c, const frame *f, uint64_t seed, int few)
 {
@@ -103,6 +105,13 @@ static void check_ranges(gmtf_codec *c, const frame *f, uint64_t seed, int few)
         check_range(c, f, off, cnt, &g);
     }
     check_range(c, f, 0, n, &g);
+    /* ranges again: from the table the whole block left (a block of 64 KiB
+     * or more walked ranks before it) */
+    for (int i = 0; i < (few ? 2 : 20) && n; i++) {
+        size_t off = (size_t)tu_rand_below(&st, n);
+        size_t cnt = (size_t)tu_rand_below(&st, (n - off < 40000 ? n - off : 40000) + 1);
+        check_range(c, f, off, cnt, &g);
+    }
     check_range(c, f, n, 0, &g);
     tu_guarded_free(&g);
 }
