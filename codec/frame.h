@@ -31,7 +31,8 @@ typedef struct gmtf_workspace {
     void *bwt_ws;   /* gmtf_bwt_workspace_size(max_block) */
     void *rank_ws;  /* gmtf_rank_workspace_size(max_block) once rank_enc, else of 0 */
     int rank_enc;   /* rank_ws can encode (gmtf_workspace_encoder) */
-    /* bwt_ws holds the inverse's table of the version 2 BWT frame last
+    /* bwt_ws holds the inverse's table (or, range_rank, buf_a the BWT
+     * output and bwt_ws its rank counts) of the version 2 BWT frame last
      * decoded by range (gmtf_frame_decode_range_ws), identified by these
      * header fields; any other use of the workspace clears range_valid. */
     int range_valid;

@@ -91,7 +91,9 @@ long gmtf_frame_decode(gmtf_codec *c, const void *src, size_t len, void *dst, si
  * checks the payload's checksum (in the header), then walks only the
  * inverse BWT's chains that cover the range (one per 32 KiB of block, so
  * at most 32 KiB more than cnt) after the entropy decoding and the
- * inverse's table, and the codec keeps those two for this frame: a later
+ * inverse's rank counts (docs/codec.md; the inverse's table for blocks
+ * under 64 KiB or the whole block), and the codec keeps those for this
+ * frame: a later
  * range of the same frame (the same header: the header checksum, which
  * covers the payload checksum, lengths and data checksum) on this codec
  * checks the payload and walks its chains only, until the codec's next

@@ -4,9 +4,9 @@
  * threads at once is decoded once (pending cache entries). A cold read
  * that read-ahead does not cover, of a small part of a large frame, decodes
  * that part only (gmtf_frame_decode_range: the entropy decoding and the
- * inverse BWT's table, then only the chains of 32 KiB that cover it),
+ * inverse BWT's rank counts, then only the chains of 32 KiB that cover it),
  * uncached; a second such read of the same frame soon after decodes it
- * whole into the cache, reusing that table (a walk through a pack of small
+ * whole into the cache, reusing that decode (a walk through a pack of small
  * files, a file read in pieces). */
 #include <stdio.h>
 
@@ -165,7 +165,7 @@ int frame_copy(gmtf_fs *fs, uint32_t id, uint64_t ino, uint32_t blk, uint32_t of
     uint8_t *buf = cache_recycle(fs, dlen);
     pthread_mutex_unlock(&fs->cache_lock);
     int status, rc;
-    if (again) { /* whole, from the table the first range left where it can */
+    if (again) { /* whole, from what the first range left where it can */
         rc = buf || (buf = malloc(cache_buf_cap(fs, dlen))) ? 0 : -ENOMEM;
         if (!rc)
             rc = frame_range(fs, id, 0, dlen, buf);

@@ -27,7 +27,7 @@ extern "C" {
 #define GMTF_ROOT_INO 1u
 #define GMTF_FS_BLOCK_MIN (64u << 10)
 #define GMTF_FS_BLOCK_MAX (16u << 20)
-#define GMTF_FS_BLOCK_DEFAULT (2u << 20) /* docs/format.md, "Block size" */
+#define GMTF_FS_BLOCK_DEFAULT (4u << 20) /* docs/format.md, "Block size" */
 #define GMTF_FS_LABEL_MAX 63
 #define GMTF_FS_NAME_MAX 255
 #define GMTF_FS_XATTR_NAME_MAX 255

@@ -109,7 +109,7 @@ static void usage(FILE *f, const char *prog)
     fprintf(f,
             "Usage: %s [OPTIONS] IMAGE\n"
             "Make a gmtf compressed filesystem image (a regular file or a block device).\n\n"
-            "  -b, --block-size=SIZE  block size, 64K..16M, a power of two (default 2M)\n"
+            "  -b, --block-size=SIZE  block size, 64K..16M, a power of two (default 4M)\n"
             "  -L, --label=LABEL      volume label (up to 63 bytes)\n"
             "  -U, --uuid=UUID        the image's UUID (default: random)\n"
             "  -s, --size=SIZE        capacity of the image (default: grows as needed)\n"
