@@ -297,7 +297,7 @@ struct gmtf_fs {
 
     /* dedup of flushed pieces */
     struct dedup_ent *dedup;
-    size_t dedup_cap;
+    size_t dedup_cap, dedup_n; /* slots (a power of 2), entries put since it grew */
 
     /* flusher */
     pthread_t flusher;
