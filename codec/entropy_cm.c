@@ -15,6 +15,7 @@
  * All arithmetic is integer (the squash curve is a fixed table), so every
  * platform makes and reads the same bytes. */
 #include <errno.h>
+#include <pthread.h>
 #include <string.h>
 
 #include "gmtf_codec.h"
@@ -124,9 +125,30 @@ static inline int squash(int x)
 #define NLCTX (12 * 5)
 #define ER_INIT 48
 
+/* Constant tables, built once (building them for every block was ~5% of
+ * decoding the small blocks of a filesystem): stretch = the inverse of
+ * squash; a counter's rate by its use count. */
+static int16_t cm_stretch[4096];
+static uint16_t cm_rate[256];
+static pthread_once_t cm_tables_once = PTHREAD_ONCE_INIT;
+
+static void cm_tables_build(void)
+{
+    /* stretch: by walking squash upwards */
+    int pi = 0;
+    for (int x = -2047; x <= 2047; x++) {
+        int v = squash(x);
+        for (int j = pi; j <= v; j++)
+            cm_stretch[j] = (int16_t)x;
+        pi = v + 1;
+    }
+    for (int j = pi; j < 4096; j++)
+        cm_stretch[j] = 2047;
+    for (unsigned n = 0; n < 256; n++)
+        cm_rate[n] = (uint16_t)(131072u / (2 * n + 3));
+}
+
 typedef struct {
-    int16_t stretch[4096];
-    uint16_t rate[256];
     /* rank class, unary */
     ctr r_char[256][NRNODE], r_st1[NRCTX][NRNODE], r_st2[256][NRNODE];
     mixw r_mix[NRNODE][5];
@@ -178,18 +200,7 @@ static void apm_init(apm *a, size_t count)
 
 static void model_init(cm_model *m)
 {
-    /* stretch = inverse of squash, by walking squash upwards */
-    int pi = 0;
-    for (int x = -2047; x <= 2047; x++) {
-        int v = squash(x);
-        for (int j = pi; j <= v; j++)
-            m->stretch[j] = (int16_t)x;
-        pi = v + 1;
-    }
-    for (int j = pi; j < 4096; j++)
-        m->stretch[j] = 2047;
-    for (unsigned n = 0; n < 256; n++)
-        m->rate[n] = (uint16_t)(131072u / (2 * n + 3));
+    pthread_once(&cm_tables_once, cm_tables_build);
     ctr_init(&m->r_char[0][0], sizeof m->r_char / sizeof(ctr));
     ctr_init(&m->r_st1[0][0], sizeof m->r_st1 / sizeof(ctr));
     ctr_init(&m->r_st2[0][0], sizeof m->r_st2 / sizeof(ctr));
@@ -224,20 +235,19 @@ typedef struct {
     qrc_dec d;
 } coder;
 
-static inline __attribute__((always_inline)) void ctr_update(const cm_model *m, ctr *c, int bit,
-                                                             unsigned limit)
+static inline __attribute__((always_inline)) void ctr_update(ctr *c, int bit, unsigned limit)
 {
     int target = bit ? 65535 : 0;
-    c->p = (uint16_t)(c->p + (((target - (int)c->p) * (int)m->rate[c->n]) >> 16));
+    c->p = (uint16_t)(c->p + (((target - (int)c->p) * (int)cm_rate[c->n]) >> 16));
     c->n = (uint16_t)(c->n + (c->n < limit));
 }
 
 /* Codes (dec = 0) or decodes (dec = 1) one bit predicted by counters a
  * (byte), b and s (contexts) mixed by mx, refined by the map ap. */
-static inline __attribute__((always_inline)) int cm_bit(cm_model *m, coder *co, int dec, ctr *a,
-                                                        ctr *b, ctr *s, mixw *mx, apm *ap, int bit)
+static inline __attribute__((always_inline)) int cm_bit(coder *co, int dec, ctr *a, ctr *b, ctr *s,
+                                                        mixw *mx, apm *ap, int bit)
 {
-    int x0 = m->stretch[a->p >> 4], x1 = m->stretch[b->p >> 4], x2 = m->stretch[s->p >> 4];
+    int x0 = cm_stretch[a->p >> 4], x1 = cm_stretch[b->p >> 4], x2 = cm_stretch[s->p >> 4];
     int dot =
         (int)(((int64_t)mx->w[0] * x0 + (int64_t)mx->w[1] * x1 + (int64_t)mx->w[2] * x2) >> 16);
     dot = dot > 2047 ? 2047 : dot < -2047 ? -2047 : dot;
@@ -257,9 +267,9 @@ static inline __attribute__((always_inline)) int cm_bit(cm_model *m, coder *co, 
     int target = bit ? 65535 : 0;
     unsigned jn = j + (wj >> 6); /* the nearer point */
     ap->t[jn] = (uint16_t)(ap->t[jn] + ((target - (int)ap->t[jn]) >> APM_RATE));
-    ctr_update(m, a, bit, LIM_CHAR);
-    ctr_update(m, b, bit, LIM_STATE);
-    ctr_update(m, s, bit, LIM_STATIC);
+    ctr_update(a, bit, LIM_CHAR);
+    ctr_update(b, bit, LIM_STATE);
+    ctr_update(s, bit, LIM_STATIC);
     return bit;
 }
 
@@ -297,7 +307,7 @@ static inline __attribute__((always_inline)) int cm_run(cm_model *m, coder *co, 
     unsigned rs = dec ? 0 : *rsym;
     unsigned i = 0;
     for (; i < NRNODE; i++) {
-        int stop = cm_bit(m, co, dec, &m->r_char[c][i], &m->r_st1[rctx][i], &m->r_st2[h->ctx_r4][i],
+        int stop = cm_bit(co, dec, &m->r_char[c][i], &m->r_st1[rctx][i], &m->r_st2[h->ctx_r4][i],
                           &m->r_mix[i][hq], &m->r_apm[i][h->ctx_r4 & 3], rs == i + 1);
         if (stop)
             break;
@@ -309,7 +319,7 @@ static inline __attribute__((always_inline)) int cm_run(cm_model *m, coder *co, 
         unsigned node = 1, nb = rbits[rs], eq = e_q[(er + 8) >> 4];
         for (int j = (int)nb - 1; j >= 0; j--) {
             unsigned idx = rnode[rs] + node - 1;
-            int bit = cm_bit(m, co, dec, &m->o_char[c][idx], &m->o_st[eq][idx], &m->o_static[idx],
+            int bit = cm_bit(co, dec, &m->o_char[c][idx], &m->o_st[eq][idx], &m->o_static[idx],
                              &m->o_mix[rs], &m->o_apm[rs], (int)((o >> j) & 1));
             node = node * 2 + (unsigned)bit;
         }
@@ -321,7 +331,7 @@ static inline __attribute__((always_inline)) int cm_run(cm_model *m, coder *co, 
     unsigned rl = (h->ctx_run & 15) * 4 + (r_q[rs] < 3 ? r_q[rs] : 3);
     unsigned lq = el < 16 ? 0 : el < 32 ? 1 : el < 64 ? 2 : el < 112 ? 3 : 4;
     for (i = 0; i < NLNODE; i++) {
-        int stop = cm_bit(m, co, dec, &m->l_char[c][i], &m->l_st1[lctx][i], &m->l_st2[rl][i],
+        int stop = cm_bit(co, dec, &m->l_char[c][i], &m->l_st1[lctx][i], &m->l_st2[rl][i],
                           &m->l_mix[i][lq], &m->l_apm[i][h->ctx_run & 3], ls == i);
         if (stop)
             break;
@@ -332,7 +342,7 @@ static inline __attribute__((always_inline)) int cm_run(cm_model *m, coder *co, 
         uint32_t extra = dec ? 0 : *len - lbase[ls];
         unsigned nb = lbits[ls];
         if (nb) {
-            int top = cm_bit(m, co, dec, &m->b_char[c][ls], &m->b_st[lctx][ls], &m->b_static[ls],
+            int top = cm_bit(co, dec, &m->b_char[c][ls], &m->b_st[lctx][ls], &m->b_static[ls],
                              &m->b_mix[ls], &m->b_apm[ls], (int)((extra >> (nb - 1)) & 1));
             uint32_t rest = extra & ((1u << (nb - 1)) - 1);
             code_direct(co, dec, &rest, nb - 1);

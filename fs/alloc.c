@@ -291,7 +291,20 @@ void alloc_commit_pending(gmtf_fs *fs)
     fs->pending.n = 0;
 }
 
-/* The snapshot and journal copies sb names, as allocated. */
+/* Keeps the parts of v[0..n) below size; returns the new count. */
+static size_t ext_clip(struct ext *v, size_t n, uint64_t size)
+{
+    size_t k = 0;
+    for (size_t i = 0; i < n; i++)
+        if (v[i].off < size) {
+            v[k] = v[i];
+            if (v[k].len > size - v[k].off)
+                v[k].len = size - v[k].off;
+            k++;
+        }
+    return k;
+}
+
 /* The snapshot and journal copies sb names, as far as they lie inside the
  * image: what an image claims past its end is not its space (neither
  * referenced at the rebuild nor retired later). */
@@ -308,18 +321,17 @@ static size_t sb_regions(const gmtf_fs *fs, const sb_info *sb, struct ext out[4]
         out[n++] = (struct ext){sb->jrnl_off, jl};
     if (jl && sb->jrnl2_off)
         out[n++] = (struct ext){sb->jrnl2_off, jl};
+    /* A loaded slot's claims count up to the size the image had at load:
+     * once this mount has written past that end, a copy a damaged slot put
+     * there would overlap new frames (mutator seed 234: the repair's
+     * checkpoint retired a snapshot copy "at" the old end, over a frame it
+     * had just written there). */
     uint64_t size;
     if (img_size((gmtf_fs *)fs, &size))
-        return n;
-    size_t k = 0;
-    for (size_t i = 0; i < n; i++)
-        if (out[i].off < size) {
-            out[k] = out[i];
-            if (out[k].len > size - out[k].off)
-                out[k].len = size - out[k].off;
-            k++;
-        }
-    return k;
+        size = UINT64_MAX;
+    if (fs->sb_load_size && fs->sb_load_size < size)
+        size = fs->sb_load_size;
+    return ext_clip(out, n, size);
 }
 
 int alloc_retire_list(gmtf_fs *fs, extvec *out)
@@ -356,20 +368,6 @@ static int ext_cmp(const void *a, const void *b)
     return x->off < y->off ? -1 : x->off > y->off;
 }
 
-/* Keeps the parts of v[0..n) below size; returns the new count. */
-static size_t ext_clip(struct ext *v, size_t n, uint64_t size)
-{
-    size_t k = 0;
-    for (size_t i = 0; i < n; i++)
-        if (v[i].off < size) {
-            v[k] = v[i];
-            if (v[k].len > size - v[k].off)
-                v[k].len = size - v[k].off;
-            k++;
-        }
-    return k;
-}
-
 int alloc_rebuild(gmtf_fs *fs)
 {
     size_t n = 0, cap = fs->live_frames + 4 + fs->retired_cur.n + fs->retired_prev.n;
@@ -387,7 +385,9 @@ int alloc_rebuild(gmtf_fs *fs)
     /* What lies past the end of the image (cut short, or hostile) is not
      * there: the end is never moved to where an image claims space. */
     uint64_t size;
+    fs->sb_load_size = 0; /* sb_regions: the slot's claims as far as the image goes now */
     if (!img_size(fs, &size)) {
+        fs->sb_load_size = size;
         n = ext_clip(v, n, size);
         /* The retired lists too: released two checkpoints later, a range
          * past today's end would come back as free space inside what the

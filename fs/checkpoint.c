@@ -139,6 +139,7 @@ static int checkpoint(gmtf_fs *fs, uint64_t journal_bytes, unsigned flush_flags)
     for (uint32_t id = 1; id < fs->nframes; id++) /* a generation begins */
         fs->frames[id].flags &= FRAME_OUTSIDE;    /* (outside stays: frame.c) */
     fs->sb = nsb;
+    fs->sb_load_size = 0; /* its regions were given out by this mount */
     if (!(nsb.incompat & SB_INCOMPLETE))
         fs->mkfs_fill = 0; /* a complete state is durable: its frames matter */
     fs->data_start = DATA_START;

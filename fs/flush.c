@@ -11,6 +11,10 @@
 
 #define BATCH_BYTES (64u << 20)
 
+/* The dedup table grows with what is flushed, from DEDUP_FIRST slots (a
+ * mount of a small image, or a test's hundreds of mounts, does not clear
+ * 6 MiB each time) to DEDUP_SLOTS. */
+#define DEDUP_FIRST (1u << 12)
 #define DEDUP_SLOTS (1u << 18)
 
 struct piece {
@@ -93,15 +97,31 @@ static int dedup_lookup(gmtf_fs *fs, const uint8_t *data, uint32_t len, uint64_t
     return same;
 }
 
+/* Makes the table cap slots, keeping what it holds. */
+static void dedup_grow(gmtf_fs *fs, size_t cap)
+{
+    struct dedup_ent *t = calloc(cap, sizeof *t);
+    if (!t)
+        return; /* the old table (if any) goes on */
+    for (size_t i = 0; i < fs->dedup_cap; i++)
+        if (fs->dedup[i].len)
+            t[fs->dedup[i].hash & (cap - 1)] = fs->dedup[i];
+    free(fs->dedup);
+    fs->dedup = t;
+    fs->dedup_cap = cap;
+    fs->dedup_n = 0;
+}
+
 static void dedup_insert(gmtf_fs *fs, uint64_t hash, uint32_t frame, uint32_t off, uint32_t len)
 {
-    if (!fs->dedup) {
-        fs->dedup = calloc(DEDUP_SLOTS, sizeof *fs->dedup);
-        if (!fs->dedup)
-            return;
-        fs->dedup_cap = DEDUP_SLOTS;
-    }
+    if (!fs->dedup)
+        dedup_grow(fs, DEDUP_FIRST);
+    else if (fs->dedup_n >= fs->dedup_cap / 2 && fs->dedup_cap < DEDUP_SLOTS)
+        dedup_grow(fs, fs->dedup_cap * 4);
+    if (!fs->dedup)
+        return;
     fs->dedup[hash & (fs->dedup_cap - 1)] = (struct dedup_ent){hash, frame, off, len};
+    fs->dedup_n++;
 }
 
 /* Encodes groups g[0..n) whose bytes lie back to back in src. */

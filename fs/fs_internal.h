@@ -235,6 +235,11 @@ struct gmtf_fs {
      * copies). A checkpoint makes prev free and cur prev: nothing a
      * superblock slot still names is ever overwritten. */
     extvec retired_cur, retired_prev;
+    /* The image's size when the superblock in sb was loaded (0: none, or sb
+     * is one this mount wrote): the loaded generation's snapshot and journal
+     * copies count only below it, so what a damaged slot claims past the end
+     * is never retired into space given out since (alloc.c, sb_regions). */
+    uint64_t sb_load_size;
     extvec punched;      /* free ranges already punched out of the host file */
     uint64_t data_start; /* DATA_START, or DATA_START_V1 while a version 1 image */
     /* Space kept for the next checkpoint while space is tight (allocated
@@ -292,7 +297,7 @@ struct gmtf_fs {
 
     /* dedup of flushed pieces */
     struct dedup_ent *dedup;
-    size_t dedup_cap;
+    size_t dedup_cap, dedup_n; /* slots (a power of 2), entries put since it grew */
 
     /* flusher */
     pthread_t flusher;

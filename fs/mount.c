@@ -60,7 +60,7 @@ static void meta_free_all(gmtf_fs *fs)
     pthread_mutex_unlock(&fs->cache_lock);
     free(fs->dedup);
     fs->dedup = NULL;
-    fs->dedup_cap = 0;
+    fs->dedup_cap = fs->dedup_n = 0;
     fs->next_gen = 1;
     fs->corrupt_records = 0;
     fs->replayed = 0;

@@ -787,6 +787,19 @@ static void edit_retire_past_end(himg *h, const uint8_t *img, size_t len)
     field_set(r, 0, len + 4096);
 }
 
+/* Seed 234 of CI's mutator shard 1 (0e7ac15): the current slot's first
+ * snapshot copy moved to the image's end (the second copy served). fsck -y
+ * wrote frames at that end, then its checkpoint retired the claimed copy
+ * over them (the clip used the image's size then, not at load): fsck -n
+ * afterwards found retired space overlapping a frame (not converged). */
+static void edit_snapshot_at_end(himg *h, const uint8_t *img, size_t len)
+{
+    (void)img;
+    (void)len;
+    h->sb[h->cur].snap_off = h->len; /* after the build: the superblock alone */
+    himg_put_sb(h, h->cur, 1);
+}
+
 static const struct finding {
     int variant;
     void (*edit)(himg *h, const uint8_t *img, size_t len);
@@ -813,6 +826,9 @@ static const struct finding {
     {1, edit_frame_shifted, 0, "a frame 64 bytes into the one before"},
     {0, edit_frame_shifted, 0, "a frame 64 bytes into the one before, journal image"},
     {0, edit_retire_past_end, 0, "a retired range past the end of the image"},
+    {0, edit_snapshot_at_end, 1, "a snapshot copy at the end of the image, journal image"},
+    {1, edit_snapshot_at_end, 1, "a snapshot copy at the end of the image"},
+    {2, edit_snapshot_at_end, 1, "a snapshot copy at the end of the image, with a capacity"},
 };
 
 static void test_mutator_findings(void **state)
