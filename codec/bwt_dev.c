@@ -49,6 +49,9 @@ void gmtf_bwt_dev_init(gmtf_bwt_dev *d, const gmtf_bwt_dev_ops *ops)
                                                        : (unsigned)pipe[i];
     d->chunk_min = env_u64("GMTF_GPU_CHUNK_MIN", DEV_CHUNK_MIN);
     d->use_lanes = ops && ops->lanes && env_u64("GMTF_GPU_LANES", 1) != 0;
+    d->use_enc = ops && ops->enc_scan && env_u64("GMTF_GPU_LANES_ENC", 1) != 0;
+    d->use_inv_dev =
+        d->use_lanes && ops->lanes_keep && ops->inv_dev && env_u64("GMTF_GPU_INV_DEV", 1) != 0;
 }
 
 static void dev_close(gmtf_bwt_dev *d)
@@ -61,13 +64,24 @@ static void dev_close(gmtf_bwt_dev *d)
         d->ops->inv_destroy(d->ctx[GMTF_BWT_DEV_INV]);
     if (d->ctx[GMTF_BWT_DEV_LANES])
         d->ops->lanes_destroy(d->ctx[GMTF_BWT_DEV_LANES]);
-    d->ctx[GMTF_BWT_DEV_FWD] = d->ctx[GMTF_BWT_DEV_INV] = d->ctx[GMTF_BWT_DEV_LANES] = NULL;
+    for (int e = GMTF_BWT_DEV_ENC0; e <= GMTF_BWT_DEV_ENC1; e++)
+        if (d->ctx[e])
+            d->ops->enc_destroy(d->ctx[e]);
+    for (int i = 0; i < GMTF_BWT_DEV_NCTX; i++)
+        d->ctx[i] = NULL;
 }
 
 void gmtf_bwt_dev_free(gmtf_bwt_dev *d)
 {
     dev_close(d);
     d->ops = NULL;
+}
+
+void gmtf_bwt_dev_hold(gmtf_bwt_dev *d, int on)
+{
+    d->hold = on;
+    if (!on && d->retired)
+        dev_close(d);
 }
 
 int gmtf_bwt_dev_wants(const gmtf_bwt_dev *d, int dir, uint64_t bytes)
@@ -89,9 +103,10 @@ static int dev_enter(gmtf_bwt_dev *d, int dir)
     if (!d->ops || d->retired)
         return -ENODEV;
     if (!d->ctx[dir]) {
-        int rc = dir == GMTF_BWT_DEV_FWD   ? d->ops->fwd_create(&d->ctx[dir])
-                 : dir == GMTF_BWT_DEV_INV ? d->ops->inv_create(&d->ctx[dir])
-                                           : d->ops->lanes_create(&d->ctx[dir]);
+        int rc = dir == GMTF_BWT_DEV_FWD     ? d->ops->fwd_create(&d->ctx[dir])
+                 : dir == GMTF_BWT_DEV_INV   ? d->ops->inv_create(&d->ctx[dir])
+                 : dir == GMTF_BWT_DEV_LANES ? d->ops->lanes_create(&d->ctx[dir])
+                                             : d->ops->enc_create(&d->ctx[dir]);
         if (rc < 0) {
             d->ctx[dir] = NULL;
             return rc;
@@ -106,8 +121,9 @@ static int dev_leave(gmtf_bwt_dev *d, int dir, int rc, size_t count)
 {
     if (rc == 0) {
         d->blocks[dir] += count;
-    } else if (rc != -EINVAL && rc != -EUCLEAN) {
-        dev_close(d);
+    } else if (rc != -EINVAL && rc != -EUCLEAN && !d->retired) { /* the first error */
+        if (!d->hold)
+            dev_close(d);
         d->retired = 1;
         d->last_err = rc;
     }
@@ -138,17 +154,74 @@ int gmtf_bwt_dev_inverse(gmtf_bwt_dev *d, const uint8_t *bwt, const uint64_t *of
 
 int gmtf_bwt_dev_lanes(gmtf_bwt_dev *d, const uint8_t *in, uint64_t nin, size_t count,
                        const gmtf_gpu_lane *lanes, const uint16_t *cum, const uint8_t *sel,
-                       const uint64_t *out_off, uint8_t *out, uint8_t *bad)
+                       const uint64_t *out_off, uint8_t *out, uint8_t *bad, int keep)
 {
-    if (!d->use_lanes)
+    if (!d->use_lanes || (keep && !d->use_inv_dev))
         return -ENOTSUP;
     uint64_t t0 = now_ns();
     int rc = dev_enter(d, GMTF_BWT_DEV_LANES);
-    if (rc == 0)
+    if (rc == 0 && keep)
+        rc = d->ops->lanes_keep(d->ctx[GMTF_BWT_DEV_LANES], in, nin, count, lanes, cum, sel,
+                                out_off, out, bad);
+    else if (rc == 0)
         rc = d->ops->lanes(d->ctx[GMTF_BWT_DEV_LANES], in, nin, count, lanes, cum, sel, out_off,
                            out, bad);
     d->ns[GMTF_BWT_DEV_LANES] += now_ns() - t0;
     return dev_leave(d, GMTF_BWT_DEV_LANES, rc, count);
+}
+
+int gmtf_bwt_dev_enc_scan(gmtf_bwt_dev *d, int e, size_t count, const uint64_t *off,
+                          gmtf_gpu_lanes_scan_out *o)
+{
+    int dir = GMTF_BWT_DEV_ENC0 + (e & 1);
+    if (!d->use_enc)
+        return -ENOTSUP;
+    if (d->retired || !d->ctx[GMTF_BWT_DEV_FWD])
+        return -ENODEV;
+    uint64_t t0 = now_ns();
+    int rc = dev_enter(d, dir);
+    if (rc == 0)
+        rc = d->ops->enc_scan(d->ctx[dir], d->ctx[GMTF_BWT_DEV_FWD], count, off, o);
+    d->ns[dir] += now_ns() - t0;
+    return dev_leave(d, dir, rc, 0);
+}
+
+int gmtf_bwt_dev_enc_tables(gmtf_bwt_dev *d, int e, uint8_t **sel, uint16_t **cum, uint8_t **skip)
+{
+    int dir = GMTF_BWT_DEV_ENC0 + (e & 1);
+    if (!d->use_enc || d->retired || !d->ctx[dir])
+        return -ENODEV;
+    return d->ops->enc_tables(d->ctx[dir], sel, cum, skip);
+}
+
+int gmtf_bwt_dev_enc_code(gmtf_bwt_dev *d, int e, size_t count, const uint8_t **streams,
+                          const uint32_t **len)
+{
+    int dir = GMTF_BWT_DEV_ENC0 + (e & 1);
+    if (!d->use_enc || d->retired || !d->ctx[dir])
+        return -ENODEV;
+    uint64_t t0 = now_ns();
+    int rc = dev_enter(d, dir);
+    if (rc == 0)
+        rc = d->ops->enc_code(d->ctx[dir], streams, len);
+    d->ns[dir] += now_ns() - t0;
+    return dev_leave(d, dir, rc, count);
+}
+
+int gmtf_bwt_dev_inverse_lanes(gmtf_bwt_dev *d, const uint64_t *off, size_t count,
+                               const uint32_t *step, const uint32_t *idx, uint8_t *dst)
+{
+    if (!d->use_inv_dev)
+        return -ENOTSUP;
+    if (d->retired || !d->ctx[GMTF_BWT_DEV_LANES])
+        return -ENODEV;
+    uint64_t t0 = now_ns();
+    int rc = dev_enter(d, GMTF_BWT_DEV_INV);
+    if (rc == 0)
+        rc = d->ops->inv_dev(d->ctx[GMTF_BWT_DEV_INV], d->ctx[GMTF_BWT_DEV_LANES], off, count, step,
+                             idx, dst);
+    d->ns[GMTF_BWT_DEV_INV] += now_ns() - t0;
+    return dev_leave(d, GMTF_BWT_DEV_INV, rc, count);
 }
 
 /* ---- the GPU's ops -------------------------------------------------------- */
@@ -208,6 +281,49 @@ static int gpu_lanes(void *ctx, const uint8_t *in, uint64_t nin, size_t count,
     return gmtf_gpu_lanes_decode(ctx, in, nin, count, lanes, cum, sel, out_off, out, bad);
 }
 
+static int gpu_lanes_keep(void *ctx, const uint8_t *in, uint64_t nin, size_t count,
+                          const gmtf_gpu_lane *lanes, const uint16_t *cum, const uint8_t *sel,
+                          const uint64_t *out_off, const uint8_t *fill, uint8_t *bad)
+{
+    return gmtf_gpu_lanes_decode_keep(ctx, in, nin, count, lanes, cum, sel, out_off, fill, bad);
+}
+
+static int gpu_inv_dev(void *ctx, void *lanes_ctx, const uint64_t *off, size_t count,
+                       const uint32_t *step, const uint32_t *idx, uint8_t *dst)
+{
+    void *bwt = NULL;
+    int rc = gmtf_gpu_lanes_out_device(lanes_ctx, &bwt);
+    return rc ? rc : gmtf_gpu_ibwt_batch_dev(ctx, bwt, off, count, step, idx, dst);
+}
+
+static int gpu_enc_create(void **ctx)
+{
+    return gmtf_gpu_lanes_enc_create((gmtf_gpu_lanes_enc **)ctx);
+}
+
+static void gpu_enc_destroy(void *ctx)
+{
+    gmtf_gpu_lanes_enc_destroy(ctx);
+}
+
+static int gpu_enc_scan(void *ctx, void *fwd_ctx, size_t count, const uint64_t *off,
+                        gmtf_gpu_lanes_scan_out *o)
+{
+    void *bwt = NULL;
+    int rc = gmtf_gpu_bwt_stage_device(fwd_ctx, &bwt, NULL);
+    return rc ? rc : gmtf_gpu_lanes_enc_scan_dev(ctx, bwt, count, off, o);
+}
+
+static int gpu_enc_tables(void *ctx, uint8_t **sel, uint16_t **cum, uint8_t **skip)
+{
+    return gmtf_gpu_lanes_enc_tables(ctx, sel, cum, skip);
+}
+
+static int gpu_enc_code(void *ctx, const uint8_t **streams, const uint32_t **len)
+{
+    return gmtf_gpu_lanes_enc_code_dev(ctx, streams, len);
+}
+
 static const gmtf_bwt_dev_ops gpu_ops = {
     .name = "gpu",
     .fwd_create = gpu_fwd_create,
@@ -219,6 +335,13 @@ static const gmtf_bwt_dev_ops gpu_ops = {
     .lanes_create = gpu_lanes_create,
     .lanes_destroy = gpu_lanes_destroy,
     .lanes = gpu_lanes,
+    .enc_create = gpu_enc_create,
+    .enc_destroy = gpu_enc_destroy,
+    .enc_scan = gpu_enc_scan,
+    .enc_tables = gpu_enc_tables,
+    .enc_code = gpu_enc_code,
+    .lanes_keep = gpu_lanes_keep,
+    .inv_dev = gpu_inv_dev,
 };
 
 const gmtf_bwt_dev_ops *gmtf_bwt_dev_gpu(void)

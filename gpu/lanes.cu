@@ -208,6 +208,7 @@ struct gmtf_gpu_lanes_ctx {
     int ok;
     char err[256];
     dbuf in, lanes, cum, sel, off, out, bad;
+    int kept; /* the last decode's output is on the device (decode_keep) */
 #ifndef GMTF_LANES_EMU
     cudaStream_t st;
 #endif
@@ -482,15 +483,17 @@ static int check(const gmtf_gpu_lane *lanes, size_t count, uint64_t nin, const u
     return 0;
 }
 
-extern "C" int gmtf_gpu_lanes_decode(gmtf_gpu_lanes_ctx *c, const uint8_t *in, uint64_t nin,
-                                     size_t count, const gmtf_gpu_lane *lanes, const uint16_t *cum,
-                                     const uint8_t *sel, const uint64_t *out_off, uint8_t *out,
-                                     uint8_t *bad)
+/* keep: the output stays on the device (the blocks without work get
+ * fill's bytes there instead), else the blocks with work come down to out. */
+static int decode_impl(gmtf_gpu_lanes_ctx *c, const uint8_t *in, uint64_t nin, size_t count,
+                       const gmtf_gpu_lane *lanes, const uint16_t *cum, const uint8_t *sel,
+                       const uint64_t *out_off, uint8_t *out, uint8_t *bad, int keep)
 {
     if (!c)
         return -ENODEV;
     if (!c->ok)
         return -EIO;
+    c->kept = 0;
     if (count == 0)
         return 0;
     if (!in || !lanes || !cum || !sel || !out_off || !out || !bad || count > (1u << 20))
@@ -513,19 +516,49 @@ extern "C" int gmtf_gpu_lanes_decode(gmtf_gpu_lanes_ctx *c, const uint8_t *in, u
     TRY(h2d(c, c->sel.p, sel, count * MAX_GROUPS));
     TRY(h2d(c, c->off.p, out_off, (count + 1) * 8));
     TRY(run(c, count, nout));
-    /* only the blocks with work: the others' bytes in out stay the caller's */
+    /* keep: the blocks without work go up from fill; else only the blocks
+     * with work come down (the others' bytes in out stay the caller's) */
     for (size_t b = 0; b < count;) {
-        if (!has_work(lanes + b * GMTF_GPU_LANES)) {
-            b++;
-            continue;
-        }
+        int work = has_work(lanes + b * GMTF_GPU_LANES);
         size_t e = b + 1;
-        while (e < count && has_work(lanes + e * GMTF_GPU_LANES))
+        while (e < count && has_work(lanes + e * GMTF_GPU_LANES) == work)
             e++;
-        TRY(d2h(c, out + out_off[b], (uint8_t *)c->out.p + (out_off[b] - out_off[0]),
-                out_off[e] - out_off[b]));
+        uint8_t *dev = (uint8_t *)c->out.p + (out_off[b] - out_off[0]);
+        if (keep && !work)
+            TRY(h2d(c, dev, out + out_off[b], out_off[e] - out_off[b]));
+        else if (!keep && work)
+            TRY(d2h(c, out + out_off[b], dev, out_off[e] - out_off[b]));
         b = e;
     }
     TRY(d2h(c, bad, c->bad.p, count));
-    return sync(c);
+    TRY(sync(c));
+    c->kept = keep;
+    return 0;
+}
+
+extern "C" int gmtf_gpu_lanes_decode(gmtf_gpu_lanes_ctx *c, const uint8_t *in, uint64_t nin,
+                                     size_t count, const gmtf_gpu_lane *lanes, const uint16_t *cum,
+                                     const uint8_t *sel, const uint64_t *out_off, uint8_t *out,
+                                     uint8_t *bad)
+{
+    return decode_impl(c, in, nin, count, lanes, cum, sel, out_off, out, bad, 0);
+}
+
+extern "C" int gmtf_gpu_lanes_decode_keep(gmtf_gpu_lanes_ctx *c, const uint8_t *in, uint64_t nin,
+                                          size_t count, const gmtf_gpu_lane *lanes,
+                                          const uint16_t *cum, const uint8_t *sel,
+                                          const uint64_t *out_off, const uint8_t *fill,
+                                          uint8_t *bad)
+{
+    return decode_impl(c, in, nin, count, lanes, cum, sel, out_off, (uint8_t *)fill, bad, 1);
+}
+
+extern "C" int gmtf_gpu_lanes_out_device(gmtf_gpu_lanes_ctx *c, void **out)
+{
+    if (!c)
+        return -ENODEV;
+    if (!c->kept)
+        return -EINVAL;
+    *out = c->out.p;
+    return 0;
 }

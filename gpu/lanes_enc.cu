@@ -483,6 +483,7 @@ struct enc_args {
     const uint16_t *cum;
     uint8_t *room;
     uint32_t *len;
+    const uint8_t *skip; /* code: blocks left alone (NULL: none) */
 };
 
 static GMTF_HD void scan_one(const enc_args &e, size_t blk, unsigned j, uint8_t *tmp, unsigned t)
@@ -502,6 +503,10 @@ static GMTF_HD void code_one(const enc_args &e, size_t blk, unsigned j)
     uint32_t a, b, gb;
     lane_geom(n, j, &a, &b, &gb);
     size_t L = blk * GMTF_GPU_LANES + j;
+    if (e.skip && e.skip[blk]) {
+        e.len[L] = 0;
+        return;
+    }
     uint64_t hi = room_end(o, b, L), lo = hi - 2 * (uint64_t)(b - a) - 64;
     e.len[L] = lane_code(a, b, e.runs[L], e.rk + o + a, e.keys + 2 * (o + a), e.rl + o + a,
                          e.sel + blk * MAX_GROUPS + gb, e.cum + blk * NTAB * CUMW, e.room + lo,
@@ -523,7 +528,11 @@ struct gmtf_gpu_lanes_enc {
     int scanned;
     float ms[2]; /* the last scan and code kernels' device time */
     dbuf crk, ckeys, roff, bwt, off, rk, keys, rl, runs, init, ninit, gstart, shared, sel, cum,
-        room, len, pos, packed;
+        room, len, pos, packed, skip;
+    /* the device-fed calls' host side (pinned; gmtf_gpu_lanes_enc_scan_dev) */
+    dbuf h_rk, h_keys, h_runs, h_roff, h_init, h_ninit, h_gstart, h_shared, h_sel, h_cum, h_len,
+        h_pos, h_streams, h_skip;
+    int use_skip;
 #ifndef GMTF_LANES_ENC_EMU
     cudaStream_t st;
     cudaEvent_t ev[2];
@@ -560,6 +569,7 @@ static enc_args args_of(gmtf_gpu_lanes_enc *c)
     e.cum = (const uint16_t *)c->cum.p;
     e.room = (uint8_t *)c->room.p;
     e.len = (uint32_t *)c->len.p;
+    e.skip = c->use_skip ? (const uint8_t *)c->skip.p : NULL;
     return e;
 }
 
@@ -708,6 +718,39 @@ static int h2d(gmtf_gpu_lanes_enc *c, void *d, const void *h, size_t n)
     return 0;
 }
 
+static int d2d(gmtf_gpu_lanes_enc *c, void *d, const void *s, size_t n)
+{
+    if (n)
+        CK(c, cudaMemcpyAsync(d, s, n, cudaMemcpyDeviceToDevice, c->st));
+    return 0;
+}
+
+/* Pinned host memory, grown (never shrunk) and reused. */
+static int host_reserve(gmtf_gpu_lanes_enc *c, dbuf *b, size_t bytes)
+{
+    if (bytes <= b->cap)
+        return 0;
+    if (b->p)
+        cudaFreeHost(b->p);
+    b->p = NULL;
+    b->cap = 0;
+    cudaError_t e = cudaMallocHost(&b->p, bytes);
+    if (e != cudaSuccess) {
+        b->p = NULL;
+        return cuda_fail(c, e, "cudaMallocHost");
+    }
+    b->cap = bytes;
+    return 0;
+}
+
+static void host_free(dbuf *b)
+{
+    if (b->p)
+        cudaFreeHost(b->p);
+    b->p = NULL;
+    b->cap = 0;
+}
+
 static int d2h(gmtf_gpu_lanes_enc *c, void *h, const void *d, size_t n)
 {
     if (n)
@@ -795,6 +838,23 @@ static int h2d(gmtf_gpu_lanes_enc *, void *d, const void *h, size_t n)
     if (n)
         memcpy(d, h, n);
     return 0;
+}
+
+static int d2d(gmtf_gpu_lanes_enc *, void *d, const void *s, size_t n)
+{
+    if (n)
+        memcpy(d, s, n);
+    return 0;
+}
+
+static int host_reserve(gmtf_gpu_lanes_enc *c, dbuf *b, size_t bytes)
+{
+    return dev_reserve(c, b, bytes);
+}
+
+static void host_free(dbuf *b)
+{
+    dev_free(b);
 }
 
 static int d2h(gmtf_gpu_lanes_enc *, void *h, const void *d, size_t n)
@@ -893,6 +953,12 @@ extern "C" void gmtf_gpu_lanes_enc_destroy(gmtf_gpu_lanes_enc *c)
                  &c->cum,  &c->room,  &c->len,  &c->pos,   &c->packed};
     for (size_t i = 0; i < sizeof b / sizeof b[0]; i++)
         dev_free(b[i]);
+    dev_free(&c->skip);
+    dbuf *h[] = {&c->h_rk,    &c->h_keys,   &c->h_runs,    &c->h_roff, &c->h_init,
+                 &c->h_ninit, &c->h_gstart, &c->h_shared,  &c->h_sel,  &c->h_cum,
+                 &c->h_len,   &c->h_pos,    &c->h_streams, &c->h_skip};
+    for (size_t i = 0; i < sizeof h / sizeof h[0]; i++)
+        host_free(h[i]);
     free(c);
 }
 
@@ -908,8 +974,11 @@ extern "C" void gmtf_gpu_lanes_enc_kernel_ms(const gmtf_gpu_lanes_enc *c, double
     *code = c ? c->ms[1] : 0;
 }
 
-extern "C" int gmtf_gpu_lanes_enc_scan(gmtf_gpu_lanes_enc *c, const uint8_t *bwt, size_t count,
-                                       const uint64_t *off, gmtf_gpu_lanes_scan_out *o)
+/* The scan of count blocks whose bytes are at bwt (dev: a device pointer,
+ * copied device to device; else host memory). o's pointers: the caller's
+ * buffers, or with dev the context's pinned ones (set here). */
+static int scan_impl(gmtf_gpu_lanes_enc *c, const uint8_t *bwt, int dev, size_t count,
+                     const uint64_t *off, gmtf_gpu_lanes_scan_out *o)
 {
     if (!c)
         return -ENODEV;
@@ -918,14 +987,32 @@ extern "C" int gmtf_gpu_lanes_enc_scan(gmtf_gpu_lanes_enc *c, const uint8_t *bwt
     c->scanned = 0;
     if (count == 0)
         return 0;
-    if (!bwt || !off || !o || !o->rk || !o->keys || !o->runs || !o->roff || !o->init || !o->ninit ||
-        !o->gstart || !o->shared || count > (1u << 20) || off[0] != 0)
+    if (!off || !o || count > (1u << 20) || !bwt || off[0] != 0 ||
+        (!dev && (!o->rk || !o->keys || !o->runs || !o->roff || !o->init || !o->ninit ||
+                  !o->gstart || !o->shared)))
         return -EINVAL;
     for (size_t b = 0; b < count; b++)
         if (off[b + 1] <= off[b] || off[b + 1] - off[b] > (16u << 20))
             return -EINVAL;
     uint64_t n = off[count];
     size_t nl = count * GMTF_GPU_LANES;
+    if (dev) {
+        TRY(host_reserve(c, &c->h_runs, nl * 4));
+        TRY(host_reserve(c, &c->h_roff, (nl + 1) * 8));
+        TRY(host_reserve(c, &c->h_init, nl * 256));
+        TRY(host_reserve(c, &c->h_ninit, nl * 2));
+        TRY(host_reserve(c, &c->h_gstart, count * MAX_GROUPS * 4));
+        TRY(host_reserve(c, &c->h_shared, nl * GMTF_GPU_LANES_NSHARED * NSYM * 4));
+        TRY(host_reserve(c, &c->h_sel, count * MAX_GROUPS));
+        TRY(host_reserve(c, &c->h_cum, count * NTAB * CUMW * 2));
+        TRY(host_reserve(c, &c->h_skip, count));
+        o->runs = (uint32_t *)c->h_runs.p;
+        o->roff = (uint64_t *)c->h_roff.p;
+        o->init = (uint8_t *)c->h_init.p;
+        o->ninit = (uint16_t *)c->h_ninit.p;
+        o->gstart = (uint32_t *)c->h_gstart.p;
+        o->shared = (uint32_t *)c->h_shared.p;
+    }
     TRY(dev_reserve(c, &c->bwt, n));
     TRY(dev_reserve(c, &c->off, (count + 1) * 8));
     TRY(dev_reserve(c, &c->rk, n));
@@ -936,7 +1023,7 @@ extern "C" int gmtf_gpu_lanes_enc_scan(gmtf_gpu_lanes_enc *c, const uint8_t *bwt
     TRY(dev_reserve(c, &c->ninit, nl * 2));
     TRY(dev_reserve(c, &c->gstart, count * MAX_GROUPS * 4));
     TRY(dev_reserve(c, &c->shared, nl * GMTF_GPU_LANES_NSHARED * NSYM * 4));
-    TRY(h2d(c, c->bwt.p, bwt, n));
+    TRY(dev ? d2d(c, c->bwt.p, bwt, n) : h2d(c, c->bwt.p, bwt, n));
     TRY(h2d(c, c->off.p, off, (count + 1) * 8));
     c->count = count;
     c->nbytes = n;
@@ -958,6 +1045,12 @@ extern "C" int gmtf_gpu_lanes_enc_scan(gmtf_gpu_lanes_enc *c, const uint8_t *bwt
         at += o->runs[L];
     }
     o->roff[nl] = at;
+    if (dev) {
+        TRY(host_reserve(c, &c->h_rk, at ? at : 1));
+        TRY(host_reserve(c, &c->h_keys, at ? 4 * at : 4));
+        o->rk = (uint8_t *)c->h_rk.p;
+        o->keys = (uint16_t *)c->h_keys.p;
+    }
     TRY(h2d(c, c->roff.p, o->roff, (nl + 1) * 8));
     TRY(run_compact(c));
     TRY(d2h(c, o->rk, c->crk.p, at));
@@ -968,8 +1061,88 @@ extern "C" int gmtf_gpu_lanes_enc_scan(gmtf_gpu_lanes_enc *c, const uint8_t *bwt
     TRY(d2h(c, o->shared, c->shared.p, nl * GMTF_GPU_LANES_NSHARED * NSYM * 4));
     TRY(sync(c));
     kernel_ms(c, 0);
-    c->scanned = 1;
+    c->scanned = 1 + dev;
     return 0;
+}
+
+extern "C" int gmtf_gpu_lanes_enc_scan(gmtf_gpu_lanes_enc *c, const uint8_t *bwt, size_t count,
+                                       const uint64_t *off, gmtf_gpu_lanes_scan_out *o)
+{
+    return scan_impl(c, bwt, 0, count, off, o);
+}
+
+extern "C" int gmtf_gpu_lanes_enc_scan_dev(gmtf_gpu_lanes_enc *c, const void *dbwt, size_t count,
+                                           const uint64_t *off, gmtf_gpu_lanes_scan_out *o)
+{
+    return scan_impl(c, (const uint8_t *)dbwt, 1, count, off, o);
+}
+
+extern "C" int gmtf_gpu_lanes_enc_tables(gmtf_gpu_lanes_enc *c, uint8_t **sel, uint16_t **cum,
+                                         uint8_t **skip)
+{
+    if (!c)
+        return -ENODEV;
+    if (c->scanned != 2)
+        return -EINVAL;
+    *sel = (uint8_t *)c->h_sel.p;
+    *cum = (uint16_t *)c->h_cum.p;
+    *skip = (uint8_t *)c->h_skip.p;
+    return 0;
+}
+
+/* The code step; out NULL: into the context's pinned buffer (*streams). */
+static int code_impl(gmtf_gpu_lanes_enc *c, const uint8_t *skip, const uint8_t *sel,
+                     const uint16_t *cum, uint8_t *out, uint64_t cap, uint32_t *len,
+                     const uint8_t **streams)
+{
+    size_t count = c->count, nl = count * GMTF_GPU_LANES;
+    TRY(dev_reserve(c, &c->sel, count * MAX_GROUPS));
+    TRY(dev_reserve(c, &c->cum, count * NTAB * CUMW * 2));
+    TRY(dev_reserve(c, &c->room, 2 * c->nbytes + 64 * nl));
+    TRY(dev_reserve(c, &c->len, nl * 4));
+    TRY(dev_reserve(c, &c->pos, nl * 8));
+    TRY(h2d(c, c->sel.p, sel, count * MAX_GROUPS));
+    TRY(h2d(c, c->cum.p, cum, count * NTAB * CUMW * 2));
+    c->use_skip = skip != NULL;
+    if (skip) {
+        TRY(dev_reserve(c, &c->skip, count));
+        TRY(h2d(c, c->skip.p, skip, count));
+    }
+    TRY(run_code(c));
+    TRY(d2h(c, len, c->len.p, nl * 4));
+    TRY(sync(c));
+    kernel_ms(c, 1);
+    uint64_t *pos;
+    if (streams) {
+        TRY(host_reserve(c, &c->h_pos, nl * 8));
+        pos = (uint64_t *)c->h_pos.p;
+    } else if (!(pos = (uint64_t *)malloc(nl * 8))) {
+        return -ENOMEM;
+    }
+    uint64_t at = 0;
+    for (size_t L = 0; L < nl; L++) {
+        pos[L] = at;
+        at += len[L];
+    }
+    int rc = !streams && at > cap ? -ENOSPC : 0;
+    if (!rc)
+        rc = dev_reserve(c, &c->packed, at ? at : 1);
+    if (!rc && streams) {
+        rc = host_reserve(c, &c->h_streams, at ? at : 1);
+        out = (uint8_t *)c->h_streams.p;
+        *streams = out;
+    }
+    if (!rc)
+        rc = h2d(c, c->pos.p, pos, nl * 8);
+    if (!rc)
+        rc = run_pack(c);
+    if (!rc)
+        rc = d2h(c, out, c->packed.p, at);
+    if (!rc)
+        rc = sync(c);
+    if (!streams)
+        free(pos);
+    return rc;
 }
 
 extern "C" int gmtf_gpu_lanes_enc_code(gmtf_gpu_lanes_enc *c, const uint8_t *sel,
@@ -982,37 +1155,26 @@ extern "C" int gmtf_gpu_lanes_enc_code(gmtf_gpu_lanes_enc *c, const uint8_t *sel
         return -EIO;
     if (!c->scanned || !sel || !cum || !out || !len)
         return -EINVAL;
-    size_t count = c->count, nl = count * GMTF_GPU_LANES;
-    TRY(dev_reserve(c, &c->sel, count * MAX_GROUPS));
-    TRY(dev_reserve(c, &c->cum, count * NTAB * CUMW * 2));
-    TRY(dev_reserve(c, &c->room, 2 * c->nbytes + 64 * nl));
-    TRY(dev_reserve(c, &c->len, nl * 4));
-    TRY(dev_reserve(c, &c->pos, nl * 8));
-    TRY(h2d(c, c->sel.p, sel, count * MAX_GROUPS));
-    TRY(h2d(c, c->cum.p, cum, count * NTAB * CUMW * 2));
-    TRY(run_code(c));
-    TRY(d2h(c, len, c->len.p, nl * 4));
-    TRY(sync(c));
-    kernel_ms(c, 1);
-    uint64_t *pos = (uint64_t *)malloc(nl * 8);
-    if (!pos)
-        return -ENOMEM;
-    uint64_t at = 0;
-    for (size_t L = 0; L < nl; L++) {
-        pos[L] = at;
-        at += len[L];
-    }
-    int rc = at > cap ? -ENOSPC : 0;
-    if (!rc)
-        rc = dev_reserve(c, &c->packed, at ? at : 1);
-    if (!rc)
-        rc = h2d(c, c->pos.p, pos, nl * 8);
-    if (!rc)
-        rc = run_pack(c);
-    if (!rc)
-        rc = d2h(c, out, c->packed.p, at);
-    if (!rc)
-        rc = sync(c);
-    free(pos);
-    return rc;
+    return code_impl(c, NULL, sel, cum, out, cap, len, NULL);
+}
+
+extern "C" int gmtf_gpu_lanes_enc_code_dev(gmtf_gpu_lanes_enc *c, const uint8_t **streams,
+                                           const uint32_t **len)
+{
+    if (!c)
+        return -ENODEV;
+    if (!c->ok)
+        return -EIO;
+    if (c->scanned != 2 || !streams || !len)
+        return -EINVAL;
+    *streams = NULL;
+    *len = NULL;
+    if (c->count == 0)
+        return 0;
+    TRY(host_reserve(c, &c->h_len, c->count * GMTF_GPU_LANES * 4));
+    uint32_t *l = (uint32_t *)c->h_len.p;
+    TRY(code_impl(c, (const uint8_t *)c->h_skip.p, (const uint8_t *)c->h_sel.p,
+                  (const uint16_t *)c->h_cum.p, NULL, 0, l, streams));
+    *len = l;
+    return 0;
 }
