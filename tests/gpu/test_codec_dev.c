@@ -750,5 +750,9 @@ int main(void)
         cmocka_unit_test(test_lanes_enc),
         cmocka_unit_test(test_real),
     };
+    /* GMTF_CODEC_DEV_ONLY=test_lanes_enc: one test (e.g. under compute-sanitizer) */
+    const char *only = getenv("GMTF_CODEC_DEV_ONLY");
+    if (only && *only)
+        cmocka_set_test_filter(only);
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
