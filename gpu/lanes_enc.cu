@@ -328,50 +328,70 @@ static GMTF_HD void lane_scan(const uint8_t *s, uint32_t a, uint32_t b, uint8_t 
 /* ---- code: rANS of one lane ------------------------------------------------ */
 
 struct renc {
-    uint64_t x[2];
+    uint64_t xa, xb;
     uint8_t *p, *lo;
     int overflow;
 };
 
+/* One group of rANS steps (the CPU's rans_group, in a fixed shape so that
+ * it stays in registers): a raw field of rnb bits first, then symbol 2 and
+ * symbol 1 (f = 0: absent), as the CPU applies its steps (last added
+ * first); two raw fields in a row are one field of their bits. */
 struct rgroup {
-    unsigned n, bits;
-    uint64_t freq;
-    uint16_t f[4], c[4];
-    uint8_t nb[4];
+    uint32_t rnb, rval;
+    uint32_t f1, c1, f2, c2;
 };
 
-static GMTF_HD inline void g_init(rgroup &g)
-{
-    g.n = 0;
-    g.bits = 0;
-    g.freq = 1;
-}
-
-static GMTF_HD inline void g_sym(rgroup &g, const uint16_t *cum, unsigned t, unsigned y)
+static GMTF_HD inline void g_sym1(rgroup &g, const uint16_t *cum, unsigned t, unsigned y)
 {
     const uint16_t *cm = cum + (size_t)t * CUMW;
-    uint16_t f = (uint16_t)(cm[y + 1] - cm[y]);
-    g.f[g.n] = f;
-    g.c[g.n] = cm[y];
-    g.nb[g.n++] = PROB_BITS;
-    g.bits += PROB_BITS;
-    g.freq *= f;
+    uint16_t lo = cm[y], hi = cm[y + 1];
+    g.f1 = (uint16_t)(hi - lo);
+    g.c1 = lo;
 }
 
-static GMTF_HD inline void g_raw(rgroup &g, uint32_t v, unsigned nb)
+static GMTF_HD inline void g_sym2(rgroup &g, const uint16_t *cum, unsigned t, unsigned y)
 {
-    if (nb == 0)
-        return;
-    g.f[g.n] = 0;
-    g.c[g.n] = (uint16_t)v;
-    g.nb[g.n++] = (uint8_t)nb;
-    g.bits += nb;
+    const uint16_t *cm = cum + (size_t)t * CUMW;
+    uint16_t lo = cm[y], hi = cm[y + 1];
+    g.f2 = (uint16_t)(hi - lo);
+    g.c2 = lo;
 }
 
-static GMTF_HD inline void g_put(renc &r, unsigned st, const rgroup &g)
+/* x / f for f in 1..4096 (exact for any 64-bit x): on the device as a
+ * multiply by the codec's reciprocal (Granlund and Montgomery,
+ * codec/entropy_lanes.c's set_reciprocal), from a table by f. */
+#ifdef GMTF_LANES_ENC_EMU
+#define DIV_F(x, f, e) ((x) / (f))
+#else
+static __device__ inline uint64_t div_f(uint64_t x, uint32_t f, const uint64_t *rcp,
+                                        const uint8_t *rsh)
 {
-    uint64_t x = r.x[st];
-    uint64_t k = g.freq << (32 - g.bits);
+    uint64_t m = __ldg(rcp + f);
+    unsigned sh = __ldg(rsh + f);
+    uint64_t t = __umul64hi(m, x);
+    return (t + ((x - t) >> (sh & 1))) >> (sh >> 1);
+}
+#define DIV_F(x, f, e) div_f((x), (f), (e).rcp, (e).rsh)
+#endif
+
+struct divs {
+    const uint64_t *rcp;
+    const uint8_t *rsh;
+};
+
+static GMTF_HD inline uint64_t g_step(uint64_t x, uint32_t f, uint32_t c, const divs &d)
+{
+    (void)d;
+    uint64_t q = DIV_F(x, f, d);
+    return (q << PROB_BITS) + (x - q * f) + c;
+}
+
+static GMTF_HD inline uint64_t g_put(renc &r, uint64_t x, const rgroup &g, const divs &d)
+{
+    unsigned bits = g.rnb + (g.f1 ? PROB_BITS : 0) + (g.f2 ? PROB_BITS : 0);
+    uint64_t freq = (uint64_t)(g.f1 ? g.f1 : 1) * (g.f2 ? g.f2 : 1);
+    uint64_t k = freq << (32 - bits);
     if ((x >> 32) >= k) {
         if (r.p - r.lo < 4) {
             r.overflow = 1;
@@ -382,25 +402,23 @@ static GMTF_HD inline void g_put(renc &r, unsigned st, const rgroup &g)
         }
         x >>= 32;
     }
-    for (unsigned i = g.n; i-- > 0;) {
-        if (g.f[i]) {
-            uint64_t q = x / g.f[i];
-            x = (q << PROB_BITS) + (x - q * g.f[i]) + g.c[i];
-        } else {
-            x = x << g.nb[i] | g.c[i];
-        }
-    }
-    r.x[st] = x;
+    if (g.rnb)
+        x = x << g.rnb | g.rval;
+    if (g.f2)
+        x = g_step(x, g.f2, g.c2, d);
+    if (g.f1)
+        x = g_step(x, g.f1, g.c1, d);
+    return x;
 }
 
 /* Codes lane [a, b) of k runs backwards into [lo, hi); its length, or 0
  * when it does not fit (the host codes that lane itself). */
 static GMTF_HD uint32_t lane_code(uint32_t a, uint32_t b, uint32_t k, const uint8_t *rk,
                                   const uint16_t *keys, const uint32_t *rl, const uint8_t *sel,
-                                  const uint16_t *cum, uint8_t *lo, uint8_t *hi)
+                                  const uint16_t *cum, uint8_t *lo, uint8_t *hi, const divs &d)
 {
     renc r;
-    r.x[0] = r.x[1] = RANS_L;
+    r.xa = r.xb = RANS_L;
     r.p = hi;
     r.lo = lo;
     r.overflow = 0;
@@ -419,42 +437,44 @@ static GMTF_HD uint32_t lane_code(uint32_t a, uint32_t b, uint32_t k, const uint
         unsigned rtab = rkey >> 4, ltab = lkey >> 4;
         if (rtab >= TPS || ltab >= TPS)
             return 0;
-        rgroup ga, gb;
-        g_init(ga);
-        g_sym(ga, cum, set * TPS + rtab, rsym);
-        g_sym(ga, cum, set * TPS + ltab, lsym);
-        g_init(gb);
+        rgroup ga = {0, 0, 0, 0, 0, 0}, gb = {0, 0, 0, 0, 0, 0};
+        g_sym1(ga, cum, set * TPS + rtab, rsym);
+        g_sym2(ga, cum, set * TPS + ltab, lsym);
+        unsigned v = rk[k] - e_rbase[rsym];
         if (rsym >= RSYM_BIG_FIRST) {
-            g_sym(gb, cum, T_OFF + rsym - RSYM_OFF_FIRST, ((rk[k] - e_rbase[rsym]) >> 2) & 15);
-            g_raw(gb, (rk[k] - e_rbase[rsym]) & 3, 2);
+            g_sym1(gb, cum, T_OFF + rsym - RSYM_OFF_FIRST, (v >> 2) & 15);
+            gb.rnb = 2;
+            gb.rval = v & 3;
         } else if (rsym >= RSYM_OFF_FIRST) {
-            g_sym(gb, cum, T_OFF + rsym - RSYM_OFF_FIRST, (rk[k] - e_rbase[rsym]) & 15);
+            g_sym1(gb, cum, T_OFF + rsym - RSYM_OFF_FIRST, v & 15);
         }
         if (lsym == LSYM_ESC) {
             if (len < (1u << LBIG_MIN))
                 return 0;
             unsigned eb = bitlen_m1(len), lo_bits = eb < 16 ? eb : 16;
             uint32_t low = len & ((1u << eb) - 1);
-            rgroup g2, g3;
-            g_init(g2);
-            g_sym(g2, cum, T_LBIG, (eb - LBIG_MIN) & 15);
-            g_raw(g2, low >> (eb - lo_bits), lo_bits);
-            g_init(g3);
-            g_raw(g3, low & ((1u << (eb - lo_bits)) - 1), eb - lo_bits);
-            g_put(r, XB, g3);
-            g_put(r, XB, g2);
-        } else {
-            g_raw(gb, len - e_lbase[lsym], e_lbits[lsym]);
+            rgroup g2 = {lo_bits, low >> (eb - lo_bits), 0, 0, 0, 0};
+            g_sym1(g2, cum, T_LBIG, (eb - LBIG_MIN) & 15);
+            rgroup g3 = {eb - lo_bits, low & ((1u << (eb - lo_bits)) - 1), 0, 0, 0, 0};
+            if (g3.rnb)
+                r.xb = g_put(r, r.xb, g3, d);
+            r.xb = g_put(r, r.xb, g2, d);
+        } else if (e_lbits[lsym]) {
+            /* the length's raw bits come after the offset's (a later step:
+             * applied first, the lower field of the two) */
+            gb.rval = (len - e_lbase[lsym]) << gb.rnb | gb.rval;
+            gb.rnb += e_lbits[lsym];
         }
-        g_put(r, XB, gb);
-        g_put(r, XA, ga);
+        if (gb.rnb || gb.f1)
+            r.xb = g_put(r, r.xb, gb, d);
+        r.xa = g_put(r, r.xa, ga, d);
     }
     if (k != 0 || r.overflow || r.p - lo < 16)
         return 0;
     r.p -= 16;
     for (int q = 0; q < 8; q++) {
-        r.p[q] = (uint8_t)(r.x[XA] >> (8 * q));
-        r.p[8 + q] = (uint8_t)(r.x[XB] >> (8 * q));
+        r.p[q] = (uint8_t)(r.xa >> (8 * q));
+        r.p[8 + q] = (uint8_t)(r.xb >> (8 * q));
     }
     return (uint32_t)(hi - r.p);
 }
@@ -484,6 +504,7 @@ struct enc_args {
     uint8_t *room;
     uint32_t *len;
     const uint8_t *skip; /* code: blocks left alone (NULL: none) */
+    divs d;              /* code: x / f by multiplication (device) */
 };
 
 static GMTF_HD void scan_one(const enc_args &e, size_t blk, unsigned j, uint8_t *tmp, unsigned t)
@@ -510,7 +531,7 @@ static GMTF_HD void code_one(const enc_args &e, size_t blk, unsigned j)
     uint64_t hi = room_end(o, b, L), lo = hi - 2 * (uint64_t)(b - a) - 64;
     e.len[L] = lane_code(a, b, e.runs[L], e.rk + o + a, e.keys + 2 * (o + a), e.rl + o + a,
                          e.sel + blk * MAX_GROUPS + gb, e.cum + blk * NTAB * CUMW, e.room + lo,
-                         e.room + hi);
+                         e.room + hi, e.d);
 }
 
 /* ---- context ------------------------------------------------------------------ */
@@ -533,6 +554,7 @@ struct gmtf_gpu_lanes_enc {
     dbuf h_rk, h_keys, h_runs, h_roff, h_init, h_ninit, h_gstart, h_shared, h_sel, h_cum, h_len,
         h_pos, h_streams, h_skip;
     int use_skip;
+    dbuf rcp, rsh; /* the reciprocals of 1..65535 (device) */
 #ifndef GMTF_LANES_ENC_EMU
     cudaStream_t st;
     cudaEvent_t ev[2];
@@ -570,6 +592,8 @@ static enc_args args_of(gmtf_gpu_lanes_enc *c)
     e.room = (uint8_t *)c->room.p;
     e.len = (uint32_t *)c->len.p;
     e.skip = c->use_skip ? (const uint8_t *)c->skip.p : NULL;
+    e.d.rcp = (const uint64_t *)c->rcp.p;
+    e.d.rsh = (const uint8_t *)c->rsh.p;
     return e;
 }
 
@@ -672,6 +696,43 @@ static int backend_open(gmtf_gpu_lanes_enc *c)
         return -ENODEV;
     }
     return 0;
+}
+
+static int dev_reserve(gmtf_gpu_lanes_enc *c, dbuf *b, size_t bytes);
+static int h2d(gmtf_gpu_lanes_enc *c, void *d, const void *h, size_t n);
+
+/* The reciprocal of every 16-bit f (codec/entropy_lanes.c's set_reciprocal),
+ * uploaded once: the code step divides by multiplying. */
+static int rcp_init(gmtf_gpu_lanes_enc *c)
+{
+    enum { NF = 1 << 16 };
+    uint64_t *m = (uint64_t *)malloc(NF * 8);
+    uint8_t *sh = (uint8_t *)malloc(NF);
+    int rc = m && sh ? 0 : -ENOMEM;
+    for (uint32_t f = 1; f < NF && !rc; f++) {
+        unsigned l = 0;
+        while ((1u << l) < f)
+            l++;
+        unsigned __int128 num = (unsigned __int128)((1ull << l) - f) << 64;
+        m[f] = (uint64_t)(num / f) + 1;
+        sh[f] = (uint8_t)(l ? (l - 1) << 1 | 1 : 0);
+    }
+    if (!rc) {
+        m[0] = 0;
+        sh[0] = 0;
+        rc = dev_reserve(c, &c->rcp, NF * 8);
+    }
+    if (!rc)
+        rc = dev_reserve(c, &c->rsh, NF);
+    if (!rc)
+        rc = h2d(c, c->rcp.p, m, NF * 8);
+    if (!rc)
+        rc = h2d(c, c->rsh.p, sh, NF);
+    if (!rc && cudaStreamSynchronize(c->st) != cudaSuccess)
+        rc = -EIO;
+    free(m);
+    free(sh);
+    return rc;
 }
 
 static void backend_close(gmtf_gpu_lanes_enc *c)
@@ -816,6 +877,11 @@ static void backend_close(gmtf_gpu_lanes_enc *)
 {
 }
 
+static int rcp_init(gmtf_gpu_lanes_enc *)
+{
+    return 0;
+}
+
 static int dev_reserve(gmtf_gpu_lanes_enc *c, dbuf *b, size_t bytes)
 {
     if (bytes <= b->cap)
@@ -939,6 +1005,11 @@ extern "C" int gmtf_gpu_lanes_enc_create(gmtf_gpu_lanes_enc **out)
         return rc;
     }
     c->ok = 1;
+    rc = rcp_init(c);
+    if (rc) {
+        gmtf_gpu_lanes_enc_destroy(c);
+        return rc;
+    }
     *out = c;
     return 0;
 }
@@ -954,6 +1025,8 @@ extern "C" void gmtf_gpu_lanes_enc_destroy(gmtf_gpu_lanes_enc *c)
     for (size_t i = 0; i < sizeof b / sizeof b[0]; i++)
         dev_free(b[i]);
     dev_free(&c->skip);
+    dev_free(&c->rcp);
+    dev_free(&c->rsh);
     dbuf *h[] = {&c->h_rk,    &c->h_keys,   &c->h_runs,    &c->h_roff, &c->h_init,
                  &c->h_ninit, &c->h_gstart, &c->h_shared,  &c->h_sel,  &c->h_cum,
                  &c->h_len,   &c->h_pos,    &c->h_streams, &c->h_skip};
