@@ -555,6 +555,7 @@ struct gmtf_gpu_lanes_enc {
         h_pos, h_streams, h_skip;
     int use_skip;
     dbuf rcp, rsh; /* the reciprocals of 1..65535 (device) */
+    int lpw;       /* the code step's lanes a warp */
 #ifndef GMTF_LANES_ENC_EMU
     cudaStream_t st;
     cudaEvent_t ev[2];
@@ -619,11 +620,10 @@ static int cuda_fail(gmtf_gpu_lanes_enc *c, cudaError_t e, const char *what)
             return cuda_fail((c), e_, #call);                                                      \
     } while (0)
 
-/* The code step: one thread a lane, one warp (block) a CTA: a batch has
- * few blocks (128 of 2 MiB in 256 MiB), so that they spread over the SMs.
- * The scan: one warp a lane, SCAN_WARPS lanes a CTA, each warp's lists,
+/* The code step: one thread a lane, one block a CTA (k_code below): a
+ * batch has few blocks (128 of 2 MiB in 256 MiB), so that they spread over
+ * the SMs. The scan: one warp a lane, SCAN_WARPS lanes a CTA, each warp's lists,
  * histories and counts in shared memory. */
-#define WARPS 1
 #define SCAN_WARPS 8
 
 __global__ void __launch_bounds__(32 * SCAN_WARPS) k_scan(enc_args e, size_t count)
@@ -637,12 +637,25 @@ __global__ void __launch_bounds__(32 * SCAN_WARPS) k_scan(enc_args e, size_t cou
              threadIdx.x % 32);
 }
 
-__global__ void __launch_bounds__(GMTF_GPU_LANES *WARPS) k_code(enc_args e, size_t count)
+/* LPW lanes a warp, one block a CTA (as gpu/lanes.cu's decoder): a
+ * block's 32 serial chains over 32 / LPW warps. */
+template <int LPW>
+__global__ void __launch_bounds__(GMTF_GPU_LANES / LPW * 32) k_code(enc_args e, size_t count)
 {
-    size_t blk = (size_t)blockIdx.x * WARPS + threadIdx.x / GMTF_GPU_LANES;
-    if (blk >= count)
+    size_t blk = blockIdx.x;
+    unsigned t = threadIdx.x % 32;
+    if (blk >= count || t >= LPW)
         return;
-    code_one(e, blk, threadIdx.x % GMTF_GPU_LANES);
+    code_one(e, blk, threadIdx.x / 32 * LPW + t);
+}
+
+/* Lanes a warp: GMTF_GPU_ENC_LPW (32, 16, 8 or 4) or the default. */
+#define LPW_DEFAULT 8
+static int lanes_per_warp(void)
+{
+    const char *v = getenv("GMTF_GPU_ENC_LPW");
+    int n = v && *v ? atoi(v) : LPW_DEFAULT;
+    return n == 32 || n == 16 || n == 8 || n == 4 ? n : LPW_DEFAULT;
 }
 
 /* Lane streams packed: one CTA a lane, its threads copy. */
@@ -695,6 +708,7 @@ static int backend_open(gmtf_gpu_lanes_enc *c)
         cudaGetLastError();
         return -ENODEV;
     }
+    c->lpw = lanes_per_warp();
     return 0;
 }
 
@@ -832,9 +846,15 @@ static int run_scan(gmtf_gpu_lanes_enc *c)
 
 static int run_code(gmtf_gpu_lanes_enc *c)
 {
-    unsigned grid = (unsigned)((c->count + WARPS - 1) / WARPS);
+    unsigned grid = (unsigned)c->count;
+    enc_args e = args_of(c);
     CK(c, cudaEventRecord(c->ev[0], c->st));
-    k_code<<<grid, GMTF_GPU_LANES * WARPS, 0, c->st>>>(args_of(c), c->count);
+    switch (c->lpw) {
+    case 32: k_code<32><<<grid, 32, 0, c->st>>>(e, c->count); break;
+    case 16: k_code<16><<<grid, 64, 0, c->st>>>(e, c->count); break;
+    case 4: k_code<4><<<grid, 256, 0, c->st>>>(e, c->count); break;
+    default: k_code<8><<<grid, 128, 0, c->st>>>(e, c->count); break;
+    }
     CK(c, cudaGetLastError());
     CK(c, cudaEventRecord(c->ev[1], c->st));
     return 0;
