@@ -703,10 +703,9 @@ static void dev_encode_entropy(struct dev_batch *d, size_t j, unsigned worker)
  *   B (device)    the code step of the planned blocks;
  *   finish (pool) each planned block's payload from its record and lanes.
  * Round r runs copy(r), plan(r - 2) and finish(r - 4) on the pool while
- * a helper thread runs B(r - 3) and then A(r - 1) on the device; chunks
- * alternate between two encoder contexts, so chunk k's scan outputs and
- * tables (the context's pinned buffers) live from A(k) to B(k) while
- * chunk k + 1 is on the other. Any device step that fails retires the
+ * two helper threads run A(r - 1) and B(r - 3) on the device; chunk k
+ * takes encoder context k % 3, whose pinned buffers hold its scan outputs
+ * and tables from A(k) to B(k) (rounds k + 1 to k + 3). Any device step that fails retires the
  * device (held: its buffers stay until the batch ends) and the chunk's
  * blocks are coded on the CPU: from the BWT output when A's forward BWT
  * came back, else from the source. Every frame is the CPU path's. */
@@ -855,9 +854,9 @@ static void enc_dev_a(struct dev_batch *d, unsigned k)
         big += d->coff[j + 1] - d->coff[j] >= GMTF_QLFC_LANES_MIN;
     if (!ch->fwd_ok || !big)
         return;
-    int rc = gmtf_bwt_dev_enc_scan(&c->bwt_dev, (int)(k & 1), n, ch->off, &ch->o);
+    int rc = gmtf_bwt_dev_enc_scan(&c->bwt_dev, (int)(k % 3), n, ch->off, &ch->o);
     if (rc == 0)
-        rc = gmtf_bwt_dev_enc_tables(&c->bwt_dev, (int)(k & 1), &ch->sel, &ch->cum, &ch->skip);
+        rc = gmtf_bwt_dev_enc_tables(&c->bwt_dev, (int)(k % 3), &ch->sel, &ch->cum, &ch->skip);
     ch->scan_ok = rc == 0;
 }
 
@@ -872,7 +871,7 @@ static void enc_dev_b(struct dev_batch *d, unsigned k)
         any |= d->enc->planned[j];
     if (!ch->scan_ok || !any)
         return;
-    if (gmtf_bwt_dev_enc_code(&c->bwt_dev, (int)(k & 1), nb, &ch->streams, &ch->len) != 0)
+    if (gmtf_bwt_dev_enc_code(&c->bwt_dev, (int)(k % 3), nb, &ch->streams, &ch->len) != 0)
         return;
     uint64_t at = 0;
     for (size_t b = 0; b < nb; b++) {
@@ -902,16 +901,17 @@ static void enc_round_task(void *ctx, size_t t, unsigned worker)
         dev_encode_copy(q->d, q->c0 + t - np - nf, worker);
 }
 
-static void *enc_round_dev(void *arg)
+static void *enc_round_dev_a(void *arg)
 {
     struct enc_round *q = arg;
-    struct enc_lanes *e = q->d->enc;
-    int r = q->r, k = r - 3;
-    if (k >= 0 && k < (int)e->chunks)
-        enc_dev_b(q->d, (unsigned)k);
-    k = r - 1;
-    if (k >= 0 && k < (int)e->chunks)
-        enc_dev_a(q->d, (unsigned)k);
+    enc_dev_a(q->d, (unsigned)(q->r - 1));
+    return NULL;
+}
+
+static void *enc_round_dev_b(void *arg)
+{
+    struct enc_round *q = arg;
+    enc_dev_b(q->d, (unsigned)(q->r - 3));
     return NULL;
 }
 
@@ -976,16 +976,24 @@ static int enc_pipeline(struct dev_batch *d)
             enc_range(e, r - 2, &q.p0, &q.p1);
             enc_range(e, r - 4, &q.f0, &q.f1);
             enc_range(e, r, &q.c0, &q.c1);
-            int dev = (r >= 1 && r - 1 < (int)chunks) || (r >= 3 && r - 3 < (int)chunks);
+            /* A(r - 1) and B(r - 3) on two helper threads (their own
+             * contexts and streams: the code step, a few warps that wait on
+             * their slowest lane, leaves the GPU to the next chunk's BWT) */
+            int da = r >= 1 && r - 1 < (int)chunks, db = r >= 3 && r - 3 < (int)chunks;
             size_t tasks = (q.p1 - q.p0) + (q.f1 - q.f0) + (q.c1 - q.c0);
-            pthread_t th;
-            int threaded = dev && tasks && pthread_create(&th, NULL, enc_round_dev, &q) == 0;
-            if (dev && !threaded)
-                enc_round_dev(&q);
+            pthread_t ta, tb;
+            int ra = da && pthread_create(&ta, NULL, enc_round_dev_a, &q) == 0;
+            int rb = db && pthread_create(&tb, NULL, enc_round_dev_b, &q) == 0;
             if (tasks)
                 gmtf_pool_run(c->pool, enc_round_task, &q, tasks);
-            if (threaded)
-                pthread_join(th, NULL);
+            if (db && !rb)
+                enc_round_dev_b(&q);
+            if (da && !ra)
+                enc_round_dev_a(&q);
+            if (ra)
+                pthread_join(ta, NULL);
+            if (rb)
+                pthread_join(tb, NULL);
         }
         gmtf_bwt_dev_hold(&c->bwt_dev, 0);
     }

@@ -10,6 +10,7 @@
 #ifndef GMTF_BWT_DEV_H
 #define GMTF_BWT_DEV_H
 
+#include <pthread.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -53,15 +54,16 @@ typedef struct gmtf_bwt_dev_ops {
                    const uint32_t *step, const uint32_t *idx, uint8_t *dst);
 } gmtf_bwt_dev_ops;
 
-/* Contexts: forward, inverse, lanes (decode), and two encoders (chunks
- * alternate between them, so that one's plan is made while the other's
- * chunk is on the device). */
+/* Contexts: forward, inverse, lanes (decode), and three encoders (chunk k
+ * takes encoder k % 3: three chunks are between their scan and their code
+ * step at once, batch.c's enc_pipeline). */
 enum {
     GMTF_BWT_DEV_FWD,
     GMTF_BWT_DEV_INV,
     GMTF_BWT_DEV_LANES,
     GMTF_BWT_DEV_ENC0,
     GMTF_BWT_DEV_ENC1,
+    GMTF_BWT_DEV_ENC2,
     GMTF_BWT_DEV_NCTX
 };
 #define GMTF_BWT_DEV_PIPE_MAX 16
@@ -74,6 +76,7 @@ typedef struct gmtf_bwt_dev {
     int use_inv_dev;                    /* invert the lanes' output on the device (ops->inv_dev) */
     int retired;                        /* a call failed: no more device calls */
     int hold;                           /* retirement keeps the contexts (gmtf_bwt_dev_hold) */
+    pthread_mutex_t lock;               /* the bookkeeping of calls from two threads */
     int last_err;                       /* the error that retired it */
     uint64_t min_bytes[2];              /* smallest batch (bytes) each direction sends */
     long fault_at;                      /* tests: device call number fault_at fails (-EIO) */
@@ -115,7 +118,7 @@ int gmtf_bwt_dev_inverse(gmtf_bwt_dev *d, const uint8_t *bwt, const uint64_t *of
 int gmtf_bwt_dev_lanes(gmtf_bwt_dev *d, const uint8_t *in, uint64_t nin, size_t count,
                        const gmtf_gpu_lane *lanes, const uint16_t *cum, const uint8_t *sel,
                        const uint64_t *out_off, uint8_t *out, uint8_t *bad, int keep);
-/* Method 2's encoder on encoder context e (0 or 1): the scan of the last
+/* Method 2's encoder on encoder context e % 3: the scan of the last
  * forward call's output (off: its blocks from 0), then the code step; the
  * tables are no device call (-ENODEV when the device is gone). */
 int gmtf_bwt_dev_enc_scan(gmtf_bwt_dev *d, int e, size_t count, const uint64_t *off,

@@ -622,14 +622,15 @@ static void test_lanes_enc(void **state)
     blocks b = lanes_batch();
     gmtf_codec *cpu = codec_new(0, 3);
     frames want = encode(cpu, &b);
-    unsigned pipes[] = {1, 2, 3};
-    for (unsigned p = 0; p < 3; p++) {
+    unsigned pipes[] = {1, 2, 3, 5};
+    for (unsigned p = 0; p < 4; p++) {
         gmtf_codec *dev = codec_new(1, 3);
         gmtf_bwt_dev *d = gmtf_codec_bwt_dev(dev);
         d->pipe[0] = pipes[p];
         frames got = encode(dev, &b);
         assert_same_frames(&want, &got);
-        uint64_t coded = d->blocks[GMTF_BWT_DEV_ENC0] + d->blocks[GMTF_BWT_DEV_ENC1];
+        uint64_t coded = d->blocks[GMTF_BWT_DEV_ENC0] + d->blocks[GMTF_BWT_DEV_ENC1] +
+                         d->blocks[GMTF_BWT_DEV_ENC2];
         printf("lanes enc: %u chunk(s), %llu device calls, %llu blocks coded on the device\n",
                pipes[p], (unsigned long long)d->calls, (unsigned long long)coded);
         /* blocks 0, 6, 9 (and 3, 5 unless the rule defers them) are method 2 */
@@ -644,11 +645,14 @@ static void test_lanes_enc(void **state)
         frames_free(&got);
         gmtf_codec_destroy(dev);
     }
-    /* 2 chunks: forward + scan of each, then the code step of each */
-    for (long at = 1; at <= 6; at++) {
+    /* 2 chunks: forward + scan of each, then the code step of each (calls
+     * 1-6); 4 chunks: calls 5-8 come from two threads at once (the third
+     * chunk's forward and scan beside the first one's code step) */
+    for (long t = 1; t <= 10; t++) {
+        long at = t <= 6 ? t : t - 2;
         gmtf_codec *dev = codec_new(1, 2);
         gmtf_bwt_dev *d = gmtf_codec_bwt_dev(dev);
-        d->pipe[0] = 2;
+        d->pipe[0] = t <= 6 ? 2 : 4;
         d->fault_at = at;
         frames got = encode(dev, &b);
         assert_same_frames(&want, &got);
