@@ -411,6 +411,18 @@ static GMTF_HD inline uint64_t g_put(renc &r, uint64_t x, const rgroup &g, const
     return x;
 }
 
+/* Run k's two keys as one word (rank key low, length key high). */
+static GMTF_HD inline uint32_t key_pair(const uint16_t *keys, uint32_t k)
+{
+#ifdef GMTF_LANES_ENC_EMU
+    uint32_t v;
+    memcpy(&v, keys + 2 * (size_t)k, 4);
+    return v;
+#else
+    return ((const uint32_t *)keys)[k]; /* 4-byte aligned: keys + 2 (o + a) */
+#endif
+}
+
 /* Codes lane [a, b) of k runs backwards into [lo, hi); its length, or 0
  * when it does not fit (the host codes that lane itself). */
 static GMTF_HD uint32_t lane_code(uint32_t a, uint32_t b, uint32_t k, const uint8_t *rk,
@@ -423,16 +435,29 @@ static GMTF_HD uint32_t lane_code(uint32_t a, uint32_t b, uint32_t k, const uint
     r.lo = lo;
     r.overflow = 0;
     uint32_t i = b;
+    /* the next run's length, keys and rank are loaded a run ahead, so that
+     * their latency passes while this run is coded */
+    uint32_t nlen = 0, nkey = 0, nrk = 0;
+    if (k > 0) {
+        nlen = rl[k - 1];
+        nkey = key_pair(keys, k - 1);
+        nrk = rk[k - 1];
+    }
     while (i > a) {
         if (k == 0)
             return 0; /* more runs than the scan found: not this lane's data */
         k--;
-        uint32_t len = rl[k];
+        uint32_t len = nlen, key = nkey, rkv = nrk;
+        if (k > 0) {
+            nlen = rl[k - 1];
+            nkey = key_pair(keys, k - 1);
+            nrk = rk[k - 1];
+        }
         if (len == 0 || len > i - a)
             return 0;
         i -= len;
         unsigned set = sel[(i - a) / GROUP_BYTES] & (MAX_SETS - 1);
-        unsigned rkey = keys[2 * k], lkey = keys[2 * k + 1];
+        unsigned rkey = key & 0xffff, lkey = key >> 16;
         unsigned rsym = rkey & 15, lsym = lkey & 15;
         unsigned rtab = rkey >> 4, ltab = lkey >> 4;
         if (rtab >= TPS || ltab >= TPS)
@@ -440,7 +465,7 @@ static GMTF_HD uint32_t lane_code(uint32_t a, uint32_t b, uint32_t k, const uint
         rgroup ga = {0, 0, 0, 0, 0, 0}, gb = {0, 0, 0, 0, 0, 0};
         g_sym1(ga, cum, set * TPS + rtab, rsym);
         g_sym2(ga, cum, set * TPS + ltab, lsym);
-        unsigned v = rk[k] - e_rbase[rsym];
+        unsigned v = rkv - e_rbase[rsym];
         if (rsym >= RSYM_BIG_FIRST) {
             g_sym1(gb, cum, T_OFF + rsym - RSYM_OFF_FIRST, (v >> 2) & 15);
             gb.rnb = 2;
