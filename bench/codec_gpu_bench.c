@@ -295,7 +295,7 @@ int main(int argc, char **argv)
     const char *input = NULL, *corpus_dir = NULL;
     size_t mib = 256, block_kib = 2048;
     unsigned threads = 16;
-    int reps = 5, sweep = 0;
+    int reps = 5, sweep = 0, gpu_alone = 0;
     for (int i = 1; i < argc; i++) {
         if (!strcmp(argv[i], "--input") && i + 1 < argc)
             input = argv[++i];
@@ -309,6 +309,8 @@ int main(int argc, char **argv)
             reps = atoi(argv[++i]);
         else if (!strcmp(argv[i], "--sweep"))
             sweep = 1;
+        else if (!strcmp(argv[i], "--gpu-only"))
+            gpu_alone = 1;
         else if (!strcmp(argv[i], "--corpus") && i + 1 < argc)
             corpus_dir = argv[++i];
         else {
@@ -349,18 +351,49 @@ int main(int argc, char **argv)
         d->pipe[0], d->pipe[1], threads);
     if (corpus_dir)
         corpus(gpu, cpu, corpus_dir);
+    if (gpu_alone) { /* one CPU encode to compare with, then the GPU codec's medians */
+        run a, b;
+        run_init(&a, src, n, block_kib << 10);
+        run_init(&b, src, n, block_kib << 10);
+        enc(gpu, &a);
+        enc(cpu, &b);
+        int same =
+            a.foff[a.count] == b.foff[b.count] && memcmp(a.frames, b.frames, a.foff[a.count]) == 0;
+        failures += !same;
+        run_free(&a);
+        run_free(&b);
+        double m2[2];
+        uint64_t t0[GMTF_BWT_DEV_NCTX];
+        memcpy(t0, d->ns, sizeof t0);
+        gpu_only(gpu, src, n, block_kib << 10, reps, m2);
+        double per = 1e6 * (reps + 1);
+        printf("  GPU codec, %u / %u chunks: encode %.1f ms = %.3f GB/s (calls: BWT %.1f, lane "
+               "encoder %.1f ms), decode %.1f ms = %.3f GB/s (calls: lanes %.1f, inverse %.1f "
+               "ms); frames %s\n",
+               d->pipe[0], d->pipe[1], m2[0], n / m2[0] / 1e6, (d->ns[0] - t0[0]) / per,
+               (d->ns[3] + d->ns[4] + d->ns[5] - t0[3] - t0[4] - t0[5]) / per, m2[1],
+               n / m2[1] / 1e6, (d->ns[2] - t0[2]) / per, (d->ns[1] - t0[1]) / per,
+               same ? "identical" : "DIFFER");
+        gmtf_codec_destroy(gpu);
+        gmtf_codec_destroy(cpu);
+        free(src);
+        printf("%s\n", failures ? "FAILURES" : "all checks passed");
+        return failures ? 1 : 0;
+    }
     double ms[4];
     uint64_t packed;
-    uint64_t ns0[3] = {d->ns[0], d->ns[1], d->ns[2]};
+    uint64_t ns0[GMTF_BWT_DEV_NCTX];
+    memcpy(ns0, d->ns, sizeof ns0);
     int same = compare(gpu, cpu, src, n, block_kib << 10, reps, ms, &packed);
     double dev_fwd = (d->ns[0] - ns0[0]) / 1e6 / (reps + 1),
            dev_inv = (d->ns[1] - ns0[1]) / 1e6 / (reps + 2),
-           dev_lanes = (d->ns[2] - ns0[2]) / 1e6 / (reps + 2);
+           dev_lanes = (d->ns[2] - ns0[2]) / 1e6 / (reps + 2),
+           dev_enc = (d->ns[3] + d->ns[4] + d->ns[5] - ns0[3] - ns0[4] - ns0[5]) / 1e6 / (reps + 1);
     printf("%s, %zu MiB in %zu KiB blocks -> %llu bytes; frames GPU vs CPU: %s\n", input, n >> 20,
            block_kib, (unsigned long long)packed, same ? "identical" : "DIFFER");
-    printf("  encode: GPU codec %.1f ms = %.3f GB/s (device BWT calls %.1f ms), CPU codec %.1f ms "
-           "= %.3f GB/s: %.2fx\n",
-           ms[0], n / ms[0] / 1e6, dev_fwd, ms[1], n / ms[1] / 1e6, ms[1] / ms[0]);
+    printf("  encode: GPU codec %.1f ms = %.3f GB/s (device BWT calls %.1f ms, lane encoder "
+           "calls %.1f ms), CPU codec %.1f ms = %.3f GB/s: %.2fx\n",
+           ms[0], n / ms[0] / 1e6, dev_fwd, dev_enc, ms[1], n / ms[1] / 1e6, ms[1] / ms[0]);
     printf("  decode: GPU codec %.1f ms = %.3f GB/s (device lanes calls %.1f ms, inverse calls "
            "%.1f ms), CPU codec %.1f ms = %.3f GB/s: %.2fx\n",
            ms[2], n / ms[2] / 1e6, dev_lanes, dev_inv, ms[3], n / ms[3] / 1e6, ms[3] / ms[2]);
@@ -377,12 +410,21 @@ int main(int argc, char **argv)
     d->pipe[1] = pipe0[1];
     {
         double m2[2];
-        int keep = d->use_lanes;
-        d->use_lanes = 0;
+        int keep = d->use_lanes, keep_enc = d->use_enc, keep_inv = d->use_inv_dev;
+        d->use_inv_dev = 0;
         gpu_only(gpu, src, n, block_kib << 10, reps, m2);
-        printf("  GPU codec, method 2 lanes decoded on the CPU: decode %.1f ms = %.3f GB/s\n",
+        printf("  GPU codec, lanes' output down and up again (round trip): decode %.1f ms = "
+               "%.3f GB/s\n",
                m2[1], n / m2[1] / 1e6);
+        d->use_lanes = 0;
+        d->use_enc = 0;
+        gpu_only(gpu, src, n, block_kib << 10, reps, m2);
+        printf("  GPU codec, method 2 on the CPU (BWT alone on the device): encode %.1f ms = "
+               "%.3f GB/s, decode %.1f ms = %.3f GB/s\n",
+               m2[0], n / m2[0] / 1e6, m2[1], n / m2[1] / 1e6);
         d->use_lanes = keep;
+        d->use_enc = keep_enc;
+        d->use_inv_dev = keep_inv;
     }
     if (sweep) {
         uint64_t keep[2] = {d->min_bytes[0], d->min_bytes[1]};
@@ -401,9 +443,10 @@ int main(int argc, char **argv)
         d->min_bytes[0] = keep[0];
         d->min_bytes[1] = keep[1];
     }
-    printf("device: %llu blocks forward, %llu inverse, %llu lanes, retired %d\n",
+    printf("device: %llu blocks forward, %llu inverse, %llu lanes, %llu lane-encoded, retired %d\n",
            (unsigned long long)d->blocks[0], (unsigned long long)d->blocks[1],
-           (unsigned long long)d->blocks[2], d->retired);
+           (unsigned long long)d->blocks[2],
+           (unsigned long long)(d->blocks[3] + d->blocks[4] + d->blocks[5]), d->retired);
     gmtf_codec_destroy(gpu);
     gmtf_codec_destroy(cpu);
     ibwt_alone(src, n, block_kib << 10, reps);

@@ -16,6 +16,7 @@
 #include "codec_internal.h"
 #include "entropy_lanes_dev.h"
 #include "qlfc.h"
+#include "qlfc_internal.h"
 
 /* ---- batch encode ------------------------------------------------------ */
 
@@ -441,6 +442,7 @@ struct dev_batch {
     uint16_t *cum;
     uint8_t *selectors;
     uint8_t *bad;
+    struct enc_lanes *enc; /* encode, method 2 on the device */
 };
 
 #define LANES_CUM ((size_t)GMTF_GPU_LANES_NTABLES * GMTF_GPU_LANES_CUM)
@@ -526,8 +528,9 @@ static void dev_run(struct dev_batch *d, dev_step fn, size_t j0, size_t j1)
 /* Method 2 lanes of the packed blocks [j0, j1) on the device, into the
  * staging; a block the device finds corrupt fails (as gmtf_qlfc_decode
  * would) and the inverse then sees harmless rows for it. */
-static int dev_lanes(struct dev_batch *d, size_t j0, size_t j1)
+static int dev_lanes(struct dev_batch *d, size_t j0, size_t j1, int *kept)
 {
+    *kept = 0;
     if (!d->lanes)
         return 0;
     size_t any = 0;
@@ -539,9 +542,10 @@ static int dev_lanes(struct dev_batch *d, size_t j0, size_t j1)
     int rc = gmtf_bwt_dev_lanes(&c->bwt_dev, d->s.src, d->s.off[d->count], j1 - j0,
                                 d->lanes + j0 * GMTF_GPU_LANES, d->cum + j0 * LANES_CUM,
                                 d->selectors + j0 * GMTF_GPU_LANES_MAX_GROUPS, d->coff + j0,
-                                c->stage_a, d->bad + j0);
+                                c->stage_a, d->bad + j0, c->bwt_dev.use_inv_dev);
     if (rc)
         return rc;
+    *kept = c->bwt_dev.use_inv_dev;
     for (size_t j = j0; j < j1; j++) {
         struct stage_block *b = &d->s.sb[d->sel[j]];
         if (!b->lanes || !d->bad[j])
@@ -567,10 +571,15 @@ static void *dev_job_run(void *arg)
     struct dev_batch *d = job->d;
     gmtf_codec *c = d->s.c;
     size_t j0 = job->j0, n = job->j1 - j0;
+    int kept = 0;
     if (job->dir == GMTF_BWT_DEV_FWD)
         job->rc = gmtf_bwt_dev_forward(&c->bwt_dev, c->stage_a, d->coff + j0, n, d->step + j0,
                                        c->stage_b, c->stage_idx + d->ioff[j0]);
-    else if ((job->rc = dev_lanes(d, j0, job->j1)) == 0)
+    else if ((job->rc = dev_lanes(d, j0, job->j1, &kept)) == 0 && kept)
+        /* the lanes' output is still on the device: no round trip */
+        job->rc = gmtf_bwt_dev_inverse_lanes(&c->bwt_dev, d->coff + j0, n, d->step + j0,
+                                             c->stage_idx + d->ioff[j0], c->stage_b);
+    else if (job->rc == 0)
         job->rc = gmtf_bwt_dev_inverse(&c->bwt_dev, c->stage_a, d->coff + j0, n, d->step + j0,
                                        c->stage_idx + d->ioff[j0], c->stage_b);
     return NULL;
@@ -681,6 +690,325 @@ static void dev_encode_entropy(struct dev_batch *d, size_t j, unsigned worker)
         s->len[i] = (uint64_t)r;
 }
 
+/* ---- encode, method 2 on the device ----
+ *
+ * Each chunk k goes through five steps:
+ *   copy (pool)   its blocks into the pinned staging;
+ *   A (device)    the forward BWT, then method 2's scan of its output on
+ *                 the device (gmtf_bwt_dev_enc_scan: no round trip);
+ *   plan (pool)   a block's plan from the scan, saved in a record; blocks
+ *                 the device does not code (under GMTF_QLFC_LANES_MIN,
+ *                 method 3 by the rule, raw, a scan that broke a rule) are
+ *                 coded here from the BWT output, which came down with A;
+ *   B (device)    the code step of the planned blocks;
+ *   finish (pool) each planned block's payload from its record and lanes.
+ * Round r runs copy(r), plan(r - 2) and finish(r - 4) on the pool while
+ * two helper threads run A(r - 1) and B(r - 3) on the device; chunk k
+ * takes encoder context k % 3, whose pinned buffers hold its scan outputs
+ * and tables from A(k) to B(k) (rounds k + 1 to k + 3). Any device step that fails retires the
+ * device (held: its buffers stay until the batch ends) and the chunk's
+ * blocks are coded on the CPU: from the BWT output when A's forward BWT
+ * came back, else from the source. Every frame is the CPU path's. */
+
+struct enc_chunk {
+    size_t j0, j1; /* its packed blocks */
+    uint64_t *off; /* their bytes from 0 (j1 - j0 + 1) */
+    int fwd_ok;    /* the BWT output and samples are in the staging */
+    int scan_ok;   /* o, sel, cum and skip are valid */
+    int code_ok;   /* streams, len and soff are valid */
+    int lanes;     /* blocks planned for the device */
+    gmtf_gpu_lanes_scan_out o;
+    uint8_t *sel;
+    uint16_t *cum;
+    uint8_t *skip;
+    const uint8_t *streams;
+    const uint32_t *len;
+    uint64_t *soff; /* block b's streams at streams + soff[b] */
+};
+
+struct enc_lanes {
+    unsigned chunks;
+    struct enc_chunk ch[GMTF_BWT_DEV_PIPE_MAX];
+    unsigned *chunk_of; /* packed block -> chunk */
+    uint8_t *planned;   /* packed block: 1 = planned, its frame comes in finish */
+    uint8_t *rec;       /* packed block j's plan record at j * rec_size */
+    size_t rec_size;
+};
+
+/* Packed block j's frame on the CPU: from its BWT output when that came
+ * back from the device (the same bytes as gmtf_frame_encode_ws), else
+ * from the source. */
+static void enc_cpu(struct dev_batch *d, size_t j, gmtf_workspace *w, int have_bwt)
+{
+    struct staged *s = &d->s;
+    size_t i = d->sel[j], n = s->off[i + 1] - s->off[i];
+    long r = have_bwt
+                 ? gmtf_frame_encode_bwt_v2(s->src + s->off[i], s->c->stage_b + d->coff[j], n,
+                                            s->c->stage_idx + d->ioff[j], s->sb[i].crc,
+                                            s->dst + s->slot[i], w->rank_ws)
+                 : gmtf_frame_encode_ws(&s->c->mtf, w, s->src + s->off[i], n, s->dst + s->slot[i],
+                                        gmtf_frame_bound(n), GMTF_FRAME_V2, NULL);
+    if (r < 0)
+        batch_set_err(&s->err, (int)r);
+    else
+        s->len[i] = (uint64_t)r;
+}
+
+/* The frame around a payload coded at dst + header (plen, or -ENOSPC). */
+static void enc_frame(struct dev_batch *d, size_t j, long plen)
+{
+    struct staged *s = &d->s;
+    size_t i = d->sel[j], n = s->off[i + 1] - s->off[i];
+    long r = gmtf_frame_finish_bwt_v2(s->src + s->off[i], n, s->c->stage_idx + d->ioff[j],
+                                      s->sb[i].crc, s->dst + s->slot[i], plen);
+    if (r < 0)
+        batch_set_err(&s->err, (int)r);
+    else
+        s->len[i] = (uint64_t)r;
+}
+
+static void enc_plan(struct dev_batch *d, size_t j, unsigned worker)
+{
+    struct enc_lanes *e = d->enc;
+    struct enc_chunk *ch = &e->ch[e->chunk_of[j]];
+    struct staged *s = &d->s;
+    size_t i = d->sel[j], n = s->off[i + 1] - s->off[i], b = j - ch->j0;
+    gmtf_workspace *w = gmtf_codec_workspace_enc(s->c, worker);
+    e->planned[j] = 0;
+    if (!w) {
+        batch_set_err(&s->err, -ENOMEM);
+        return;
+    }
+    if (!ch->fwd_ok || !ch->scan_ok || n < GMTF_QLFC_LANES_MIN) {
+        if (ch->scan_ok)
+            ch->skip[b] = 1;
+        enc_cpu(d, j, w, ch->fwd_ok);
+        return;
+    }
+    ch->skip[b] = 1;
+    gmtf_gpu_lanes_scan_out v = ch->o;
+    v.rk += ch->o.roff[GMTF_GPU_LANES * b];
+    v.keys += 2 * ch->o.roff[GMTF_GPU_LANES * b];
+    v.runs += GMTF_GPU_LANES * b;
+    v.init += (size_t)GMTF_GPU_LANES * 256 * b;
+    v.ninit += GMTF_GPU_LANES * b;
+    v.gstart += (size_t)GMTF_GPU_LANES_MAX_GROUPS * b;
+    v.shared += (size_t)GMTF_GPU_LANES * GMTF_GPU_LANES_NSHARED * 16 * b;
+    const uint8_t *bwt = s->c->stage_b + d->coff[j];
+    long r = gmtf_lanes_enc_dev_plan(bwt, n, w->rank_ws, &v, 1,
+                                     ch->sel + (size_t)GMTF_GPU_LANES_MAX_GROUPS * b,
+                                     ch->cum + LANES_CUM * b);
+    if (r == 0) {
+        gmtf_lanes_enc_dev_save(w->rank_ws, e->rec + j * e->rec_size);
+        ch->skip[b] = 0;
+        e->planned[j] = 1;
+        return;
+    }
+    size_t h = gmtf_frame_header_len_v2(GMTF_METHOD_BWT, n), cap = gmtf_frame_payload_cap_v2(n);
+    if (r == -EXDEV) /* method 3, as gmtf_qlfc_encode goes on */
+        enc_frame(d, j,
+                  cap ? gmtf_qlfc_encode_deferred(bwt, n, s->dst + s->slot[i] + h, cap, w->rank_ws)
+                      : -ENOSPC);
+    else if (r == -ENOSPC) /* the header does not fit: raw, as on the CPU */
+        enc_frame(d, j, -ENOSPC);
+    else /* the scan broke a rule: the CPU's way */
+        enc_cpu(d, j, w, 1);
+}
+
+static void enc_finish(struct dev_batch *d, size_t j, unsigned worker)
+{
+    struct enc_lanes *e = d->enc;
+    if (!e->planned[j])
+        return;
+    struct enc_chunk *ch = &e->ch[e->chunk_of[j]];
+    struct staged *s = &d->s;
+    size_t i = d->sel[j], n = s->off[i + 1] - s->off[i], b = j - ch->j0;
+    gmtf_workspace *w = gmtf_codec_workspace_enc(s->c, worker);
+    if (!w) {
+        batch_set_err(&s->err, -ENOMEM);
+        return;
+    }
+    long plen = -EAGAIN;
+    if (ch->code_ok) {
+        size_t h = gmtf_frame_header_len_v2(GMTF_METHOD_BWT, n), cap = gmtf_frame_payload_cap_v2(n);
+        plen = gmtf_lanes_enc_dev_finish_rec(
+            n, w->rank_ws, e->rec + j * e->rec_size, ch->streams + ch->soff[b],
+            ch->len + (size_t)GMTF_GPU_LANES * b, s->dst + s->slot[i] + h, cap);
+    }
+    if (plen >= 0 || plen == -ENOSPC)
+        enc_frame(d, j, plen);
+    else /* a lane the device could not code, or no code step: the CPU's way */
+        enc_cpu(d, j, w, 1);
+}
+
+/* Device step A of chunk k: forward BWT, then the scan. */
+static void enc_dev_a(struct dev_batch *d, unsigned k)
+{
+    gmtf_codec *c = d->s.c;
+    struct enc_chunk *ch = &d->enc->ch[k];
+    size_t j0 = ch->j0, n = ch->j1 - j0;
+    ch->fwd_ok = gmtf_bwt_dev_forward(&c->bwt_dev, c->stage_a, d->coff + j0, n, d->step + j0,
+                                      c->stage_b, c->stage_idx + d->ioff[j0]) == 0;
+    size_t big = 0;
+    for (size_t j = j0; j < ch->j1; j++)
+        big += d->coff[j + 1] - d->coff[j] >= GMTF_QLFC_LANES_MIN;
+    if (!ch->fwd_ok || !big)
+        return;
+    int rc = gmtf_bwt_dev_enc_scan(&c->bwt_dev, (int)(k % 3), n, ch->off, &ch->o);
+    if (rc == 0)
+        rc = gmtf_bwt_dev_enc_tables(&c->bwt_dev, (int)(k % 3), &ch->sel, &ch->cum, &ch->skip);
+    ch->scan_ok = rc == 0;
+}
+
+/* Device step B of chunk k: the code step of its planned blocks. */
+static void enc_dev_b(struct dev_batch *d, unsigned k)
+{
+    gmtf_codec *c = d->s.c;
+    struct enc_chunk *ch = &d->enc->ch[k];
+    size_t nb = ch->j1 - ch->j0;
+    int any = 0;
+    for (size_t j = ch->j0; j < ch->j1; j++)
+        any |= d->enc->planned[j];
+    if (!ch->scan_ok || !any)
+        return;
+    if (gmtf_bwt_dev_enc_code(&c->bwt_dev, (int)(k % 3), nb, &ch->streams, &ch->len) != 0)
+        return;
+    uint64_t at = 0;
+    for (size_t b = 0; b < nb; b++) {
+        ch->soff[b] = at;
+        for (unsigned q = 0; q < GMTF_GPU_LANES; q++)
+            at += ch->len[GMTF_GPU_LANES * b + q];
+    }
+    ch->code_ok = 1;
+}
+
+struct enc_round {
+    struct dev_batch *d;
+    int r; /* round */
+    /* pool tasks: plan(r - 2), finish(r - 4), copy(r) */
+    size_t p0, p1, f0, f1, c0, c1;
+};
+
+static void enc_round_task(void *ctx, size_t t, unsigned worker)
+{
+    struct enc_round *q = ctx;
+    size_t np = q->p1 - q->p0, nf = q->f1 - q->f0;
+    if (t < np)
+        enc_plan(q->d, q->p0 + t, worker);
+    else if (t < np + nf)
+        enc_finish(q->d, q->f0 + t - np, worker);
+    else
+        dev_encode_copy(q->d, q->c0 + t - np - nf, worker);
+}
+
+static void *enc_round_dev_a(void *arg)
+{
+    struct enc_round *q = arg;
+    enc_dev_a(q->d, (unsigned)(q->r - 1));
+    return NULL;
+}
+
+static void *enc_round_dev_b(void *arg)
+{
+    struct enc_round *q = arg;
+    enc_dev_b(q->d, (unsigned)(q->r - 3));
+    return NULL;
+}
+
+static void enc_range(const struct enc_lanes *e, int k, size_t *a, size_t *b)
+{
+    *a = *b = 0;
+    if (k >= 0 && k < (int)e->chunks) {
+        *a = e->ch[k].j0;
+        *b = e->ch[k].j1;
+    }
+}
+
+static int enc_pipeline(struct dev_batch *d)
+{
+    gmtf_codec *c = d->s.c;
+    struct enc_lanes *e = calloc(1, sizeof *e);
+    if (!e)
+        return -ENOMEM;
+    d->enc = e;
+    uint64_t bytes = d->coff[d->nsel],
+             most = c->bwt_dev.chunk_min ? bytes / c->bwt_dev.chunk_min : bytes;
+    unsigned chunks = c->bwt_dev.pipe[GMTF_BWT_DEV_FWD];
+    if (chunks > most)
+        chunks = (unsigned)most;
+    if (chunks > d->nsel)
+        chunks = (unsigned)d->nsel;
+    if (chunks < 1)
+        chunks = 1;
+    e->chunks = chunks;
+    e->rec_size = (gmtf_lanes_enc_dev_rec_size() + 63) & ~(size_t)63;
+    e->chunk_of = malloc(d->nsel * sizeof *e->chunk_of);
+    e->planned = calloc(d->nsel, 1);
+    e->rec = malloc(d->nsel * e->rec_size);
+    int rc = e->chunk_of && e->planned && e->rec ? 0 : -ENOMEM;
+    size_t prev = 0;
+    for (unsigned k = 0; k < chunks && rc == 0; k++) {
+        /* the first block boundary at or past (k + 1) / chunks of the bytes */
+        uint64_t want = bytes * (k + 1) / chunks;
+        size_t j = prev < d->nsel ? prev + 1 : d->nsel;
+        while (j < d->nsel && d->coff[j] < want)
+            j++;
+        struct enc_chunk *ch = &e->ch[k];
+        ch->j0 = prev;
+        ch->j1 = k + 1 == chunks ? d->nsel : j;
+        prev = ch->j1;
+        size_t nb = ch->j1 - ch->j0;
+        ch->off = malloc((nb + 1) * sizeof *ch->off);
+        ch->soff = malloc((nb + 1) * sizeof *ch->soff);
+        if (!ch->off || !ch->soff) {
+            rc = -ENOMEM;
+            break;
+        }
+        for (size_t b = 0; b <= nb; b++)
+            ch->off[b] = d->coff[ch->j0 + b] - d->coff[ch->j0];
+        for (size_t jj = ch->j0; jj < ch->j1; jj++)
+            e->chunk_of[jj] = k;
+    }
+    if (rc == 0) {
+        gmtf_bwt_dev_hold(&c->bwt_dev, 1);
+        for (int r = 0; r < (int)chunks + 4; r++) {
+            struct enc_round q = {.d = d, .r = r};
+            enc_range(e, r - 2, &q.p0, &q.p1);
+            enc_range(e, r - 4, &q.f0, &q.f1);
+            enc_range(e, r, &q.c0, &q.c1);
+            /* A(r - 1) and B(r - 3) on two helper threads (their own
+             * contexts and streams: the code step, a few warps that wait on
+             * their slowest lane, leaves the GPU to the next chunk's BWT) */
+            int da = r >= 1 && r - 1 < (int)chunks, db = r >= 3 && r - 3 < (int)chunks;
+            size_t tasks = (q.p1 - q.p0) + (q.f1 - q.f0) + (q.c1 - q.c0);
+            pthread_t ta, tb;
+            int ra = da && pthread_create(&ta, NULL, enc_round_dev_a, &q) == 0;
+            int rb = db && pthread_create(&tb, NULL, enc_round_dev_b, &q) == 0;
+            if (tasks)
+                gmtf_pool_run(c->pool, enc_round_task, &q, tasks);
+            if (db && !rb)
+                enc_round_dev_b(&q);
+            if (da && !ra)
+                enc_round_dev_a(&q);
+            if (ra)
+                pthread_join(ta, NULL);
+            if (rb)
+                pthread_join(tb, NULL);
+        }
+        gmtf_bwt_dev_hold(&c->bwt_dev, 0);
+    }
+    for (unsigned k = 0; k < chunks; k++) {
+        free(e->ch[k].off);
+        free(e->ch[k].soff);
+    }
+    free(e->chunk_of);
+    free(e->planned);
+    free(e->rec);
+    free(e);
+    d->enc = NULL;
+    return rc;
+}
+
 /* Returns 1 when the device part could not start (the caller runs the
  * batch on the CPU), else 0 or a negative code. */
 static int batch_encode_dev(gmtf_codec *c, const uint8_t *src, const uint64_t *off, size_t count,
@@ -696,8 +1024,15 @@ static int batch_encode_dev(gmtf_codec *c, const uint8_t *src, const uint64_t *o
         gmtf_pool_run(c->pool, dev_encode_prep, &d, count);
         rc = dev_batch_pack(&d, count, size);
     }
-    if (rc == 0 && d.nsel)
-        dev_pipeline(&d, GMTF_BWT_DEV_FWD, dev_encode_copy, dev_encode_entropy);
+    if (rc == 0 && d.nsel) {
+        int big = 0; /* a block that method 2 may code */
+        for (size_t j = 0; j < d.nsel && !big; j++)
+            big = d.coff[j + 1] - d.coff[j] >= GMTF_QLFC_LANES_MIN;
+        if (c->bwt_dev.use_enc && big)
+            rc = enc_pipeline(&d);
+        else
+            dev_pipeline(&d, GMTF_BWT_DEV_FWD, dev_encode_copy, dev_encode_entropy);
+    }
     if (rc == 0)
         rc = d.s.err;
     dev_batch_free(&d);

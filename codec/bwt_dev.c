@@ -2,6 +2,7 @@
  * retirement on a device error, the fault-injection hook, and the GPU's
  * ops over gpu/gpu_bwt.h and gpu/gpu_ibwt.h. */
 #include <errno.h>
+#include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
@@ -37,6 +38,7 @@ static uint64_t env_u64(const char *name, uint64_t def)
 void gmtf_bwt_dev_init(gmtf_bwt_dev *d, const gmtf_bwt_dev_ops *ops)
 {
     memset(d, 0, sizeof *d);
+    pthread_mutex_init(&d->lock, NULL);
     d->ops = ops;
     d->min_bytes[GMTF_BWT_DEV_FWD] = env_u64("GMTF_GPU_BWT_MIN", DEV_MIN_FWD);
     d->min_bytes[GMTF_BWT_DEV_INV] = env_u64("GMTF_GPU_IBWT_MIN", DEV_MIN_INV);
@@ -49,6 +51,9 @@ void gmtf_bwt_dev_init(gmtf_bwt_dev *d, const gmtf_bwt_dev_ops *ops)
                                                        : (unsigned)pipe[i];
     d->chunk_min = env_u64("GMTF_GPU_CHUNK_MIN", DEV_CHUNK_MIN);
     d->use_lanes = ops && ops->lanes && env_u64("GMTF_GPU_LANES", 1) != 0;
+    d->use_enc = ops && ops->enc_scan && env_u64("GMTF_GPU_LANES_ENC", 1) != 0;
+    d->use_inv_dev =
+        d->use_lanes && ops->lanes_keep && ops->inv_dev && env_u64("GMTF_GPU_INV_DEV", 1) != 0;
 }
 
 static void dev_close(gmtf_bwt_dev *d)
@@ -61,13 +66,27 @@ static void dev_close(gmtf_bwt_dev *d)
         d->ops->inv_destroy(d->ctx[GMTF_BWT_DEV_INV]);
     if (d->ctx[GMTF_BWT_DEV_LANES])
         d->ops->lanes_destroy(d->ctx[GMTF_BWT_DEV_LANES]);
-    d->ctx[GMTF_BWT_DEV_FWD] = d->ctx[GMTF_BWT_DEV_INV] = d->ctx[GMTF_BWT_DEV_LANES] = NULL;
+    for (int e = GMTF_BWT_DEV_ENC0; e <= GMTF_BWT_DEV_ENC2; e++)
+        if (d->ctx[e])
+            d->ops->enc_destroy(d->ctx[e]);
+    for (int i = 0; i < GMTF_BWT_DEV_NCTX; i++)
+        d->ctx[i] = NULL;
 }
 
 void gmtf_bwt_dev_free(gmtf_bwt_dev *d)
 {
     dev_close(d);
     d->ops = NULL;
+    pthread_mutex_destroy(&d->lock);
+}
+
+void gmtf_bwt_dev_hold(gmtf_bwt_dev *d, int on)
+{
+    pthread_mutex_lock(&d->lock);
+    d->hold = on;
+    if (!on && d->retired)
+        dev_close(d);
+    pthread_mutex_unlock(&d->lock);
 }
 
 int gmtf_bwt_dev_wants(const gmtf_bwt_dev *d, int dir, uint64_t bytes)
@@ -82,35 +101,59 @@ static uint64_t now_ns(void)
     return (uint64_t)t.tv_sec * 1000000000u + (uint64_t)t.tv_nsec;
 }
 
-/* Makes the direction's context; then counts the call and applies the
- * injected fault. 0 or a negative code. */
-static int dev_enter(gmtf_bwt_dev *d, int dir)
+/* The first device error retires the device (caller holds the lock). */
+static void dev_retire(gmtf_bwt_dev *d, int rc)
 {
-    if (!d->ops || d->retired)
-        return -ENODEV;
-    if (!d->ctx[dir]) {
-        int rc = dir == GMTF_BWT_DEV_FWD   ? d->ops->fwd_create(&d->ctx[dir])
-                 : dir == GMTF_BWT_DEV_INV ? d->ops->inv_create(&d->ctx[dir])
-                                           : d->ops->lanes_create(&d->ctx[dir]);
-        if (rc < 0) {
-            d->ctx[dir] = NULL;
-            return rc;
-        }
-    }
-    d->calls++;
-    return d->fault_at && d->calls == d->fault_at ? -EIO : 0;
+    if (d->retired)
+        return;
+    if (!d->hold)
+        dev_close(d);
+    d->retired = 1;
+    d->last_err = rc;
 }
 
-/* Retires the device after a device error (the input's errors do not). */
-static int dev_leave(gmtf_bwt_dev *d, int dir, int rc, size_t count)
+/* Makes the direction's context; then counts the call and applies the
+ * injected fault (which retires the device at once, so that a call
+ * entering beside it on another thread is not counted). 0 or a negative
+ * code. Calls may come from two threads at once (the batch encode's
+ * device steps): the bookkeeping is under d->lock, the calls are not. */
+static int dev_enter(gmtf_bwt_dev *d, int dir)
 {
-    if (rc == 0) {
-        d->blocks[dir] += count;
-    } else if (rc != -EINVAL && rc != -EUCLEAN) {
-        dev_close(d);
-        d->retired = 1;
-        d->last_err = rc;
+    pthread_mutex_lock(&d->lock);
+    int rc = 0;
+    if (!d->ops || d->retired) {
+        rc = -ENODEV;
+    } else if (!d->ctx[dir]) {
+        rc = dir == GMTF_BWT_DEV_FWD     ? d->ops->fwd_create(&d->ctx[dir])
+             : dir == GMTF_BWT_DEV_INV   ? d->ops->inv_create(&d->ctx[dir])
+             : dir == GMTF_BWT_DEV_LANES ? d->ops->lanes_create(&d->ctx[dir])
+                                         : d->ops->enc_create(&d->ctx[dir]);
+        if (rc < 0)
+            d->ctx[dir] = NULL;
     }
+    if (rc == 0) {
+        d->calls++;
+        if (d->fault_at && d->calls == d->fault_at) {
+            rc = -EIO;
+            dev_retire(d, rc);
+        }
+    }
+    pthread_mutex_unlock(&d->lock);
+    return rc;
+}
+
+/* Counts the call's blocks and time; retires the device after a device
+ * error (the input's errors do not). */
+static int dev_leave(gmtf_bwt_dev *d, int dir, int rc, size_t count, uint64_t t0)
+{
+    uint64_t t = now_ns() - t0;
+    pthread_mutex_lock(&d->lock);
+    d->ns[dir] += t;
+    if (rc == 0)
+        d->blocks[dir] += count;
+    else if (rc != -EINVAL && rc != -EUCLEAN)
+        dev_retire(d, rc);
+    pthread_mutex_unlock(&d->lock);
     return rc;
 }
 
@@ -121,8 +164,7 @@ int gmtf_bwt_dev_forward(gmtf_bwt_dev *d, const uint8_t *src, const uint64_t *of
     int rc = dev_enter(d, GMTF_BWT_DEV_FWD);
     if (rc == 0)
         rc = d->ops->fwd(d->ctx[GMTF_BWT_DEV_FWD], src, off, count, step, dst, idx);
-    d->ns[GMTF_BWT_DEV_FWD] += now_ns() - t0;
-    return dev_leave(d, GMTF_BWT_DEV_FWD, rc, count);
+    return dev_leave(d, GMTF_BWT_DEV_FWD, rc, count, t0);
 }
 
 int gmtf_bwt_dev_inverse(gmtf_bwt_dev *d, const uint8_t *bwt, const uint64_t *off, size_t count,
@@ -132,23 +174,84 @@ int gmtf_bwt_dev_inverse(gmtf_bwt_dev *d, const uint8_t *bwt, const uint64_t *of
     int rc = dev_enter(d, GMTF_BWT_DEV_INV);
     if (rc == 0)
         rc = d->ops->inv(d->ctx[GMTF_BWT_DEV_INV], bwt, off, count, step, idx, dst);
-    d->ns[GMTF_BWT_DEV_INV] += now_ns() - t0;
-    return dev_leave(d, GMTF_BWT_DEV_INV, rc, count);
+    return dev_leave(d, GMTF_BWT_DEV_INV, rc, count, t0);
 }
 
 int gmtf_bwt_dev_lanes(gmtf_bwt_dev *d, const uint8_t *in, uint64_t nin, size_t count,
                        const gmtf_gpu_lane *lanes, const uint16_t *cum, const uint8_t *sel,
-                       const uint64_t *out_off, uint8_t *out, uint8_t *bad)
+                       const uint64_t *out_off, uint8_t *out, uint8_t *bad, int keep)
 {
-    if (!d->use_lanes)
+    if (!d->use_lanes || (keep && !d->use_inv_dev))
         return -ENOTSUP;
     uint64_t t0 = now_ns();
     int rc = dev_enter(d, GMTF_BWT_DEV_LANES);
-    if (rc == 0)
+    if (rc == 0 && keep)
+        rc = d->ops->lanes_keep(d->ctx[GMTF_BWT_DEV_LANES], in, nin, count, lanes, cum, sel,
+                                out_off, out, bad);
+    else if (rc == 0)
         rc = d->ops->lanes(d->ctx[GMTF_BWT_DEV_LANES], in, nin, count, lanes, cum, sel, out_off,
                            out, bad);
-    d->ns[GMTF_BWT_DEV_LANES] += now_ns() - t0;
-    return dev_leave(d, GMTF_BWT_DEV_LANES, rc, count);
+    return dev_leave(d, GMTF_BWT_DEV_LANES, rc, count, t0);
+}
+
+/* 1 when the device is in service and context i exists. */
+static int dev_has(gmtf_bwt_dev *d, int i)
+{
+    pthread_mutex_lock(&d->lock);
+    int r = !d->retired && d->ctx[i] != NULL;
+    pthread_mutex_unlock(&d->lock);
+    return r;
+}
+
+int gmtf_bwt_dev_enc_scan(gmtf_bwt_dev *d, int e, size_t count, const uint64_t *off,
+                          gmtf_gpu_lanes_scan_out *o)
+{
+    int dir = GMTF_BWT_DEV_ENC0 + e % 3;
+    if (!d->use_enc)
+        return -ENOTSUP;
+    if (!dev_has(d, GMTF_BWT_DEV_FWD))
+        return -ENODEV;
+    uint64_t t0 = now_ns();
+    int rc = dev_enter(d, dir);
+    if (rc == 0)
+        rc = d->ops->enc_scan(d->ctx[dir], d->ctx[GMTF_BWT_DEV_FWD], count, off, o);
+    return dev_leave(d, dir, rc, 0, t0);
+}
+
+int gmtf_bwt_dev_enc_tables(gmtf_bwt_dev *d, int e, uint8_t **sel, uint16_t **cum, uint8_t **skip)
+{
+    int dir = GMTF_BWT_DEV_ENC0 + e % 3;
+    if (!d->use_enc || !dev_has(d, dir))
+        return -ENODEV;
+    return d->ops->enc_tables(d->ctx[dir], sel, cum, skip);
+}
+
+int gmtf_bwt_dev_enc_code(gmtf_bwt_dev *d, int e, size_t count, const uint8_t **streams,
+                          const uint32_t **len)
+{
+    int dir = GMTF_BWT_DEV_ENC0 + e % 3;
+    if (!d->use_enc || !dev_has(d, dir))
+        return -ENODEV;
+    uint64_t t0 = now_ns();
+    int rc = dev_enter(d, dir);
+    if (rc == 0)
+        rc = d->ops->enc_code(d->ctx[dir], streams, len);
+    return dev_leave(d, dir, rc, count, t0);
+}
+
+int gmtf_bwt_dev_inverse_lanes(gmtf_bwt_dev *d, const uint64_t *off, size_t count,
+                               const uint32_t *step, const uint32_t *idx, uint8_t *dst)
+{
+    if (!d->use_inv_dev)
+        return -ENOTSUP;
+    if (!dev_has(d, GMTF_BWT_DEV_LANES))
+        return -ENODEV;
+    uint64_t t0 = now_ns();
+    int rc = dev_enter(d, GMTF_BWT_DEV_INV);
+    if (rc == 0)
+        rc = d->ops->inv_dev(d->ctx[GMTF_BWT_DEV_INV], d->ctx[GMTF_BWT_DEV_LANES], off, count, step,
+                             idx, dst);
+    return dev_leave(d, GMTF_BWT_DEV_INV, rc, count, t0);
 }
 
 /* ---- the GPU's ops -------------------------------------------------------- */
@@ -208,6 +311,49 @@ static int gpu_lanes(void *ctx, const uint8_t *in, uint64_t nin, size_t count,
     return gmtf_gpu_lanes_decode(ctx, in, nin, count, lanes, cum, sel, out_off, out, bad);
 }
 
+static int gpu_lanes_keep(void *ctx, const uint8_t *in, uint64_t nin, size_t count,
+                          const gmtf_gpu_lane *lanes, const uint16_t *cum, const uint8_t *sel,
+                          const uint64_t *out_off, const uint8_t *fill, uint8_t *bad)
+{
+    return gmtf_gpu_lanes_decode_keep(ctx, in, nin, count, lanes, cum, sel, out_off, fill, bad);
+}
+
+static int gpu_inv_dev(void *ctx, void *lanes_ctx, const uint64_t *off, size_t count,
+                       const uint32_t *step, const uint32_t *idx, uint8_t *dst)
+{
+    void *bwt = NULL;
+    int rc = gmtf_gpu_lanes_out_device(lanes_ctx, &bwt);
+    return rc ? rc : gmtf_gpu_ibwt_batch_dev(ctx, bwt, off, count, step, idx, dst);
+}
+
+static int gpu_enc_create(void **ctx)
+{
+    return gmtf_gpu_lanes_enc_create((gmtf_gpu_lanes_enc **)ctx);
+}
+
+static void gpu_enc_destroy(void *ctx)
+{
+    gmtf_gpu_lanes_enc_destroy(ctx);
+}
+
+static int gpu_enc_scan(void *ctx, void *fwd_ctx, size_t count, const uint64_t *off,
+                        gmtf_gpu_lanes_scan_out *o)
+{
+    void *bwt = NULL;
+    int rc = gmtf_gpu_bwt_stage_device(fwd_ctx, &bwt, NULL);
+    return rc ? rc : gmtf_gpu_lanes_enc_scan_dev(ctx, bwt, count, off, o);
+}
+
+static int gpu_enc_tables(void *ctx, uint8_t **sel, uint16_t **cum, uint8_t **skip)
+{
+    return gmtf_gpu_lanes_enc_tables(ctx, sel, cum, skip);
+}
+
+static int gpu_enc_code(void *ctx, const uint8_t **streams, const uint32_t **len)
+{
+    return gmtf_gpu_lanes_enc_code_dev(ctx, streams, len);
+}
+
 static const gmtf_bwt_dev_ops gpu_ops = {
     .name = "gpu",
     .fwd_create = gpu_fwd_create,
@@ -219,6 +365,13 @@ static const gmtf_bwt_dev_ops gpu_ops = {
     .lanes_create = gpu_lanes_create,
     .lanes_destroy = gpu_lanes_destroy,
     .lanes = gpu_lanes,
+    .enc_create = gpu_enc_create,
+    .enc_destroy = gpu_enc_destroy,
+    .enc_scan = gpu_enc_scan,
+    .enc_tables = gpu_enc_tables,
+    .enc_code = gpu_enc_code,
+    .lanes_keep = gpu_lanes_keep,
+    .inv_dev = gpu_inv_dev,
 };
 
 const gmtf_bwt_dev_ops *gmtf_bwt_dev_gpu(void)

@@ -10,6 +10,7 @@
 #ifndef GMTF_BWT_DEV_H
 #define GMTF_BWT_DEV_H
 
+#include <pthread.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -32,24 +33,58 @@ typedef struct gmtf_bwt_dev_ops {
     int (*lanes)(void *ctx, const uint8_t *in, uint64_t nin, size_t count,
                  const gmtf_gpu_lane *lanes, const uint16_t *cum, const uint8_t *sel,
                  const uint64_t *out_off, uint8_t *out, uint8_t *bad);
+    /* Optional (gpu_lanes.h): method 2's encoder fed from the device:
+     * enc_scan scans the output of the last fwd call on fwd_ctx (still on
+     * the device; gmtf_gpu_lanes_enc_scan_dev), enc_tables and enc_code as
+     * gmtf_gpu_lanes_enc_tables / _code_dev. */
+    int (*enc_create)(void **ctx);
+    void (*enc_destroy)(void *ctx);
+    int (*enc_scan)(void *ctx, void *fwd_ctx, size_t count, const uint64_t *off,
+                    gmtf_gpu_lanes_scan_out *o);
+    int (*enc_tables)(void *ctx, uint8_t **sel, uint16_t **cum, uint8_t **skip);
+    int (*enc_code)(void *ctx, const uint8_t **streams, const uint32_t **len);
+    /* Optional (gpu_ibwt.h): the inverse BWT of bytes already on the
+     * device (the output of lanes_keep, which leaves it on the device and
+     * fills the stand-ins' bytes from fill: gmtf_gpu_lanes_decode_keep,
+     * gmtf_gpu_ibwt_batch_dev). */
+    int (*lanes_keep)(void *ctx, const uint8_t *in, uint64_t nin, size_t count,
+                      const gmtf_gpu_lane *lanes, const uint16_t *cum, const uint8_t *sel,
+                      const uint64_t *out_off, const uint8_t *fill, uint8_t *bad);
+    int (*inv_dev)(void *ctx, void *lanes_ctx, const uint64_t *off, size_t count,
+                   const uint32_t *step, const uint32_t *idx, uint8_t *dst);
 } gmtf_bwt_dev_ops;
 
-enum { GMTF_BWT_DEV_FWD, GMTF_BWT_DEV_INV, GMTF_BWT_DEV_LANES };
+/* Contexts: forward, inverse, lanes (decode), and three encoders (chunk k
+ * takes encoder k % 3: three chunks are between their scan and their code
+ * step at once, batch.c's enc_pipeline). */
+enum {
+    GMTF_BWT_DEV_FWD,
+    GMTF_BWT_DEV_INV,
+    GMTF_BWT_DEV_LANES,
+    GMTF_BWT_DEV_ENC0,
+    GMTF_BWT_DEV_ENC1,
+    GMTF_BWT_DEV_ENC2,
+    GMTF_BWT_DEV_NCTX
+};
 #define GMTF_BWT_DEV_PIPE_MAX 16
 
 typedef struct gmtf_bwt_dev {
-    const gmtf_bwt_dev_ops *ops; /* NULL: no device */
-    void *ctx[3];                /* forward, inverse, lanes; NULL until first used */
-    int use_lanes;               /* decode method 2 on the device (ops->lanes) */
-    int retired;                 /* a call failed: no more device calls */
-    int last_err;                /* the error that retired it */
-    uint64_t min_bytes[2];       /* smallest batch (bytes) each direction sends */
-    long fault_at;               /* tests: device call number fault_at fails (-EIO) */
-    long calls;                  /* device calls so far */
-    uint64_t blocks[3];          /* blocks each direction did on the device */
-    uint64_t ns[3];              /* wall time of each direction's device calls */
-    unsigned pipe[2];            /* most chunks a batch is cut into, each direction */
-    uint64_t chunk_min;          /* fewest bytes a chunk holds */
+    const gmtf_bwt_dev_ops *ops;        /* NULL: no device */
+    void *ctx[GMTF_BWT_DEV_NCTX];       /* NULL until first used */
+    int use_lanes;                      /* decode method 2 on the device (ops->lanes) */
+    int use_enc;                        /* encode method 2 on the device (ops->enc_*) */
+    int use_inv_dev;                    /* invert the lanes' output on the device (ops->inv_dev) */
+    int retired;                        /* a call failed: no more device calls */
+    int hold;                           /* retirement keeps the contexts (gmtf_bwt_dev_hold) */
+    pthread_mutex_t lock;               /* the bookkeeping of calls from two threads */
+    int last_err;                       /* the error that retired it */
+    uint64_t min_bytes[2];              /* smallest batch (bytes) each direction sends */
+    long fault_at;                      /* tests: device call number fault_at fails (-EIO) */
+    long calls;                         /* device calls so far */
+    uint64_t blocks[GMTF_BWT_DEV_NCTX]; /* blocks each context did on the device */
+    uint64_t ns[GMTF_BWT_DEV_NCTX];     /* wall time of each context's device calls */
+    unsigned pipe[2];                   /* most chunks a batch is cut into, each direction */
+    uint64_t chunk_min;                 /* fewest bytes a chunk holds */
 } gmtf_bwt_dev;
 
 /* The GPU's ops, or NULL in a build without CUDA. */
@@ -64,6 +99,11 @@ const gmtf_bwt_dev_ops *gmtf_bwt_dev_gpu(void);
 void gmtf_bwt_dev_init(gmtf_bwt_dev *d, const gmtf_bwt_dev_ops *ops);
 void gmtf_bwt_dev_free(gmtf_bwt_dev *d);
 
+/* on = 1: a retirement leaves the contexts (and their host buffers, which
+ * other threads may still read) in place; on = 0 closes them if the
+ * device was retired meanwhile. */
+void gmtf_bwt_dev_hold(gmtf_bwt_dev *d, int on);
+
 /* 1 when a batch of that many bytes goes to the device in that direction. */
 int gmtf_bwt_dev_wants(const gmtf_bwt_dev *d, int dir, uint64_t bytes);
 
@@ -73,8 +113,21 @@ int gmtf_bwt_dev_forward(gmtf_bwt_dev *d, const uint8_t *src, const uint64_t *of
                          const uint32_t *step, uint8_t *dst, uint32_t *idx);
 int gmtf_bwt_dev_inverse(gmtf_bwt_dev *d, const uint8_t *bwt, const uint64_t *off, size_t count,
                          const uint32_t *step, const uint32_t *idx, uint8_t *dst);
+/* keep (with use_inv_dev): the lanes' output stays on the device for
+ * gmtf_bwt_dev_inverse_lanes, the stand-ins' bytes taken from out. */
 int gmtf_bwt_dev_lanes(gmtf_bwt_dev *d, const uint8_t *in, uint64_t nin, size_t count,
                        const gmtf_gpu_lane *lanes, const uint16_t *cum, const uint8_t *sel,
-                       const uint64_t *out_off, uint8_t *out, uint8_t *bad);
+                       const uint64_t *out_off, uint8_t *out, uint8_t *bad, int keep);
+/* Method 2's encoder on encoder context e % 3: the scan of the last
+ * forward call's output (off: its blocks from 0), then the code step; the
+ * tables are no device call (-ENODEV when the device is gone). */
+int gmtf_bwt_dev_enc_scan(gmtf_bwt_dev *d, int e, size_t count, const uint64_t *off,
+                          gmtf_gpu_lanes_scan_out *o);
+int gmtf_bwt_dev_enc_tables(gmtf_bwt_dev *d, int e, uint8_t **sel, uint16_t **cum, uint8_t **skip);
+int gmtf_bwt_dev_enc_code(gmtf_bwt_dev *d, int e, size_t count, const uint8_t **streams,
+                          const uint32_t **len);
+/* The inverse BWT of the last lanes call's output (on the device). */
+int gmtf_bwt_dev_inverse_lanes(gmtf_bwt_dev *d, const uint64_t *off, size_t count,
+                               const uint32_t *step, const uint32_t *idx, uint8_t *dst);
 
 #endif

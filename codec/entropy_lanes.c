@@ -1567,3 +1567,71 @@ long gmtf_lanes_enc_dev_finish(const uint8_t *bwt, size_t n, void *ws, const uin
     }
     return assemble(w, scratch, used, dst, cap);
 }
+
+/* What the finish needs of a plan, kept apart from the workspace so that a
+ * worker can plan other blocks before this one's lanes come back. */
+typedef struct {
+    uint32_t nsets;
+    uint32_t nruns[GMTF_QLFC_NLANES + 1];
+    uint32_t ngroups[GMTF_QLFC_NLANES + 1];
+    uint16_t ninit[GMTF_QLFC_NLANES];
+    uint8_t init[GMTF_QLFC_NLANES][256];
+    uint8_t sel[MAX_GROUPS];
+    uint32_t cnt[MAX_SETS][TPS][NSYM];
+    uint32_t shared_cnt[NTABLES - T_OFF][NSYM];
+} lanes_plan_rec;
+
+size_t gmtf_lanes_enc_dev_rec_size(void)
+{
+    return sizeof(lanes_plan_rec);
+}
+
+void gmtf_lanes_enc_dev_save(const void *ws, void *rec)
+{
+    const lanes_enc_fixed *w = ws;
+    lanes_plan_rec *r = rec;
+    r->nsets = w->nsets;
+    memcpy(r->nruns, w->nruns, sizeof r->nruns);
+    memcpy(r->ngroups, w->ngroups, sizeof r->ngroups);
+    memcpy(r->ninit, w->ninit, sizeof r->ninit);
+    for (unsigned j = 0; j < GMTF_QLFC_NLANES; j++)
+        memcpy(r->init[j], w->init[j], w->ninit[j]);
+    memcpy(r->sel, w->d.sel, w->ngroups[GMTF_QLFC_NLANES]);
+    memcpy(r->cnt, w->cnt, (size_t)w->nsets * sizeof r->cnt[0]);
+    memcpy(r->shared_cnt, w->shared_cnt, sizeof r->shared_cnt);
+}
+
+long gmtf_lanes_enc_dev_finish_rec(size_t n, void *ws, const void *rec, const uint8_t *streams,
+                                   const uint32_t *len, uint8_t *dst, size_t cap)
+{
+    const lanes_plan_rec *r = rec;
+    if (n == 0 || n > GMTF_BLOCK_MAX || r->nsets < 1 || r->nsets > MAX_SETS ||
+        r->ngroups[GMTF_QLFC_NLANES] > MAX_GROUPS)
+        return -EINVAL;
+    for (unsigned j = 0; j < GMTF_QLFC_NLANES; j++)
+        if (len[j] == 0)
+            return -EAGAIN; /* the device could not code a lane: the caller's way */
+    lanes_enc_fixed *w = ws;
+    uint8_t *rk = (uint8_t *)ws + fixed_size();
+    uint8_t *scratch = rk + ALIGN64(n) + ALIGN64(4 * n);
+    w->nsets = r->nsets;
+    memcpy(w->nruns, r->nruns, sizeof r->nruns);
+    memcpy(w->ngroups, r->ngroups, sizeof r->ngroups);
+    memcpy(w->ninit, r->ninit, sizeof r->ninit);
+    for (unsigned j = 0; j < GMTF_QLFC_NLANES; j++)
+        memcpy(w->init[j], r->init[j], r->ninit[j] <= 256 ? r->ninit[j] : 256);
+    memcpy(w->d.sel, r->sel, r->ngroups[GMTF_QLFC_NLANES]);
+    memcpy(w->cnt, r->cnt, (size_t)r->nsets * sizeof r->cnt[0]);
+    memcpy(w->shared_cnt, r->shared_cnt, sizeof r->shared_cnt);
+    quantise_tables(w, r->nsets);
+    size_t scap = scratch_cap(n), used = 0;
+    for (unsigned j = 0; j < GMTF_QLFC_NLANES; j++) {
+        size_t l = len[j];
+        if (l < 16 || l % 4 || l > scap - used)
+            return l > scap - used && l % 4 == 0 ? -ENOSPC : -EIO;
+        memcpy(scratch + used, streams + used, l);
+        used += l;
+        w->lane_len[j] = (uint32_t)l;
+    }
+    return assemble(w, scratch, used, dst, cap);
+}

@@ -36,4 +36,15 @@ long gmtf_lanes_enc_dev_plan(const uint8_t *bwt, size_t n, void *ws,
 long gmtf_lanes_enc_dev_finish(const uint8_t *bwt, size_t n, void *ws, const uint8_t *streams,
                                const uint32_t *len, uint8_t *dst, size_t cap);
 
+/* The batch's way: a worker plans many blocks before their lanes come
+ * back, so each plan is saved (gmtf_lanes_enc_dev_save, right after a
+ * plan that returned 0; rec: gmtf_lanes_enc_dev_rec_size bytes) and its
+ * block finished from the record in any encoder workspace (n: its size;
+ * streams, len: its 32 lanes). -EAGAIN when a lane's length is 0 (the
+ * device's room was too small: the caller codes the block another way). */
+size_t gmtf_lanes_enc_dev_rec_size(void);
+void gmtf_lanes_enc_dev_save(const void *ws, void *rec);
+long gmtf_lanes_enc_dev_finish_rec(size_t n, void *ws, const void *rec, const uint8_t *streams,
+                                   const uint32_t *len, uint8_t *dst, size_t cap);
+
 #endif

@@ -111,6 +111,15 @@ long gmtf_qlfc_encode(const uint8_t *bwt, size_t n, uint8_t *dst, size_t cap, vo
     return gmtf_adaptive_qlfc_encode(bwt, n, dst, cap, ws);
 }
 
+long gmtf_qlfc_encode_deferred(const uint8_t *bwt, size_t n, uint8_t *dst, size_t cap, void *ws)
+{
+    if (n == 0 || n > GMTF_BLOCK_MAX)
+        return -EINVAL;
+    if (looks_incompressible(bwt, n, ws))
+        return -ENOSPC;
+    return gmtf_adaptive_qlfc_encode(bwt, n, dst, cap, ws);
+}
+
 int gmtf_qlfc_decode_counted(const uint8_t *src, size_t len, uint8_t *bwt, size_t n, void *ws,
                              gmtf_bwt_counts *counts)
 {

@@ -28,6 +28,9 @@ size_t gmtf_qlfc_ranks(const uint8_t *s, size_t a, size_t b, uint8_t *rk, uint8_
 
 /* Method 2 under the method rule: -EXDEV when the block takes method 3. */
 long gmtf_lanes_encode_or_defer(const uint8_t *bwt, size_t n, uint8_t *dst, size_t cap, void *ws);
+/* gmtf_qlfc_encode's way for a block that method 2's rule deferred
+ * (-EXDEV): the incompressibility rule, then method 3. */
+long gmtf_qlfc_encode_deferred(const uint8_t *bwt, size_t n, uint8_t *dst, size_t cap, void *ws);
 
 size_t gmtf_lanes_workspace_size(size_t max_block);
 size_t gmtf_lanes_decode_workspace_size(void);

@@ -67,6 +67,12 @@ int gmtf_gpu_ibwt_check(const uint64_t *off, size_t count, const uint32_t *step,
 int gmtf_gpu_ibwt_batch(gmtf_gpu_ibwt_ctx *ctx, const uint8_t *bwt, const uint64_t *off,
                         size_t count, const uint32_t *step, const uint32_t *idx, uint8_t *dst);
 
+/* The same with the BWT bytes already on the device (dbwt: a device
+ * pointer to the bytes of off[0], e.g. gmtf_gpu_lanes_out_device's;
+ * copied device to device, no upload). */
+int gmtf_gpu_ibwt_batch_dev(gmtf_gpu_ibwt_ctx *ctx, const void *dbwt, const uint64_t *off,
+                            size_t count, const uint32_t *step, const uint32_t *idx, uint8_t *dst);
+
 /* Device time of the last batch by phase, ms (events; 0 in the CPU build):
  * [0] upload, [1] keys + sort, [2] table, [3] chain walk, [4] download. */
 #define GMTF_GPU_IBWT_PHASES 5

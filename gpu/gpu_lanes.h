@@ -68,6 +68,18 @@ int gmtf_gpu_lanes_decode(gmtf_gpu_lanes_ctx *ctx, const uint8_t *in, uint64_t n
                           const gmtf_gpu_lane *lanes, const uint16_t *cum, const uint8_t *sel,
                           const uint64_t *out_off, uint8_t *out, uint8_t *bad);
 
+/* The same, the output kept on the device for the inverse BWT
+ * (gmtf_gpu_lanes_out_device; valid until the next decode): the blocks
+ * without work (stand-ins) get their bytes there from fill (at out_off,
+ * like out), the blocks with work are not copied back. */
+int gmtf_gpu_lanes_decode_keep(gmtf_gpu_lanes_ctx *ctx, const uint8_t *in, uint64_t nin,
+                               size_t count, const gmtf_gpu_lane *lanes, const uint16_t *cum,
+                               const uint8_t *sel, const uint64_t *out_off, const uint8_t *fill,
+                               uint8_t *bad);
+/* The device pointer of the last decode_keep's output (the bytes of
+ * out_off[0]); -EINVAL after any other call. */
+int gmtf_gpu_lanes_out_device(gmtf_gpu_lanes_ctx *ctx, void **out);
+
 /* ---- encoding ---------------------------------------------------------------
  * Method 2's encoder in two device steps around the codec's choices
  * (codec/entropy_lanes.c): scan, then the host picks table sets, selectors
@@ -112,6 +124,25 @@ int gmtf_gpu_lanes_enc_scan(gmtf_gpu_lanes_enc *ctx, const uint8_t *bwt, size_t 
  * -ENOSPC when the streams exceed cap. */
 int gmtf_gpu_lanes_enc_code(gmtf_gpu_lanes_enc *ctx, const uint8_t *sel, const uint16_t *cum,
                             uint8_t *out, uint64_t cap, uint32_t *len);
+
+/* The same two steps fed from the device (the codec's batch: the forward
+ * BWT's output never comes up for them), their host side in pinned
+ * buffers the context holds (allocated once, grown, reused):
+ * - scan_dev: dbwt is a device pointer to the blocks' BWT bytes (at off,
+ *   off[0] = 0), copied on the device (it may change after the call); o's
+ *   pointers are set to the context's copies, valid until its next scan;
+ * - tables: the context's buffers for the plan of the last scan_dev's
+ *   blocks: selectors and tables (gmtf_gpu_lanes_enc_code's layout) and
+ *   skip[b] (1: block b is not coded, its lanes' lengths 0);
+ * - code_dev: codes the blocks not skipped with those; *streams and *len
+ *   (as gmtf_gpu_lanes_enc_code's out and len) point into the context,
+ *   valid until its next code_dev or scan_dev. */
+int gmtf_gpu_lanes_enc_scan_dev(gmtf_gpu_lanes_enc *ctx, const void *dbwt, size_t count,
+                                const uint64_t *off, gmtf_gpu_lanes_scan_out *o);
+int gmtf_gpu_lanes_enc_tables(gmtf_gpu_lanes_enc *ctx, uint8_t **sel, uint16_t **cum,
+                              uint8_t **skip);
+int gmtf_gpu_lanes_enc_code_dev(gmtf_gpu_lanes_enc *ctx, const uint8_t **streams,
+                                const uint32_t **len);
 
 #ifdef __cplusplus
 }

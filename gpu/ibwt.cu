@@ -258,6 +258,13 @@ static int copy_d2h(gmtf_gpu_ibwt_ctx *c, void *h, const void *d, size_t n)
     return 0;
 }
 
+static int copy_d2d(gmtf_gpu_ibwt_ctx *c, void *d, const void *s, size_t n)
+{
+    if (n)
+        CK(c, cudaMemcpyAsync(d, s, n, cudaMemcpyDeviceToDevice, c->st));
+    return 0;
+}
+
 static int launched(gmtf_gpu_ibwt_ctx *c, const char *what)
 {
     cudaError_t e = cudaGetLastError();
@@ -359,6 +366,13 @@ static int copy_d2h(gmtf_gpu_ibwt_ctx *, void *h, const void *d, size_t n)
 {
     if (n)
         memcpy(h, d, n);
+    return 0;
+}
+
+static int copy_d2d(gmtf_gpu_ibwt_ctx *, void *d, const void *s, size_t n)
+{
+    if (n)
+        memcpy(d, s, n);
     return 0;
 }
 
@@ -510,7 +524,7 @@ static int host_grow(gmtf_gpu_ibwt_ctx *c, size_t nb, size_t nc)
 /* Blocks [b0, b1) of the batch, their rows from idx + i0. */
 static int run_piece(gmtf_gpu_ibwt_ctx *c, const uint8_t *bwt, const uint64_t *off, size_t b0,
                      size_t b1, const uint32_t *step, const uint32_t *idx, uint64_t i0,
-                     uint8_t *dst, int acc)
+                     uint8_t *dst, int acc, int dev)
 {
     uint32_t nb = (uint32_t)(b1 - b0), np = (uint32_t)(off[b1] - off[b0]);
     uint64_t nc = 0;
@@ -539,7 +553,10 @@ static int run_piece(gmtf_gpu_ibwt_ctx *c, const uint8_t *bwt, const uint64_t *o
     TRY(dev_reserve(c, &c->prim, (size_t)nb * 4));
     TRY(dev_reserve(c, &c->ch, nc * sizeof(chain)));
     TRY(mark(c, 0));
-    TRY(copy_h2d(c, c->in.p, bwt + off[b0], np));
+    if (dev) /* bwt: on the device, at off[0] */
+        TRY(copy_d2d(c, c->in.p, bwt + (off[b0] - off[0]), np));
+    else
+        TRY(copy_h2d(c, c->in.p, bwt + off[b0], np));
     TRY(copy_h2d(c, c->start.p, c->h_start, ((size_t)nb + 1) * 4));
     TRY(copy_h2d(c, c->prim.p, c->h_p, (size_t)nb * 4));
     TRY(copy_h2d(c, c->ch.p, c->h_ch, nc * sizeof(chain)));
@@ -550,9 +567,8 @@ static int run_piece(gmtf_gpu_ibwt_ctx *c, const uint8_t *bwt, const uint64_t *o
     return sync_times(c, acc);
 }
 
-extern "C" int gmtf_gpu_ibwt_batch(gmtf_gpu_ibwt_ctx *c, const uint8_t *bwt, const uint64_t *off,
-                                   size_t count, const uint32_t *step, const uint32_t *idx,
-                                   uint8_t *dst)
+static int batch_impl(gmtf_gpu_ibwt_ctx *c, const uint8_t *bwt, const uint64_t *off, size_t count,
+                      const uint32_t *step, const uint32_t *idx, uint8_t *dst, int dev)
 {
     if (!c)
         return -ENODEV;
@@ -570,11 +586,25 @@ extern "C" int gmtf_gpu_ibwt_batch(gmtf_gpu_ibwt_ctx *c, const uint8_t *bwt, con
         size_t b1 = b0 + 1;
         while (b1 < count && off[b1 + 1] - off[b0] <= c->piece_bound)
             b1++;
-        TRY(run_piece(c, bwt, off, b0, b1, step, idx, i0, dst, acc));
+        TRY(run_piece(c, bwt, off, b0, b1, step, idx, i0, dst, acc, dev));
         for (size_t i = b0; i < b1; i++)
             i0 += chains_of(off[i + 1] - off[i], step[i]);
         b0 = b1;
         acc = 1;
     }
     return 0;
+}
+
+extern "C" int gmtf_gpu_ibwt_batch(gmtf_gpu_ibwt_ctx *c, const uint8_t *bwt, const uint64_t *off,
+                                   size_t count, const uint32_t *step, const uint32_t *idx,
+                                   uint8_t *dst)
+{
+    return batch_impl(c, bwt, off, count, step, idx, dst, 0);
+}
+
+extern "C" int gmtf_gpu_ibwt_batch_dev(gmtf_gpu_ibwt_ctx *c, const void *dbwt, const uint64_t *off,
+                                       size_t count, const uint32_t *step, const uint32_t *idx,
+                                       uint8_t *dst)
+{
+    return batch_impl(c, (const uint8_t *)dbwt, off, count, step, idx, dst, 1);
 }

@@ -13,4 +13,6 @@
 #define gmtf_gpu_ibwt_batch gmtf_gpu_ibwt_emu_batch
 #define gmtf_gpu_ibwt_last_ms gmtf_gpu_ibwt_emu_last_ms
 
+#define gmtf_gpu_ibwt_batch_dev gmtf_gpu_ibwt_emu_batch_dev
+
 #endif

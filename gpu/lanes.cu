@@ -208,6 +208,8 @@ struct gmtf_gpu_lanes_ctx {
     int ok;
     char err[256];
     dbuf in, lanes, cum, sel, off, out, bad;
+    int kept; /* the last decode's output is on the device (decode_keep) */
+    int lpw;  /* lanes a warp (the kernel's shape) */
 #ifndef GMTF_LANES_EMU
     cudaStream_t st;
 #endif
@@ -252,12 +254,20 @@ static int cuda_fail(gmtf_gpu_lanes_ctx *c, cudaError_t e, const char *what)
  * lane (the extra word spreads the lanes' rows over the banks). */
 #define S_ROW 1028
 
-__global__ void __launch_bounds__(GMTF_GPU_LANES)
+/* LPW lanes a warp (32 / LPW warps a block, one block a CTA): each thread
+ * is one lane's serial chain, so fewer lanes a warp put a block's chains on
+ * more of the SM's schedulers and shorten the divergent steps (a run's
+ * bytes, the list's move), which last as long as the warp's longest. */
+template <int LPW>
+__global__ void __launch_bounds__(GMTF_GPU_LANES / LPW * 32)
     k_lanes(const gmtf_gpu_lane *lanes, const uint16_t *cum, const uint8_t *sel, const uint8_t *in,
             const uint64_t *off, uint8_t *out, uint8_t *bad)
 {
     __shared__ __align__(16) uint8_t sh[GMTF_GPU_LANES * S_ROW];
-    uint32_t b = blockIdx.x, j = threadIdx.x;
+    uint32_t b = blockIdx.x, t = threadIdx.x % 32;
+    if (t >= LPW)
+        return;
+    uint32_t j = threadIdx.x / 32 * LPW + t;
     const gmtf_gpu_lane *g = &lanes[(size_t)b * GMTF_GPU_LANES + j];
     uint8_t *s = sh + j * S_ROW;
     const uint32_t *from = (const uint32_t *)g->list; /* list, er, el, hr: 1024 bytes */
@@ -269,6 +279,15 @@ __global__ void __launch_bounds__(GMTF_GPU_LANES)
         bad[b] = 1;
 }
 
+/* Lanes a warp: GMTF_GPU_LPW (32, 16, 8 or 4) or the default (docs/gpu.md). */
+#define LPW_DEFAULT 8
+static int lanes_per_warp(void)
+{
+    const char *e = getenv("GMTF_GPU_LPW");
+    int v = e && *e ? atoi(e) : LPW_DEFAULT;
+    return v == 32 || v == 16 || v == 8 || v == 4 ? v : LPW_DEFAULT;
+}
+
 static int backend_open(gmtf_gpu_lanes_ctx *c)
 {
     if (!gmtf_gpu_available())
@@ -278,6 +297,7 @@ static int backend_open(gmtf_gpu_lanes_ctx *c)
         cudaGetLastError();
         return -ENODEV;
     }
+    c->lpw = lanes_per_warp();
     return 0;
 }
 
@@ -332,10 +352,18 @@ static int d2h(gmtf_gpu_lanes_ctx *c, void *h, const void *d, size_t n)
 static int run(gmtf_gpu_lanes_ctx *c, size_t count, size_t nout)
 {
     CK(c, cudaMemsetAsync(c->bad.p, 0, count, c->st));
-    k_lanes<<<(unsigned)count, GMTF_GPU_LANES, 0, c->st>>>(
-        (const gmtf_gpu_lane *)c->lanes.p, (const uint16_t *)c->cum.p, (const uint8_t *)c->sel.p,
-        (const uint8_t *)c->in.p, (const uint64_t *)c->off.p, (uint8_t *)c->out.p,
-        (uint8_t *)c->bad.p);
+    const gmtf_gpu_lane *l = (const gmtf_gpu_lane *)c->lanes.p;
+    const uint16_t *cum = (const uint16_t *)c->cum.p;
+    const uint8_t *sel = (const uint8_t *)c->sel.p, *in = (const uint8_t *)c->in.p;
+    const uint64_t *off = (const uint64_t *)c->off.p;
+    uint8_t *out = (uint8_t *)c->out.p, *bad = (uint8_t *)c->bad.p;
+    unsigned g = (unsigned)count;
+    switch (c->lpw) {
+    case 32: k_lanes<32><<<g, 32, 0, c->st>>>(l, cum, sel, in, off, out, bad); break;
+    case 16: k_lanes<16><<<g, 64, 0, c->st>>>(l, cum, sel, in, off, out, bad); break;
+    case 4: k_lanes<4><<<g, 256, 0, c->st>>>(l, cum, sel, in, off, out, bad); break;
+    default: k_lanes<8><<<g, 128, 0, c->st>>>(l, cum, sel, in, off, out, bad); break;
+    }
     CK(c, cudaGetLastError());
     (void)nout;
     return 0;
@@ -482,15 +510,17 @@ static int check(const gmtf_gpu_lane *lanes, size_t count, uint64_t nin, const u
     return 0;
 }
 
-extern "C" int gmtf_gpu_lanes_decode(gmtf_gpu_lanes_ctx *c, const uint8_t *in, uint64_t nin,
-                                     size_t count, const gmtf_gpu_lane *lanes, const uint16_t *cum,
-                                     const uint8_t *sel, const uint64_t *out_off, uint8_t *out,
-                                     uint8_t *bad)
+/* keep: the output stays on the device (the blocks without work get
+ * fill's bytes there instead), else the blocks with work come down to out. */
+static int decode_impl(gmtf_gpu_lanes_ctx *c, const uint8_t *in, uint64_t nin, size_t count,
+                       const gmtf_gpu_lane *lanes, const uint16_t *cum, const uint8_t *sel,
+                       const uint64_t *out_off, uint8_t *out, uint8_t *bad, int keep)
 {
     if (!c)
         return -ENODEV;
     if (!c->ok)
         return -EIO;
+    c->kept = 0;
     if (count == 0)
         return 0;
     if (!in || !lanes || !cum || !sel || !out_off || !out || !bad || count > (1u << 20))
@@ -513,19 +543,49 @@ extern "C" int gmtf_gpu_lanes_decode(gmtf_gpu_lanes_ctx *c, const uint8_t *in, u
     TRY(h2d(c, c->sel.p, sel, count * MAX_GROUPS));
     TRY(h2d(c, c->off.p, out_off, (count + 1) * 8));
     TRY(run(c, count, nout));
-    /* only the blocks with work: the others' bytes in out stay the caller's */
+    /* keep: the blocks without work go up from fill; else only the blocks
+     * with work come down (the others' bytes in out stay the caller's) */
     for (size_t b = 0; b < count;) {
-        if (!has_work(lanes + b * GMTF_GPU_LANES)) {
-            b++;
-            continue;
-        }
+        int work = has_work(lanes + b * GMTF_GPU_LANES);
         size_t e = b + 1;
-        while (e < count && has_work(lanes + e * GMTF_GPU_LANES))
+        while (e < count && has_work(lanes + e * GMTF_GPU_LANES) == work)
             e++;
-        TRY(d2h(c, out + out_off[b], (uint8_t *)c->out.p + (out_off[b] - out_off[0]),
-                out_off[e] - out_off[b]));
+        uint8_t *dev = (uint8_t *)c->out.p + (out_off[b] - out_off[0]);
+        if (keep && !work)
+            TRY(h2d(c, dev, out + out_off[b], out_off[e] - out_off[b]));
+        else if (!keep && work)
+            TRY(d2h(c, out + out_off[b], dev, out_off[e] - out_off[b]));
         b = e;
     }
     TRY(d2h(c, bad, c->bad.p, count));
-    return sync(c);
+    TRY(sync(c));
+    c->kept = keep;
+    return 0;
+}
+
+extern "C" int gmtf_gpu_lanes_decode(gmtf_gpu_lanes_ctx *c, const uint8_t *in, uint64_t nin,
+                                     size_t count, const gmtf_gpu_lane *lanes, const uint16_t *cum,
+                                     const uint8_t *sel, const uint64_t *out_off, uint8_t *out,
+                                     uint8_t *bad)
+{
+    return decode_impl(c, in, nin, count, lanes, cum, sel, out_off, out, bad, 0);
+}
+
+extern "C" int gmtf_gpu_lanes_decode_keep(gmtf_gpu_lanes_ctx *c, const uint8_t *in, uint64_t nin,
+                                          size_t count, const gmtf_gpu_lane *lanes,
+                                          const uint16_t *cum, const uint8_t *sel,
+                                          const uint64_t *out_off, const uint8_t *fill,
+                                          uint8_t *bad)
+{
+    return decode_impl(c, in, nin, count, lanes, cum, sel, out_off, (uint8_t *)fill, bad, 1);
+}
+
+extern "C" int gmtf_gpu_lanes_out_device(gmtf_gpu_lanes_ctx *c, void **out)
+{
+    if (!c)
+        return -ENODEV;
+    if (!c->kept)
+        return -EINVAL;
+    *out = c->out.p;
+    return 0;
 }

@@ -10,4 +10,7 @@
 #define gmtf_gpu_lanes_error gmtf_gpu_lanes_emu_error
 #define gmtf_gpu_lanes_decode gmtf_gpu_lanes_emu_decode
 
+#define gmtf_gpu_lanes_decode_keep gmtf_gpu_lanes_emu_decode_keep
+#define gmtf_gpu_lanes_out_device gmtf_gpu_lanes_emu_out_device
+
 #endif

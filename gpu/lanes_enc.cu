@@ -328,50 +328,70 @@ static GMTF_HD void lane_scan(const uint8_t *s, uint32_t a, uint32_t b, uint8_t 
 /* ---- code: rANS of one lane ------------------------------------------------ */
 
 struct renc {
-    uint64_t x[2];
+    uint64_t xa, xb;
     uint8_t *p, *lo;
     int overflow;
 };
 
+/* One group of rANS steps (the CPU's rans_group, in a fixed shape so that
+ * it stays in registers): a raw field of rnb bits first, then symbol 2 and
+ * symbol 1 (f = 0: absent), as the CPU applies its steps (last added
+ * first); two raw fields in a row are one field of their bits. */
 struct rgroup {
-    unsigned n, bits;
-    uint64_t freq;
-    uint16_t f[4], c[4];
-    uint8_t nb[4];
+    uint32_t rnb, rval;
+    uint32_t f1, c1, f2, c2;
 };
 
-static GMTF_HD inline void g_init(rgroup &g)
-{
-    g.n = 0;
-    g.bits = 0;
-    g.freq = 1;
-}
-
-static GMTF_HD inline void g_sym(rgroup &g, const uint16_t *cum, unsigned t, unsigned y)
+static GMTF_HD inline void g_sym1(rgroup &g, const uint16_t *cum, unsigned t, unsigned y)
 {
     const uint16_t *cm = cum + (size_t)t * CUMW;
-    uint16_t f = (uint16_t)(cm[y + 1] - cm[y]);
-    g.f[g.n] = f;
-    g.c[g.n] = cm[y];
-    g.nb[g.n++] = PROB_BITS;
-    g.bits += PROB_BITS;
-    g.freq *= f;
+    uint16_t lo = cm[y], hi = cm[y + 1];
+    g.f1 = (uint16_t)(hi - lo);
+    g.c1 = lo;
 }
 
-static GMTF_HD inline void g_raw(rgroup &g, uint32_t v, unsigned nb)
+static GMTF_HD inline void g_sym2(rgroup &g, const uint16_t *cum, unsigned t, unsigned y)
 {
-    if (nb == 0)
-        return;
-    g.f[g.n] = 0;
-    g.c[g.n] = (uint16_t)v;
-    g.nb[g.n++] = (uint8_t)nb;
-    g.bits += nb;
+    const uint16_t *cm = cum + (size_t)t * CUMW;
+    uint16_t lo = cm[y], hi = cm[y + 1];
+    g.f2 = (uint16_t)(hi - lo);
+    g.c2 = lo;
 }
 
-static GMTF_HD inline void g_put(renc &r, unsigned st, const rgroup &g)
+/* x / f for f in 1..4096 (exact for any 64-bit x): on the device as a
+ * multiply by the codec's reciprocal (Granlund and Montgomery,
+ * codec/entropy_lanes.c's set_reciprocal), from a table by f. */
+#ifdef GMTF_LANES_ENC_EMU
+#define DIV_F(x, f, e) ((x) / (f))
+#else
+static __device__ inline uint64_t div_f(uint64_t x, uint32_t f, const uint64_t *rcp,
+                                        const uint8_t *rsh)
 {
-    uint64_t x = r.x[st];
-    uint64_t k = g.freq << (32 - g.bits);
+    uint64_t m = __ldg(rcp + f);
+    unsigned sh = __ldg(rsh + f);
+    uint64_t t = __umul64hi(m, x);
+    return (t + ((x - t) >> (sh & 1))) >> (sh >> 1);
+}
+#define DIV_F(x, f, e) div_f((x), (f), (e).rcp, (e).rsh)
+#endif
+
+struct divs {
+    const uint64_t *rcp;
+    const uint8_t *rsh;
+};
+
+static GMTF_HD inline uint64_t g_step(uint64_t x, uint32_t f, uint32_t c, const divs &d)
+{
+    (void)d;
+    uint64_t q = DIV_F(x, f, d);
+    return (q << PROB_BITS) + (x - q * f) + c;
+}
+
+static GMTF_HD inline uint64_t g_put(renc &r, uint64_t x, const rgroup &g, const divs &d)
+{
+    unsigned bits = g.rnb + (g.f1 ? PROB_BITS : 0) + (g.f2 ? PROB_BITS : 0);
+    uint64_t freq = (uint64_t)(g.f1 ? g.f1 : 1) * (g.f2 ? g.f2 : 1);
+    uint64_t k = freq << (32 - bits);
     if ((x >> 32) >= k) {
         if (r.p - r.lo < 4) {
             r.overflow = 1;
@@ -382,79 +402,104 @@ static GMTF_HD inline void g_put(renc &r, unsigned st, const rgroup &g)
         }
         x >>= 32;
     }
-    for (unsigned i = g.n; i-- > 0;) {
-        if (g.f[i]) {
-            uint64_t q = x / g.f[i];
-            x = (q << PROB_BITS) + (x - q * g.f[i]) + g.c[i];
-        } else {
-            x = x << g.nb[i] | g.c[i];
-        }
-    }
-    r.x[st] = x;
+    if (g.rnb)
+        x = x << g.rnb | g.rval;
+    if (g.f2)
+        x = g_step(x, g.f2, g.c2, d);
+    if (g.f1)
+        x = g_step(x, g.f1, g.c1, d);
+    return x;
+}
+
+/* Run k's two keys as one word (rank key low, length key high). */
+static GMTF_HD inline uint32_t key_pair(const uint16_t *keys, uint32_t k)
+{
+#ifdef GMTF_LANES_ENC_EMU
+    uint32_t v;
+    memcpy(&v, keys + 2 * (size_t)k, 4);
+    return v;
+#else
+    return ((const uint32_t *)keys)[k]; /* 4-byte aligned: keys + 2 (o + a) */
+#endif
 }
 
 /* Codes lane [a, b) of k runs backwards into [lo, hi); its length, or 0
  * when it does not fit (the host codes that lane itself). */
 static GMTF_HD uint32_t lane_code(uint32_t a, uint32_t b, uint32_t k, const uint8_t *rk,
                                   const uint16_t *keys, const uint32_t *rl, const uint8_t *sel,
-                                  const uint16_t *cum, uint8_t *lo, uint8_t *hi)
+                                  const uint16_t *cum, uint8_t *lo, uint8_t *hi, const divs &d)
 {
     renc r;
-    r.x[0] = r.x[1] = RANS_L;
+    r.xa = r.xb = RANS_L;
     r.p = hi;
     r.lo = lo;
     r.overflow = 0;
     uint32_t i = b;
+    /* the next run's length, keys and rank are loaded a run ahead, so that
+     * their latency passes while this run is coded */
+    uint32_t nlen = 0, nkey = 0, nrk = 0;
+    if (k > 0) {
+        nlen = rl[k - 1];
+        nkey = key_pair(keys, k - 1);
+        nrk = rk[k - 1];
+    }
     while (i > a) {
         if (k == 0)
             return 0; /* more runs than the scan found: not this lane's data */
         k--;
-        uint32_t len = rl[k];
+        uint32_t len = nlen, key = nkey, rkv = nrk;
+        if (k > 0) {
+            nlen = rl[k - 1];
+            nkey = key_pair(keys, k - 1);
+            nrk = rk[k - 1];
+        }
         if (len == 0 || len > i - a)
             return 0;
         i -= len;
         unsigned set = sel[(i - a) / GROUP_BYTES] & (MAX_SETS - 1);
-        unsigned rkey = keys[2 * k], lkey = keys[2 * k + 1];
+        unsigned rkey = key & 0xffff, lkey = key >> 16;
         unsigned rsym = rkey & 15, lsym = lkey & 15;
         unsigned rtab = rkey >> 4, ltab = lkey >> 4;
         if (rtab >= TPS || ltab >= TPS)
             return 0;
-        rgroup ga, gb;
-        g_init(ga);
-        g_sym(ga, cum, set * TPS + rtab, rsym);
-        g_sym(ga, cum, set * TPS + ltab, lsym);
-        g_init(gb);
+        rgroup ga = {0, 0, 0, 0, 0, 0}, gb = {0, 0, 0, 0, 0, 0};
+        g_sym1(ga, cum, set * TPS + rtab, rsym);
+        g_sym2(ga, cum, set * TPS + ltab, lsym);
+        unsigned v = rkv - e_rbase[rsym];
         if (rsym >= RSYM_BIG_FIRST) {
-            g_sym(gb, cum, T_OFF + rsym - RSYM_OFF_FIRST, ((rk[k] - e_rbase[rsym]) >> 2) & 15);
-            g_raw(gb, (rk[k] - e_rbase[rsym]) & 3, 2);
+            g_sym1(gb, cum, T_OFF + rsym - RSYM_OFF_FIRST, (v >> 2) & 15);
+            gb.rnb = 2;
+            gb.rval = v & 3;
         } else if (rsym >= RSYM_OFF_FIRST) {
-            g_sym(gb, cum, T_OFF + rsym - RSYM_OFF_FIRST, (rk[k] - e_rbase[rsym]) & 15);
+            g_sym1(gb, cum, T_OFF + rsym - RSYM_OFF_FIRST, v & 15);
         }
         if (lsym == LSYM_ESC) {
             if (len < (1u << LBIG_MIN))
                 return 0;
             unsigned eb = bitlen_m1(len), lo_bits = eb < 16 ? eb : 16;
             uint32_t low = len & ((1u << eb) - 1);
-            rgroup g2, g3;
-            g_init(g2);
-            g_sym(g2, cum, T_LBIG, (eb - LBIG_MIN) & 15);
-            g_raw(g2, low >> (eb - lo_bits), lo_bits);
-            g_init(g3);
-            g_raw(g3, low & ((1u << (eb - lo_bits)) - 1), eb - lo_bits);
-            g_put(r, XB, g3);
-            g_put(r, XB, g2);
-        } else {
-            g_raw(gb, len - e_lbase[lsym], e_lbits[lsym]);
+            rgroup g2 = {lo_bits, low >> (eb - lo_bits), 0, 0, 0, 0};
+            g_sym1(g2, cum, T_LBIG, (eb - LBIG_MIN) & 15);
+            rgroup g3 = {eb - lo_bits, low & ((1u << (eb - lo_bits)) - 1), 0, 0, 0, 0};
+            if (g3.rnb)
+                r.xb = g_put(r, r.xb, g3, d);
+            r.xb = g_put(r, r.xb, g2, d);
+        } else if (e_lbits[lsym]) {
+            /* the length's raw bits come after the offset's (a later step:
+             * applied first, the lower field of the two) */
+            gb.rval = (len - e_lbase[lsym]) << gb.rnb | gb.rval;
+            gb.rnb += e_lbits[lsym];
         }
-        g_put(r, XB, gb);
-        g_put(r, XA, ga);
+        if (gb.rnb || gb.f1)
+            r.xb = g_put(r, r.xb, gb, d);
+        r.xa = g_put(r, r.xa, ga, d);
     }
     if (k != 0 || r.overflow || r.p - lo < 16)
         return 0;
     r.p -= 16;
     for (int q = 0; q < 8; q++) {
-        r.p[q] = (uint8_t)(r.x[XA] >> (8 * q));
-        r.p[8 + q] = (uint8_t)(r.x[XB] >> (8 * q));
+        r.p[q] = (uint8_t)(r.xa >> (8 * q));
+        r.p[8 + q] = (uint8_t)(r.xb >> (8 * q));
     }
     return (uint32_t)(hi - r.p);
 }
@@ -483,6 +528,8 @@ struct enc_args {
     const uint16_t *cum;
     uint8_t *room;
     uint32_t *len;
+    const uint8_t *skip; /* code: blocks left alone (NULL: none) */
+    divs d;              /* code: x / f by multiplication (device) */
 };
 
 static GMTF_HD void scan_one(const enc_args &e, size_t blk, unsigned j, uint8_t *tmp, unsigned t)
@@ -502,10 +549,14 @@ static GMTF_HD void code_one(const enc_args &e, size_t blk, unsigned j)
     uint32_t a, b, gb;
     lane_geom(n, j, &a, &b, &gb);
     size_t L = blk * GMTF_GPU_LANES + j;
+    if (e.skip && e.skip[blk]) {
+        e.len[L] = 0;
+        return;
+    }
     uint64_t hi = room_end(o, b, L), lo = hi - 2 * (uint64_t)(b - a) - 64;
     e.len[L] = lane_code(a, b, e.runs[L], e.rk + o + a, e.keys + 2 * (o + a), e.rl + o + a,
                          e.sel + blk * MAX_GROUPS + gb, e.cum + blk * NTAB * CUMW, e.room + lo,
-                         e.room + hi);
+                         e.room + hi, e.d);
 }
 
 /* ---- context ------------------------------------------------------------------ */
@@ -523,7 +574,13 @@ struct gmtf_gpu_lanes_enc {
     int scanned;
     float ms[2]; /* the last scan and code kernels' device time */
     dbuf crk, ckeys, roff, bwt, off, rk, keys, rl, runs, init, ninit, gstart, shared, sel, cum,
-        room, len, pos, packed;
+        room, len, pos, packed, skip;
+    /* the device-fed calls' host side (pinned; gmtf_gpu_lanes_enc_scan_dev) */
+    dbuf h_rk, h_keys, h_runs, h_roff, h_init, h_ninit, h_gstart, h_shared, h_sel, h_cum, h_len,
+        h_pos, h_streams, h_skip;
+    int use_skip;
+    dbuf rcp, rsh; /* the reciprocals of 1..65535 (device) */
+    int lpw;       /* the code step's lanes a warp */
 #ifndef GMTF_LANES_ENC_EMU
     cudaStream_t st;
     cudaEvent_t ev[2];
@@ -560,6 +617,9 @@ static enc_args args_of(gmtf_gpu_lanes_enc *c)
     e.cum = (const uint16_t *)c->cum.p;
     e.room = (uint8_t *)c->room.p;
     e.len = (uint32_t *)c->len.p;
+    e.skip = c->use_skip ? (const uint8_t *)c->skip.p : NULL;
+    e.d.rcp = (const uint64_t *)c->rcp.p;
+    e.d.rsh = (const uint8_t *)c->rsh.p;
     return e;
 }
 
@@ -585,11 +645,10 @@ static int cuda_fail(gmtf_gpu_lanes_enc *c, cudaError_t e, const char *what)
             return cuda_fail((c), e_, #call);                                                      \
     } while (0)
 
-/* The code step: one thread a lane, one warp (block) a CTA: a batch has
- * few blocks (128 of 2 MiB in 256 MiB), so that they spread over the SMs.
- * The scan: one warp a lane, SCAN_WARPS lanes a CTA, each warp's lists,
+/* The code step: one thread a lane, one block a CTA (k_code below): a
+ * batch has few blocks (128 of 2 MiB in 256 MiB), so that they spread over
+ * the SMs. The scan: one warp a lane, SCAN_WARPS lanes a CTA, each warp's lists,
  * histories and counts in shared memory. */
-#define WARPS 1
 #define SCAN_WARPS 8
 
 __global__ void __launch_bounds__(32 * SCAN_WARPS) k_scan(enc_args e, size_t count)
@@ -603,12 +662,25 @@ __global__ void __launch_bounds__(32 * SCAN_WARPS) k_scan(enc_args e, size_t cou
              threadIdx.x % 32);
 }
 
-__global__ void __launch_bounds__(GMTF_GPU_LANES *WARPS) k_code(enc_args e, size_t count)
+/* LPW lanes a warp, one block a CTA (as gpu/lanes.cu's decoder): a
+ * block's 32 serial chains over 32 / LPW warps. */
+template <int LPW>
+__global__ void __launch_bounds__(GMTF_GPU_LANES / LPW * 32) k_code(enc_args e, size_t count)
 {
-    size_t blk = (size_t)blockIdx.x * WARPS + threadIdx.x / GMTF_GPU_LANES;
-    if (blk >= count)
+    size_t blk = blockIdx.x;
+    unsigned t = threadIdx.x % 32;
+    if (blk >= count || t >= LPW)
         return;
-    code_one(e, blk, threadIdx.x % GMTF_GPU_LANES);
+    code_one(e, blk, threadIdx.x / 32 * LPW + t);
+}
+
+/* Lanes a warp: GMTF_GPU_ENC_LPW (32, 16, 8 or 4) or the default. */
+#define LPW_DEFAULT 8
+static int lanes_per_warp(void)
+{
+    const char *v = getenv("GMTF_GPU_ENC_LPW");
+    int n = v && *v ? atoi(v) : LPW_DEFAULT;
+    return n == 32 || n == 16 || n == 8 || n == 4 ? n : LPW_DEFAULT;
 }
 
 /* Lane streams packed: one CTA a lane, its threads copy. */
@@ -661,7 +733,45 @@ static int backend_open(gmtf_gpu_lanes_enc *c)
         cudaGetLastError();
         return -ENODEV;
     }
+    c->lpw = lanes_per_warp();
     return 0;
+}
+
+static int dev_reserve(gmtf_gpu_lanes_enc *c, dbuf *b, size_t bytes);
+static int h2d(gmtf_gpu_lanes_enc *c, void *d, const void *h, size_t n);
+
+/* The reciprocal of every 16-bit f (codec/entropy_lanes.c's set_reciprocal),
+ * uploaded once: the code step divides by multiplying. */
+static int rcp_init(gmtf_gpu_lanes_enc *c)
+{
+    enum { NF = 1 << 16 };
+    uint64_t *m = (uint64_t *)malloc(NF * 8);
+    uint8_t *sh = (uint8_t *)malloc(NF);
+    int rc = m && sh ? 0 : -ENOMEM;
+    for (uint32_t f = 1; f < NF && !rc; f++) {
+        unsigned l = 0;
+        while ((1u << l) < f)
+            l++;
+        unsigned __int128 num = (unsigned __int128)((1ull << l) - f) << 64;
+        m[f] = (uint64_t)(num / f) + 1;
+        sh[f] = (uint8_t)(l ? (l - 1) << 1 | 1 : 0);
+    }
+    if (!rc) {
+        m[0] = 0;
+        sh[0] = 0;
+        rc = dev_reserve(c, &c->rcp, NF * 8);
+    }
+    if (!rc)
+        rc = dev_reserve(c, &c->rsh, NF);
+    if (!rc)
+        rc = h2d(c, c->rcp.p, m, NF * 8);
+    if (!rc)
+        rc = h2d(c, c->rsh.p, sh, NF);
+    if (!rc && cudaStreamSynchronize(c->st) != cudaSuccess)
+        rc = -EIO;
+    free(m);
+    free(sh);
+    return rc;
 }
 
 static void backend_close(gmtf_gpu_lanes_enc *c)
@@ -708,6 +818,39 @@ static int h2d(gmtf_gpu_lanes_enc *c, void *d, const void *h, size_t n)
     return 0;
 }
 
+static int d2d(gmtf_gpu_lanes_enc *c, void *d, const void *s, size_t n)
+{
+    if (n)
+        CK(c, cudaMemcpyAsync(d, s, n, cudaMemcpyDeviceToDevice, c->st));
+    return 0;
+}
+
+/* Pinned host memory, grown (never shrunk) and reused. */
+static int host_reserve(gmtf_gpu_lanes_enc *c, dbuf *b, size_t bytes)
+{
+    if (bytes <= b->cap)
+        return 0;
+    if (b->p)
+        cudaFreeHost(b->p);
+    b->p = NULL;
+    b->cap = 0;
+    cudaError_t e = cudaMallocHost(&b->p, bytes);
+    if (e != cudaSuccess) {
+        b->p = NULL;
+        return cuda_fail(c, e, "cudaMallocHost");
+    }
+    b->cap = bytes;
+    return 0;
+}
+
+static void host_free(dbuf *b)
+{
+    if (b->p)
+        cudaFreeHost(b->p);
+    b->p = NULL;
+    b->cap = 0;
+}
+
 static int d2h(gmtf_gpu_lanes_enc *c, void *h, const void *d, size_t n)
 {
     if (n)
@@ -728,9 +871,15 @@ static int run_scan(gmtf_gpu_lanes_enc *c)
 
 static int run_code(gmtf_gpu_lanes_enc *c)
 {
-    unsigned grid = (unsigned)((c->count + WARPS - 1) / WARPS);
+    unsigned grid = (unsigned)c->count;
+    enc_args e = args_of(c);
     CK(c, cudaEventRecord(c->ev[0], c->st));
-    k_code<<<grid, GMTF_GPU_LANES * WARPS, 0, c->st>>>(args_of(c), c->count);
+    switch (c->lpw) {
+    case 32: k_code<32><<<grid, 32, 0, c->st>>>(e, c->count); break;
+    case 16: k_code<16><<<grid, 64, 0, c->st>>>(e, c->count); break;
+    case 4: k_code<4><<<grid, 256, 0, c->st>>>(e, c->count); break;
+    default: k_code<8><<<grid, 128, 0, c->st>>>(e, c->count); break;
+    }
     CK(c, cudaGetLastError());
     CK(c, cudaEventRecord(c->ev[1], c->st));
     return 0;
@@ -773,6 +922,11 @@ static void backend_close(gmtf_gpu_lanes_enc *)
 {
 }
 
+static int rcp_init(gmtf_gpu_lanes_enc *)
+{
+    return 0;
+}
+
 static int dev_reserve(gmtf_gpu_lanes_enc *c, dbuf *b, size_t bytes)
 {
     if (bytes <= b->cap)
@@ -795,6 +949,23 @@ static int h2d(gmtf_gpu_lanes_enc *, void *d, const void *h, size_t n)
     if (n)
         memcpy(d, h, n);
     return 0;
+}
+
+static int d2d(gmtf_gpu_lanes_enc *, void *d, const void *s, size_t n)
+{
+    if (n)
+        memcpy(d, s, n);
+    return 0;
+}
+
+static int host_reserve(gmtf_gpu_lanes_enc *c, dbuf *b, size_t bytes)
+{
+    return dev_reserve(c, b, bytes);
+}
+
+static void host_free(dbuf *b)
+{
+    dev_free(b);
 }
 
 static int d2h(gmtf_gpu_lanes_enc *, void *h, const void *d, size_t n)
@@ -879,6 +1050,11 @@ extern "C" int gmtf_gpu_lanes_enc_create(gmtf_gpu_lanes_enc **out)
         return rc;
     }
     c->ok = 1;
+    rc = rcp_init(c);
+    if (rc) {
+        gmtf_gpu_lanes_enc_destroy(c);
+        return rc;
+    }
     *out = c;
     return 0;
 }
@@ -893,6 +1069,14 @@ extern "C" void gmtf_gpu_lanes_enc_destroy(gmtf_gpu_lanes_enc *c)
                  &c->cum,  &c->room,  &c->len,  &c->pos,   &c->packed};
     for (size_t i = 0; i < sizeof b / sizeof b[0]; i++)
         dev_free(b[i]);
+    dev_free(&c->skip);
+    dev_free(&c->rcp);
+    dev_free(&c->rsh);
+    dbuf *h[] = {&c->h_rk,    &c->h_keys,   &c->h_runs,    &c->h_roff, &c->h_init,
+                 &c->h_ninit, &c->h_gstart, &c->h_shared,  &c->h_sel,  &c->h_cum,
+                 &c->h_len,   &c->h_pos,    &c->h_streams, &c->h_skip};
+    for (size_t i = 0; i < sizeof h / sizeof h[0]; i++)
+        host_free(h[i]);
     free(c);
 }
 
@@ -908,8 +1092,11 @@ extern "C" void gmtf_gpu_lanes_enc_kernel_ms(const gmtf_gpu_lanes_enc *c, double
     *code = c ? c->ms[1] : 0;
 }
 
-extern "C" int gmtf_gpu_lanes_enc_scan(gmtf_gpu_lanes_enc *c, const uint8_t *bwt, size_t count,
-                                       const uint64_t *off, gmtf_gpu_lanes_scan_out *o)
+/* The scan of count blocks whose bytes are at bwt (dev: a device pointer,
+ * copied device to device; else host memory). o's pointers: the caller's
+ * buffers, or with dev the context's pinned ones (set here). */
+static int scan_impl(gmtf_gpu_lanes_enc *c, const uint8_t *bwt, int dev, size_t count,
+                     const uint64_t *off, gmtf_gpu_lanes_scan_out *o)
 {
     if (!c)
         return -ENODEV;
@@ -918,14 +1105,32 @@ extern "C" int gmtf_gpu_lanes_enc_scan(gmtf_gpu_lanes_enc *c, const uint8_t *bwt
     c->scanned = 0;
     if (count == 0)
         return 0;
-    if (!bwt || !off || !o || !o->rk || !o->keys || !o->runs || !o->roff || !o->init || !o->ninit ||
-        !o->gstart || !o->shared || count > (1u << 20) || off[0] != 0)
+    if (!off || !o || count > (1u << 20) || !bwt || off[0] != 0 ||
+        (!dev && (!o->rk || !o->keys || !o->runs || !o->roff || !o->init || !o->ninit ||
+                  !o->gstart || !o->shared)))
         return -EINVAL;
     for (size_t b = 0; b < count; b++)
         if (off[b + 1] <= off[b] || off[b + 1] - off[b] > (16u << 20))
             return -EINVAL;
     uint64_t n = off[count];
     size_t nl = count * GMTF_GPU_LANES;
+    if (dev) {
+        TRY(host_reserve(c, &c->h_runs, nl * 4));
+        TRY(host_reserve(c, &c->h_roff, (nl + 1) * 8));
+        TRY(host_reserve(c, &c->h_init, nl * 256));
+        TRY(host_reserve(c, &c->h_ninit, nl * 2));
+        TRY(host_reserve(c, &c->h_gstart, count * MAX_GROUPS * 4));
+        TRY(host_reserve(c, &c->h_shared, nl * GMTF_GPU_LANES_NSHARED * NSYM * 4));
+        TRY(host_reserve(c, &c->h_sel, count * MAX_GROUPS));
+        TRY(host_reserve(c, &c->h_cum, count * NTAB * CUMW * 2));
+        TRY(host_reserve(c, &c->h_skip, count));
+        o->runs = (uint32_t *)c->h_runs.p;
+        o->roff = (uint64_t *)c->h_roff.p;
+        o->init = (uint8_t *)c->h_init.p;
+        o->ninit = (uint16_t *)c->h_ninit.p;
+        o->gstart = (uint32_t *)c->h_gstart.p;
+        o->shared = (uint32_t *)c->h_shared.p;
+    }
     TRY(dev_reserve(c, &c->bwt, n));
     TRY(dev_reserve(c, &c->off, (count + 1) * 8));
     TRY(dev_reserve(c, &c->rk, n));
@@ -936,7 +1141,7 @@ extern "C" int gmtf_gpu_lanes_enc_scan(gmtf_gpu_lanes_enc *c, const uint8_t *bwt
     TRY(dev_reserve(c, &c->ninit, nl * 2));
     TRY(dev_reserve(c, &c->gstart, count * MAX_GROUPS * 4));
     TRY(dev_reserve(c, &c->shared, nl * GMTF_GPU_LANES_NSHARED * NSYM * 4));
-    TRY(h2d(c, c->bwt.p, bwt, n));
+    TRY(dev ? d2d(c, c->bwt.p, bwt, n) : h2d(c, c->bwt.p, bwt, n));
     TRY(h2d(c, c->off.p, off, (count + 1) * 8));
     c->count = count;
     c->nbytes = n;
@@ -958,6 +1163,12 @@ extern "C" int gmtf_gpu_lanes_enc_scan(gmtf_gpu_lanes_enc *c, const uint8_t *bwt
         at += o->runs[L];
     }
     o->roff[nl] = at;
+    if (dev) {
+        TRY(host_reserve(c, &c->h_rk, at ? at : 1));
+        TRY(host_reserve(c, &c->h_keys, at ? 4 * at : 4));
+        o->rk = (uint8_t *)c->h_rk.p;
+        o->keys = (uint16_t *)c->h_keys.p;
+    }
     TRY(h2d(c, c->roff.p, o->roff, (nl + 1) * 8));
     TRY(run_compact(c));
     TRY(d2h(c, o->rk, c->crk.p, at));
@@ -968,8 +1179,88 @@ extern "C" int gmtf_gpu_lanes_enc_scan(gmtf_gpu_lanes_enc *c, const uint8_t *bwt
     TRY(d2h(c, o->shared, c->shared.p, nl * GMTF_GPU_LANES_NSHARED * NSYM * 4));
     TRY(sync(c));
     kernel_ms(c, 0);
-    c->scanned = 1;
+    c->scanned = 1 + dev;
     return 0;
+}
+
+extern "C" int gmtf_gpu_lanes_enc_scan(gmtf_gpu_lanes_enc *c, const uint8_t *bwt, size_t count,
+                                       const uint64_t *off, gmtf_gpu_lanes_scan_out *o)
+{
+    return scan_impl(c, bwt, 0, count, off, o);
+}
+
+extern "C" int gmtf_gpu_lanes_enc_scan_dev(gmtf_gpu_lanes_enc *c, const void *dbwt, size_t count,
+                                           const uint64_t *off, gmtf_gpu_lanes_scan_out *o)
+{
+    return scan_impl(c, (const uint8_t *)dbwt, 1, count, off, o);
+}
+
+extern "C" int gmtf_gpu_lanes_enc_tables(gmtf_gpu_lanes_enc *c, uint8_t **sel, uint16_t **cum,
+                                         uint8_t **skip)
+{
+    if (!c)
+        return -ENODEV;
+    if (c->scanned != 2)
+        return -EINVAL;
+    *sel = (uint8_t *)c->h_sel.p;
+    *cum = (uint16_t *)c->h_cum.p;
+    *skip = (uint8_t *)c->h_skip.p;
+    return 0;
+}
+
+/* The code step; out NULL: into the context's pinned buffer (*streams). */
+static int code_impl(gmtf_gpu_lanes_enc *c, const uint8_t *skip, const uint8_t *sel,
+                     const uint16_t *cum, uint8_t *out, uint64_t cap, uint32_t *len,
+                     const uint8_t **streams)
+{
+    size_t count = c->count, nl = count * GMTF_GPU_LANES;
+    TRY(dev_reserve(c, &c->sel, count * MAX_GROUPS));
+    TRY(dev_reserve(c, &c->cum, count * NTAB * CUMW * 2));
+    TRY(dev_reserve(c, &c->room, 2 * c->nbytes + 64 * nl));
+    TRY(dev_reserve(c, &c->len, nl * 4));
+    TRY(dev_reserve(c, &c->pos, nl * 8));
+    TRY(h2d(c, c->sel.p, sel, count * MAX_GROUPS));
+    TRY(h2d(c, c->cum.p, cum, count * NTAB * CUMW * 2));
+    c->use_skip = skip != NULL;
+    if (skip) {
+        TRY(dev_reserve(c, &c->skip, count));
+        TRY(h2d(c, c->skip.p, skip, count));
+    }
+    TRY(run_code(c));
+    TRY(d2h(c, len, c->len.p, nl * 4));
+    TRY(sync(c));
+    kernel_ms(c, 1);
+    uint64_t *pos;
+    if (streams) {
+        TRY(host_reserve(c, &c->h_pos, nl * 8));
+        pos = (uint64_t *)c->h_pos.p;
+    } else if (!(pos = (uint64_t *)malloc(nl * 8))) {
+        return -ENOMEM;
+    }
+    uint64_t at = 0;
+    for (size_t L = 0; L < nl; L++) {
+        pos[L] = at;
+        at += len[L];
+    }
+    int rc = !streams && at > cap ? -ENOSPC : 0;
+    if (!rc)
+        rc = dev_reserve(c, &c->packed, at ? at : 1);
+    if (!rc && streams) {
+        rc = host_reserve(c, &c->h_streams, at ? at : 1);
+        out = (uint8_t *)c->h_streams.p;
+        *streams = out;
+    }
+    if (!rc)
+        rc = h2d(c, c->pos.p, pos, nl * 8);
+    if (!rc)
+        rc = run_pack(c);
+    if (!rc)
+        rc = d2h(c, out, c->packed.p, at);
+    if (!rc)
+        rc = sync(c);
+    if (!streams)
+        free(pos);
+    return rc;
 }
 
 extern "C" int gmtf_gpu_lanes_enc_code(gmtf_gpu_lanes_enc *c, const uint8_t *sel,
@@ -982,37 +1273,26 @@ extern "C" int gmtf_gpu_lanes_enc_code(gmtf_gpu_lanes_enc *c, const uint8_t *sel
         return -EIO;
     if (!c->scanned || !sel || !cum || !out || !len)
         return -EINVAL;
-    size_t count = c->count, nl = count * GMTF_GPU_LANES;
-    TRY(dev_reserve(c, &c->sel, count * MAX_GROUPS));
-    TRY(dev_reserve(c, &c->cum, count * NTAB * CUMW * 2));
-    TRY(dev_reserve(c, &c->room, 2 * c->nbytes + 64 * nl));
-    TRY(dev_reserve(c, &c->len, nl * 4));
-    TRY(dev_reserve(c, &c->pos, nl * 8));
-    TRY(h2d(c, c->sel.p, sel, count * MAX_GROUPS));
-    TRY(h2d(c, c->cum.p, cum, count * NTAB * CUMW * 2));
-    TRY(run_code(c));
-    TRY(d2h(c, len, c->len.p, nl * 4));
-    TRY(sync(c));
-    kernel_ms(c, 1);
-    uint64_t *pos = (uint64_t *)malloc(nl * 8);
-    if (!pos)
-        return -ENOMEM;
-    uint64_t at = 0;
-    for (size_t L = 0; L < nl; L++) {
-        pos[L] = at;
-        at += len[L];
-    }
-    int rc = at > cap ? -ENOSPC : 0;
-    if (!rc)
-        rc = dev_reserve(c, &c->packed, at ? at : 1);
-    if (!rc)
-        rc = h2d(c, c->pos.p, pos, nl * 8);
-    if (!rc)
-        rc = run_pack(c);
-    if (!rc)
-        rc = d2h(c, out, c->packed.p, at);
-    if (!rc)
-        rc = sync(c);
-    free(pos);
-    return rc;
+    return code_impl(c, NULL, sel, cum, out, cap, len, NULL);
+}
+
+extern "C" int gmtf_gpu_lanes_enc_code_dev(gmtf_gpu_lanes_enc *c, const uint8_t **streams,
+                                           const uint32_t **len)
+{
+    if (!c)
+        return -ENODEV;
+    if (!c->ok)
+        return -EIO;
+    if (c->scanned != 2 || !streams || !len)
+        return -EINVAL;
+    *streams = NULL;
+    *len = NULL;
+    if (c->count == 0)
+        return 0;
+    TRY(host_reserve(c, &c->h_len, c->count * GMTF_GPU_LANES * 4));
+    uint32_t *l = (uint32_t *)c->h_len.p;
+    TRY(code_impl(c, (const uint8_t *)c->h_skip.p, (const uint8_t *)c->h_sel.p,
+                  (const uint16_t *)c->h_cum.p, NULL, 0, l, streams));
+    *len = l;
+    return 0;
 }

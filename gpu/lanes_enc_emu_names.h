@@ -10,6 +10,9 @@
 #define gmtf_gpu_lanes_enc_kernel_ms gmtf_gpu_lanes_enc_emu_kernel_ms
 #define gmtf_gpu_lanes_enc_scan gmtf_gpu_lanes_enc_emu_scan
 #define gmtf_gpu_lanes_enc_code gmtf_gpu_lanes_enc_emu_code
+#define gmtf_gpu_lanes_enc_scan_dev gmtf_gpu_lanes_enc_emu_scan_dev
+#define gmtf_gpu_lanes_enc_tables gmtf_gpu_lanes_enc_emu_tables
+#define gmtf_gpu_lanes_enc_code_dev gmtf_gpu_lanes_enc_emu_code_dev
 #define gmtf_gpu_lanes_enc gmtf_gpu_lanes_enc_emu
 
 #endif

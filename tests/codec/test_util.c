@@ -442,3 +442,9 @@ int tu_fix_payload_crc(uint8_t *frame, size_t len)
     tu_fix_header_crc(frame);
     return 1;
 }
+
+unsigned tu_scale(void)
+{
+    long v = tu_env_long("GMTF_TEST_SCALE", 1);
+    return v >= 1 && v <= 1000 ? (unsigned)v : 1;
+}

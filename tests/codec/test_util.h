@@ -52,6 +52,9 @@ void tu_files_free(tu_files *f);
 
 /* Integer from the environment, or def when unset or malformed. */
 long tu_env_long(const char *name, long def);
+/* GMTF_TEST_SCALE (default 1): the sanitizer passes of scripts/test set it
+ * to thin long loops (tests/README.md); the release pass runs them whole. */
+unsigned tu_scale(void);
 
 /* Buffer of cap bytes followed by a guard zone filled with a pattern;
  * tu_guard_ok() tells whether anything wrote past cap. */

@@ -459,12 +459,24 @@ typedef struct window {
     uint64_t rng;
 } window;
 
-/* Water-filling: each window gets min(cap, q), q as small as reaches target. */
+/* Water-filling: each window gets min(cap, q), q as small as reaches target.
+ * A target under the number of windows (a sanitizer pass's small count)
+ * samples them: one state from every kth window, spread over the log. */
 static void set_quotas(window *w, size_t nw, size_t target)
 {
-    size_t total = 0;
-    for (size_t i = 0; i < nw; i++)
+    size_t total = 0, open = 0;
+    for (size_t i = 0; i < nw; i++) {
         total += w[i].cap;
+        open += w[i].cap > 0;
+    }
+    if (target && target < open) {
+        size_t k = (open + target - 1) / target, j = 0;
+        for (size_t i = 0; i < nw; i++) {
+            w[i].quota = w[i].cap > 0 && j % k == 0;
+            j += w[i].cap > 0;
+        }
+        return;
+    }
     if (total <= target) {
         for (size_t i = 0; i < nw; i++)
             w[i].quota = w[i].cap;
@@ -639,10 +651,14 @@ void cd_explore(const cdev *d, const uint8_t *base, size_t base_len, const cd_ex
             open += !w[i].exhausted && w[i].cap > w[i].quota;
         if (!open)
             break;
-        size_t add = (o->target - st->distinct + open - 1) / open;
-        for (size_t i = 0; i < nw; i++)
-            if (!w[i].exhausted && w[i].cap > w[i].quota)
-                w[i].quota = w[i].cap - w[i].quota < add ? w[i].cap : w[i].quota + add;
+        /* the missing states, spread: at most deficit more in all */
+        size_t deficit = o->target - st->distinct, add = (deficit + open - 1) / open, given = 0;
+        for (size_t i = 0; i < nw && given < deficit; i++)
+            if (!w[i].exhausted && w[i].cap > w[i].quota) {
+                size_t q = w[i].cap - w[i].quota < add ? w[i].cap : w[i].quota + add;
+                given += q - w[i].quota;
+                w[i].quota = q;
+            }
     }
     free(seen.v);
     free(pre.p);

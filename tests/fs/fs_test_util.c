@@ -247,3 +247,10 @@ void fill_words(uint8_t *p, size_t n, uint32_t seed)
             p[k++] = x % 11 == 0 ? '\n' : ' ';
     }
 }
+
+unsigned test_scale(void)
+{
+    const char *s = getenv("GMTF_TEST_SCALE");
+    long v = s ? strtol(s, NULL, 10) : 1;
+    return v >= 1 && v <= 1000 ? (unsigned)v : 1;
+}

@@ -45,4 +45,9 @@ void fill_pattern(uint8_t *p, size_t n, uint32_t seed);
  * and documents do: long BWT runs, so cheap to code; seed picks the text. */
 void fill_words(uint8_t *p, size_t n, uint32_t seed);
 
+/* GMTF_TEST_SCALE (default 1): the sanitizer passes of scripts/test set it
+ * to thin the long sampling loops (every Nth crash prefix or damaged page,
+ * 1/N of an exploration's states); the release pass runs them whole. */
+unsigned test_scale(void);
+
 #endif

@@ -22,6 +22,7 @@
 #include "alloc_fault.h"
 #include "crash_dev.h"
 #include "crash_model.h"
+#include "fs_test_util.h"
 
 #define BS (64u << 10)
 
@@ -72,7 +73,7 @@ static size_t explore_from(cm_model *m, const uint8_t *base, size_t blen, size_t
     crun r = {m};
     if (getenv("GMTF_CRASH_LOG"))
         cd_print_log(cm_dev(m), 0, cm_dev(m)->n);
-    cd_explore_opts o = {.target = 300, .seed = 1, .from_op = from, .only = -1};
+    cd_explore_opts o = {.target = 300 / test_scale() + 1, .seed = 1, .from_op = from, .only = -1};
     cd_explore_stats st;
     cd_explore(cm_dev(m), base, blen, &o, check_cb, &r, &st);
     printf("# %zu windows, %zu distinct states checked, %zu failed\n", st.windows, st.distinct,

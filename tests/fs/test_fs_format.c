@@ -172,7 +172,7 @@ static void test_damaged_images(void **state)
     uint8_t *img = malloc(len);
     srand(3);
     int mounted = 0, failed = 0;
-    for (int iter = 0; iter < 150; iter++) {
+    for (int iter = 0; iter < 150 / (int)test_scale(); iter++) {
         memcpy(img, img0, len);
         int flips = 1 + rand() % 8;
         for (int k = 0; k < flips; k++) {
@@ -406,8 +406,10 @@ static void test_damaged_pack_range_read(void **state)
     rec_image_free(r);
 }
 
-int main(void)
+int main(int argc, char **argv)
 {
+    if (argc > 1)
+        cmocka_set_test_filter(argv[1]); /* one test by name (glob) */
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_superblock_roundtrip),    cmocka_unit_test(test_records_checked),
         cmocka_unit_test(test_damaged_images),          cmocka_unit_test(test_bad_frame_is_eio),

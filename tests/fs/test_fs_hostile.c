@@ -896,8 +896,10 @@ static void test_seek_sparse_huge(void **state)
         fail_msg("step %d failed %s", rc, why);
 }
 
-int main(void)
+int main(int argc, char **argv)
 {
+    if (argc > 1)
+        cmocka_set_test_filter(argv[1]); /* one test by name (glob) */
     const struct CMUnitTest tests[] = {
         // clang-format off
         cmocka_unit_test(test_inode_number_huge),

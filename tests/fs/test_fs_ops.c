@@ -606,7 +606,7 @@ static void test_range_reads(void **state)
         }
         uint8_t buf[9000];
         srand(17);
-        for (int t = 0; t < (off ? 100 : 600); t++) {
+        for (int t = 0; t < (off ? 100 : 600) / (int)test_scale(); t++) {
             int i = t % 5 == 0 ? NSMALL + rand() % 2 : rand() % NSMALL;
             size_t at = (size_t)rand() % len[i], n = 1 + (size_t)rand() % sizeof buf;
             size_t want = n < len[i] - at ? n : len[i] - at;

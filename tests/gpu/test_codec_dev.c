@@ -22,6 +22,7 @@
 
 #ifdef GMTF_CODEC_DEV_EMU
 #include "lanes_emu_names.h" /* before codec_internal.h, which includes gpu_lanes.h */
+#include "lanes_enc_emu_names.h"
 #endif
 #include "../codec/test_util.h"
 #include "bwt.h"
@@ -75,6 +76,42 @@ static int emu_lanes(void *ctx, const uint8_t *in, uint64_t nin, size_t count,
 {
     return gmtf_gpu_lanes_decode(ctx, in, nin, count, lanes, cum, sel, out_off, out, bad);
 }
+static int emu_enc_create(void **ctx)
+{
+    return gmtf_gpu_lanes_enc_create((gmtf_gpu_lanes_enc **)ctx);
+}
+static void emu_enc_destroy(void *ctx)
+{
+    gmtf_gpu_lanes_enc_destroy(ctx);
+}
+static int emu_enc_scan(void *ctx, void *fwd_ctx, size_t count, const uint64_t *off,
+                        gmtf_gpu_lanes_scan_out *o)
+{
+    void *bwt = NULL;
+    int rc = gmtf_gpu_bwt_stage_device(fwd_ctx, &bwt, NULL);
+    return rc ? rc : gmtf_gpu_lanes_enc_scan_dev(ctx, bwt, count, off, o);
+}
+static int emu_enc_tables(void *ctx, uint8_t **sel, uint16_t **cum, uint8_t **skip)
+{
+    return gmtf_gpu_lanes_enc_tables(ctx, sel, cum, skip);
+}
+static int emu_enc_code(void *ctx, const uint8_t **streams, const uint32_t **len)
+{
+    return gmtf_gpu_lanes_enc_code_dev(ctx, streams, len);
+}
+static int emu_lanes_keep(void *ctx, const uint8_t *in, uint64_t nin, size_t count,
+                          const gmtf_gpu_lane *lanes, const uint16_t *cum, const uint8_t *sel,
+                          const uint64_t *out_off, const uint8_t *fill, uint8_t *bad)
+{
+    return gmtf_gpu_lanes_decode_keep(ctx, in, nin, count, lanes, cum, sel, out_off, fill, bad);
+}
+static int emu_inv_dev(void *ctx, void *lanes_ctx, const uint64_t *off, size_t count,
+                       const uint32_t *step, const uint32_t *idx, uint8_t *dst)
+{
+    void *bwt = NULL;
+    int rc = gmtf_gpu_lanes_out_device(lanes_ctx, &bwt);
+    return rc ? rc : gmtf_gpu_ibwt_batch_dev(ctx, bwt, off, count, step, idx, dst);
+}
 static const gmtf_bwt_dev_ops emu_ops = {
     .name = "emu",
     .fwd_create = emu_fwd_create,
@@ -86,6 +123,13 @@ static const gmtf_bwt_dev_ops emu_ops = {
     .lanes_create = emu_lanes_create,
     .lanes_destroy = emu_lanes_destroy,
     .lanes = emu_lanes,
+    .enc_create = emu_enc_create,
+    .enc_destroy = emu_enc_destroy,
+    .enc_scan = emu_enc_scan,
+    .enc_tables = emu_enc_tables,
+    .enc_code = emu_enc_code,
+    .lanes_keep = emu_lanes_keep,
+    .inv_dev = emu_inv_dev,
 };
 static const gmtf_bwt_dev_ops *dev_ops(void)
 {
@@ -479,28 +523,155 @@ static void test_lanes(void **state)
         frames_free(&f);
     }
     assert_int_equal(d->retired, 0);
-    /* a fault at the lanes call */
-    gmtf_codec *flt = codec_new(1, 2);
-    gmtf_bwt_dev *fd = gmtf_codec_bwt_dev(flt);
-    fd->pipe[0] = fd->pipe[1] = 1; /* call 1: the BWT of the batch; call 2: its lanes */
-    fd->fault_at = 2;
-    frames g = encode(flt, &b);
-    assert_same_frames(&want, &g);
-    assert_int_equal(decode(flt, &g, b.off, &out, &st), 0);
+    /* the lanes' output went to the inverse BWT on the device */
+    assert_int_equal(d->use_inv_dev, 1);
+    /* a fault at the lanes call (2), at the inverse of its output (3) */
+    for (long at = 2; at <= 3; at++) {
+        gmtf_codec *flt = codec_new(1, 2);
+        gmtf_bwt_dev *fd = gmtf_codec_bwt_dev(flt);
+        fd->pipe[0] = fd->pipe[1] = 1; /* call 1: the BWT of the batch; call 2: its lanes */
+        fd->use_enc = 0;               /* (test_lanes_enc faults the encoder's calls) */
+        fd->fault_at = at;
+        frames g = encode(flt, &b);
+        assert_same_frames(&want, &g);
+        assert_int_equal(decode(flt, &g, b.off, &out, &st), 0);
+        assert_memory_equal(out, b.data, n);
+        assert_int_equal(fd->retired, 1);
+        assert_int_equal(fd->calls, at);
+        assert_int_equal(fd->blocks[GMTF_BWT_DEV_FWD], count);
+        assert_int_equal(fd->blocks[GMTF_BWT_DEV_LANES] > 0, at == 3);
+        assert_int_equal(fd->blocks[GMTF_BWT_DEV_INV], 0);
+        free(out);
+        free(st);
+        frames_free(&g);
+        gmtf_codec_destroy(flt);
+    }
+    /* and with the lanes' output brought back and sent up again */
+    gmtf_codec *rt = codec_new(1, 2);
+    gmtf_codec_bwt_dev(rt)->use_inv_dev = 0;
+    assert_int_equal(decode(rt, &got, b.off, &out, &st), 0);
     assert_memory_equal(out, b.data, n);
-    assert_int_equal(fd->retired, 1);
-    assert_int_equal(fd->calls, 2);
-    assert_int_equal(fd->blocks[GMTF_BWT_DEV_FWD], count);
-    assert_int_equal(fd->blocks[GMTF_BWT_DEV_LANES], 0);
+    assert_true(gmtf_codec_bwt_dev(rt)->blocks[GMTF_BWT_DEV_LANES] > 0);
     free(out);
     free(st);
-    frames_free(&g);
+    gmtf_codec_destroy(rt);
     frames_free(&want);
     frames_free(&got);
     blocks_free(&b);
     gmtf_codec_destroy(cpu);
     gmtf_codec_destroy(dev);
-    gmtf_codec_destroy(flt);
+}
+
+/* Method 2's encoder on the device inside the batch encode: a batch of
+ * every kind of block (method 2 of real and text-like data, random data
+ * that the rule sends to method 3 and then raw, two-symbol data, runs,
+ * blocks under method 2's size, tiny and empty ones): the frames are the
+ * CPU's over 1, 2 and 3 chunks, the device coded the method 2 blocks, and
+ * a fault at every device call of the batch (forward BWT, scan, code step
+ * of each chunk) loses nothing. */
+static blocks lanes_batch(void)
+{
+    static const size_t len[] = {1u << 20,   0,        7, (1u << 20) - 3, 100000, 1u << 20,
+                                 950u << 10, 1u << 20, 1, 1u << 20};
+    size_t count = sizeof len / sizeof len[0], total = 0;
+    for (size_t i = 0; i < count; i++)
+        total += len[i];
+    blocks b;
+    b.data = tu_malloc(total + 1);
+    b.off = tu_malloc((count + 1) * sizeof *b.off);
+    b.count = count;
+    tu_files sys = tu_corpus_files();
+    if (sys.count == 0) {
+        tu_files_free(&sys);
+        sys = tu_system_files(64, 4u << 20);
+    }
+    uint8_t *real = sys.count ? tu_concat(&sys, 1u << 20) : NULL;
+    uint64_t pos = 0;
+    b.off[0] = 0;
+    for (size_t i = 0; i < count; i++) {
+        uint8_t *p = b.data + pos;
+        switch (i) {
+        case 0:
+            if (real) {
+                memcpy(p, real, len[i]);
+                break;
+            }
+            /* fall through */
+        case 2:
+        case 6: tu_fill_text_like(p, len[i], 1000 + i); break;
+        case 3: tu_fill_random(p, len[i], 77); break;
+        case 4: tu_fill_text_like(p, len[i], 5); break;
+        case 5:
+            for (size_t q = 0; q < len[i]; q++)
+                p[q] = "ab"[(q * 7 / 5) % 2];
+            break;
+        case 7: memset(p, 'x', len[i]); break;
+        default: tu_fill_text_like(p, len[i], 42 + i); break;
+        }
+        pos += len[i];
+        b.off[i + 1] = pos;
+    }
+    free(real);
+    tu_files_free(&sys);
+    return b;
+}
+
+static void test_lanes_enc(void **state)
+{
+    (void)state;
+    blocks b = lanes_batch();
+    gmtf_codec *cpu = codec_new(0, 3);
+    frames want = encode(cpu, &b);
+    unsigned pipes[] = {1, 2, 3, 5};
+    for (unsigned p = 0; p < 4; p++) {
+        gmtf_codec *dev = codec_new(1, 3);
+        gmtf_bwt_dev *d = gmtf_codec_bwt_dev(dev);
+        d->pipe[0] = pipes[p];
+        frames got = encode(dev, &b);
+        assert_same_frames(&want, &got);
+        uint64_t coded = d->blocks[GMTF_BWT_DEV_ENC0] + d->blocks[GMTF_BWT_DEV_ENC1] +
+                         d->blocks[GMTF_BWT_DEV_ENC2];
+        printf("lanes enc: %u chunk(s), %llu device calls, %llu blocks coded on the device\n",
+               pipes[p], (unsigned long long)d->calls, (unsigned long long)coded);
+        /* blocks 0, 6, 9 (and 3, 5 unless the rule defers them) are method 2 */
+        assert_true(coded >= 3);
+        assert_int_equal(d->retired, 0);
+        uint8_t *out;
+        int *st;
+        assert_int_equal(decode(cpu, &got, b.off, &out, &st), 0);
+        assert_memory_equal(out, b.data, b.off[b.count]);
+        free(out);
+        free(st);
+        frames_free(&got);
+        gmtf_codec_destroy(dev);
+    }
+    /* 2 chunks: forward + scan of each, then the code step of each (calls
+     * 1-6); 4 chunks: calls 5-8 come from two threads at once (the third
+     * chunk's forward and scan beside the first one's code step) */
+    for (long t = 1; t <= 10; t++) {
+        long at = t <= 6 ? t : t - 2;
+        gmtf_codec *dev = codec_new(1, 2);
+        gmtf_bwt_dev *d = gmtf_codec_bwt_dev(dev);
+        d->pipe[0] = t <= 6 ? 2 : 4;
+        d->fault_at = at;
+        frames got = encode(dev, &b);
+        assert_same_frames(&want, &got);
+        assert_int_equal(d->retired, 1);
+        assert_int_equal(d->last_err, -EIO);
+        assert_int_equal(d->calls, at);
+        for (int k = 0; k < GMTF_BWT_DEV_NCTX; k++)
+            assert_null(d->ctx[k]);
+        /* and the next batch on the CPU alone */
+        frames again = encode(dev, &b);
+        assert_same_frames(&want, &again);
+        assert_int_equal(d->calls, at);
+        frames_free(&again);
+        frames_free(&got);
+        gmtf_codec_destroy(dev);
+    }
+    frames_free(&want);
+    blocks_free(&b);
+    gmtf_codec_destroy(cpu);
 }
 
 /* Real data in the codec's large blocks: corpus files, or the Linux tar. */
@@ -580,7 +751,12 @@ int main(void)
         cmocka_unit_test(test_fault),
         cmocka_unit_test(test_damaged),
         cmocka_unit_test(test_lanes),
+        cmocka_unit_test(test_lanes_enc),
         cmocka_unit_test(test_real),
     };
+    /* GMTF_CODEC_DEV_ONLY=test_lanes_enc: one test (e.g. under compute-sanitizer) */
+    const char *only = getenv("GMTF_CODEC_DEV_ONLY");
+    if (only && *only)
+        cmocka_set_test_filter(only);
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
