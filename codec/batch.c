@@ -587,9 +587,11 @@ static void *dev_job_run(void *arg)
 
 /* first(k), device(k), last(k) for every chunk k, device(k) on a helper
  * thread beside first(k + 1) and last(k - 1). */
-static void dev_pipeline(struct dev_batch *d, int dir, dev_step first, dev_step last)
+/* Chunks of the batch's device work in direction dir: the configured
+ * count, at most one per chunk_min bytes and one per block, at least one. */
+static unsigned dev_chunks(const struct dev_batch *d, int dir)
 {
-    gmtf_codec *c = d->s.c;
+    const gmtf_codec *c = d->s.c;
     uint64_t bytes = d->coff[d->nsel],
              most = c->bwt_dev.chunk_min ? bytes / c->bwt_dev.chunk_min : bytes;
     unsigned chunks = c->bwt_dev.pipe[dir];
@@ -597,8 +599,12 @@ static void dev_pipeline(struct dev_batch *d, int dir, dev_step first, dev_step 
         chunks = (unsigned)most;
     if (chunks > d->nsel)
         chunks = (unsigned)d->nsel;
-    if (chunks < 1)
-        chunks = 1;
+    return chunks < 1 ? 1 : chunks;
+}
+
+static void dev_pipeline(struct dev_batch *d, int dir, dev_step first, dev_step last)
+{
+    unsigned chunks = dev_chunks(d, dir);
     size_t b[GMTF_BWT_DEV_PIPE_MAX + 1];
     b[0] = 0;
     for (unsigned k = 1; k <= chunks; k++) {
@@ -931,15 +937,8 @@ static int enc_pipeline(struct dev_batch *d)
     if (!e)
         return -ENOMEM;
     d->enc = e;
-    uint64_t bytes = d->coff[d->nsel],
-             most = c->bwt_dev.chunk_min ? bytes / c->bwt_dev.chunk_min : bytes;
-    unsigned chunks = c->bwt_dev.pipe[GMTF_BWT_DEV_FWD];
-    if (chunks > most)
-        chunks = (unsigned)most;
-    if (chunks > d->nsel)
-        chunks = (unsigned)d->nsel;
-    if (chunks < 1)
-        chunks = 1;
+    uint64_t bytes = d->coff[d->nsel];
+    unsigned chunks = dev_chunks(d, GMTF_BWT_DEV_FWD);
     e->chunks = chunks;
     e->rec_size = (gmtf_lanes_enc_dev_rec_size() + 63) & ~(size_t)63;
     e->chunk_of = malloc(d->nsel * sizeof *e->chunk_of);
