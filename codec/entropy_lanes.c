@@ -224,6 +224,7 @@ typedef struct {
     uint32_t over;
     uint32_t active;
     uint32_t group_base;
+    uint32_t gend, set;     /* end of the current group (output position), its set */
     uint32_t c, rtab, ltab; /* the next run: byte, rank table, length tables */
     uint32_t *cnt;          /* byte counts of the lane's quarter (lanes_dec_ws.qcnt) */
     lane_hist h;
@@ -1127,16 +1128,27 @@ static inline __attribute__((always_inline)) void list_reinsert(uint8_t *list, u
                                                                 unsigned c)
 {
 #if defined(__SSE2__)
-    if (r < 16) {
-        static const uint8_t idx[16] = {0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15};
-        __m128i i = _mm_loadu_si128((const __m128i *)idx);
-        __m128i rv = _mm_set1_epi8((char)r);
-        __m128i lt = _mm_cmplt_epi8(i, rv), eq = _mm_cmpeq_epi8(i, rv);
-        __m128i cur = _mm_loadu_si128((const __m128i *)list);
-        __m128i up = _mm_loadu_si128((const __m128i *)(list + 1));
-        __m128i v = _mm_or_si128(_mm_and_si128(lt, up), _mm_andnot_si128(lt, cur));
-        v = _mm_or_si128(_mm_and_si128(eq, _mm_set1_epi8((char)c)), _mm_andnot_si128(eq, v));
-        _mm_storeu_si128((__m128i *)list, v);
+    if (r < 32) {
+        /* places 0..31 (most ranks; a wider window measured no faster): place
+     * i < r takes place i + 1, place r takes c */
+        static const uint8_t idx[32] = {0,  1,  2,  3,  4,  5,  6,  7,  8,  9,  10,
+                                        11, 12, 13, 14, 15, 16, 17, 18, 19, 20, 21,
+                                        22, 23, 24, 25, 26, 27, 28, 29, 30, 31};
+        __m128i rv = _mm_set1_epi8((char)r), cv = _mm_set1_epi8((char)c);
+        __m128i i0 = _mm_loadu_si128((const __m128i *)idx);
+        __m128i i1 = _mm_loadu_si128((const __m128i *)(idx + 16));
+        __m128i c0 = _mm_loadu_si128((const __m128i *)list);
+        __m128i u0 = _mm_loadu_si128((const __m128i *)(list + 1));
+        __m128i c1 = _mm_loadu_si128((const __m128i *)(list + 16));
+        __m128i u1 = _mm_loadu_si128((const __m128i *)(list + 17));
+        __m128i lt0 = _mm_cmplt_epi8(i0, rv), eq0 = _mm_cmpeq_epi8(i0, rv);
+        __m128i lt1 = _mm_cmplt_epi8(i1, rv), eq1 = _mm_cmpeq_epi8(i1, rv);
+        __m128i v0 = _mm_or_si128(_mm_and_si128(lt0, u0), _mm_andnot_si128(lt0, c0));
+        __m128i v1 = _mm_or_si128(_mm_and_si128(lt1, u1), _mm_andnot_si128(lt1, c1));
+        v0 = _mm_or_si128(_mm_and_si128(eq0, cv), _mm_andnot_si128(eq0, v0));
+        v1 = _mm_or_si128(_mm_and_si128(eq1, cv), _mm_andnot_si128(eq1, v1));
+        _mm_storeu_si128((__m128i *)list, v0);
+        _mm_storeu_si128((__m128i *)(list + 16), v1);
         return;
     }
 #endif
@@ -1146,15 +1158,22 @@ static inline __attribute__((always_inline)) void list_reinsert(uint8_t *list, u
 
 /* What the next run of a lane needs before its first symbol: its byte,
  * its rank table and the base of its length tables. Done at the end of
- * the previous run, off the next run's critical path. */
+ * the previous run, off the next run's critical path: the byte c is the
+ * list's second entry read before the run's reinsertion (r >= 1 puts it
+ * in front; r = 0 leaves active = 0, which the next run rejects), and the
+ * set is the group's, looked up again only when pos leaves the group (a
+ * predictable branch, so nothing waits for the run's length). */
 static inline __attribute__((always_inline)) void lane_next(const lanes_dec_ws *w, lane_dec *l,
-                                                            unsigned prev)
+                                                            unsigned prev, unsigned c)
 {
-    unsigned c = l->h.list[0];
-    unsigned set = w->sel[l->group_base + (l->pos - l->start) / GROUP_BYTES];
+    if (__builtin_expect(l->pos >= l->gend, 0)) {
+        uint32_t g = (l->pos - l->start) / GROUP_BYTES;
+        l->set = w->sel[l->group_base + g];
+        l->gend = l->start + (g + 1) * GROUP_BYTES;
+    }
     l->c = c;
-    l->rtab = set * TPS + rctx_of(l->h.er[c], l->h.hr[c], prev);
-    l->ltab = set * TPS + lctx_of(l->h.el[c], 0);
+    l->rtab = l->set * TPS + rctx_of(l->h.er[c], l->h.hr[c], prev);
+    l->ltab = l->set * TPS + lctx_of(l->h.el[c], 0);
 }
 
 /* One run of a lane whose pos < end; safe: 16 bytes of words are left (a
@@ -1164,7 +1183,7 @@ static inline __attribute__((always_inline)) int lane_run(const lanes_dec_ws *w,
 {
     if (l->active == 0)
         return GMTF_E_CORRUPT;
-    unsigned c = l->c;
+    unsigned c = l->c, cn = l->h.list[1];
     const uint16_t(*cum)[NSYM + 2] = w->cum;
     unsigned rsym = rans_get(l, XA, cum[l->rtab]);
     unsigned lsym = rans_get(l, XA, cum[l->ltab + r_q[rsym]]);
@@ -1209,7 +1228,7 @@ static inline __attribute__((always_inline)) int lane_run(const lanes_dec_ws *w,
     l->active -= retire;
     hist_update(&l->h, c, rsym, lsym);
     if (l->pos < l->end)
-        lane_next(w, l, rsym);
+        lane_next(w, l, rsym, cn);
     return 0;
 }
 
@@ -1263,8 +1282,10 @@ static int lanes_read_header(lanes_dec_ws *w, const uint8_t *src, size_t len, si
     for (unsigned y = 1; y <= NSYM; y++)
         w->cum[T_NONE][y] = QLFC_PROB_ONE;
     for (unsigned j = 0; j < GMTF_QLFC_NLANES; j++)
-        if (w->lane[j].active)
-            lane_next(w, &w->lane[j], 1);
+        if (w->lane[j].active) {
+            w->lane[j].gend = w->lane[j].start;
+            lane_next(w, &w->lane[j], 1, w->lane[j].h.list[0]);
+        }
     size_t at = 5 + h, left = len - at;
     for (unsigned j = 0; j < GMTF_QLFC_NLANES; j++) {
         uint32_t v = qgamma_dec(&d, &m[QLFC_HDR_LEN], 25);
@@ -1303,10 +1324,12 @@ static inline __attribute__((always_inline)) int lanes_run_batch(const lanes_dec
     const uint16_t(*cum)[NSYM + 2] = w->cum;
     unsigned rsym[BATCH], lsym[BATCH], r[BATCH];
     uint32_t len[BATCH];
+    unsigned cn[BATCH];
     unsigned bad = 0;
 #pragma GCC unroll 2
     for (unsigned k = 0; k < BATCH; k++) {
         lane_dec *l = &lb[k];
+        cn[k] = l->h.list[1];
         rsym[k] = rans_get(l, XA, cum[l->rtab]);
         lsym[k] = rans_get(l, XA, cum[l->ltab + r_q[rsym[k]]]);
         lane_renorm(l, XA, 1);
@@ -1341,10 +1364,12 @@ static inline __attribute__((always_inline)) int lanes_run_batch(const lanes_dec
         lane_dec *l = &lb[k];
         unsigned c = l->c;
         uint8_t *o = out + l->pos;
-        if (len[k] <= 16 && l->end - l->pos >= 16) {
+        if (len[k] <= 32 && l->end - l->pos >= 32) {
             uint64_t v = 0x0101010101010101ull * c;
             memcpy(o, &v, 8);
             memcpy(o + 8, &v, 8);
+            memcpy(o + 16, &v, 8);
+            memcpy(o + 24, &v, 8);
         } else {
             memset(o, (int)c, len[k]);
         }
@@ -1354,7 +1379,7 @@ static inline __attribute__((always_inline)) int lanes_run_batch(const lanes_dec
         l->active -= rsym[k] == RSYM_RETIRE;
         hist_update(&l->h, c, rsym[k], lsym[k]);
         if (l->pos < l->end)
-            lane_next(w, l, rsym[k]);
+            lane_next(w, l, rsym[k], cn[k]);
     }
     return 0;
 }

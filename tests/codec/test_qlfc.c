@@ -205,6 +205,29 @@ static void test_long_runs(void **state)
     free(s);
 }
 
+/* The lanes decoder's paths by rank and run length: runs of lengths 1..40
+ * with ranks 1..80 (two cycles of r + 1 distinct bytes give rank r), so
+ * ranks on both sides of 16, 32 and 64 and runs on both sides of 16 and 32
+ * at every place in a lane; the first half of the block has small ranks
+ * and short runs, the second the rest, so that groups differ (table sets). */
+static void test_rank_windows(void **state)
+{
+    (void)state;
+    size_t n = 2 * MIB, i = 0;
+    uint8_t *s = tu_malloc(n);
+    for (unsigned step = 0; i < n; step++) {
+        int second = i >= n / 2;
+        unsigned r = second ? 1 + step % 80 : 1 + step % 20;
+        unsigned len = second ? 1 + (step * 7) % 40 : 1 + step % 3;
+        for (unsigned cyc = 0; cyc < 2; cyc++)
+            for (unsigned v = 0; v <= r && i < n; v++)
+                for (unsigned k = 0; k < len && i < n; k++)
+                    s[i++] = (uint8_t)(3 * v + step); /* 3v distinct for v < 86 */
+    }
+    roundtrip_all(s, n);
+    free(s);
+}
+
 static void test_random_and_text(void **state)
 {
     (void)state;
@@ -459,11 +482,12 @@ int main(int argc, char **argv)
     if (argc > 1)
         cmocka_set_test_filter(argv[1]); /* one test by name (glob) */
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_tiny_blocks),         cmocka_unit_test(test_runs_and_ranks),
-        cmocka_unit_test(test_long_runs),           cmocka_unit_test(test_random_and_text),
-        cmocka_unit_test(test_incompressible_rule), cmocka_unit_test(test_real_data),
-        cmocka_unit_test(test_method_rule),         cmocka_unit_test(test_capacity),
-        cmocka_unit_test(test_mutations),           cmocka_unit_test(test_garbage),
+        cmocka_unit_test(test_tiny_blocks),     cmocka_unit_test(test_runs_and_ranks),
+        cmocka_unit_test(test_long_runs),       cmocka_unit_test(test_rank_windows),
+        cmocka_unit_test(test_random_and_text), cmocka_unit_test(test_incompressible_rule),
+        cmocka_unit_test(test_real_data),       cmocka_unit_test(test_method_rule),
+        cmocka_unit_test(test_capacity),        cmocka_unit_test(test_mutations),
+        cmocka_unit_test(test_garbage),
     };
     return cmocka_run_group_tests_name("qlfc", tests, NULL, NULL);
 }
