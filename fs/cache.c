@@ -157,6 +157,19 @@ static void cache_insert(gmtf_fs *fs, uint32_t id, uint8_t *buf, uint32_t len)
         cache_remove(fs, fs->lru_tail);
 }
 
+void cache_put(gmtf_fs *fs, uint32_t id, const uint8_t *data, uint32_t len)
+{
+    if (!len || cache_buf_cap(fs, len) > fs->cache_limit)
+        return;
+    uint8_t *buf = malloc(cache_buf_cap(fs, len));
+    if (!buf)
+        return; /* only a cache: the frame decodes when read */
+    memcpy(buf, data, len);
+    pthread_mutex_lock(&fs->cache_lock);
+    cache_insert(fs, id, buf, len);
+    pthread_mutex_unlock(&fs->cache_lock);
+}
+
 /* Marks frame id (not in the cache) as being decoded by the caller; NULL
  * when out of memory (the caller then decodes unannounced). Caller holds
  * cache_lock. */

@@ -449,6 +449,8 @@ static int pieces_record(gmtf_fs *fs, struct piece *p, size_t np, struct group *
         } else if (p[i].group >= 0) {
             frame = g[p[i].group].id;
             dedup_insert(fs, p[i].hash, frame, off, p[i].len);
+            if (off == 0 && p[i].len == g[p[i].group].len) /* the frame holds it alone */
+                cache_put(fs, frame, p[i].d->buf, p[i].len);
         } else {
             frame = p[i].dframe;
         }

@@ -497,6 +497,11 @@ uint8_t *cache_recycle(gmtf_fs *fs, uint32_t len);
 struct pending *pending_begin(gmtf_fs *fs, uint32_t id);
 void pending_end(gmtf_fs *fs, struct pending *p, uint32_t id, uint8_t *buf, uint32_t len);
 void cache_drop(gmtf_fs *fs, uint32_t id);
+/* A frame just written from data (len bytes, its decoded bytes): a copy goes
+ * to the cache (takes cache_lock), so that the next write into the block
+ * does not decode what it has just encoded (a database's pages, rewritten
+ * at every fsync). */
+void cache_put(gmtf_fs *fs, uint32_t id, const uint8_t *data, uint32_t len);
 void cache_free_all(gmtf_fs *fs);
 
 /* ---- codec_pool.c ---- */
