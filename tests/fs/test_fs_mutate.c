@@ -108,6 +108,7 @@ int main(int argc, char **argv)
      * time went to page faults). */
     mallopt(M_MMAP_THRESHOLD, 256 << 20);
     mallopt(M_TRIM_THRESHOLD, 512 << 20);
+    hwork_cheap = 1;
     if (argc > 1 && sscanf(argv[1], "%u/%u", &shard, &shards) != 2)
         shards = 1, shard = 0;
     if (shards == 0 || shard >= shards)

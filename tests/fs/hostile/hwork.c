@@ -59,6 +59,22 @@ static uint64_t made(work *w, uint64_t ino)
     return ino;
 }
 
+int hwork_cheap;
+
+/* File contents: words (fs_test_util.c), or in the cheap images a piece of
+ * 1 KiB of them over and over (the same sizes, blocks and frames; the
+ * frames are small and decode fast). */
+static void fill(uint8_t *b, size_t n, uint32_t seed)
+{
+    if (!hwork_cheap || n <= 1024) {
+        fill_words(b, n, seed);
+        return;
+    }
+    fill_words(b, 1024, seed);
+    for (size_t k = 1024; k < n; k += 1024)
+        memcpy(b + k, b, n - k < 1024 ? n - k : 1024);
+}
+
 static uint64_t mk(work *w, uint64_t dir, const char *name, size_t size, uint32_t seed)
 {
     gmtf_entry e;
@@ -66,7 +82,7 @@ static uint64_t mk(work *w, uint64_t dir, const char *name, size_t size, uint32_
         abort();
     if (size) {
         uint8_t *b = malloc(size);
-        fill_words(b, size, seed);
+        fill(b, size, seed);
         if (gmtf_fs_write(w->fs, e.attr.st_ino, b, size, 0) != (long)size)
             abort();
         free(b);
@@ -78,7 +94,7 @@ static uint64_t mk(work *w, uint64_t dir, const char *name, size_t size, uint32_
 static void put(work *w, uint64_t ino, uint64_t off, size_t n, uint32_t seed)
 {
     uint8_t *b = malloc(n);
-    fill_words(b, n, seed);
+    fill(b, n, seed);
     if (gmtf_fs_write(w->fs, ino, b, n, off) != (long)n)
         abort();
     free(b);
@@ -190,7 +206,7 @@ int hwork_build(int variant, uint8_t **img, size_t *len, hfacts *oracle)
 static uint8_t *session_bytes(void)
 {
     uint8_t *b = malloc(SESSION_N);
-    fill_words(b, SESSION_N, 77);
+    fill(b, SESSION_N, 77);
     memmove(b + 7, b, 100); /* the second write: b[0..100) at 7 */
     return b;
 }
@@ -229,7 +245,7 @@ int hwork_session(gmtf_fs *fs, int *durable)
     }
     free(l);
     uint8_t *b = malloc(SESSION_N);
-    fill_words(b, SESSION_N, 77);
+    fill(b, SESSION_N, 77);
     gmtf_entry e, d;
     if (gmtf_fs_create(fs, GMTF_ROOT_INO, "new-file", 0644, 0, 0, 0, &e) == 0) {
         ok = gmtf_fs_write(fs, e.attr.st_ino, b, SESSION_N, 0) == SESSION_N &&
