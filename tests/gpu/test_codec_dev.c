@@ -622,8 +622,17 @@ static void test_lanes_enc(void **state)
     blocks b = lanes_batch();
     gmtf_codec *cpu = codec_new(0, 3);
     frames want = encode(cpu, &b);
-    unsigned pipes[] = {1, 2, 3, 5};
-    for (unsigned p = 0; p < 4; p++) {
+#ifdef GMTF_CODEC_DEV_EMU
+    /* The emulated device is slow: the chunk counts that differ in kind
+     * (one; several with a remainder); the faults at each call of two
+     * chunks. The device build runs every case. */
+    unsigned pipes[] = {1, 3}, npipes = 2;
+    long faults = 6;
+#else
+    unsigned pipes[] = {1, 2, 3, 5}, npipes = 4;
+    long faults = 10;
+#endif
+    for (unsigned p = 0; p < npipes; p++) {
         gmtf_codec *dev = codec_new(1, 3);
         gmtf_bwt_dev *d = gmtf_codec_bwt_dev(dev);
         d->pipe[0] = pipes[p];
@@ -648,7 +657,7 @@ static void test_lanes_enc(void **state)
     /* 2 chunks: forward + scan of each, then the code step of each (calls
      * 1-6); 4 chunks: calls 5-8 come from two threads at once (the third
      * chunk's forward and scan beside the first one's code step) */
-    for (long t = 1; t <= 10; t++) {
+    for (long t = 1; t <= faults; t++) {
         long at = t <= 6 ? t : t - 2;
         gmtf_codec *dev = codec_new(1, 2);
         gmtf_bwt_dev *d = gmtf_codec_bwt_dev(dev);
