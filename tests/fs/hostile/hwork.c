@@ -61,18 +61,25 @@ static uint64_t made(work *w, uint64_t ino)
 
 int hwork_cheap;
 
-/* File contents: words (fs_test_util.c), or in the cheap images a piece of
- * 1 KiB of them over and over (the same sizes, blocks and frames; the
- * frames are small and decode fast). */
+/* File contents: words (fs_test_util.c), or in the cheap images a sector
+ * (512 bytes) of them over and over, each sector tagged with the seed and
+ * its offset (the same sizes, blocks and frames; the frames are small and
+ * decode fast, and a block or sector read from the wrong place still
+ * differs from every committed state). */
 static void fill(uint8_t *b, size_t n, uint32_t seed)
 {
-    if (!hwork_cheap || n <= 1024) {
+    if (!hwork_cheap || n <= 512) {
         fill_words(b, n, seed);
         return;
     }
-    fill_words(b, 1024, seed);
-    for (size_t k = 1024; k < n; k += 1024)
-        memcpy(b + k, b, n - k < 1024 ? n - k : 1024);
+    fill_words(b, 512, seed);
+    for (size_t k = 512; k < n; k += 512)
+        memcpy(b + k, b, n - k < 512 ? n - k : 512);
+    for (size_t k = 0; k < n; k += 512) {
+        char tag[32];
+        int l = snprintf(tag, sizeof tag, "%08x:%zx\n", seed, k);
+        memcpy(b + k, tag, n - k < (size_t)l ? n - k : (size_t)l);
+    }
 }
 
 static uint64_t mk(work *w, uint64_t dir, const char *name, size_t size, uint32_t seed)

@@ -29,7 +29,7 @@ int hfacts_has(const hfacts *f, uint64_t key, uint64_t value);
  * NULL) gets the facts of every committed state. */
 #define HWORK_VARIANTS 3
 /* Nonzero: the mutator's images (tests/fs/test_fs_mutate.c), the same
- * workload with file contents that repeat a piece of 1 KiB: decoding the
+ * workload with file contents that repeat a tagged sector: decoding the
  * frames of the full contents was half of a case's time. */
 extern int hwork_cheap;
 int hwork_build(int variant, uint8_t **img, size_t *len, hfacts *oracle);
