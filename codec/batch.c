@@ -9,14 +9,35 @@
  * is the same for any thread count. */
 #include <errno.h>
 #include <pthread.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include "bwt.h"
 #include "codec_internal.h"
 #include "entropy_lanes_dev.h"
 #include "qlfc.h"
 #include "qlfc_internal.h"
+
+/* GMTF_BATCH_PROFILE=1: the device decode's phases on stderr (ms), for
+ * benchmarks (docs/gpu.md). */
+static int prof_on(void)
+{
+    static int on = -1;
+    if (on < 0) {
+        const char *e = getenv("GMTF_BATCH_PROFILE");
+        on = e && *e == '1';
+    }
+    return on;
+}
+
+static double prof_ms(void)
+{
+    struct timespec t;
+    clock_gettime(CLOCK_MONOTONIC, &t);
+    return t.tv_sec * 1e3 + t.tv_nsec / 1e6;
+}
 
 /* ---- batch encode ------------------------------------------------------ */
 
@@ -618,9 +639,12 @@ static void dev_pipeline(struct dev_batch *d, int dir, dev_step first, dev_step 
     struct dev_job job = {0};
     pthread_t th;
     int running = 0;
+    double t0 = prof_on() ? prof_ms() : 0;
     for (unsigned k = 0; k <= chunks; k++) {
         if (k < chunks && b[k] < b[k + 1])
             dev_run(d, first, b[k], b[k + 1]);
+        if (prof_on())
+            fprintf(stderr, "profile: round %u first %.2f ms\n", k, prof_ms() - t0);
         if (running) {
             pthread_join(th, NULL);
             running = 0;
@@ -636,8 +660,12 @@ static void dev_pipeline(struct dev_batch *d, int dir, dev_step first, dev_step 
                 d->dev_failed = job.rc != 0;
             }
         }
+        if (prof_on())
+            fprintf(stderr, "profile: round %u device %.2f ms\n", k, prof_ms() - t0);
         if (k > 0 && b[k - 1] < b[k])
             dev_run(d, last, b[k - 1], b[k]);
+        if (prof_on())
+            fprintf(stderr, "profile: round %u last %.2f ms\n", k, prof_ms() - t0);
     }
 }
 
@@ -1152,6 +1180,7 @@ static int batch_decode_dev(gmtf_codec *c, const uint8_t *src, const uint64_t *f
 {
     struct dev_batch d = {
         .s = {.c = c, .src = src, .off = foff, .dst = dst, .slot = doff, .status = status}};
+    double t0 = prof_on() ? prof_ms() : 0;
     uint64_t *size = malloc((count + 1) * sizeof *size);
     int rc = size ? dev_batch_alloc(&d, count) : -ENOMEM;
     /* pass 0: which frames go to the device (headers only) */
@@ -1185,9 +1214,15 @@ static int batch_decode_dev(gmtf_codec *c, const uint8_t *src, const uint64_t *f
         free(size);
         return 1;
     }
+    if (prof_on())
+        fprintf(stderr, "profile: decode setup %.2f ms\n", prof_ms() - t0);
     gmtf_pool_run(c->pool, dev_decode_cpu, &d, count);
+    if (prof_on())
+        fprintf(stderr, "profile: decode cpu frames %.2f ms\n", prof_ms() - t0);
     if (d.nsel)
         dev_pipeline(&d, GMTF_BWT_DEV_INV, dev_decode_begin, dev_decode_end);
+    if (prof_on())
+        fprintf(stderr, "profile: decode pipeline %.2f ms\n", prof_ms() - t0);
     rc = 0;
     for (size_t i = 0; i < count && !rc; i++)
         rc = status[i];
