@@ -8,6 +8,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "byteorder.h"
@@ -58,6 +59,25 @@ static int truncated(gmtfc_error *err, uint64_t offset, const char *where)
     return set_error(err, GMTFC_ERR_CORRUPT, GMTF_E_TRUNCATED, offset,
                      "unexpected end of input at byte offset %llu (%s)", (unsigned long long)offset,
                      where);
+}
+
+/* ---- profile (GMTFC_PROFILE=1: each batch's phases on stderr, ms) --------- */
+
+static int prof_on(void)
+{
+    static int on = -1;
+    if (on < 0) {
+        const char *e = getenv("GMTFC_PROFILE");
+        on = e && *e == '1';
+    }
+    return on;
+}
+
+static double prof_ms(void)
+{
+    struct timespec t;
+    clock_gettime(CLOCK_MONOTONIC, &t);
+    return t.tv_sec * 1e3 + t.tv_nsec / 1e6;
 }
 
 /* ---- plain I/O ----------------------------------------------------------- */
@@ -119,6 +139,11 @@ int gmtfc_parse_block_size(const char *s, uint32_t *out)
 size_t gmtfc_batch_blocks(uint32_t block_size, unsigned threads)
 {
     const size_t bs = block_size ? block_size : 1, t = threads ? threads : 1;
+    const char *e = getenv("GMTFC_BATCH_MIB"); /* measurements only (docs/gpu.md) */
+    if (e && *e) {
+        size_t n = (size_t)strtoul(e, NULL, 10) * ((size_t)1 << 20) / bs;
+        return n < 1 ? 1 : n > GMTFC_BATCH_MAX_BLOCKS ? GMTFC_BATCH_MAX_BLOCKS : n;
+    }
     size_t n = GMTFC_BATCH_PER_THREAD * t;
     if (n * bs > GMTFC_BATCH_MAX_BYTES) /* big blocks: fewer per thread */
         n = GMTFC_BATCH_MAX_BYTES / bs > 2 * t ? GMTFC_BATCH_MAX_BYTES / bs : 2 * t;
@@ -283,6 +308,7 @@ int gmtfc_compress(gmtfc_stream *s, int in_fd, int out_fd, gmtfc_totals *t, gmtf
     if ((rc = write_out(out_fd, hdr, GMTFC_HEADER_LEN, t, err)) < 0)
         return rc;
     for (;;) {
+        double t0 = prof_on() ? prof_ms() : 0, t1 = 0, t2 = 0, t3 = 0;
         long got = read_full(in_fd, s->in, batch * (size_t)bs);
         if (got < 0)
             return set_error(err, GMTFC_ERR_READ, (int)got, t->in_bytes, "read error: %s",
@@ -290,14 +316,24 @@ int gmtfc_compress(gmtfc_stream *s, int in_fd, int out_fd, gmtfc_totals *t, gmtf
         if (got == 0)
             break;
         size_t count = cut_blocks(s->off, (size_t)got, bs);
+        if (prof_on())
+            t1 = prof_ms();
         crc = gmtf_crc32c(crc, s->in, (size_t)got);
+        if (prof_on())
+            t2 = prof_ms();
         rc = gmtf_batch_encode(s->codec, s->in, s->off, count, s->out, s->out_cap, s->off2);
+        if (prof_on())
+            t3 = prof_ms();
         if (rc < 0)
             return set_error(err, GMTFC_ERR_CODEC, rc, t->in_bytes, "encoding failed: %s",
                              gmtf_strerror(rc));
         frames_crc = gmtf_crc32c(frames_crc, s->out, (size_t)s->off2[count]);
         if ((rc = write_out(out_fd, s->out, (size_t)s->off2[count], t, err)) < 0)
             return rc;
+        if (prof_on())
+            fprintf(stderr,
+                    "gmtfc profile: %zu blocks: read %.1f crc %.1f encode %.1f crc+write %.1f ms\n",
+                    count, t1 - t0, t2 - t1, t3 - t2, prof_ms() - t3);
         t->in_bytes += (uint64_t)got;
         t->frames += count;
         report_progress(s, t);
@@ -484,14 +520,19 @@ static int decompress_stream(gmtfc_stream *s, reader *r, int out_fd, gmtfc_total
     if ((rc = ensure_codec(s, st.bs)) < 0 || (rc = decompress_buffers(s, st.bs, batch)) < 0)
         return set_error(err, GMTFC_ERR_CODEC, rc, 0, "%s", gmtf_strerror(rc));
     while (!at_end) {
+        double t0 = prof_on() ? prof_ms() : 0;
         if ((rc = refill(s, r, err)) < 0)
             return rc;
         size_t start = r->pos;
         long count = gather_frames(s, r, &st, batch, &at_end, err);
         if (count < 0)
             return (int)count;
+        double t1 = prof_on() ? prof_ms() : 0;
         if (count > 0 && (rc = decode_batch(s, r, start, (size_t)count, &st, out_fd, t, err)) < 0)
             return rc;
+        if (prof_on())
+            fprintf(stderr, "gmtfc profile: %ld frames: read %.1f decode+crc+write %.1f ms\n",
+                    count, t1 - t0, prof_ms() - t1);
     }
     if ((rc = refill(s, r, err)) < 0)
         return rc;
