@@ -464,7 +464,15 @@ struct dev_batch {
     uint8_t *selectors;
     uint8_t *bad;
     struct enc_lanes *enc; /* encode, method 2 on the device */
+    uint64_t prof_ns[4];   /* GMTF_BATCH_PROFILE: decode begin's parts, summed */
 };
+
+static uint64_t prof_ns(void)
+{
+    struct timespec t;
+    clock_gettime(CLOCK_MONOTONIC, &t);
+    return (uint64_t)t.tv_sec * 1000000000u + (uint64_t)t.tv_nsec;
+}
 
 #define LANES_CUM ((size_t)GMTF_GPU_LANES_NTABLES * GMTF_GPU_LANES_CUM)
 
@@ -1083,6 +1091,7 @@ static void dev_decode_begin(struct dev_batch *d, size_t j, unsigned worker)
     unsigned k = (unsigned)(d->ioff[j + 1] - d->ioff[j]);
     long r = -ENOMEM;
     gmtf_frame_info fi;
+    uint64_t p0 = prof_on() ? prof_ns() : 0, p1 = p0, p2 = p0, p3 = p0;
     if (w && d->lanes) {
         /* method 2: its header parsed here, its lanes run on the device */
         const uint8_t *fr = s->src + s->off[i];
@@ -1091,12 +1100,22 @@ static void dev_decode_begin(struct dev_batch *d, size_t j, unsigned worker)
                                      &version) == 0 &&
             version == GMTF_FRAME_V2 && fi.method == GMTF_METHOD_BWT && fi.orig_len == n &&
             fi.frame_len > h && fr[h] == GMTF_QLFC_METHOD_LANES) {
+            if (prof_on())
+                p1 = prof_ns();
             /* the payload checksum here, before the device's lanes read it */
             r = gmtf_frame_check_payload(fr, &fi, h, version);
+            if (prof_on())
+                p2 = prof_ns();
             if (r == 0)
                 r = gmtf_lanes_dev_setup(fr + h, fi.frame_len - h, n, w->rank_ws, s->off[i] + h,
                                          d->lanes + j * GMTF_GPU_LANES, d->cum + j * LANES_CUM,
                                          d->selectors + j * GMTF_GPU_LANES_MAX_GROUPS);
+            if (prof_on()) {
+                p3 = prof_ns();
+                __atomic_fetch_add(&d->prof_ns[0], p1 - p0, __ATOMIC_RELAXED);
+                __atomic_fetch_add(&d->prof_ns[1], p2 - p1, __ATOMIC_RELAXED);
+                __atomic_fetch_add(&d->prof_ns[2], p3 - p2, __ATOMIC_RELAXED);
+            }
             if (r == 0) {
                 r = GMTF_DECODE_BWT_V2;
                 b->lanes = 1;
@@ -1118,6 +1137,8 @@ static void dev_decode_begin(struct dev_batch *d, size_t j, unsigned worker)
     if (r == GMTF_DECODE_BWT_V2) {
         b->fi = fi;
         memcpy(rows, b->idx, k * sizeof *rows);
+        if (prof_on())
+            __atomic_fetch_add(&d->prof_ns[3], prof_ns() - p0, __ATOMIC_RELAXED);
         return;
     }
     if (d->lanes) /* the setup may have written part of it */
@@ -1222,7 +1243,11 @@ static int batch_decode_dev(gmtf_codec *c, const uint8_t *src, const uint64_t *f
     if (d.nsel)
         dev_pipeline(&d, GMTF_BWT_DEV_INV, dev_decode_begin, dev_decode_end);
     if (prof_on())
-        fprintf(stderr, "profile: decode pipeline %.2f ms\n", prof_ms() - t0);
+        fprintf(stderr,
+                "profile: decode pipeline %.2f ms; begin summed over blocks: parse %.2f, "
+                "payload crc %.2f, lanes setup %.2f, whole %.2f ms\n",
+                prof_ms() - t0, d.prof_ns[0] / 1e6, d.prof_ns[1] / 1e6, d.prof_ns[2] / 1e6,
+                d.prof_ns[3] / 1e6);
     rc = 0;
     for (size_t i = 0; i < count && !rc; i++)
         rc = status[i];

@@ -279,12 +279,21 @@ static_assert(pack_bytes(k_rbase, NSYM, 0) == PK_RBASE_LO &&
               "packed model tables");
 #endif
 
+/* GMTF_GPU_LANES_EXACT=1: every table takes sym2's exact count (to time
+ * the fast one against it). */
+static int exact_count(void)
+{
+    const char *e = getenv("GMTF_GPU_LANES_EXACT");
+    return e && *e == '1';
+}
+
 /* A block's staged tables: table t's cum[0..15] at tab[8 t ..], its
  * cum[16] at top[t]; the block's selectors. */
 struct blk_tabs {
     const uint32_t *tab;
     const uint16_t *top;
     const uint8_t *sel;
+    const uint8_t *wide; /* table t has a cum[0..15] of 0x8000 or more (sym2's exact count) */
 };
 
 /* Staging layout (bytes; each part 16-aligned): tables, tops, selectors,
@@ -293,9 +302,19 @@ struct blk_tabs {
 #define SH_TAB 0
 #define SH_TOP (SH_TAB + NTAB * 32)
 #define SH_SEL (SH_TOP + ((NTAB * 2 + 15) & ~15))
-#define SH_ROWS (SH_SEL + ((MAX_GROUPS + 15) & ~15))
+#define SH_WIDE (SH_SEL + ((MAX_GROUPS + 15) & ~15))
+#define SH_ROWS (SH_WIDE + ((NTAB + 15) & ~15))
 #define SH_ROW 1040
 #define SH_BYTES (SH_ROWS + GMTF_GPU_LANES * SH_ROW)
+
+static GMTF_HD inline int popc32(uint32_t v)
+{
+#ifdef GMTF_LANES_EMU
+    return __builtin_popcount(v);
+#else
+    return __popc(v);
+#endif
+}
 
 /* w[i] of 8 by selects (no indexed registers, no memory). */
 static GMTF_HD inline uint32_t pick8(const uint32_t *w, unsigned i)
@@ -321,13 +340,27 @@ static GMTF_HD inline unsigned sym2(uint64_t &x, const blk_tabs &bt, unsigned t)
     uint32_t top = bt.top[t];
     uint32_t slot = (uint32_t)x & ((1u << PROB_BITS) - 1);
     unsigned y = 0;
+    if (!bt.wide[t]) {
+        /* both halves of a word at once: bit 15 of each half of
+         * (0x8000 + slot) - cum is cum <= slot (no borrow: the table's
+         * cum[0..15] are under 0x8000, else it is flagged wide); word k's
+         * two bits shifted to 15 - k and 31 - k, then counted */
+        uint32_t s8 = (slot | slot << 16) | 0x80008000u, acc = 0;
 #ifndef GMTF_LANES_EMU
 #pragma unroll
 #endif
-    for (unsigned k = 0; k < 8; k++) {
-        if (k)
-            y += (w[k] & 0xffff) <= slot;
-        y += (w[k] >> 16) <= slot;
+        for (unsigned k = 0; k < 8; k++)
+            acc |= ((s8 - w[k]) & 0x80008000u) >> k;
+        y = (unsigned)popc32(acc) - (((s8 - w[0]) >> 15) & 1);
+    } else {
+#ifndef GMTF_LANES_EMU
+#pragma unroll
+#endif
+        for (unsigned k = 0; k < 8; k++) {
+            if (k)
+                y += (w[k] & 0xffff) <= slot;
+            y += (w[k] >> 16) <= slot;
+        }
     }
     uint32_t w0 = pick8(w, y >> 1), w1 = (y >> 1) == 7 ? top : pick8(w, ((y >> 1) + 1) & 7);
     uint32_t lo = y & 1 ? w0 >> 16 : w0 & 0xffff;
@@ -490,7 +523,7 @@ static GMTF_HD int lane_decode2(const gmtf_gpu_lane *g, uint8_t *s, const blk_ta
 }
 
 /* Stages block b's tables, selectors and lane rows into sh (SH_BYTES)
- * with threads tid of nt. */
+ * with threads tid of nt (then stage_wide, after a barrier). */
 static GMTF_HD inline void stage_block(uint8_t *sh, const gmtf_gpu_lane *lanes, const uint16_t *cum,
                                        const uint8_t *sel, unsigned tid, unsigned nt)
 {
@@ -516,6 +549,19 @@ static GMTF_HD inline void stage_block(uint8_t *sh, const gmtf_gpu_lane *lanes, 
     }
 }
 
+/* Each staged table's flag for sym2 (a header's unused sets may hold
+ * anything: only the tables a lane reads decide its way). */
+static GMTF_HD inline void stage_wide(uint8_t *sh, unsigned tid, unsigned nt, int exact)
+{
+    const uint32_t *tab = (const uint32_t *)(sh + SH_TAB);
+    for (unsigned t = tid; t < NTAB; t += nt) {
+        uint32_t v = 0;
+        for (unsigned w = 0; w < 8; w++)
+            v |= tab[t * 8 + w];
+        sh[SH_WIDE + t] = exact || (v & 0x80008000u) != 0;
+    }
+}
+
 /* ---- context -------------------------------------------------------------- */
 
 struct dbuf {
@@ -527,9 +573,10 @@ struct gmtf_gpu_lanes_ctx {
     int ok;
     char err[256];
     dbuf in, lanes, cum, sel, off, out, bad;
-    int kept; /* the last decode's output is on the device (decode_keep) */
-    int lpw;  /* lanes a warp (the kernel's shape) */
-    int v1;   /* the first kernel (GMTF_GPU_LANES_V1=1) */
+    int kept;  /* the last decode's output is on the device (decode_keep) */
+    int lpw;   /* lanes a warp (the kernel's shape) */
+    int v1;    /* the first kernel (GMTF_GPU_LANES_V1=1) */
+    int exact; /* GMTF_GPU_LANES_EXACT=1 */
 #ifndef GMTF_LANES_EMU
     cudaStream_t st;
     int prof;          /* GMTF_GPU_LANES_PROFILE=1 */
@@ -607,7 +654,8 @@ __global__ void __launch_bounds__(GMTF_GPU_LANES / LPW * 32)
 template <int LPW>
 __global__ void __launch_bounds__(GMTF_GPU_LANES / LPW * 32)
     k_lanes2(const gmtf_gpu_lane *lanes, const uint16_t *cum, const uint8_t *sel,
-             const uint8_t *__restrict__ in, const uint64_t *off, uint8_t *out, uint8_t *bad)
+             const uint8_t *__restrict__ in, const uint64_t *off, uint8_t *out, uint8_t *bad,
+             int exact)
 {
     extern __shared__ uint4 sh4[];
     uint8_t *sh = (uint8_t *)sh4;
@@ -615,11 +663,14 @@ __global__ void __launch_bounds__(GMTF_GPU_LANES / LPW * 32)
     stage_block(sh, lanes + (size_t)b * GMTF_GPU_LANES, cum + (size_t)b * NTAB * GMTF_GPU_LANES_CUM,
                 sel + (size_t)b * MAX_GROUPS, threadIdx.x, blockDim.x);
     __syncthreads();
+    stage_wide(sh, threadIdx.x, blockDim.x, exact);
+    __syncthreads();
     uint32_t t = threadIdx.x % 32;
     if (t >= LPW)
         return;
     uint32_t j = threadIdx.x / 32 * LPW + t;
-    blk_tabs bt = {(const uint32_t *)(sh + SH_TAB), (const uint16_t *)(sh + SH_TOP), sh + SH_SEL};
+    blk_tabs bt = {(const uint32_t *)(sh + SH_TAB), (const uint16_t *)(sh + SH_TOP), sh + SH_SEL,
+                   sh + SH_WIDE};
     if (lane_decode2(&lanes[(size_t)b * GMTF_GPU_LANES + j], sh + SH_ROWS + j * SH_ROW, bt, in,
                      out + (off[b] - off[0])))
         bad[b] = 1;
@@ -665,6 +716,7 @@ static int backend_open(gmtf_gpu_lanes_ctx *c)
         return -ENODEV;
     }
     c->v1 = use_v1();
+    c->exact = exact_count();
     const char *pe = getenv("GMTF_GPU_LANES_PROFILE");
     c->prof = pe && *pe == '1';
     c->lpw = lanes_per_warp(!c->v1);
@@ -740,12 +792,20 @@ static int run(gmtf_gpu_lanes_ctx *c, size_t count, size_t nout)
     if (!c->v1) {
         size_t sb = SH_BYTES;
         switch (c->lpw) {
-        case 32: k_lanes2<32><<<g, 32, sb, c->st>>>(l, cum, sel, in, off, out, bad); break;
-        case 16: k_lanes2<16><<<g, 64, sb, c->st>>>(l, cum, sel, in, off, out, bad); break;
-        case 8: k_lanes2<8><<<g, 128, sb, c->st>>>(l, cum, sel, in, off, out, bad); break;
-        case 2: k_lanes2<2><<<g, 512, sb, c->st>>>(l, cum, sel, in, off, out, bad); break;
-        case 1: k_lanes2<1><<<g, 1024, sb, c->st>>>(l, cum, sel, in, off, out, bad); break;
-        default: k_lanes2<4><<<g, 256, sb, c->st>>>(l, cum, sel, in, off, out, bad); break;
+        case 32:
+            k_lanes2<32><<<g, 32, sb, c->st>>>(l, cum, sel, in, off, out, bad, c->exact);
+            break;
+        case 16:
+            k_lanes2<16><<<g, 64, sb, c->st>>>(l, cum, sel, in, off, out, bad, c->exact);
+            break;
+        case 8: k_lanes2<8><<<g, 128, sb, c->st>>>(l, cum, sel, in, off, out, bad, c->exact); break;
+        case 2: k_lanes2<2><<<g, 512, sb, c->st>>>(l, cum, sel, in, off, out, bad, c->exact); break;
+        case 1:
+            k_lanes2<1><<<g, 1024, sb, c->st>>>(l, cum, sel, in, off, out, bad, c->exact);
+            break;
+        default:
+            k_lanes2<4><<<g, 256, sb, c->st>>>(l, cum, sel, in, off, out, bad, c->exact);
+            break;
         }
         CK(c, cudaGetLastError());
         return 0;
@@ -851,10 +911,12 @@ static int run(gmtf_gpu_lanes_ctx *c, size_t count, size_t)
         const uint8_t *in = (const uint8_t *)c->in.p;
         uint8_t *out = (uint8_t *)c->out.p + (off[b] - off[0]);
         bad[b] = 0;
-        if (!v1)
+        if (!v1) {
             stage_block(sh, gb, cum, sel, 0, 1);
+            stage_wide(sh, 0, 1, exact_count());
+        }
         blk_tabs bt = {(const uint32_t *)(sh + SH_TAB), (const uint16_t *)(sh + SH_TOP),
-                       sh + SH_SEL};
+                       sh + SH_SEL, sh + SH_WIDE};
         for (unsigned j = 0; j < GMTF_GPU_LANES; j++) {
             const gmtf_gpu_lane *g = gb + j;
             uint8_t s[1024];

@@ -504,258 +504,6 @@ static GMTF_HD uint32_t lane_code(uint32_t a, uint32_t b, uint32_t k, const uint
     return (uint32_t)(hi - r.p);
 }
 
-/* ---- code, version 2: every load a run ahead ------------------------------
- * A run's groups (frequencies, starts, raw fields) and the reciprocals of
- * its frequencies depend on its keys, rank, length and selector only, never
- * on the rANS states: so run k - 1's are gathered (prep_run) while run k is
- * coded (apply_run), and its keys, rank and length two runs ahead; the
- * states' chains are then arithmetic and the byte stores. The selector is
- * looked up once a group; the model's small tables are packed constants.
- * Same bytes and verdicts as lane_code. */
-
-#define EK_RBASE_LO 0x0907050403020100ull
-#define EK_RBASE_HI 0xC18141312119110Dull
-#define EK_LBASE_LO 0x100C080604030201ull
-#define EK_LBASE_HI 0x00C0806040302018ull
-#define EK_LBITS 0x0665544332211000ull
-
-static GMTF_HD inline unsigned ek8(uint64_t lo, uint64_t hi, unsigned i)
-{
-    return (unsigned)((i < 8 ? lo : hi) >> (8 * (i & 7))) & 255;
-}
-
-#ifdef GMTF_LANES_ENC_EMU
-static constexpr uint64_t ek_pack_bytes(const uint8_t *a, unsigned n, unsigned from)
-{
-    uint64_t v = 0;
-    for (unsigned i = 0; i < 8 && from + i < n; i++)
-        v |= (uint64_t)a[from + i] << (8 * i);
-    return v;
-}
-static constexpr uint64_t ek_pack_nibbles(const uint8_t *a, unsigned n)
-{
-    uint64_t v = 0;
-    for (unsigned i = 0; i < n; i++)
-        v |= (uint64_t)a[i] << (4 * i);
-    return v;
-}
-static constexpr uint8_t ek_rbase[NSYM] = {0,  1,  2,  3,  4,  5,  7,   9,
-                                           13, 17, 25, 33, 49, 65, 129, 193};
-static constexpr uint8_t ek_lbase[LSYM_ESC] = {1,  2,  3,  4,  6,  8,   12, 16,
-                                               24, 32, 48, 64, 96, 128, 192};
-static constexpr uint8_t ek_lbits[LSYM_ESC] = {0, 0, 0, 1, 1, 2, 2, 3, 3, 4, 4, 5, 5, 6, 6};
-static_assert(ek_pack_bytes(ek_rbase, NSYM, 0) == EK_RBASE_LO &&
-                  ek_pack_bytes(ek_rbase, NSYM, 8) == EK_RBASE_HI &&
-                  ek_pack_bytes(ek_lbase, LSYM_ESC, 0) == EK_LBASE_LO &&
-                  ek_pack_bytes(ek_lbase, LSYM_ESC, 8) == EK_LBASE_HI &&
-                  ek_pack_nibbles(ek_lbits, LSYM_ESC) == EK_LBITS,
-              "packed model tables");
-#endif
-
-/* A divisor ready: f and, on the device, its reciprocal and shifts. */
-struct dpre {
-    uint32_t f;
-#ifndef GMTF_LANES_ENC_EMU
-    uint32_t sh;
-    uint64_t m;
-#endif
-};
-
-static GMTF_HD inline void dpre_load(dpre &p, uint32_t f, const divs &d)
-{
-    (void)d;
-    p.f = f;
-#ifndef GMTF_LANES_ENC_EMU
-    p.m = __ldg(d.rcp + f);
-    p.sh = __ldg(d.rsh + f);
-#endif
-}
-
-static GMTF_HD inline uint64_t g_step2(uint64_t x, const dpre &p, uint32_t c)
-{
-#ifdef GMTF_LANES_ENC_EMU
-    uint64_t q = x / p.f;
-#else
-    uint64_t t = __umul64hi(p.m, x);
-    uint64_t q = (t + ((x - t) >> (p.sh & 1))) >> (p.sh >> 1);
-#endif
-    return (q << PROB_BITS) + (x - q * p.f) + c;
-}
-
-/* g_put with the group's divisors ready (d1 for f1, d2 for f2). */
-static GMTF_HD inline uint64_t g_put2(renc &r, uint64_t x, const rgroup &g, const dpre &d1,
-                                      const dpre &d2)
-{
-    unsigned bits = g.rnb + (g.f1 ? PROB_BITS : 0) + (g.f2 ? PROB_BITS : 0);
-    uint64_t freq = (uint64_t)(g.f1 ? g.f1 : 1) * (g.f2 ? g.f2 : 1);
-    uint64_t k = freq << (32 - bits);
-    if ((x >> 32) >= k) {
-        if (r.p - r.lo < 4) {
-            r.overflow = 1;
-        } else {
-            r.p -= 4;
-            for (int q = 0; q < 4; q++)
-                r.p[q] = (uint8_t)(x >> (8 * q));
-        }
-        x >>= 32;
-    }
-    if (g.rnb)
-        x = x << g.rnb | g.rval;
-    if (g.f2)
-        x = g_step2(x, d2, g.c2);
-    if (g.f1)
-        x = g_step2(x, d1, g.c1);
-    return x;
-}
-
-/* One run ready to code: its groups (ga to state A; g3, g2 when escaped
- * and gb to state B) and their divisors. */
-struct rrun {
-    rgroup ga, gb, g2, g3;
-    dpre a1, a2, b1, e1;
-    uint32_t len, esc, bad;
-};
-
-/* The selector cache: set of group gcur (of the lane). */
-struct selc {
-    uint32_t gcur, set;
-};
-
-/* Run (len, key, rkv) ending at ipos (a run coded backwards: it covers
- * [ipos - len, ipos)); bad when lane_code would give up on it. */
-static GMTF_HD inline void prep_run(rrun &p, uint32_t len, uint32_t key, uint32_t rkv,
-                                    uint32_t ipos, uint32_t a, const uint8_t *sel, selc &sc,
-                                    const uint16_t *cum, const divs &d)
-{
-    rgroup z = {0, 0, 0, 0, 0, 0};
-    p.ga = p.gb = p.g2 = p.g3 = z;
-    p.len = len;
-    p.esc = 0;
-    p.bad = 1;
-    if (len == 0 || len > ipos - a)
-        return;
-    uint32_t g = (ipos - len - a) / GROUP_BYTES;
-    if (g != sc.gcur) {
-        sc.gcur = g;
-        sc.set = sel[g] & (MAX_SETS - 1);
-    }
-    unsigned set = sc.set;
-    unsigned rkey = key & 0xffff, lkey = key >> 16;
-    unsigned rsym = rkey & 15, lsym = lkey & 15;
-    unsigned rtab = rkey >> 4, ltab = lkey >> 4;
-    if (rtab >= TPS || ltab >= TPS)
-        return;
-    g_sym1(p.ga, cum, set * TPS + rtab, rsym);
-    g_sym2(p.ga, cum, set * TPS + ltab, lsym);
-    unsigned v = rkv - ek8(EK_RBASE_LO, EK_RBASE_HI, rsym);
-    if (rsym >= RSYM_BIG_FIRST) {
-        g_sym1(p.gb, cum, T_OFF + rsym - RSYM_OFF_FIRST, (v >> 2) & 15);
-        p.gb.rnb = 2;
-        p.gb.rval = v & 3;
-    } else if (rsym >= RSYM_OFF_FIRST) {
-        g_sym1(p.gb, cum, T_OFF + rsym - RSYM_OFF_FIRST, v & 15);
-    }
-    if (lsym == LSYM_ESC) {
-        if (len < (1u << LBIG_MIN))
-            return;
-        unsigned eb = bitlen_m1(len), lo_bits = eb < 16 ? eb : 16;
-        uint32_t low = len & ((1u << eb) - 1);
-        p.g2.rnb = lo_bits;
-        p.g2.rval = low >> (eb - lo_bits);
-        g_sym1(p.g2, cum, T_LBIG, (eb - LBIG_MIN) & 15);
-        p.g3.rnb = eb - lo_bits;
-        p.g3.rval = low & ((1u << (eb - lo_bits)) - 1);
-        p.esc = 1;
-    } else {
-        unsigned nb = (unsigned)(EK_LBITS >> (4 * lsym)) & 15;
-        if (nb) {
-            p.gb.rval = (len - ek8(EK_LBASE_LO, EK_LBASE_HI, lsym)) << p.gb.rnb | p.gb.rval;
-            p.gb.rnb += nb;
-        }
-    }
-    dpre_load(p.a1, p.ga.f1, d);
-    dpre_load(p.a2, p.ga.f2, d);
-    dpre_load(p.b1, p.gb.f1, d);
-    dpre_load(p.e1, p.g2.f1, d);
-    p.bad = 0;
-}
-
-static GMTF_HD inline void apply_run(renc &r, const rrun &p)
-{
-    if (p.esc) {
-        if (p.g3.rnb)
-            r.xb = g_put2(r, r.xb, p.g3, p.e1, p.e1);
-        r.xb = g_put2(r, r.xb, p.g2, p.e1, p.e1);
-    }
-    if (p.gb.rnb || p.gb.f1)
-        r.xb = g_put2(r, r.xb, p.gb, p.b1, p.b1);
-    r.xa = g_put2(r, r.xa, p.ga, p.a1, p.a2);
-}
-
-/* lane_code with the loads a run ahead: the same stream and verdicts. */
-static GMTF_HD uint32_t lane_code2(uint32_t a, uint32_t b, uint32_t k, const uint8_t *rk,
-                                   const uint16_t *keys, const uint32_t *rl, const uint8_t *sel,
-                                   const uint16_t *cum, uint8_t *lo, uint8_t *hi, const divs &d)
-{
-    renc r;
-    r.xa = r.xb = RANS_L;
-    r.p = hi;
-    r.lo = lo;
-    r.overflow = 0;
-    selc sc = {0xffffffffu, 0};
-    uint32_t i = b, ip = b; /* coded down to i; prepared down to ip */
-    /* the data of run k - 1 (the next to prepare) */
-    uint32_t nlen = 0, nkey = 0, nrk = 0;
-    if (k > 0) {
-        nlen = rl[k - 1];
-        nkey = key_pair(keys, k - 1);
-        nrk = rk[k - 1];
-    }
-    rrun cur;
-    int have = 0;
-    if (ip > a && k > 0) {
-        k--;
-        prep_run(cur, nlen, nkey, nrk, ip, a, sel, sc, cum, d);
-        ip -= cur.bad ? 0 : nlen;
-        have = 1;
-        if (k > 0) {
-            nlen = rl[k - 1];
-            nkey = key_pair(keys, k - 1);
-            nrk = rk[k - 1];
-        }
-    }
-    while (i > a) {
-        if (!have || cur.bad)
-            return 0; /* more runs than the scan found, or a run lane_code refuses */
-        rrun nxt;
-        int nhave = 0;
-        if (ip > a && k > 0) {
-            k--;
-            prep_run(nxt, nlen, nkey, nrk, ip, a, sel, sc, cum, d);
-            ip -= nxt.bad ? 0 : nlen;
-            nhave = 1;
-            if (k > 0) {
-                nlen = rl[k - 1];
-                nkey = key_pair(keys, k - 1);
-                nrk = rk[k - 1];
-            }
-        }
-        apply_run(r, cur);
-        i -= cur.len;
-        if (nhave)
-            cur = nxt;
-        have = nhave;
-    }
-    if (k != 0 || r.overflow || r.p - lo < 16)
-        return 0;
-    r.p -= 16;
-    for (int q = 0; q < 8; q++) {
-        r.p[q] = (uint8_t)(r.xa >> (8 * q));
-        r.p[8 + q] = (uint8_t)(r.xb >> (8 * q));
-    }
-    return (uint32_t)(hi - r.p);
-}
-
 /* Lane L's stream room in the device's output: 2 bytes an input byte and
  * 64 more, the stream written downwards to the room's end. */
 static GMTF_HD inline uint64_t room_end(uint64_t blk_off, uint32_t b, uint64_t lane)
@@ -782,7 +530,6 @@ struct enc_args {
     uint32_t *len;
     const uint8_t *skip; /* code: blocks left alone (NULL: none) */
     divs d;              /* code: x / f by multiplication (device) */
-    int v1;              /* code: lane_code (GMTF_GPU_ENC_V1=1), else lane_code2 */
 };
 
 static GMTF_HD void scan_one(const enc_args &e, size_t blk, unsigned j, uint8_t *tmp, unsigned t)
@@ -807,14 +554,9 @@ static GMTF_HD void code_one(const enc_args &e, size_t blk, unsigned j)
         return;
     }
     uint64_t hi = room_end(o, b, L), lo = hi - 2 * (uint64_t)(b - a) - 64;
-    if (e.v1)
-        e.len[L] = lane_code(a, b, e.runs[L], e.rk + o + a, e.keys + 2 * (o + a), e.rl + o + a,
-                             e.sel + blk * MAX_GROUPS + gb, e.cum + blk * NTAB * CUMW,
-                             e.room + lo, e.room + hi, e.d);
-    else
-        e.len[L] = lane_code2(a, b, e.runs[L], e.rk + o + a, e.keys + 2 * (o + a), e.rl + o + a,
-                              e.sel + blk * MAX_GROUPS + gb, e.cum + blk * NTAB * CUMW,
-                              e.room + lo, e.room + hi, e.d);
+    e.len[L] = lane_code(a, b, e.runs[L], e.rk + o + a, e.keys + 2 * (o + a), e.rl + o + a,
+                         e.sel + blk * MAX_GROUPS + gb, e.cum + blk * NTAB * CUMW, e.room + lo,
+                         e.room + hi, e.d);
 }
 
 /* ---- context ------------------------------------------------------------------ */
@@ -839,7 +581,6 @@ struct gmtf_gpu_lanes_enc {
     int use_skip;
     dbuf rcp, rsh; /* the reciprocals of 1..65535 (device) */
     int lpw;       /* the code step's lanes a warp */
-    int v1;        /* the first code kernel (GMTF_GPU_ENC_V1=1) */
 #ifndef GMTF_LANES_ENC_EMU
     cudaStream_t st;
     cudaEvent_t ev[2];
@@ -879,7 +620,6 @@ static enc_args args_of(gmtf_gpu_lanes_enc *c)
     e.skip = c->use_skip ? (const uint8_t *)c->skip.p : NULL;
     e.d.rcp = (const uint64_t *)c->rcp.p;
     e.d.rsh = (const uint8_t *)c->rsh.p;
-    e.v1 = c->v1;
     return e;
 }
 
@@ -1310,8 +1050,6 @@ extern "C" int gmtf_gpu_lanes_enc_create(gmtf_gpu_lanes_enc **out)
         return rc;
     }
     c->ok = 1;
-    const char *v1 = getenv("GMTF_GPU_ENC_V1");
-    c->v1 = v1 && *v1 == '1';
     rc = rcp_init(c);
     if (rc) {
         gmtf_gpu_lanes_enc_destroy(c);
