@@ -81,7 +81,34 @@ static void batch_encode_one(void *ctx, size_t i, unsigned worker)
         b->len[i] = (uint64_t)r;
 }
 
-void gmtf_batch_stage_free(gmtf_codec *c)
+static void hbuf_free(gmtf_codec *c, struct gmtf_hbuf *b)
+{
+    if (b->pinned)
+        gmtf_mtf_host_free(c->batch_mtf, b->p);
+    else
+        free(b->p);
+    b->p = NULL;
+    b->cap = 0;
+    b->pinned = 0;
+}
+
+/* b grown to n bytes (its contents not kept); NULL on -ENOMEM. */
+static void *hbuf_reserve(gmtf_codec *c, struct gmtf_hbuf *b, uint64_t n)
+{
+    if (n <= b->cap && b->p)
+        return b->p;
+    hbuf_free(c, b);
+    if (n == 0)
+        n = 1;
+    if (c->batch_mtf && (b->p = gmtf_mtf_host_alloc(c->batch_mtf, n)) != NULL)
+        b->pinned = 1;
+    else
+        b->p = malloc(n);
+    b->cap = b->p ? n : 0;
+    return b->p;
+}
+
+static void stage_free(gmtf_codec *c)
 {
     if (c->stage_pinned) {
         gmtf_mtf_host_free(c->batch_mtf, c->stage_a);
@@ -100,19 +127,28 @@ void gmtf_batch_stage_free(gmtf_codec *c)
     c->stage_idx_cap = 0;
 }
 
+void gmtf_batch_stage_free(gmtf_codec *c)
+{
+    stage_free(c);
+    hbuf_free(c, &c->dec_lanes);
+    hbuf_free(c, &c->dec_cum);
+    hbuf_free(c, &c->dec_sel);
+    hbuf_free(c, &c->dec_in);
+}
+
 /* Grows the two staging buffers to n bytes each, from the batch backend's
  * host allocator (pinned memory doubles GPU transfers), else malloc. */
 static int stage_reserve(gmtf_codec *c, uint64_t n)
 {
     if (n <= c->stage_cap)
         return 0;
-    gmtf_batch_stage_free(c);
+    stage_free(c);
     c->stage_pinned = c->batch_mtf != NULL;
     if (c->stage_pinned) {
         c->stage_a = gmtf_mtf_host_alloc(c->batch_mtf, n);
         c->stage_b = gmtf_mtf_host_alloc(c->batch_mtf, n);
         if (!c->stage_a || !c->stage_b) {
-            gmtf_batch_stage_free(c);
+            stage_free(c);
             c->stage_pinned = 0;
         }
     }
@@ -121,7 +157,7 @@ static int stage_reserve(gmtf_codec *c, uint64_t n)
         c->stage_b = malloc(n);
     }
     if (!c->stage_a || !c->stage_b) {
-        gmtf_batch_stage_free(c);
+        stage_free(c);
         return -ENOMEM;
     }
     c->stage_cap = n;
@@ -463,6 +499,7 @@ struct dev_batch {
     uint16_t *cum;
     uint8_t *selectors;
     uint8_t *bad;
+    uint8_t *in;           /* the device's input: each such block's payload at its offset in src */
     struct enc_lanes *enc; /* encode, method 2 on the device */
     uint64_t prof_ns[4];   /* GMTF_BATCH_PROFILE: decode begin's parts, summed */
 };
@@ -498,9 +535,7 @@ static int dev_batch_alloc(struct dev_batch *d, size_t count)
 
 static void dev_batch_free(struct dev_batch *d)
 {
-    free(d->lanes);
-    free(d->cum);
-    free(d->selectors);
+    /* lanes, cum and selectors are the codec's (dec_lanes, dec_cum, dec_sel) */
     free(d->bad);
     free(d->sel);
     free(d->coff);
@@ -568,7 +603,7 @@ static int dev_lanes(struct dev_batch *d, size_t j0, size_t j1, int *kept)
     if (!any)
         return 0;
     gmtf_codec *c = d->s.c;
-    int rc = gmtf_bwt_dev_lanes(&c->bwt_dev, d->s.src, d->s.off[d->count], j1 - j0,
+    int rc = gmtf_bwt_dev_lanes(&c->bwt_dev, d->in, d->s.off[d->count], j1 - j0,
                                 d->lanes + j0 * GMTF_GPU_LANES, d->cum + j0 * LANES_CUM,
                                 d->selectors + j0 * GMTF_GPU_LANES_MAX_GROUPS, d->coff + j0,
                                 c->stage_a, d->bad + j0, c->bwt_dev.use_inv_dev);
@@ -1110,6 +1145,8 @@ static void dev_decode_begin(struct dev_batch *d, size_t j, unsigned worker)
                 r = gmtf_lanes_dev_setup(fr + h, fi.frame_len - h, n, w->rank_ws, s->off[i] + h,
                                          d->lanes + j * GMTF_GPU_LANES, d->cum + j * LANES_CUM,
                                          d->selectors + j * GMTF_GPU_LANES_MAX_GROUPS);
+            if (r == 0) /* into the (pinned) input the device's lanes read */
+                memcpy(d->in + s->off[i] + h, fr + h, fi.frame_len - h);
             if (prof_on()) {
                 p3 = prof_ns();
                 __atomic_fetch_add(&d->prof_ns[0], p1 - p0, __ATOMIC_RELAXED);
@@ -1221,11 +1258,12 @@ static int batch_decode_dev(gmtf_codec *c, const uint8_t *src, const uint64_t *f
         rc = dev_batch_pack(&d, count, size);
     d.count = count;
     if (rc == 0 && d.nsel && c->bwt_dev.use_lanes) {
-        d.lanes = malloc(d.nsel * GMTF_GPU_LANES * sizeof *d.lanes);
-        d.cum = malloc(d.nsel * LANES_CUM * sizeof *d.cum);
-        d.selectors = malloc(d.nsel * GMTF_GPU_LANES_MAX_GROUPS);
+        d.lanes = hbuf_reserve(c, &c->dec_lanes, d.nsel * GMTF_GPU_LANES * sizeof *d.lanes);
+        d.cum = hbuf_reserve(c, &c->dec_cum, d.nsel * LANES_CUM * sizeof *d.cum);
+        d.selectors = hbuf_reserve(c, &c->dec_sel, d.nsel * GMTF_GPU_LANES_MAX_GROUPS);
+        d.in = hbuf_reserve(c, &c->dec_in, foff[count]);
         d.bad = calloc(d.nsel, 1);
-        if (!d.lanes || !d.cum || !d.selectors || !d.bad)
+        if (!d.lanes || !d.cum || !d.selectors || !d.in || !d.bad)
             rc = -ENOMEM;
         for (size_t j = 0; j < d.nsel && rc == 0; j++)
             lanes_standin(&d, j);

@@ -80,6 +80,13 @@ static double prof_ms(void)
     return t.tv_sec * 1e3 + t.tv_nsec / 1e6;
 }
 
+static double prof_wall(void)
+{
+    struct timespec t;
+    clock_gettime(CLOCK_REALTIME, &t);
+    return (double)t.tv_sec + t.tv_nsec / 1e9;
+}
+
 /* ---- plain I/O ----------------------------------------------------------- */
 
 /* Reads until n bytes or end of input. Returns the count or -errno. */
@@ -302,8 +309,12 @@ int gmtfc_compress(gmtfc_stream *s, int in_fd, int out_fd, gmtfc_totals *t, gmtf
 
     memset(t, 0, sizeof *t);
     memset(err, 0, sizeof *err);
+    if (prof_on())
+        fprintf(stderr, "gmtfc profile: start at %.3f s\n", prof_wall());
     if ((rc = ensure_codec(s, bs)) < 0 || (rc = compress_buffers(s, batch)) < 0)
         return set_error(err, GMTFC_ERR_CODEC, rc, 0, "%s", gmtf_strerror(rc));
+    if (prof_on())
+        fprintf(stderr, "gmtfc profile: ready at %.3f s\n", prof_wall());
     make_header(hdr, bs);
     if ((rc = write_out(out_fd, hdr, GMTFC_HEADER_LEN, t, err)) < 0)
         return rc;
@@ -342,6 +353,8 @@ int gmtfc_compress(gmtfc_stream *s, int in_fd, int out_fd, gmtfc_totals *t, gmtf
     }
     make_trailer(hdr, t->in_bytes, t->frames, crc, frames_crc);
     t->streams = 1;
+    if (prof_on())
+        fprintf(stderr, "gmtfc profile: end at %.3f s\n", prof_wall());
     return write_out(out_fd, hdr, GMTFC_TRAILER_LEN, t, err);
 }
 
