@@ -499,7 +499,9 @@ struct dev_batch {
     uint16_t *cum;
     uint8_t *selectors;
     uint8_t *bad;
-    uint8_t *in;           /* the device's input: each such block's payload at its offset in src */
+    /* the device's input: src, or a pinned copy of each such block's payload at
+     * its offset in src (GMTF_GPU_DEC_COPY_IN, default on) */
+    uint8_t *in;
     struct enc_lanes *enc; /* encode, method 2 on the device */
     uint64_t prof_ns[4];   /* GMTF_BATCH_PROFILE: decode begin's parts, summed */
 };
@@ -1145,7 +1147,7 @@ static void dev_decode_begin(struct dev_batch *d, size_t j, unsigned worker)
                 r = gmtf_lanes_dev_setup(fr + h, fi.frame_len - h, n, w->rank_ws, s->off[i] + h,
                                          d->lanes + j * GMTF_GPU_LANES, d->cum + j * LANES_CUM,
                                          d->selectors + j * GMTF_GPU_LANES_MAX_GROUPS);
-            if (r == 0) /* into the (pinned) input the device's lanes read */
+            if (r == 0 && d->in != s->src) /* into the pinned input the device's lanes read */
                 memcpy(d->in + s->off[i] + h, fr + h, fi.frame_len - h);
             if (prof_on()) {
                 p3 = prof_ns();
@@ -1261,7 +1263,7 @@ static int batch_decode_dev(gmtf_codec *c, const uint8_t *src, const uint64_t *f
         d.lanes = hbuf_reserve(c, &c->dec_lanes, d.nsel * GMTF_GPU_LANES * sizeof *d.lanes);
         d.cum = hbuf_reserve(c, &c->dec_cum, d.nsel * LANES_CUM * sizeof *d.cum);
         d.selectors = hbuf_reserve(c, &c->dec_sel, d.nsel * GMTF_GPU_LANES_MAX_GROUPS);
-        d.in = hbuf_reserve(c, &c->dec_in, foff[count]);
+        d.in = c->bwt_dev.copy_in ? hbuf_reserve(c, &c->dec_in, foff[count]) : (uint8_t *)src;
         d.bad = calloc(d.nsel, 1);
         if (!d.lanes || !d.cum || !d.selectors || !d.in || !d.bad)
             rc = -ENOMEM;
