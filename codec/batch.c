@@ -172,6 +172,7 @@ struct stage_block {
     int bwt;   /* the block goes through BWT and MTF (GMTF_DECODE_RANKS), or
                 * decodes to BWT output with no MTF (GMTF_DECODE_BWT_V2) */
     int lanes; /* device path: its method 2 lanes are decoded on the device */
+    int m2;    /* decode, device path: its payload says method 2 (packed first) */
 };
 
 struct staged {
@@ -504,6 +505,7 @@ struct dev_batch {
     uint8_t *in;
     struct enc_lanes *enc; /* encode, method 2 on the device */
     uint64_t prof_ns[4];   /* GMTF_BATCH_PROFILE: decode begin's parts, summed */
+    size_t split;          /* decode: the packed blocks [0, split) say method 2 */
 };
 
 static uint64_t prof_ns(void)
@@ -553,14 +555,20 @@ static int dev_batch_pack(struct dev_batch *d, size_t count, const uint64_t *siz
     d->nsel = 0;
     d->coff[0] = 0;
     d->ioff[0] = 0;
-    for (size_t i = 0; i < count; i++) {
-        if (!d->s.sb[i].bwt)
-            continue;
-        size_t n = size[i], j = d->nsel++;
-        d->sel[j] = i;
-        d->step[j] = 1u << gmtf_bwt_step_log2(n);
-        d->coff[j + 1] = d->coff[j] + n;
-        d->ioff[j + 1] = d->ioff[j] + gmtf_bwt_sample_count(n);
+    /* the blocks whose payload says method 2 first (decode; none in encode),
+     * then the others: the decode's pipeline cuts after them (dev_pipeline) */
+    for (int pass = 1; pass >= 0; pass--) {
+        for (size_t i = 0; i < count; i++) {
+            if (!d->s.sb[i].bwt || d->s.sb[i].m2 != pass)
+                continue;
+            size_t n = size[i], j = d->nsel++;
+            d->sel[j] = i;
+            d->step[j] = 1u << gmtf_bwt_step_log2(n);
+            d->coff[j + 1] = d->coff[j] + n;
+            d->ioff[j + 1] = d->ioff[j] + gmtf_bwt_sample_count(n);
+        }
+        if (pass == 1)
+            d->split = d->nsel;
     }
     if (d->nsel == 0)
         return 0;
@@ -680,6 +688,15 @@ static void dev_pipeline(struct dev_batch *d, int dir, dev_step first, dev_step 
         while (j < d->nsel && d->coff[j] < want)
             j++;
         b[k] = k == chunks ? d->nsel : j;
+    }
+    if (dir == GMTF_BWT_DEV_INV && chunks == 1 && d->lanes && d->split > 0 && d->split < d->nsel &&
+        d->s.c->bwt_dev.split_m3) {
+        /* one chunk of the method 2 blocks, one of the others: the pool's
+         * QLFC decoding of the others (a 2 MiB block of method 3 takes tens
+         * of ms) runs beside the device's lanes and inverse of the first */
+        chunks = 2;
+        b[1] = d->split;
+        b[2] = d->nsel;
     }
     struct dev_job job = {0};
     pthread_t th;
@@ -1253,8 +1270,11 @@ static int batch_decode_dev(gmtf_codec *c, const uint8_t *src, const uint64_t *f
         if (gmtf_frame_parse_version(src + foff[i], foff[i + 1] - foff[i], &fi, &h, NULL, &k,
                                      &version) == 0 &&
             version == GMTF_FRAME_V2 && fi.method == GMTF_METHOD_BWT && fi.orig_len == cap &&
-            cap <= c->max_block)
+            cap <= c->max_block) {
             d.s.sb[i].bwt = 1;
+            /* a hint for the packing order only: the payload is checked later */
+            d.s.sb[i].m2 = fi.frame_len > h && src[foff[i] + h] == GMTF_QLFC_METHOD_LANES;
+        }
     }
     if (rc == 0)
         rc = dev_batch_pack(&d, count, size);
