@@ -1,6 +1,8 @@
 /* The .gmz stream layer: header, codec frames in batches, trailer.
- * Byte layout in docs/stream.md. Input is read through a bounded buffer of
- * one batch; the batch calls of libgmtf spread blocks over the threads. */
+ * Byte layout in docs/stream.md. Input is read through bounded buffers:
+ * one batch when decompressing, two when compressing (the next batch is
+ * read while a helper thread codes this one); the batch calls of libgmtf
+ * spread blocks over the threads. */
 #include "gmtfc.h"
 
 #include <errno.h>
