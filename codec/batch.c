@@ -9,14 +9,35 @@
  * is the same for any thread count. */
 #include <errno.h>
 #include <pthread.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include "bwt.h"
 #include "codec_internal.h"
 #include "entropy_lanes_dev.h"
 #include "qlfc.h"
 #include "qlfc_internal.h"
+
+/* GMTF_BATCH_PROFILE=1: the device decode's phases on stderr (ms), for
+ * benchmarks (docs/gpu.md). */
+static int prof_on(void)
+{
+    static int on = -1;
+    if (on < 0) {
+        const char *e = getenv("GMTF_BATCH_PROFILE");
+        on = e && *e == '1';
+    }
+    return on;
+}
+
+static double prof_ms(void)
+{
+    struct timespec t;
+    clock_gettime(CLOCK_MONOTONIC, &t);
+    return t.tv_sec * 1e3 + t.tv_nsec / 1e6;
+}
 
 /* ---- batch encode ------------------------------------------------------ */
 
@@ -60,7 +81,34 @@ static void batch_encode_one(void *ctx, size_t i, unsigned worker)
         b->len[i] = (uint64_t)r;
 }
 
-void gmtf_batch_stage_free(gmtf_codec *c)
+static void hbuf_free(gmtf_codec *c, struct gmtf_hbuf *b)
+{
+    if (b->pinned)
+        gmtf_mtf_host_free(c->batch_mtf, b->p);
+    else
+        free(b->p);
+    b->p = NULL;
+    b->cap = 0;
+    b->pinned = 0;
+}
+
+/* b grown to n bytes (its contents not kept); NULL on -ENOMEM. */
+static void *hbuf_reserve(gmtf_codec *c, struct gmtf_hbuf *b, uint64_t n)
+{
+    if (n <= b->cap && b->p)
+        return b->p;
+    hbuf_free(c, b);
+    if (n == 0)
+        n = 1;
+    if (c->batch_mtf && (b->p = gmtf_mtf_host_alloc(c->batch_mtf, n)) != NULL)
+        b->pinned = 1;
+    else
+        b->p = malloc(n);
+    b->cap = b->p ? n : 0;
+    return b->p;
+}
+
+static void stage_free(gmtf_codec *c)
 {
     if (c->stage_pinned) {
         gmtf_mtf_host_free(c->batch_mtf, c->stage_a);
@@ -79,19 +127,28 @@ void gmtf_batch_stage_free(gmtf_codec *c)
     c->stage_idx_cap = 0;
 }
 
+void gmtf_batch_stage_free(gmtf_codec *c)
+{
+    stage_free(c);
+    hbuf_free(c, &c->dec_lanes);
+    hbuf_free(c, &c->dec_cum);
+    hbuf_free(c, &c->dec_sel);
+    hbuf_free(c, &c->dec_in);
+}
+
 /* Grows the two staging buffers to n bytes each, from the batch backend's
  * host allocator (pinned memory doubles GPU transfers), else malloc. */
 static int stage_reserve(gmtf_codec *c, uint64_t n)
 {
     if (n <= c->stage_cap)
         return 0;
-    gmtf_batch_stage_free(c);
+    stage_free(c);
     c->stage_pinned = c->batch_mtf != NULL;
     if (c->stage_pinned) {
         c->stage_a = gmtf_mtf_host_alloc(c->batch_mtf, n);
         c->stage_b = gmtf_mtf_host_alloc(c->batch_mtf, n);
         if (!c->stage_a || !c->stage_b) {
-            gmtf_batch_stage_free(c);
+            stage_free(c);
             c->stage_pinned = 0;
         }
     }
@@ -100,7 +157,7 @@ static int stage_reserve(gmtf_codec *c, uint64_t n)
         c->stage_b = malloc(n);
     }
     if (!c->stage_a || !c->stage_b) {
-        gmtf_batch_stage_free(c);
+        stage_free(c);
         return -ENOMEM;
     }
     c->stage_cap = n;
@@ -115,6 +172,7 @@ struct stage_block {
     int bwt;   /* the block goes through BWT and MTF (GMTF_DECODE_RANKS), or
                 * decodes to BWT output with no MTF (GMTF_DECODE_BWT_V2) */
     int lanes; /* device path: its method 2 lanes are decoded on the device */
+    int m2;    /* decode, device path: its payload says method 2 (packed first) */
 };
 
 struct staged {
@@ -442,8 +500,20 @@ struct dev_batch {
     uint16_t *cum;
     uint8_t *selectors;
     uint8_t *bad;
+    /* the device's input: src, or a pinned copy of each such block's payload at
+     * its offset in src (GMTF_GPU_DEC_COPY_IN, default on) */
+    uint8_t *in;
     struct enc_lanes *enc; /* encode, method 2 on the device */
+    uint64_t prof_ns[4];   /* GMTF_BATCH_PROFILE: decode begin's parts, summed */
+    size_t split;          /* decode: the packed blocks [0, split) say method 2 */
 };
+
+static uint64_t prof_ns(void)
+{
+    struct timespec t;
+    clock_gettime(CLOCK_MONOTONIC, &t);
+    return (uint64_t)t.tv_sec * 1000000000u + (uint64_t)t.tv_nsec;
+}
 
 #define LANES_CUM ((size_t)GMTF_GPU_LANES_NTABLES * GMTF_GPU_LANES_CUM)
 
@@ -469,9 +539,7 @@ static int dev_batch_alloc(struct dev_batch *d, size_t count)
 
 static void dev_batch_free(struct dev_batch *d)
 {
-    free(d->lanes);
-    free(d->cum);
-    free(d->selectors);
+    /* lanes, cum and selectors are the codec's (dec_lanes, dec_cum, dec_sel) */
     free(d->bad);
     free(d->sel);
     free(d->coff);
@@ -487,14 +555,20 @@ static int dev_batch_pack(struct dev_batch *d, size_t count, const uint64_t *siz
     d->nsel = 0;
     d->coff[0] = 0;
     d->ioff[0] = 0;
-    for (size_t i = 0; i < count; i++) {
-        if (!d->s.sb[i].bwt)
-            continue;
-        size_t n = size[i], j = d->nsel++;
-        d->sel[j] = i;
-        d->step[j] = 1u << gmtf_bwt_step_log2(n);
-        d->coff[j + 1] = d->coff[j] + n;
-        d->ioff[j + 1] = d->ioff[j] + gmtf_bwt_sample_count(n);
+    /* the blocks whose payload says method 2 first (decode; none in encode),
+     * then the others: the decode's pipeline cuts after them (dev_pipeline) */
+    for (int pass = 1; pass >= 0; pass--) {
+        for (size_t i = 0; i < count; i++) {
+            if (!d->s.sb[i].bwt || d->s.sb[i].m2 != pass)
+                continue;
+            size_t n = size[i], j = d->nsel++;
+            d->sel[j] = i;
+            d->step[j] = 1u << gmtf_bwt_step_log2(n);
+            d->coff[j + 1] = d->coff[j] + n;
+            d->ioff[j + 1] = d->ioff[j] + gmtf_bwt_sample_count(n);
+        }
+        if (pass == 1)
+            d->split = d->nsel;
     }
     if (d->nsel == 0)
         return 0;
@@ -539,7 +613,7 @@ static int dev_lanes(struct dev_batch *d, size_t j0, size_t j1, int *kept)
     if (!any)
         return 0;
     gmtf_codec *c = d->s.c;
-    int rc = gmtf_bwt_dev_lanes(&c->bwt_dev, d->s.src, d->s.off[d->count], j1 - j0,
+    int rc = gmtf_bwt_dev_lanes(&c->bwt_dev, d->in, d->s.off[d->count], j1 - j0,
                                 d->lanes + j0 * GMTF_GPU_LANES, d->cum + j0 * LANES_CUM,
                                 d->selectors + j0 * GMTF_GPU_LANES_MAX_GROUPS, d->coff + j0,
                                 c->stage_a, d->bad + j0, c->bwt_dev.use_inv_dev);
@@ -615,12 +689,24 @@ static void dev_pipeline(struct dev_batch *d, int dir, dev_step first, dev_step 
             j++;
         b[k] = k == chunks ? d->nsel : j;
     }
+    if (dir == GMTF_BWT_DEV_INV && chunks == 1 && d->lanes && d->split > 0 && d->split < d->nsel &&
+        d->s.c->bwt_dev.split_m3) {
+        /* one chunk of the method 2 blocks, one of the others: the pool's
+         * QLFC decoding of the others (a 2 MiB block of method 3 takes tens
+         * of ms) runs beside the device's lanes and inverse of the first */
+        chunks = 2;
+        b[1] = d->split;
+        b[2] = d->nsel;
+    }
     struct dev_job job = {0};
     pthread_t th;
     int running = 0;
+    double t0 = prof_on() ? prof_ms() : 0;
     for (unsigned k = 0; k <= chunks; k++) {
         if (k < chunks && b[k] < b[k + 1])
             dev_run(d, first, b[k], b[k + 1]);
+        if (prof_on())
+            fprintf(stderr, "profile: round %u first %.2f ms\n", k, prof_ms() - t0);
         if (running) {
             pthread_join(th, NULL);
             running = 0;
@@ -636,8 +722,12 @@ static void dev_pipeline(struct dev_batch *d, int dir, dev_step first, dev_step 
                 d->dev_failed = job.rc != 0;
             }
         }
+        if (prof_on())
+            fprintf(stderr, "profile: round %u device %.2f ms\n", k, prof_ms() - t0);
         if (k > 0 && b[k - 1] < b[k])
             dev_run(d, last, b[k - 1], b[k]);
+        if (prof_on())
+            fprintf(stderr, "profile: round %u last %.2f ms\n", k, prof_ms() - t0);
     }
 }
 
@@ -1055,6 +1145,7 @@ static void dev_decode_begin(struct dev_batch *d, size_t j, unsigned worker)
     unsigned k = (unsigned)(d->ioff[j + 1] - d->ioff[j]);
     long r = -ENOMEM;
     gmtf_frame_info fi;
+    uint64_t p0 = prof_on() ? prof_ns() : 0, p1 = p0, p2 = p0, p3 = p0;
     if (w && d->lanes) {
         /* method 2: its header parsed here, its lanes run on the device */
         const uint8_t *fr = s->src + s->off[i];
@@ -1063,12 +1154,24 @@ static void dev_decode_begin(struct dev_batch *d, size_t j, unsigned worker)
                                      &version) == 0 &&
             version == GMTF_FRAME_V2 && fi.method == GMTF_METHOD_BWT && fi.orig_len == n &&
             fi.frame_len > h && fr[h] == GMTF_QLFC_METHOD_LANES) {
+            if (prof_on())
+                p1 = prof_ns();
             /* the payload checksum here, before the device's lanes read it */
             r = gmtf_frame_check_payload(fr, &fi, h, version);
+            if (prof_on())
+                p2 = prof_ns();
             if (r == 0)
                 r = gmtf_lanes_dev_setup(fr + h, fi.frame_len - h, n, w->rank_ws, s->off[i] + h,
                                          d->lanes + j * GMTF_GPU_LANES, d->cum + j * LANES_CUM,
                                          d->selectors + j * GMTF_GPU_LANES_MAX_GROUPS);
+            if (r == 0 && d->in != s->src) /* into the pinned input the device's lanes read */
+                memcpy(d->in + s->off[i] + h, fr + h, fi.frame_len - h);
+            if (prof_on()) {
+                p3 = prof_ns();
+                __atomic_fetch_add(&d->prof_ns[0], p1 - p0, __ATOMIC_RELAXED);
+                __atomic_fetch_add(&d->prof_ns[1], p2 - p1, __ATOMIC_RELAXED);
+                __atomic_fetch_add(&d->prof_ns[2], p3 - p2, __ATOMIC_RELAXED);
+            }
             if (r == 0) {
                 r = GMTF_DECODE_BWT_V2;
                 b->lanes = 1;
@@ -1090,6 +1193,8 @@ static void dev_decode_begin(struct dev_batch *d, size_t j, unsigned worker)
     if (r == GMTF_DECODE_BWT_V2) {
         b->fi = fi;
         memcpy(rows, b->idx, k * sizeof *rows);
+        if (prof_on())
+            __atomic_fetch_add(&d->prof_ns[3], prof_ns() - p0, __ATOMIC_RELAXED);
         return;
     }
     if (d->lanes) /* the setup may have written part of it */
@@ -1152,6 +1257,7 @@ static int batch_decode_dev(gmtf_codec *c, const uint8_t *src, const uint64_t *f
 {
     struct dev_batch d = {
         .s = {.c = c, .src = src, .off = foff, .dst = dst, .slot = doff, .status = status}};
+    double t0 = prof_on() ? prof_ms() : 0;
     uint64_t *size = malloc((count + 1) * sizeof *size);
     int rc = size ? dev_batch_alloc(&d, count) : -ENOMEM;
     /* pass 0: which frames go to the device (headers only) */
@@ -1164,18 +1270,22 @@ static int batch_decode_dev(gmtf_codec *c, const uint8_t *src, const uint64_t *f
         if (gmtf_frame_parse_version(src + foff[i], foff[i + 1] - foff[i], &fi, &h, NULL, &k,
                                      &version) == 0 &&
             version == GMTF_FRAME_V2 && fi.method == GMTF_METHOD_BWT && fi.orig_len == cap &&
-            cap <= c->max_block)
+            cap <= c->max_block) {
             d.s.sb[i].bwt = 1;
+            /* a hint for the packing order only: the payload is checked later */
+            d.s.sb[i].m2 = fi.frame_len > h && src[foff[i] + h] == GMTF_QLFC_METHOD_LANES;
+        }
     }
     if (rc == 0)
         rc = dev_batch_pack(&d, count, size);
     d.count = count;
     if (rc == 0 && d.nsel && c->bwt_dev.use_lanes) {
-        d.lanes = malloc(d.nsel * GMTF_GPU_LANES * sizeof *d.lanes);
-        d.cum = malloc(d.nsel * LANES_CUM * sizeof *d.cum);
-        d.selectors = malloc(d.nsel * GMTF_GPU_LANES_MAX_GROUPS);
+        d.lanes = hbuf_reserve(c, &c->dec_lanes, d.nsel * GMTF_GPU_LANES * sizeof *d.lanes);
+        d.cum = hbuf_reserve(c, &c->dec_cum, d.nsel * LANES_CUM * sizeof *d.cum);
+        d.selectors = hbuf_reserve(c, &c->dec_sel, d.nsel * GMTF_GPU_LANES_MAX_GROUPS);
+        d.in = c->bwt_dev.copy_in ? hbuf_reserve(c, &c->dec_in, foff[count]) : (uint8_t *)src;
         d.bad = calloc(d.nsel, 1);
-        if (!d.lanes || !d.cum || !d.selectors || !d.bad)
+        if (!d.lanes || !d.cum || !d.selectors || !d.in || !d.bad)
             rc = -ENOMEM;
         for (size_t j = 0; j < d.nsel && rc == 0; j++)
             lanes_standin(&d, j);
@@ -1185,9 +1295,19 @@ static int batch_decode_dev(gmtf_codec *c, const uint8_t *src, const uint64_t *f
         free(size);
         return 1;
     }
+    if (prof_on())
+        fprintf(stderr, "profile: decode setup %.2f ms\n", prof_ms() - t0);
     gmtf_pool_run(c->pool, dev_decode_cpu, &d, count);
+    if (prof_on())
+        fprintf(stderr, "profile: decode cpu frames %.2f ms\n", prof_ms() - t0);
     if (d.nsel)
         dev_pipeline(&d, GMTF_BWT_DEV_INV, dev_decode_begin, dev_decode_end);
+    if (prof_on())
+        fprintf(stderr,
+                "profile: decode pipeline %.2f ms; begin summed over blocks: parse %.2f, "
+                "payload crc %.2f, lanes setup %.2f, whole %.2f ms\n",
+                prof_ms() - t0, d.prof_ns[0] / 1e6, d.prof_ns[1] / 1e6, d.prof_ns[2] / 1e6,
+                d.prof_ns[3] / 1e6);
     rc = 0;
     for (size_t i = 0; i < count && !rc; i++)
         rc = status[i];

@@ -54,6 +54,8 @@ void gmtf_bwt_dev_init(gmtf_bwt_dev *d, const gmtf_bwt_dev_ops *ops)
     d->use_enc = ops && ops->enc_scan && env_u64("GMTF_GPU_LANES_ENC", 1) != 0;
     d->use_inv_dev =
         d->use_lanes && ops->lanes_keep && ops->inv_dev && env_u64("GMTF_GPU_INV_DEV", 1) != 0;
+    d->copy_in = env_u64("GMTF_GPU_DEC_COPY_IN", 1) != 0;
+    d->split_m3 = env_u64("GMTF_GPU_DEC_SPLIT", 1) != 0;
 }
 
 static void dev_close(gmtf_bwt_dev *d)

@@ -74,6 +74,8 @@ typedef struct gmtf_bwt_dev {
     int use_lanes;                      /* decode method 2 on the device (ops->lanes) */
     int use_enc;                        /* encode method 2 on the device (ops->enc_*) */
     int use_inv_dev;                    /* invert the lanes' output on the device (ops->inv_dev) */
+    int copy_in;                        /* decode: payloads copied to pinned memory for the lanes */
+    int split_m3;                       /* decode: method 2 blocks and the others in two chunks */
     int retired;                        /* a call failed: no more device calls */
     int hold;                           /* retirement keeps the contexts (gmtf_bwt_dev_hold) */
     pthread_mutex_t lock;               /* the bookkeeping of calls from two threads */

@@ -13,6 +13,14 @@
 #include "mtf.h"
 #include "threadpool.h"
 
+/* A host buffer of the batch path, grown, never shrunk: pinned (from the
+ * batch backend's allocator) when there is one, else malloc (batch.c). */
+struct gmtf_hbuf {
+    void *p;
+    uint64_t cap;
+    int pinned;
+};
+
 struct gmtf_codec {
     gmtf_mtf mtf;        /* per-block MTF instance */
     gmtf_mtf batch_inst; /* the batch backend's instance when it is another one */
@@ -32,6 +40,9 @@ struct gmtf_codec {
     uint32_t *stage_idx;
     uint64_t stage_idx_cap;
     int stage_idx_pinned;
+    /* Method 2 decoded on the device: the lanes, tables and selectors of a
+     * batch's blocks and a copy of their payloads, for the uploads. */
+    struct gmtf_hbuf dec_lanes, dec_cum, dec_sel, dec_in;
 };
 
 /* Lazily allocates workspace i, for decoding (gmtf_codec_workspace) or

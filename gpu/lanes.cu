@@ -2,8 +2,10 @@
  * threads a block, one thread a lane; each thread runs its lane's runs to
  * the end exactly as codec/entropy_lanes.c's lane_run does (the model's
  * constants are repeated below; gpu_lanes.h's layout macros let the codec
- * check the layout at compile time). The lane's byte list and
- * histories stay in global memory (L1-resident: 1 KiB a lane).
+ * check the layout at compile time). Version 2 (lane_decode2, the default)
+ * stages the block's tables, selectors and the lanes' lists and histories
+ * in shared memory and shortens each run's chain of dependent steps;
+ * version 1 (lane_decode, GMTF_GPU_LANES_V1=1) is kept for comparison.
  *
  * The same source builds for the CPU with GMTF_LANES_EMU: tests/gpu runs
  * the device code path without a GPU. */
@@ -197,6 +199,369 @@ static GMTF_HD int lane_decode(const gmtf_gpu_lane *g, uint8_t *s, const uint16_
     return l.active != 0 || l.x[XA] != RANS_L || l.x[XB] != RANS_L || l.in != l.in_end || l.over;
 }
 
+/* ---- version 2: the block's tables in shared memory, the chain shortened --
+ * The dependent steps of a run are what a lane waits on (one lane is one
+ * serial chain; a batch has only 32 lanes an SM): so the block's tables
+ * (cum[0..15] of each in a 32-byte row, cum[16] beside), its selectors and
+ * its lanes' lists sit in shared memory, loaded once by the whole CTA; a
+ * symbol is found by 15 compares on two 16-byte loads (no dependent loads
+ * in the search, its bounds picked by selects); the model's small tables
+ * are constants packed into 64-bit words (no divergent constant loads);
+ * the next stream word is loaded ahead; the selector is looked up once a
+ * group; the list moves a word at a time and the next run's byte comes
+ * from the word already loaded; long runs are written 4 and 16 bytes at a
+ * time. Same results as lane_decode above, rule for rule. */
+
+/* The model's small tables packed (static_asserts below check them
+ * against the arrays above). */
+#define PK_RBASE_LO 0x0907050403020100ull
+#define PK_RBASE_HI 0xC18141312119110Dull
+#define PK_LBASE_LO 0x100C080604030201ull
+#define PK_LBASE_HI 0x00C0806040302018ull
+#define PK_LBITS 0x0665544332211000ull
+#define PK_EQ 0xBBAA998876543210ull
+#define PK_RQ 0x4444444444433210ull
+
+static GMTF_HD inline unsigned pk8(uint64_t lo, uint64_t hi, unsigned i)
+{
+    return (unsigned)((i < 8 ? lo : hi) >> (8 * (i & 7))) & 255;
+}
+
+static GMTF_HD inline unsigned pk4(uint64_t v, unsigned i)
+{
+    return (unsigned)(v >> (4 * (i & 15))) & 15;
+}
+
+static GMTF_HD inline unsigned hq(unsigned v)
+{
+    v &= 15;
+    return v < 2 ? v : 2;
+}
+
+static GMTF_HD inline unsigned pq(unsigned v)
+{
+    v &= 15;
+    return v == 1 ? 0 : v == 2 ? 1 : 2;
+}
+
+static GMTF_HD inline unsigned offtab(unsigned rsym)
+{
+    return rsym < 5 ? T_NONE : T_OFF + rsym - 5;
+}
+
+#ifdef GMTF_LANES_EMU
+static constexpr uint64_t pack_bytes(const uint8_t *a, unsigned n, unsigned from)
+{
+    uint64_t v = 0;
+    for (unsigned i = 0; i < 8 && from + i < n; i++)
+        v |= (uint64_t)a[from + i] << (8 * i);
+    return v;
+}
+static constexpr uint64_t pack_nibbles(const uint8_t *a, unsigned n)
+{
+    uint64_t v = 0;
+    for (unsigned i = 0; i < n; i++)
+        v |= (uint64_t)a[i] << (4 * i);
+    return v;
+}
+static constexpr uint8_t k_rbase[NSYM] = {0, 1, 2, 3, 4, 5, 7, 9, 13, 17, 25, 33, 49, 65, 129, 193};
+static constexpr uint8_t k_lbase[LSYM_ESC] = {1,  2,  3,  4,  6,  8,   12, 16,
+                                              24, 32, 48, 64, 96, 128, 192};
+static constexpr uint8_t k_lbits[LSYM_ESC] = {0, 0, 0, 1, 1, 2, 2, 3, 3, 4, 4, 5, 5, 6, 6};
+static constexpr uint8_t k_eq[16] = {0, 1, 2, 3, 4, 5, 6, 7, 8, 8, 9, 9, 10, 10, 11, 11};
+static constexpr uint8_t k_rq[16] = {0, 1, 2, 3, 3, 4, 4, 4, 4, 4, 4, 4, 4, 4, 4, 4};
+static_assert(pack_bytes(k_rbase, NSYM, 0) == PK_RBASE_LO &&
+                  pack_bytes(k_rbase, NSYM, 8) == PK_RBASE_HI &&
+                  pack_bytes(k_lbase, LSYM_ESC, 0) == PK_LBASE_LO &&
+                  pack_bytes(k_lbase, LSYM_ESC, 8) == PK_LBASE_HI &&
+                  pack_nibbles(k_lbits, LSYM_ESC) == PK_LBITS && pack_nibbles(k_eq, 16) == PK_EQ &&
+                  pack_nibbles(k_rq, 16) == PK_RQ,
+              "packed model tables");
+#endif
+
+/* GMTF_GPU_LANES_EXACT=1: every table takes sym2's exact count (to time
+ * the fast one against it). */
+static int exact_count(void)
+{
+    const char *e = getenv("GMTF_GPU_LANES_EXACT");
+    return e && *e == '1';
+}
+
+/* A block's staged tables: table t's cum[0..15] at tab[8 t ..], its
+ * cum[16] at top[t]; the block's selectors. */
+struct blk_tabs {
+    const uint32_t *tab;
+    const uint16_t *top;
+    const uint8_t *sel;
+    const uint8_t *wide; /* table t has a cum[0..15] of 0x8000 or more (sym2's exact count) */
+};
+
+/* Staging layout (bytes; each part 16-aligned): tables, tops, selectors,
+ * then the 32 lanes' rows (list, er, el, hr; 1040 bytes a row so that 8
+ * neighbouring lanes' words fall in different banks). */
+#define SH_TAB 0
+#define SH_TOP (SH_TAB + NTAB * 32)
+#define SH_SEL (SH_TOP + ((NTAB * 2 + 15) & ~15))
+#define SH_WIDE (SH_SEL + ((MAX_GROUPS + 15) & ~15))
+#define SH_ROWS (SH_WIDE + ((NTAB + 15) & ~15))
+#define SH_ROW 1040
+#define SH_BYTES (SH_ROWS + GMTF_GPU_LANES * SH_ROW)
+
+static GMTF_HD inline int popc32(uint32_t v)
+{
+#ifdef GMTF_LANES_EMU
+    return __builtin_popcount(v);
+#else
+    return __popc(v);
+#endif
+}
+
+/* w[i] of 8 by selects (no indexed registers, no memory). */
+static GMTF_HD inline uint32_t pick8(const uint32_t *w, unsigned i)
+{
+    uint32_t a0 = i & 1 ? w[1] : w[0], a1 = i & 1 ? w[3] : w[2];
+    uint32_t a2 = i & 1 ? w[5] : w[4], a3 = i & 1 ? w[7] : w[6];
+    uint32_t b0 = i & 2 ? a1 : a0, b1 = i & 2 ? a3 : a2;
+    return i & 4 ? b1 : b0;
+}
+
+/* get_sym on the staged table t: the same symbol and state. */
+static GMTF_HD inline unsigned sym2(uint64_t &x, const blk_tabs &bt, unsigned t)
+{
+    uint32_t w[8];
+#ifdef GMTF_LANES_EMU
+    memcpy(w, bt.tab + (size_t)t * 8, 32);
+#else
+    const uint4 *r = (const uint4 *)(bt.tab + (size_t)t * 8);
+    uint4 a = r[0], b = r[1];
+    w[0] = a.x, w[1] = a.y, w[2] = a.z, w[3] = a.w;
+    w[4] = b.x, w[5] = b.y, w[6] = b.z, w[7] = b.w;
+#endif
+    uint32_t top = bt.top[t];
+    uint32_t slot = (uint32_t)x & ((1u << PROB_BITS) - 1);
+    unsigned y = 0;
+    if (!bt.wide[t]) {
+        /* both halves of a word at once: bit 15 of each half of
+         * (0x8000 + slot) - cum is cum <= slot (no borrow: the table's
+         * cum[0..15] are under 0x8000, else it is flagged wide); word k's
+         * two bits shifted to 15 - k and 31 - k, then counted */
+        uint32_t s8 = (slot | slot << 16) | 0x80008000u, acc = 0;
+#ifndef GMTF_LANES_EMU
+#pragma unroll
+#endif
+        for (unsigned k = 0; k < 8; k++)
+            acc |= ((s8 - w[k]) & 0x80008000u) >> k;
+        y = (unsigned)popc32(acc) - (((s8 - w[0]) >> 15) & 1);
+    } else {
+#ifndef GMTF_LANES_EMU
+#pragma unroll
+#endif
+        for (unsigned k = 0; k < 8; k++) {
+            if (k)
+                y += (w[k] & 0xffff) <= slot;
+            y += (w[k] >> 16) <= slot;
+        }
+    }
+    uint32_t w0 = pick8(w, y >> 1), w1 = (y >> 1) == 7 ? top : pick8(w, ((y >> 1) + 1) & 7);
+    uint32_t lo = y & 1 ? w0 >> 16 : w0 & 0xffff;
+    uint32_t hi = y & 1 ? w1 & 0xffff : w0 >> 16;
+    x = (uint64_t)((int)hi - (int)lo) * (x >> PROB_BITS) + slot - (uint64_t)lo;
+    return y;
+}
+
+static GMTF_HD inline uint32_t load_word(const uint8_t *p)
+{
+    return (uint32_t)p[0] | (uint32_t)p[1] << 8 | (uint32_t)p[2] << 16 | (uint32_t)p[3] << 24;
+}
+
+/* renorm with the next word already loaded (nw: the word at in when 4
+ * bytes or more are left). */
+#define RENORM2(x)                                                                                 \
+    do {                                                                                           \
+        if (in_end - pin >= 4) {                                                                   \
+            if ((x) < RANS_L) {                                                                    \
+                (x) = (x) << 32 | nw;                                                              \
+                pin += 4;                                                                          \
+                nw = in_end - pin >= 4 ? load_word(in + pin) : 0;                                  \
+            }                                                                                      \
+        } else if ((x) < RANS_L) {                                                                 \
+            over++;                                                                                \
+            (x) <<= 32;                                                                            \
+        }                                                                                          \
+    } while (0)
+
+static GMTF_HD inline void put32(uint8_t *p, uint32_t v)
+{
+#ifdef GMTF_LANES_EMU
+    memcpy(p, &v, 4);
+#else
+    *(uint32_t *)p = v;
+#endif
+}
+
+/* len bytes c at o: bytes to a 4-byte boundary, words to a 16-byte one,
+ * 16 bytes at a time, then words and bytes. */
+static GMTF_HD inline void fill(uint8_t *o, unsigned c, uint32_t len)
+{
+    uint32_t i = 0;
+    if (len >= 8) {
+        uint32_t cw = c * 0x01010101u;
+        for (; ((uintptr_t)(o + i) & 3) != 0; i++)
+            o[i] = (uint8_t)c;
+        for (; ((uintptr_t)(o + i) & 15) != 0 && i + 4 <= len; i += 4)
+            put32(o + i, cw);
+        for (; i + 16 <= len; i += 16) {
+#ifdef GMTF_LANES_EMU
+            put32(o + i, cw), put32(o + i + 4, cw), put32(o + i + 8, cw), put32(o + i + 12, cw);
+#else
+            *(uint4 *)(o + i) = make_uint4(cw, cw, cw, cw);
+#endif
+        }
+        for (; i + 4 <= len; i += 4)
+            put32(o + i, cw);
+    }
+    for (; i < len; i++)
+        o[i] = (uint8_t)c;
+}
+
+/* The list (64 words, L) after a run of c with rank r: bytes 0..r-1 take
+ * bytes 1..r, byte r takes c. w0 is L[0] as loaded. */
+static GMTF_HD inline void move_list(uint32_t *L, uint32_t w0, unsigned r, unsigned c)
+{
+    unsigned nw = r >> 2, k = r & 3, w = 0;
+    uint32_t cur = w0;
+    for (; w + 4 <= nw; w += 4) {
+        uint32_t n1 = L[w + 1], n2 = L[w + 2], n3 = L[w + 3], n4 = L[w + 4];
+        L[w] = cur >> 8 | n1 << 24;
+        L[w + 1] = n1 >> 8 | n2 << 24;
+        L[w + 2] = n2 >> 8 | n3 << 24;
+        L[w + 3] = n3 >> 8 | n4 << 24;
+        cur = n4;
+    }
+    for (; w < nw; w++) {
+        uint32_t n1 = L[w + 1];
+        L[w] = cur >> 8 | n1 << 24;
+        cur = n1;
+    }
+    uint32_t keep = k == 3 ? 0 : ~0u << (8 * k + 8);
+    uint32_t low = (cur >> 8) & ((1u << (8 * k)) - 1);
+    L[nw] = (cur & keep) | low | c << (8 * k);
+}
+
+/* lane_decode on the staged block: g's registers, s its row (list, er,
+ * el, hr at S_LIST.. as lane_decode's). */
+static GMTF_HD int lane_decode2(const gmtf_gpu_lane *g, uint8_t *s, const blk_tabs &bt,
+                                const uint8_t *in, uint8_t *out)
+{
+    uint64_t xa = g->x[0], xb = g->x[1], pin = g->in;
+    const uint64_t in_end = g->in_end;
+    uint32_t pos = g->pos;
+    const uint32_t end = g->end, start = g->start, gbase = g->group_base;
+    uint32_t active = g->active, c = g->c, rtab = g->rtab, ltab = g->ltab, over = 0;
+    uint32_t nw = in_end - pin >= 4 ? load_word(in + pin) : 0;
+    uint32_t *L = (uint32_t *)(s + S_LIST);
+    uint32_t gend = 0, set = 0; /* the selector's set while pos < gend */
+    while (pos < end) {
+        if (active == 0)
+            return 1;
+        uint32_t w0 = L[0]; /* early: the next run's byte */
+        unsigned rsym = sym2(xa, bt, rtab);
+        unsigned lsym = sym2(xa, bt, ltab + pk4(PK_RQ, rsym));
+        RENORM2(xa);
+        unsigned rb = pk8(PK_RBASE_LO, PK_RBASE_HI, rsym);
+        unsigned r = rb + sym2(xb, bt, offtab(rsym));
+        if (rsym >= RSYM_BIG_FIRST) {
+            r = rb + ((r - rb) << 2 | (unsigned)(xb & 3));
+            xb >>= 2;
+        }
+        unsigned retire = rsym == RSYM_RETIRE;
+        r = retire ? active - 1 : r;
+        if (r >= active)
+            return 1;
+        uint32_t len;
+        if (lsym == LSYM_ESC) {
+            RENORM2(xb);
+            unsigned eb = LBIG_MIN + sym2(xb, bt, T_LBIG);
+            unsigned lo_bits = eb < 16 ? eb : 16;
+            uint32_t hi = (uint32_t)xb & ((1u << lo_bits) - 1);
+            xb >>= lo_bits;
+            RENORM2(xb);
+            unsigned nb = eb - lo_bits;
+            uint32_t low = (uint32_t)xb & ((1u << nb) - 1);
+            xb >>= nb;
+            len = 1u << eb | hi << (eb - lo_bits) | low;
+        } else {
+            unsigned nb = pk4(PK_LBITS, lsym);
+            len = pk8(PK_LBASE_LO, PK_LBASE_HI, lsym) + ((uint32_t)xb & ((1u << nb) - 1));
+            xb >>= nb;
+        }
+        RENORM2(xb);
+        if (len > end - pos)
+            return 1;
+        unsigned cn = r ? (w0 >> 8) & 255 : c;
+        fill(out + pos, c, len);
+        pos += len;
+        move_list(L, w0, r, c);
+        active -= retire;
+        unsigned rv = retire ? 15 : rsym;
+        s[S_ER + c] = (uint8_t)((s[S_ER + c] + (rv << 4)) >> 1);
+        s[S_EL + c] = (uint8_t)((s[S_EL + c] + (lsym << 4)) >> 1);
+        s[S_HR + c] = (uint8_t)rv;
+        c = cn;
+        if (pos < end) {
+            if (pos >= gend) {
+                uint32_t k = (pos - start) / GROUP_BYTES, gi = gbase + k;
+                set = bt.sel[gi < MAX_GROUPS ? gi : MAX_GROUPS - 1] & (MAX_SETS - 1);
+                gend = start + (k + 1) * GROUP_BYTES;
+            }
+            rtab = set * TPS +
+                   (pk4(PK_EQ, ((s[S_ER + c] + 8) >> 4) & 15) * 3 + hq(s[S_HR + c])) * 3 + pq(rsym);
+            ltab = set * TPS + NRCTX + pk4(PK_EQ, ((s[S_EL + c] + 8) >> 4) & 15) * 5;
+        }
+    }
+    return active != 0 || xa != RANS_L || xb != RANS_L || pin != in_end || over;
+}
+
+/* Stages block b's tables, selectors and lane rows into sh (SH_BYTES)
+ * with threads tid of nt (then stage_wide, after a barrier). */
+static GMTF_HD inline void stage_block(uint8_t *sh, const gmtf_gpu_lane *lanes, const uint16_t *cum,
+                                       const uint8_t *sel, unsigned tid, unsigned nt)
+{
+    const uint32_t *src = (const uint32_t *)cum; /* NTAB rows of 18 halves = 9 words */
+    uint32_t *tab = (uint32_t *)(sh + SH_TAB);
+    uint16_t *top = (uint16_t *)(sh + SH_TOP);
+    for (unsigned q = tid; q < NTAB * 9; q += nt) {
+        unsigned t = q / 9, w = q - t * 9;
+        uint32_t v = src[q];
+        if (w < 8)
+            tab[t * 8 + w] = v;
+        else
+            top[t] = (uint16_t)(v & 0xffff);
+    }
+    const uint32_t *s4 = (const uint32_t *)sel;
+    uint32_t *d4 = (uint32_t *)(sh + SH_SEL);
+    for (unsigned q = tid; q < MAX_GROUPS / 4; q += nt)
+        d4[q] = s4[q];
+    for (unsigned q = tid; q < GMTF_GPU_LANES * 256; q += nt) {
+        unsigned j = q / 256, w = q % 256;
+        const uint32_t *from = (const uint32_t *)lanes[j].list;
+        ((uint32_t *)(sh + SH_ROWS + j * SH_ROW))[w] = from[w];
+    }
+}
+
+/* Each staged table's flag for sym2 (a header's unused sets may hold
+ * anything: only the tables a lane reads decide its way). */
+static GMTF_HD inline void stage_wide(uint8_t *sh, unsigned tid, unsigned nt, int exact)
+{
+    const uint32_t *tab = (const uint32_t *)(sh + SH_TAB);
+    for (unsigned t = tid; t < NTAB; t += nt) {
+        uint32_t v = 0;
+        for (unsigned w = 0; w < 8; w++)
+            v |= tab[t * 8 + w];
+        sh[SH_WIDE + t] = exact || (v & 0x80008000u) != 0;
+    }
+}
+
 /* ---- context -------------------------------------------------------------- */
 
 struct dbuf {
@@ -208,10 +573,14 @@ struct gmtf_gpu_lanes_ctx {
     int ok;
     char err[256];
     dbuf in, lanes, cum, sel, off, out, bad;
-    int kept; /* the last decode's output is on the device (decode_keep) */
-    int lpw;  /* lanes a warp (the kernel's shape) */
+    int kept;  /* the last decode's output is on the device (decode_keep) */
+    int lpw;   /* lanes a warp (the kernel's shape) */
+    int v1;    /* the first kernel (GMTF_GPU_LANES_V1=1) */
+    int exact; /* GMTF_GPU_LANES_EXACT=1 */
 #ifndef GMTF_LANES_EMU
     cudaStream_t st;
+    int prof;          /* GMTF_GPU_LANES_PROFILE=1 */
+    cudaEvent_t ev[4]; /* its marks */
 #endif
 };
 
@@ -279,13 +648,62 @@ __global__ void __launch_bounds__(GMTF_GPU_LANES / LPW * 32)
         bad[b] = 1;
 }
 
-/* Lanes a warp: GMTF_GPU_LPW (32, 16, 8 or 4) or the default (docs/gpu.md). */
+/* Version 2 (lane_decode2): the CTA stages the block (tables, selectors,
+ * lane rows: SH_BYTES of dynamic shared memory), then LPW threads a warp
+ * run a lane each. */
+template <int LPW>
+__global__ void __launch_bounds__(GMTF_GPU_LANES / LPW * 32)
+    k_lanes2(const gmtf_gpu_lane *lanes, const uint16_t *cum, const uint8_t *sel,
+             const uint8_t *__restrict__ in, const uint64_t *off, uint8_t *out, uint8_t *bad,
+             int exact)
+{
+    extern __shared__ uint4 sh4[];
+    uint8_t *sh = (uint8_t *)sh4;
+    uint32_t b = blockIdx.x;
+    stage_block(sh, lanes + (size_t)b * GMTF_GPU_LANES, cum + (size_t)b * NTAB * GMTF_GPU_LANES_CUM,
+                sel + (size_t)b * MAX_GROUPS, threadIdx.x, blockDim.x);
+    __syncthreads();
+    stage_wide(sh, threadIdx.x, blockDim.x, exact);
+    __syncthreads();
+    uint32_t t = threadIdx.x % 32;
+    if (t >= LPW)
+        return;
+    uint32_t j = threadIdx.x / 32 * LPW + t;
+    blk_tabs bt = {(const uint32_t *)(sh + SH_TAB), (const uint16_t *)(sh + SH_TOP), sh + SH_SEL,
+                   sh + SH_WIDE};
+    if (lane_decode2(&lanes[(size_t)b * GMTF_GPU_LANES + j], sh + SH_ROWS + j * SH_ROW, bt, in,
+                     out + (off[b] - off[0])))
+        bad[b] = 1;
+}
+
+/* Lanes a warp: GMTF_GPU_LPW (32, 16, 8, 4, 2 or 1; 2 and 1 version 2
+ * only) or the default (docs/gpu.md); GMTF_GPU_LANES_V1=1 runs the first
+ * kernel (for comparison). */
 #define LPW_DEFAULT 8
-static int lanes_per_warp(void)
+#define LPW2_DEFAULT 4
+static int lanes_per_warp(int v2)
 {
     const char *e = getenv("GMTF_GPU_LPW");
-    int v = e && *e ? atoi(e) : LPW_DEFAULT;
-    return v == 32 || v == 16 || v == 8 || v == 4 ? v : LPW_DEFAULT;
+    int d = v2 ? LPW2_DEFAULT : LPW_DEFAULT;
+    int v = e && *e ? atoi(e) : d;
+    return v == 32 || v == 16 || v == 8 || v == 4 || (v2 && (v == 2 || v == 1)) ? v : d;
+}
+
+static int use_v1(void)
+{
+    const char *e = getenv("GMTF_GPU_LANES_V1");
+    return e && *e == '1';
+}
+
+static int v2_attrs(void)
+{
+    int n = SH_BYTES;
+    return cudaFuncSetAttribute(k_lanes2<32>, cudaFuncAttributeMaxDynamicSharedMemorySize, n) ||
+           cudaFuncSetAttribute(k_lanes2<16>, cudaFuncAttributeMaxDynamicSharedMemorySize, n) ||
+           cudaFuncSetAttribute(k_lanes2<8>, cudaFuncAttributeMaxDynamicSharedMemorySize, n) ||
+           cudaFuncSetAttribute(k_lanes2<4>, cudaFuncAttributeMaxDynamicSharedMemorySize, n) ||
+           cudaFuncSetAttribute(k_lanes2<2>, cudaFuncAttributeMaxDynamicSharedMemorySize, n) ||
+           cudaFuncSetAttribute(k_lanes2<1>, cudaFuncAttributeMaxDynamicSharedMemorySize, n);
 }
 
 static int backend_open(gmtf_gpu_lanes_ctx *c)
@@ -297,12 +715,25 @@ static int backend_open(gmtf_gpu_lanes_ctx *c)
         cudaGetLastError();
         return -ENODEV;
     }
-    c->lpw = lanes_per_warp();
+    c->v1 = use_v1();
+    c->exact = exact_count();
+    const char *pe = getenv("GMTF_GPU_LANES_PROFILE");
+    c->prof = pe && *pe == '1';
+    c->lpw = lanes_per_warp(!c->v1);
+    if (v2_attrs()) {
+        cudaGetLastError();
+        cudaStreamDestroy(c->st);
+        c->st = NULL;
+        return -ENODEV;
+    }
     return 0;
 }
 
 static void backend_close(gmtf_gpu_lanes_ctx *c)
 {
+    for (int i = 0; i < 4; i++)
+        if (c->ev[i])
+            cudaEventDestroy(c->ev[i]);
     if (c->st) {
         cudaStreamSynchronize(c->st);
         cudaStreamDestroy(c->st);
@@ -358,6 +789,27 @@ static int run(gmtf_gpu_lanes_ctx *c, size_t count, size_t nout)
     const uint64_t *off = (const uint64_t *)c->off.p;
     uint8_t *out = (uint8_t *)c->out.p, *bad = (uint8_t *)c->bad.p;
     unsigned g = (unsigned)count;
+    if (!c->v1) {
+        size_t sb = SH_BYTES;
+        switch (c->lpw) {
+        case 32:
+            k_lanes2<32><<<g, 32, sb, c->st>>>(l, cum, sel, in, off, out, bad, c->exact);
+            break;
+        case 16:
+            k_lanes2<16><<<g, 64, sb, c->st>>>(l, cum, sel, in, off, out, bad, c->exact);
+            break;
+        case 8: k_lanes2<8><<<g, 128, sb, c->st>>>(l, cum, sel, in, off, out, bad, c->exact); break;
+        case 2: k_lanes2<2><<<g, 512, sb, c->st>>>(l, cum, sel, in, off, out, bad, c->exact); break;
+        case 1:
+            k_lanes2<1><<<g, 1024, sb, c->st>>>(l, cum, sel, in, off, out, bad, c->exact);
+            break;
+        default:
+            k_lanes2<4><<<g, 256, sb, c->st>>>(l, cum, sel, in, off, out, bad, c->exact);
+            break;
+        }
+        CK(c, cudaGetLastError());
+        return 0;
+    }
     switch (c->lpw) {
     case 32: k_lanes<32><<<g, 32, 0, c->st>>>(l, cum, sel, in, off, out, bad); break;
     case 16: k_lanes<16><<<g, 64, 0, c->st>>>(l, cum, sel, in, off, out, bad); break;
@@ -373,6 +825,32 @@ static int sync(gmtf_gpu_lanes_ctx *c)
 {
     CK(c, cudaStreamSynchronize(c->st));
     return 0;
+}
+
+/* GMTF_GPU_LANES_PROFILE=1: uploads, kernel and the rest of each decode
+ * on stderr (device events), for benchmarks. */
+static void prof_mark(gmtf_gpu_lanes_ctx *c, int i)
+{
+    if (!c->prof)
+        return;
+    if (!c->ev[i])
+        cudaEventCreate(&c->ev[i]);
+    cudaEventRecord(c->ev[i], c->st);
+}
+
+static void prof_report(gmtf_gpu_lanes_ctx *c, size_t count)
+{
+    float up = 0, k = 0, rest = 0;
+    if (!c->prof || cudaEventElapsedTime(&up, c->ev[0], c->ev[1]) != cudaSuccess ||
+        cudaEventElapsedTime(&k, c->ev[1], c->ev[2]) != cudaSuccess ||
+        cudaEventElapsedTime(&rest, c->ev[2], c->ev[3]) != cudaSuccess) {
+        cudaGetLastError();
+        return;
+    }
+    fprintf(
+        stderr,
+        "lanes profile: %zu blocks, v%d lpw %d: uploads %.2f ms, kernel %.2f ms, after %.2f ms\n",
+        count, c->v1 ? 1 : 2, c->lpw, up, k, rest);
 }
 
 #else /* GMTF_LANES_EMU */
@@ -421,24 +899,48 @@ static int run(gmtf_gpu_lanes_ctx *c, size_t count, size_t)
 {
     const uint64_t *off = (const uint64_t *)c->off.p;
     uint8_t *bad = (uint8_t *)c->bad.p;
+    const char *e = getenv("GMTF_GPU_LANES_V1");
+    int v1 = e && *e == '1';
+    uint8_t *sh = (uint8_t *)malloc(SH_BYTES); /* the CTA's shared memory */
+    if (!sh)
+        return set_err(c, -ENOMEM, "malloc", "out of memory");
     for (size_t b = 0; b < count; b++) {
+        const gmtf_gpu_lane *gb = (const gmtf_gpu_lane *)c->lanes.p + b * GMTF_GPU_LANES;
+        const uint16_t *cum = (const uint16_t *)c->cum.p + b * NTAB * GMTF_GPU_LANES_CUM;
+        const uint8_t *sel = (const uint8_t *)c->sel.p + b * MAX_GROUPS;
+        const uint8_t *in = (const uint8_t *)c->in.p;
+        uint8_t *out = (uint8_t *)c->out.p + (off[b] - off[0]);
         bad[b] = 0;
+        if (!v1) {
+            stage_block(sh, gb, cum, sel, 0, 1);
+            stage_wide(sh, 0, 1, exact_count());
+        }
+        blk_tabs bt = {(const uint32_t *)(sh + SH_TAB), (const uint16_t *)(sh + SH_TOP),
+                       sh + SH_SEL, sh + SH_WIDE};
         for (unsigned j = 0; j < GMTF_GPU_LANES; j++) {
-            const gmtf_gpu_lane *g = (const gmtf_gpu_lane *)c->lanes.p + b * GMTF_GPU_LANES + j;
+            const gmtf_gpu_lane *g = gb + j;
             uint8_t s[1024];
             memcpy(s, g->list, 1024);
-            if (lane_decode(g, s, (const uint16_t *)c->cum.p + b * NTAB * GMTF_GPU_LANES_CUM,
-                            (const uint8_t *)c->sel.p + b * MAX_GROUPS, (const uint8_t *)c->in.p,
-                            (uint8_t *)c->out.p + (off[b] - off[0])))
+            if (v1 ? lane_decode(g, s, cum, sel, in, out)
+                   : lane_decode2(g, sh + SH_ROWS + j * SH_ROW, bt, in, out))
                 bad[b] = 1;
         }
     }
+    free(sh);
     return 0;
 }
 
 static int sync(gmtf_gpu_lanes_ctx *)
 {
     return 0;
+}
+
+static void prof_mark(gmtf_gpu_lanes_ctx *, int)
+{
+}
+
+static void prof_report(gmtf_gpu_lanes_ctx *, size_t)
+{
 }
 
 #endif
@@ -537,12 +1039,15 @@ static int decode_impl(gmtf_gpu_lanes_ctx *c, const uint8_t *in, uint64_t nin, s
     TRY(dev_reserve(c, &c->off, (count + 1) * 8));
     TRY(dev_reserve(c, &c->out, nout ? nout : 1));
     TRY(dev_reserve(c, &c->bad, count));
+    prof_mark(c, 0);
     TRY(h2d(c, c->in.p, in, nin));
     TRY(h2d(c, c->lanes.p, lanes, lbytes));
     TRY(h2d(c, c->cum.p, cum, cbytes));
     TRY(h2d(c, c->sel.p, sel, count * MAX_GROUPS));
     TRY(h2d(c, c->off.p, out_off, (count + 1) * 8));
+    prof_mark(c, 1);
     TRY(run(c, count, nout));
+    prof_mark(c, 2);
     /* keep: the blocks without work go up from fill; else only the blocks
      * with work come down (the others' bytes in out stay the caller's) */
     for (size_t b = 0; b < count;) {
@@ -558,7 +1063,9 @@ static int decode_impl(gmtf_gpu_lanes_ctx *c, const uint8_t *in, uint64_t nin, s
         b = e;
     }
     TRY(d2h(c, bad, c->bad.p, count));
+    prof_mark(c, 3);
     TRY(sync(c));
+    prof_report(c, count);
     c->kept = keep;
     return 0;
 }

@@ -1,13 +1,17 @@
 /* The .gmz stream layer: header, codec frames in batches, trailer.
- * Byte layout in docs/stream.md. Input is read through a bounded buffer of
- * one batch; the batch calls of libgmtf spread blocks over the threads. */
+ * Byte layout in docs/stream.md. Input is read through bounded buffers:
+ * one batch when decompressing, two when compressing (the next batch is
+ * read while a helper thread codes this one); the batch calls of libgmtf
+ * spread blocks over the threads. */
 #include "gmtfc.h"
 
 #include <errno.h>
+#include <pthread.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "byteorder.h"
@@ -30,6 +34,13 @@ struct gmtfc_stream {
     uint64_t *off2; /* count+1 entries */
     int *status;
     size_t off_cap; /* entries in off, off2, status */
+    /* compression: the second set of buffers, the next batch read into
+     * them while this one is coded (in2 and out2 as in and out, off3 and
+     * off4 as off and off2) */
+    uint8_t *in2, *out2;
+    size_t in2_cap, out2_cap;
+    uint64_t *off3, *off4;
+    size_t off34_cap;
 };
 
 /* ---- errors -------------------------------------------------------------- */
@@ -58,6 +69,32 @@ static int truncated(gmtfc_error *err, uint64_t offset, const char *where)
     return set_error(err, GMTFC_ERR_CORRUPT, GMTF_E_TRUNCATED, offset,
                      "unexpected end of input at byte offset %llu (%s)", (unsigned long long)offset,
                      where);
+}
+
+/* ---- profile (GMTFC_PROFILE=1: each batch's phases on stderr, ms) --------- */
+
+static int prof_on(void)
+{
+    static int on = -1;
+    if (on < 0) {
+        const char *e = getenv("GMTFC_PROFILE");
+        on = e && *e == '1';
+    }
+    return on;
+}
+
+static double prof_ms(void)
+{
+    struct timespec t;
+    clock_gettime(CLOCK_MONOTONIC, &t);
+    return t.tv_sec * 1e3 + t.tv_nsec / 1e6;
+}
+
+static double prof_wall(void)
+{
+    struct timespec t;
+    clock_gettime(CLOCK_REALTIME, &t);
+    return (double)t.tv_sec + t.tv_nsec / 1e9;
 }
 
 /* ---- plain I/O ----------------------------------------------------------- */
@@ -119,6 +156,11 @@ int gmtfc_parse_block_size(const char *s, uint32_t *out)
 size_t gmtfc_batch_blocks(uint32_t block_size, unsigned threads)
 {
     const size_t bs = block_size ? block_size : 1, t = threads ? threads : 1;
+    const char *e = getenv("GMTFC_BATCH_MIB"); /* measurements only (docs/gpu.md) */
+    if (e && *e) {
+        size_t n = (size_t)strtoul(e, NULL, 10) * ((size_t)1 << 20) / bs;
+        return n < 1 ? 1 : n > GMTFC_BATCH_MAX_BLOCKS ? GMTFC_BATCH_MAX_BLOCKS : n;
+    }
     size_t n = GMTFC_BATCH_PER_THREAD * t;
     if (n * bs > GMTFC_BATCH_MAX_BYTES) /* big blocks: fewer per thread */
         n = GMTFC_BATCH_MAX_BYTES / bs > 2 * t ? GMTFC_BATCH_MAX_BYTES / bs : 2 * t;
@@ -200,6 +242,10 @@ void gmtfc_stream_destroy(gmtfc_stream *s)
     free(s->off);
     free(s->off2);
     free(s->status);
+    free(s->in2);
+    free(s->out2);
+    free(s->off3);
+    free(s->off4);
     free(s);
 }
 
@@ -255,7 +301,7 @@ static size_t cut_blocks(uint64_t *off, size_t len, uint32_t bs)
     return count;
 }
 
-static int compress_buffers(gmtfc_stream *s, size_t batch)
+static int compress_buffers(gmtfc_stream *s, size_t batch, int two)
 {
     size_t in_need = batch * (size_t)s->cfg.block_size;
     if (grow((void **)&s->in, &s->in_cap, in_need, 1) < 0 || ensure_offsets(s, batch) < 0)
@@ -264,48 +310,131 @@ static int compress_buffers(gmtfc_stream *s, size_t batch)
     uint64_t bound = gmtf_batch_bound(s->off, batch);
     if (bound > SIZE_MAX || grow((void **)&s->out, &s->out_cap, (size_t)bound, 1) < 0)
         return -ENOMEM;
+    if (two) {
+        size_t c3 = s->off34_cap;
+        if (grow((void **)&s->in2, &s->in2_cap, in_need, 1) < 0 ||
+            grow((void **)&s->out2, &s->out2_cap, (size_t)bound, 1) < 0 ||
+            grow((void **)&s->off3, &c3, batch + 1, sizeof *s->off3) < 0 ||
+            grow((void **)&s->off4, &s->off34_cap, batch + 1, sizeof *s->off4) < 0)
+            return -ENOMEM;
+    }
     return 0;
+}
+
+/* One batch's encode, on a helper thread while the next batch is read. */
+struct enc_job {
+    gmtf_codec *codec;
+    const uint8_t *in;
+    const uint64_t *off;
+    size_t count;
+    uint8_t *out;
+    size_t cap;
+    uint64_t *off2;
+    int rc;
+};
+
+static void *enc_job_run(void *arg)
+{
+    struct enc_job *j = arg;
+    j->rc = gmtf_batch_encode(j->codec, j->in, j->off, j->count, j->out, j->cap, j->off2);
+    return NULL;
+}
+
+/* Reading the next batch while this one is coded (two sets of buffers):
+ * on unless GMTFC_OVERLAP=0 (measurements). */
+static int overlap_on(void)
+{
+    const char *e = getenv("GMTFC_OVERLAP");
+    return !(e && *e == '0');
 }
 
 int gmtfc_compress(gmtfc_stream *s, int in_fd, int out_fd, gmtfc_totals *t, gmtfc_error *err)
 {
     const uint32_t bs = s->cfg.block_size;
     const size_t batch = gmtfc_batch_blocks(bs, s->cfg.threads);
+    const size_t full = batch * (size_t)bs;
+    const int two = overlap_on();
     uint8_t hdr[GMTFC_TRAILER_LEN];
     uint32_t crc = 0, frames_crc = 0;
     int rc;
 
     memset(t, 0, sizeof *t);
     memset(err, 0, sizeof *err);
-    if ((rc = ensure_codec(s, bs)) < 0 || (rc = compress_buffers(s, batch)) < 0)
+    if (prof_on())
+        fprintf(stderr, "gmtfc profile: start at %.3f s\n", prof_wall());
+    if ((rc = ensure_codec(s, bs)) < 0 || (rc = compress_buffers(s, batch, two)) < 0)
         return set_error(err, GMTFC_ERR_CODEC, rc, 0, "%s", gmtf_strerror(rc));
+    if (prof_on())
+        fprintf(stderr, "gmtfc profile: ready at %.3f s\n", prof_wall());
     make_header(hdr, bs);
     if ((rc = write_out(out_fd, hdr, GMTFC_HEADER_LEN, t, err)) < 0)
         return rc;
-    for (;;) {
-        long got = read_full(in_fd, s->in, batch * (size_t)bs);
+    /* cur: the batch being coded; nxt: where the next one is read meanwhile */
+    struct {
+        uint8_t *in, *out;
+        uint64_t *off, *off2;
+        size_t cap;
+    } cur = {s->in, s->out, s->off, s->off2, s->out_cap},
+      nxt = {s->in2, s->out2, s->off3, s->off4, s->out2_cap}, tmp;
+    if (!two)
+        nxt = cur; /* one set of buffers: the next batch is read after this one is written */
+    double t0 = prof_on() ? prof_ms() : 0;
+    long got = read_full(in_fd, cur.in, full);
+    if (got > 0)
+        crc = gmtf_crc32c(crc, cur.in, (size_t)got);
+    while (got != 0) {
         if (got < 0)
             return set_error(err, GMTFC_ERR_READ, (int)got, t->in_bytes, "read error: %s",
                              strerror((int)-got));
-        if (got == 0)
-            break;
-        size_t count = cut_blocks(s->off, (size_t)got, bs);
-        crc = gmtf_crc32c(crc, s->in, (size_t)got);
-        rc = gmtf_batch_encode(s->codec, s->in, s->off, count, s->out, s->out_cap, s->off2);
-        if (rc < 0)
-            return set_error(err, GMTFC_ERR_CODEC, rc, t->in_bytes, "encoding failed: %s",
-                             gmtf_strerror(rc));
-        frames_crc = gmtf_crc32c(frames_crc, s->out, (size_t)s->off2[count]);
-        if ((rc = write_out(out_fd, s->out, (size_t)s->off2[count], t, err)) < 0)
+        double t1 = prof_on() ? prof_ms() : 0;
+        size_t count = cut_blocks(cur.off, (size_t)got, bs);
+        struct enc_job job = {s->codec, cur.in, cur.off, count, cur.out, cur.cap, cur.off2, 0};
+        pthread_t th;
+        int threaded =
+            two && (size_t)got == full && pthread_create(&th, NULL, enc_job_run, &job) == 0;
+        long next = 0;
+        if (threaded) { /* the next batch read and checksummed meanwhile */
+            next = read_full(in_fd, nxt.in, full);
+            if (next > 0)
+                crc = gmtf_crc32c(crc, nxt.in, (size_t)next);
+            pthread_join(th, NULL);
+        } else {
+            enc_job_run(&job);
+        }
+        double t2 = prof_on() ? prof_ms() : 0;
+        if (job.rc < 0)
+            return set_error(err, GMTFC_ERR_CODEC, job.rc, t->in_bytes, "encoding failed: %s",
+                             gmtf_strerror(job.rc));
+        frames_crc = gmtf_crc32c(frames_crc, cur.out, (size_t)cur.off2[count]);
+        if ((rc = write_out(out_fd, cur.out, (size_t)cur.off2[count], t, err)) < 0)
             return rc;
+        if (prof_on())
+            fprintf(stderr,
+                    "gmtfc profile: %zu blocks: read+crc %.1f, encode%s %.1f, crc+write %.1f ms\n",
+                    count, t1 - t0, threaded ? " (the next read beside it)" : "", t2 - t1,
+                    prof_ms() - t2);
         t->in_bytes += (uint64_t)got;
         t->frames += count;
         report_progress(s, t);
-        if ((size_t)got < batch * (size_t)bs)
+        if ((size_t)got < full)
             break;
+        t0 = prof_on() ? prof_ms() : 0;
+        if (!threaded) {
+            next = read_full(in_fd, nxt.in, full);
+            if (next > 0)
+                crc = gmtf_crc32c(crc, nxt.in, (size_t)next);
+        }
+        got = next;
+        if (two) {
+            tmp = cur;
+            cur = nxt;
+            nxt = tmp;
+        }
     }
     make_trailer(hdr, t->in_bytes, t->frames, crc, frames_crc);
     t->streams = 1;
+    if (prof_on())
+        fprintf(stderr, "gmtfc profile: end at %.3f s\n", prof_wall());
     return write_out(out_fd, hdr, GMTFC_TRAILER_LEN, t, err);
 }
 
@@ -484,14 +613,19 @@ static int decompress_stream(gmtfc_stream *s, reader *r, int out_fd, gmtfc_total
     if ((rc = ensure_codec(s, st.bs)) < 0 || (rc = decompress_buffers(s, st.bs, batch)) < 0)
         return set_error(err, GMTFC_ERR_CODEC, rc, 0, "%s", gmtf_strerror(rc));
     while (!at_end) {
+        double t0 = prof_on() ? prof_ms() : 0;
         if ((rc = refill(s, r, err)) < 0)
             return rc;
         size_t start = r->pos;
         long count = gather_frames(s, r, &st, batch, &at_end, err);
         if (count < 0)
             return (int)count;
+        double t1 = prof_on() ? prof_ms() : 0;
         if (count > 0 && (rc = decode_batch(s, r, start, (size_t)count, &st, out_fd, t, err)) < 0)
             return rc;
+        if (prof_on())
+            fprintf(stderr, "gmtfc profile: %ld frames: read %.1f decode+crc+write %.1f ms\n",
+                    count, t1 - t0, prof_ms() - t1);
     }
     if ((rc = refill(s, r, err)) < 0)
         return rc;

@@ -684,6 +684,79 @@ static void test_lanes_enc(void **state)
 }
 
 /* Real data in the codec's large blocks: corpus files, or the Linux tar. */
+/* A decode batch of method 2 blocks and a method 3 one (under 900 KiB, the
+ * rule's choice), in mixed order: the method 2 blocks are packed first and
+ * the batch cut after them, so the device's calls are the lanes, the
+ * inverse of their output and the inverse of the rest (3; 2 with the split
+ * off); the same bytes either way, and with a fault at each of the three
+ * calls (the CPU takes over the rest). */
+static void test_split_decode(void **state)
+{
+    (void)state;
+    size_t len[] = {1u << 20, 512u << 10, 1u << 20};
+    size_t count = sizeof len / sizeof len[0], n = 0;
+    blocks b;
+    b.count = count;
+    b.off = tu_malloc((count + 1) * sizeof *b.off);
+    b.off[0] = 0;
+    for (size_t i = 0; i < count; i++)
+        b.off[i + 1] = b.off[i] + len[i];
+    n = b.off[count];
+    b.data = tu_malloc(n);
+    tu_files sys = tu_corpus_files();
+    if (sys.count == 0) {
+        tu_files_free(&sys);
+        sys = tu_system_files(64, 4u << 20);
+    }
+    uint8_t *real = sys.count ? tu_concat(&sys, n) : NULL;
+    if (real)
+        memcpy(b.data, real, n);
+    else
+        tu_fill_text_like(b.data, n, 91);
+    free(real);
+    tu_files_free(&sys);
+    gmtf_codec *cpu = codec_new(0, 2);
+    frames f = encode(cpu, &b);
+    uint8_t *out;
+    int *st;
+    for (int split = 1; split >= 0; split--) {
+        gmtf_codec *dev = codec_new(1, 2);
+        gmtf_bwt_dev *d = gmtf_codec_bwt_dev(dev);
+        d->pipe[1] = 1; /* the default: one chunk, cut in two by the split */
+        d->split_m3 = split;
+        assert_int_equal(decode(dev, &f, b.off, &out, &st), 0);
+        assert_memory_equal(out, b.data, n);
+        /* the lanes call: the method 2 blocks (and the method 3 one as a stand-in when
+         * not split) */
+        assert_int_equal(d->blocks[GMTF_BWT_DEV_LANES], split ? 2 : 3);
+        assert_int_equal(d->blocks[GMTF_BWT_DEV_INV], 3);
+        assert_int_equal(d->calls, split ? 3 : 2);
+        assert_int_equal(d->retired, 0);
+        free(out);
+        free(st);
+        gmtf_codec_destroy(dev);
+    }
+    for (long at = 1; at <= 3; at++) {
+        gmtf_codec *flt = codec_new(1, 2);
+        gmtf_bwt_dev *fd = gmtf_codec_bwt_dev(flt);
+        fd->pipe[1] = 1;
+        fd->fault_at = at;
+        assert_int_equal(decode(flt, &f, b.off, &out, &st), 0);
+        assert_memory_equal(out, b.data, n);
+        for (size_t i = 0; i < count; i++)
+            assert_int_equal(st[i], 0);
+        assert_int_equal(fd->retired, 1);
+        assert_int_equal(fd->calls, at);
+        free(out);
+        free(st);
+        gmtf_codec_destroy(flt);
+    }
+    printf("split decode: method 2 blocks first, 3 device calls; faults at each taken over\n");
+    frames_free(&f);
+    blocks_free(&b);
+    gmtf_codec_destroy(cpu);
+}
+
 static void test_real(void **state)
 {
     (void)state;
@@ -761,6 +834,7 @@ int main(void)
         cmocka_unit_test(test_damaged),
         cmocka_unit_test(test_lanes),
         cmocka_unit_test(test_lanes_enc),
+        cmocka_unit_test(test_split_decode),
         cmocka_unit_test(test_real),
     };
     /* GMTF_CODEC_DEV_ONLY=test_lanes_enc: one test (e.g. under compute-sanitizer) */

@@ -114,11 +114,17 @@ static void parsed_free(parsed *p)
     free(p->err);
 }
 
+/* Called on the parsed structures before the device decodes them (NULL:
+ * none); returns how many blocks it changed. */
+static size_t (*tamper)(parsed *p, const coded *k);
+
 /* Device decode of the blocks whose header parsed; compared with the CPU
  * decoder block by block. Returns how many blocks the CPU found corrupt. */
 static size_t check(const coded *k, int expect_clean)
 {
     parsed p = parse(k);
+    if (tamper)
+        assert_true(tamper(&p, k) > 0);
     uint8_t *out = tu_malloc(k->off[k->count] + 1), *bad = tu_calloc(k->count + 1);
     uint8_t *ref = tu_malloc(k->off[k->count] + 1);
     memset(out, 0xee, k->off[k->count] + 1);
@@ -246,6 +252,40 @@ static void test_damaged(void **state)
     free(d);
 }
 
+/* Halves of 0x8000 or more in a table the lanes use, its meaning kept: the
+ * one-symbol table (the last; 0, 4096, 4096, ...) with cum[2..15] = 0xF000
+ * decodes the same symbol 0 with frequency 4096, but the decoder's fast
+ * count (for tables under 0x8000) would be wrong on it: such a table takes
+ * the exact count. */
+static size_t widen_one_symbol_table(parsed *p, const coded *k)
+{
+    for (size_t b = 0; b < k->count; b++) {
+        uint16_t *cum =
+            p->cum + (b * GMTF_GPU_LANES_NTABLES + GMTF_GPU_LANES_NTABLES - 1) * GMTF_GPU_LANES_CUM;
+        assert_int_equal(cum[0], 0);
+        assert_int_equal(cum[1], 4096);
+        for (unsigned y = 2; y < 16; y++)
+            cum[y] = 0xF000;
+    }
+    return k->count;
+}
+
+static void test_wide_tables(void **state)
+{
+    (void)state;
+    size_t len[] = {1u << 20, (1u << 20) + 777, 900u << 10};
+    size_t n = 0, count = sizeof len / sizeof len[0];
+    for (size_t i = 0; i < count; i++)
+        n += len[i];
+    uint8_t *d = sample(n, 11);
+    coded k = make(d, len, count);
+    tamper = widen_one_symbol_table;
+    check(&k, 1);
+    tamper = NULL;
+    coded_free(&k);
+    free(d);
+}
+
 static void test_bad_structures(void **state)
 {
     (void)state;
@@ -302,9 +342,8 @@ int main(void)
     }
 #endif
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_blocks),
-        cmocka_unit_test(test_text_like),
-        cmocka_unit_test(test_damaged),
+        cmocka_unit_test(test_blocks),         cmocka_unit_test(test_text_like),
+        cmocka_unit_test(test_damaged),        cmocka_unit_test(test_wide_tables),
         cmocka_unit_test(test_bad_structures),
     };
     return cmocka_run_group_tests(tests, setup, teardown);
