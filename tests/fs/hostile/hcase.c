@@ -243,6 +243,14 @@ int hcase_seed(uint64_t seed, uint8_t *const base[], const size_t len[], const h
     if (hcase_verbose)
         fprintf(stderr, "seed %llu (variant %d, %s, %zu bytes): %s\n", (unsigned long long)seed, v,
                 m.raw ? "raw" : "checksums recomputed", n, m.what);
+    const char *dump = getenv("GMTF_HOSTILE_DUMP"); /* the edited image, for a finding's analysis */
+    if (dump && *dump) {
+        FILE *f = fopen(dump, "wb");
+        if (f) {
+            fwrite(img, 1, n, f);
+            fclose(f);
+        }
+    }
     hcase c = {img, n, m.raw, &oracle[v]};
     why[0] = 0;
     int rc = hbound_run(hcase_run, &c, HCASE_SECONDS, HCASE_MEMORY, why, whylen);
