@@ -362,6 +362,8 @@ int snap_unpack(const uint8_t *p, size_t len, uint32_t bs, wbuf *out)
         return -EUCLEAN;
     if (wb_reserve(out, out_len))
         return -ENOMEM;
+    if (!out_len) /* no records: out->p may still be NULL (clang's UBSan) */
+        return 0;
     uint8_t *o = out->p + out->len;
     const uint8_t *prev = NULL; /* the last DADD's name, as written */
     pstate s = {0};
