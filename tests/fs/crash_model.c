@@ -8,6 +8,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "fs_test_util.h" /* tag_sectors */
+
 #define NAME_CAP 64 /* names kept for messages; hashes use the whole name */
 
 enum { ACK_FSYNC = 1, ACK_FDATASYNC, ACK_ALL };
@@ -151,13 +153,7 @@ void cm_fill(uint8_t *p, size_t n, uint64_t seed, int random)
      * (random words everywhere made decoding 80% of the crash states' time) */
     if (n > 512) {
         cm_fill(p, 512, seed, 0);
-        for (size_t k = 512; k < n; k += 512)
-            memcpy(p + k, p, n - k < 512 ? n - k : 512);
-        for (size_t k = 0; k < n; k += 512) {
-            char tag[40];
-            int l = snprintf(tag, sizeof tag, "%016llx:%zx\n", (unsigned long long)seed, k);
-            memcpy(p + k, tag, n - k < (size_t)l ? n - k : (size_t)l);
-        }
+        tag_sectors(p, n, seed, 16);
         return;
     }
     static const char *const w[16] = {"journal", "record", "frame", "inode", "extent", "commit",

@@ -5,6 +5,8 @@
 
 #include <stddef.h>
 #include <stdint.h>
+#include <stdio.h>
+#include <string.h>
 
 #include "gmtf_fs.h"
 
@@ -44,6 +46,23 @@ void fill_pattern(uint8_t *p, size_t n, uint32_t seed);
 /* Text-like bytes (words, numbers, line ends) that compress the way source
  * and documents do: long BWT runs, so cheap to code; seed picks the text. */
 void fill_words(uint8_t *p, size_t n, uint32_t seed);
+
+/* Cheap data for tests whose subject is not the coder: p[0..512) (filled by
+ * the caller) copied over the rest of n bytes, then every 512-byte sector
+ * tagged at its start with seed (digits hex digits) and its offset, so that
+ * no two sectors are equal (one in the wrong place shows) while the frames
+ * stay small and fast to decode. Inline: the crash library and the hostile
+ * one share it without sharing this file's object. */
+static inline void tag_sectors(uint8_t *p, size_t n, uint64_t seed, int digits)
+{
+    for (size_t k = 512; k < n; k += 512)
+        memcpy(p + k, p, n - k < 512 ? n - k : 512);
+    for (size_t k = 0; k < n; k += 512) {
+        char tag[40];
+        int l = snprintf(tag, sizeof tag, "%0*llx:%zx\n", digits, (unsigned long long)seed, k);
+        memcpy(p + k, tag, n - k < (size_t)l ? n - k : (size_t)l);
+    }
+}
 
 /* GMTF_TEST_SCALE (default 1): the sanitizer passes of scripts/test set it
  * to thin the long sampling loops (every Nth crash prefix or damaged page,

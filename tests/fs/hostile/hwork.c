@@ -73,13 +73,7 @@ static void fill(uint8_t *b, size_t n, uint32_t seed)
         return;
     }
     fill_words(b, 512, seed);
-    for (size_t k = 512; k < n; k += 512)
-        memcpy(b + k, b, n - k < 512 ? n - k : 512);
-    for (size_t k = 0; k < n; k += 512) {
-        char tag[32];
-        int l = snprintf(tag, sizeof tag, "%08x:%zx\n", seed, k);
-        memcpy(b + k, tag, n - k < (size_t)l ? n - k : (size_t)l);
-    }
+    tag_sectors(b, n, seed, 8);
 }
 
 static uint64_t mk(work *w, uint64_t dir, const char *name, size_t size, uint32_t seed)
