@@ -215,6 +215,20 @@ static void blocks_free(blocks *b)
     free(b->off);
 }
 
+/* n bytes of real data (the corpora, else files of this system), NULL when
+ * there are none (the caller fills text-like bytes). */
+static uint8_t *real_bytes(size_t n)
+{
+    tu_files sys = tu_corpus_files();
+    if (sys.count == 0) {
+        tu_files_free(&sys);
+        sys = tu_system_files(64, 4u << 20);
+    }
+    uint8_t *real = sys.count ? tu_concat(&sys, n) : NULL;
+    tu_files_free(&sys);
+    return real;
+}
+
 typedef struct frames {
     uint8_t *data;
     uint64_t *off;
@@ -465,18 +479,12 @@ static void test_lanes(void **state)
 #endif
     blocks b;
     b.data = tu_malloc(n);
-    tu_files sys = tu_corpus_files();
-    if (sys.count == 0) {
-        tu_files_free(&sys);
-        sys = tu_system_files(64, 4u << 20);
-    }
-    uint8_t *real = sys.count ? tu_concat(&sys, n) : NULL;
+    uint8_t *real = real_bytes(n);
     if (real)
         memcpy(b.data, real, n);
     else
         tu_fill_text_like(b.data, n, 77);
     free(real);
-    tu_files_free(&sys);
     b.count = count;
     b.off = tu_malloc((count + 1) * sizeof *b.off);
     for (size_t i = 0; i <= count; i++)
@@ -580,12 +588,7 @@ static blocks lanes_batch(void)
     b.data = tu_malloc(total + 1);
     b.off = tu_malloc((count + 1) * sizeof *b.off);
     b.count = count;
-    tu_files sys = tu_corpus_files();
-    if (sys.count == 0) {
-        tu_files_free(&sys);
-        sys = tu_system_files(64, 4u << 20);
-    }
-    uint8_t *real = sys.count ? tu_concat(&sys, 1u << 20) : NULL;
+    uint8_t *real = real_bytes(1u << 20);
     uint64_t pos = 0;
     b.off[0] = 0;
     for (size_t i = 0; i < count; i++) {
@@ -612,7 +615,6 @@ static blocks lanes_batch(void)
         b.off[i + 1] = pos;
     }
     free(real);
-    tu_files_free(&sys);
     return b;
 }
 
@@ -703,18 +705,12 @@ static void test_split_decode(void **state)
         b.off[i + 1] = b.off[i] + len[i];
     n = b.off[count];
     b.data = tu_malloc(n);
-    tu_files sys = tu_corpus_files();
-    if (sys.count == 0) {
-        tu_files_free(&sys);
-        sys = tu_system_files(64, 4u << 20);
-    }
-    uint8_t *real = sys.count ? tu_concat(&sys, n) : NULL;
+    uint8_t *real = real_bytes(n);
     if (real)
         memcpy(b.data, real, n);
     else
         tu_fill_text_like(b.data, n, 91);
     free(real);
-    tu_files_free(&sys);
     gmtf_codec *cpu = codec_new(0, 2);
     frames f = encode(cpu, &b);
     uint8_t *out;
