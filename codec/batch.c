@@ -283,16 +283,32 @@ int gmtf_batch_encode(gmtf_codec *c, const uint8_t *src, const uint64_t *off, si
     return gmtf_batch_encode_crc(c, src, off, count, dst, cap, dst_off, NULL);
 }
 
+static int batch_encode_crc(gmtf_codec *c, const uint8_t *src, const uint64_t *off, size_t count,
+                            uint8_t *dst, uint64_t *dst_off, uint32_t *crc);
+
 int gmtf_batch_encode_crc(gmtf_codec *c, const uint8_t *src, const uint64_t *off, size_t count,
                           uint8_t *dst, uint64_t cap, uint64_t *dst_off, uint32_t *crc)
 {
     if (off[0] != 0)
         return -EINVAL;
-    for (size_t i = 0; i < count; i++)
+    uint64_t largest = 0;
+    for (size_t i = 0; i < count; i++) {
         if (off[i + 1] < off[i] || off[i + 1] - off[i] > c->max_block)
             return -EINVAL;
+        if (off[i + 1] - off[i] > largest)
+            largest = off[i + 1] - off[i];
+    }
     if (cap < gmtf_batch_bound(off, count))
         return -ENOSPC;
+    gmtf_codec_need(c, largest);
+    int rc = batch_encode_crc(c, src, off, count, dst, dst_off, crc);
+    gmtf_codec_need(c, 0);
+    return rc;
+}
+
+static int batch_encode_crc(gmtf_codec *c, const uint8_t *src, const uint64_t *off, size_t count,
+                            uint8_t *dst, uint64_t *dst_off, uint32_t *crc)
+{
     /* Frames are written into bound-sized slots, then packed forward; a
      * slot never starts before the packed position, so memmove is safe. */
     uint64_t *slot = malloc((count + 1) * sizeof *slot * 2);
@@ -1316,12 +1332,28 @@ static int batch_decode_dev(gmtf_codec *c, const uint8_t *src, const uint64_t *f
     return rc;
 }
 
+static int batch_decode(gmtf_codec *c, const uint8_t *src, const uint64_t *foff, size_t count,
+                        uint8_t *dst, const uint64_t *doff, int *status);
+
 int gmtf_batch_decode(gmtf_codec *c, const uint8_t *src, const uint64_t *foff, size_t count,
                       uint8_t *dst, const uint64_t *doff, int *status)
 {
-    for (size_t i = 0; i < count; i++)
+    uint64_t largest = 0;
+    for (size_t i = 0; i < count; i++) {
         if (foff[i + 1] < foff[i] || doff[i + 1] < doff[i])
             return -EINVAL;
+        if (doff[i + 1] - doff[i] > largest)
+            largest = doff[i + 1] - doff[i];
+    }
+    gmtf_codec_need(c, largest);
+    int rc = batch_decode(c, src, foff, count, dst, doff, status);
+    gmtf_codec_need(c, 0);
+    return rc;
+}
+
+static int batch_decode(gmtf_codec *c, const uint8_t *src, const uint64_t *foff, size_t count,
+                        uint8_t *dst, const uint64_t *doff, int *status)
+{
     if (gmtf_bwt_dev_wants(&c->bwt_dev, GMTF_BWT_DEV_INV, doff[count] - doff[0])) {
         int *st = status ? status : calloc(count ? count : 1, sizeof *st);
         if (!st)

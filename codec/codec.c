@@ -131,7 +131,9 @@ void gmtf_codec_trim(gmtf_codec *c)
 
 long gmtf_frame_encode(gmtf_codec *c, const void *src, size_t n, void *dst, size_t cap)
 {
+    gmtf_codec_need(c, n);
     gmtf_workspace *w = gmtf_codec_workspace_enc(c, 0);
+    gmtf_codec_need(c, 0);
     if (!w)
         return -ENOMEM;
     return gmtf_frame_encode_ws(&c->mtf, w, src, n, dst, cap, c->frame_version, NULL);
@@ -139,7 +141,9 @@ long gmtf_frame_encode(gmtf_codec *c, const void *src, size_t n, void *dst, size
 
 long gmtf_frame_decode(gmtf_codec *c, const void *src, size_t len, void *dst, size_t cap)
 {
+    gmtf_codec_need(c, cap);
     gmtf_workspace *w = gmtf_codec_workspace(c, 0);
+    gmtf_codec_need(c, 0);
     if (!w)
         return -ENOMEM;
     return gmtf_frame_decode_ws(&c->mtf, w, src, len, dst, cap);

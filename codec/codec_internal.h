@@ -26,6 +26,7 @@ struct gmtf_codec {
     gmtf_mtf batch_inst; /* the batch backend's instance when it is another one */
     gmtf_mtf *batch_mtf; /* batch hooks (GPU): &mtf, &batch_inst or NULL when none */
     uint32_t max_block;
+    uint32_t need; /* the largest block of the call under way, 0: max_block (workspace.c) */
     unsigned threads;
     unsigned frame_version; /* written by encoders: 1 or 2 */
     gmtf_pool *pool;        /* NULL when threads == 1 */
@@ -52,6 +53,9 @@ gmtf_workspace *gmtf_codec_workspace(gmtf_codec *c, unsigned i);
 gmtf_workspace *gmtf_codec_workspace_enc(gmtf_codec *c, unsigned i);
 /* As gmtf_codec_workspace, keeping the workspace's range state. */
 gmtf_workspace *gmtf_codec_workspace_range(gmtf_codec *c, unsigned i);
+/* The largest block the call under way encodes or decodes (0: max_block):
+ * workspaces taken until it is set again are sized for it. (workspace.c) */
+void gmtf_codec_need(gmtf_codec *c, uint64_t n);
 
 /* Frees the batch staging buffers (batch.c). */
 void gmtf_batch_stage_free(gmtf_codec *c);

@@ -71,11 +71,39 @@ void gmtf_workspace_free(gmtf_workspace *w)
     memset(w, 0, sizeof *w);
 }
 
+/* Workspaces follow the blocks a call really holds, not the codec's
+ * max_block: a filesystem of 64 KiB blocks has a codec of 1 MiB (its
+ * snapshot chunks), whose workspaces (6.4 MiB a worker, 14 MiB with the
+ * encoder's scratch, made again after every flush's trim) were most of the
+ * CPU of a hostile-image case under ASan, and all of its pages for glibc's
+ * MALLOC_PERTURB_. A call sets c->need (gmtf_codec_need) before it takes
+ * workspaces, and puts it back to 0 (max_block) when done; a workspace
+ * grows to the next power of two from 64 KiB (at most max_block) and does
+ * not shrink. */
+void gmtf_codec_need(gmtf_codec *c, uint64_t n)
+{
+    c->need = n < c->max_block ? (uint32_t)n : c->max_block;
+}
+
 gmtf_workspace *gmtf_codec_workspace_range(gmtf_codec *c, unsigned i)
 {
     gmtf_workspace *w = &c->ws[i];
-    if (!w->buf_a && gmtf_workspace_init(w, c->max_block) < 0)
+    size_t need = c->need ? c->need : c->max_block;
+    if (w->buf_a && w->max_block >= need)
+        return w;
+    size_t cap = 64u << 10;
+    while (cap < need)
+        cap <<= 1;
+    if (cap > c->max_block)
+        cap = c->max_block;
+    int enc = w->rank_enc;
+    gmtf_workspace_free(w);
+    if (gmtf_workspace_init(w, cap) < 0)
         return NULL;
+    if (enc && gmtf_workspace_encoder(w) < 0) {
+        gmtf_workspace_free(w);
+        return NULL;
+    }
     return w;
 }
 

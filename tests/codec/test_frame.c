@@ -12,6 +12,7 @@
 #include <string.h>
 
 #include <cmocka.h>
+#include <malloc.h>
 
 #include "gmtf_codec.h"
 #include "test_util.h"
@@ -389,6 +390,58 @@ static void test_codec_options(void **state)
     gmtf_codec_destroy(NULL); /* allowed, like free(NULL) */
 }
 
+/* Workspaces follow the blocks a call holds, not the codec's max_block
+ * (codec/workspace.c): a codec of 8 MiB blocks that codes 64 KiB blocks
+ * holds about a megabyte of workspace, not the 100 MiB its max_block would
+ * take (buffers, the BWT's and the encoder's scratch), and grows for a
+ * larger block later without changing a byte. */
+static size_t heap_in_use(void)
+{
+    struct mallinfo2 mi = mallinfo2();
+    return mi.uordblks + mi.hblkhd;
+}
+
+static void roundtrip_blocks(gmtf_codec *c, const uint8_t *src, size_t bs, size_t count)
+{
+    uint64_t off[5];
+    assert_true(count < 5);
+    for (size_t i = 0; i <= count; i++)
+        off[i] = i * bs;
+    uint64_t cap = gmtf_batch_bound(off, count), doff[5];
+    uint8_t *frames = tu_malloc(cap), *back = tu_malloc(bs * count);
+    assert_int_equal(gmtf_batch_encode(c, src, off, count, frames, cap, doff), 0);
+    assert_int_equal(gmtf_batch_decode(c, frames, doff, count, back, off, NULL), 0);
+    assert_memory_equal(back, src, bs * count);
+    free(frames);
+    free(back);
+}
+
+static void test_workspace_follows_blocks(void **state)
+{
+    (void)state;
+    size_t big = 1u << 20;
+    uint8_t *src = tu_malloc(3 * big);
+    tu_fill_text_like(src, 3 * big, 77);
+    gmtf_codec *c = NULL;
+    gmtf_codec_options o = {.threads = 1, .max_block = 8u << 20};
+    size_t before = heap_in_use();
+    assert_int_equal(gmtf_codec_create(&c, &o), 0);
+    roundtrip_blocks(c, src, 64u << 10, 3);
+#if !defined(__SANITIZE_ADDRESS__) && !defined(__SANITIZE_THREAD__)
+    /* (a sanitizer's allocator keeps its own books: mallinfo2 sees none) */
+    size_t held = heap_in_use() - before;
+    if (held > (4u << 20))
+        fail_msg("a codec that coded 64 KiB blocks holds %zu bytes", held);
+#else
+    (void)before;
+#endif
+    roundtrip_blocks(c, src, big, 3);                               /* grows */
+    roundtrip_blocks(c, src, 64u << 10, 4);                         /* keeps the larger ones */
+    assert_true(gmtf_frame_decode(c, src, 10, src + big, big) < 0); /* garbage: an error */
+    gmtf_codec_destroy(c);
+    free(src);
+}
+
 /* An empty block with no source buffer (src NULL, n 0), as a caller with
  * nothing to store passes it: a frame of either version that decodes to
  * nothing, and no memcpy from NULL (UBSan: frame version 2's raw frame did
@@ -489,6 +542,7 @@ int main(void)
         cmocka_unit_test(test_crafted_headers),
         cmocka_unit_test(test_v1_bytes_as_before),
         cmocka_unit_test(test_codec_options),
+        cmocka_unit_test(test_workspace_follows_blocks),
         cmocka_unit_test(test_empty_null_source),
         cmocka_unit_test(test_capacities),
         cmocka_unit_test(test_strerror),
