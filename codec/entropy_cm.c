@@ -129,6 +129,7 @@ static inline int squash(int x)
  * decoding the small blocks of a filesystem): stretch = the inverse of
  * squash; a counter's rate by its use count. */
 static int16_t cm_stretch[4096];
+static int16_t cm_squash[4095]; /* squash(x) at x + 2047 */
 static uint16_t cm_rate[256];
 static pthread_once_t cm_tables_once = PTHREAD_ONCE_INIT;
 
@@ -144,6 +145,8 @@ static void cm_tables_build(void)
     }
     for (int j = pi; j < 4096; j++)
         cm_stretch[j] = 2047;
+    for (int x = -2047; x <= 2047; x++)
+        cm_squash[x + 2047] = (int16_t)squash(x);
     for (unsigned n = 0; n < 256; n++)
         cm_rate[n] = (uint16_t)(131072u / (2 * n + 3));
 }
@@ -268,7 +271,7 @@ static inline __attribute__((always_inline)) int cm_bit(coder *co, int dec, ctr 
     int dot =
         (int)(((int64_t)mx->w[0] * x0 + (int64_t)mx->w[1] * x1 + (int64_t)mx->w[2] * x2) >> 16);
     dot = dot > 2047 ? 2047 : dot < -2047 ? -2047 : dot;
-    int pm = squash(dot);
+    int pm = cm_squash[dot + 2047];
     unsigned sx = (unsigned)(dot + 2048), j = sx >> 7, wj = sx & 127;
     int pa = (ap->t[j] * (int)(128 - wj) + ap->t[j + 1] * (int)wj) >> 11;
     int p = (pm * (4 - APM_W) + pa * APM_W) >> 2;
@@ -523,11 +526,13 @@ int gmtf_adaptive_qlfc_decode_counted(const uint8_t *src, size_t len, uint8_t *o
     cm_hist h = {0, 0, 1};
     size_t pos = 0;
     unsigned q = 0;
+    size_t qend = n; /* where quarter q ends */
     if (counts) {
         for (unsigned k = 0; k < 4; k++)
             counts->start[k] = (uint32_t)(k * (n / 4));
         counts->start[4] = (uint32_t)n;
         memset(counts->cnt, 0, sizeof counts->cnt);
+        qend = counts->start[1];
     }
     while (pos < n) {
         if (active == 0)
@@ -538,12 +543,26 @@ int gmtf_adaptive_qlfc_decode_counted(const uint8_t *src, size_t len, uint8_t *o
         unsigned r = rsym == RSYM_RETIRE ? active - 1 : rbase[rsym] + off;
         if (r >= active || run > n - pos)
             return GMTF_E_CORRUPT;
-        memset(out + pos, (int)c, run);
-        if (counts)
-            count_run(counts, &q, pos, run, c);
+        uint8_t *o = out + pos;
+        if (run <= 16 && n - pos >= 16) {
+            /* most runs are short: two stores beat a memset call; the
+             * bytes past the run are written by the next runs */
+            uint64_t v = 0x0101010101010101ull * c;
+            memcpy(o, &v, 8);
+            memcpy(o + 8, &v, 8);
+        } else {
+            memset(o, (int)c, run);
+        }
+        if (counts) {
+            if (__builtin_expect(pos + run <= qend, 1)) {
+                counts->cnt[q][c] += run;
+            } else {
+                count_run(counts, &q, pos, run, c);
+                qend = counts->start[q + 1];
+            }
+        }
         pos += run;
-        memmove(list, list + 1, r);
-        list[r] = (uint8_t)c;
+        qlfc_list_reinsert(list, r, c);
         active -= rsym == RSYM_RETIRE;
     }
     if (active != 0 || !qrc_dec_done(&co.d))
