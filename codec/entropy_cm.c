@@ -16,6 +16,7 @@
  * platform makes and reads the same bytes. */
 #include <errno.h>
 #include <pthread.h>
+#include <stddef.h>
 #include <string.h>
 
 #include "gmtf_codec.h"
@@ -230,9 +231,14 @@ static void model_init_slow(cm_model *m)
     memset(m->hr, 0, 256);
 }
 
-/* The model's first state, built once beside the constant tables: a block
- * starts from a copy (initialising field by field, the APMs through squash,
- * was 5% of decoding the 64 KiB frames of a small filesystem). */
+/* The model's first state, built once beside the constant tables. A block
+ * starts from a copy of the parts every block uses (the contexts, mixers,
+ * maps) and of the rows of the bytes it holds (its list): the rows of the
+ * other bytes are never read. Initialising field by field, the APMs through
+ * squash, was 5% of decoding the 64 KiB frames of a small filesystem;
+ * copying the whole model (350 KB, three quarters of it the 256 bytes'
+ * rows) was 7-10% of a hostile-image case's CPU, whose images hold
+ * thousands of small frames. */
 static cm_model cm_template;
 static pthread_once_t cm_template_once = PTHREAD_ONCE_INIT;
 
@@ -242,10 +248,32 @@ static void cm_template_build(void)
     model_init_slow(&cm_template);
 }
 
-static void model_init(cm_model *m)
+/* Copies the fields from a up to (not including) b from the template. */
+#define CM_COPY_SPAN(m, a, b)                                                                      \
+    memcpy((char *)(m) + offsetof(cm_model, a),                                                    \
+           (const char *)&cm_template + offsetof(cm_model, a),                                     \
+           offsetof(cm_model, b) - offsetof(cm_model, a))
+
+/* Everything but the per-byte rows (r_char, o_char, l_char, b_char). */
+static void model_init_shared(cm_model *m)
 {
     pthread_once(&cm_template_once, cm_template_build);
-    memcpy(m, &cm_template, sizeof *m);
+    CM_COPY_SPAN(m, r_st1, o_char);
+    CM_COPY_SPAN(m, o_st, l_char);
+    CM_COPY_SPAN(m, l_st1, b_char);
+    CM_COPY_SPAN(m, b_st, list_bytes);
+}
+
+/* The rows of the d bytes of list (distinct, from the block's list). */
+static void model_init_bytes(cm_model *m, const uint8_t *list, unsigned d)
+{
+    for (unsigned i = 0; i < d; i++) {
+        unsigned c = list[i];
+        memcpy(m->r_char[c], cm_template.r_char[c], sizeof m->r_char[c]);
+        memcpy(m->o_char[c], cm_template.o_char[c], sizeof m->o_char[c]);
+        memcpy(m->l_char[c], cm_template.l_char[c], sizeof m->l_char[c]);
+        memcpy(m->b_char[c], cm_template.b_char[c], sizeof m->b_char[c]);
+    }
 }
 
 /* ---- one decision ---------------------------------------------------------- */
@@ -477,9 +505,10 @@ static long cm_encode_span(const uint8_t *bwt, size_t a, size_t b, uint8_t *dst,
 {
     cm_model *m = ws;
     uint8_t *rk = (uint8_t *)ws + ALIGN64(sizeof(cm_model));
-    model_init(m);
+    model_init_shared(m);
     uint16_t d;
     size_t runs = gmtf_qlfc_ranks(bwt, a, b, rk, m->list_bytes, &d);
+    model_init_bytes(m, m->list_bytes, d);
     coder co;
     qrc_enc_init(&co.e, dst, cap);
     put_list(&co, m, m->list_bytes, d);
@@ -580,7 +609,7 @@ int gmtf_adaptive_qlfc_decode_counted(const uint8_t *src, size_t len, uint8_t *o
     if (len < 1 || src[0] != GMTF_QLFC_METHOD_ADAPTIVE || n == 0 || n > GMTF_BLOCK_MAX)
         return GMTF_E_CORRUPT;
     cm_model *m = ws;
-    model_init(m);
+    model_init_shared(m);
     coder co;
     qrc_dec_init(&co.d, src + 1, len - 1);
     uint8_t *list = m->list_bytes;
@@ -588,6 +617,7 @@ int gmtf_adaptive_qlfc_decode_counted(const uint8_t *src, size_t len, uint8_t *o
     int err = get_list(&co, m, list, &active);
     if (err)
         return err;
+    model_init_bytes(m, list, active);
     cm_hist h = {0, 0, 1};
     size_t pos = 0;
     unsigned q = 0;
@@ -676,11 +706,12 @@ static inline __attribute__((always_inline)) int cm_lane_run(cm_lane *l, uint8_t
 static int cm_lane_start(cm_lane *l, const uint8_t *src, size_t sl, size_t a, size_t b, size_t n,
                          const gmtf_bwt_counts *counts)
 {
-    model_init(&l->m);
+    model_init_shared(&l->m);
     qrc_dec_init(&l->co.d, src, sl);
     int err = get_list(&l->co, &l->m, l->m.list_bytes, &l->active);
     if (err)
         return err;
+    model_init_bytes(&l->m, l->m.list_bytes, l->active);
     l->h = (cm_hist){0, 0, 1};
     l->pos = a;
     l->end = b;
