@@ -1123,39 +1123,6 @@ static inline __attribute__((always_inline)) uint32_t rans_get_raw(lane_dec *l, 
     return v;
 }
 
-/* The list's front byte c goes back to place r; places 1..r move up. */
-static inline __attribute__((always_inline)) void list_reinsert(uint8_t *list, unsigned r,
-                                                                unsigned c)
-{
-#if defined(__SSE2__)
-    if (r < 32) {
-        /* places 0..31 (most ranks; a wider window measured no faster): place
-     * i < r takes place i + 1, place r takes c */
-        static const uint8_t idx[32] = {0,  1,  2,  3,  4,  5,  6,  7,  8,  9,  10,
-                                        11, 12, 13, 14, 15, 16, 17, 18, 19, 20, 21,
-                                        22, 23, 24, 25, 26, 27, 28, 29, 30, 31};
-        __m128i rv = _mm_set1_epi8((char)r), cv = _mm_set1_epi8((char)c);
-        __m128i i0 = _mm_loadu_si128((const __m128i *)idx);
-        __m128i i1 = _mm_loadu_si128((const __m128i *)(idx + 16));
-        __m128i c0 = _mm_loadu_si128((const __m128i *)list);
-        __m128i u0 = _mm_loadu_si128((const __m128i *)(list + 1));
-        __m128i c1 = _mm_loadu_si128((const __m128i *)(list + 16));
-        __m128i u1 = _mm_loadu_si128((const __m128i *)(list + 17));
-        __m128i lt0 = _mm_cmplt_epi8(i0, rv), eq0 = _mm_cmpeq_epi8(i0, rv);
-        __m128i lt1 = _mm_cmplt_epi8(i1, rv), eq1 = _mm_cmpeq_epi8(i1, rv);
-        __m128i v0 = _mm_or_si128(_mm_and_si128(lt0, u0), _mm_andnot_si128(lt0, c0));
-        __m128i v1 = _mm_or_si128(_mm_and_si128(lt1, u1), _mm_andnot_si128(lt1, c1));
-        v0 = _mm_or_si128(_mm_and_si128(eq0, cv), _mm_andnot_si128(eq0, v0));
-        v1 = _mm_or_si128(_mm_and_si128(eq1, cv), _mm_andnot_si128(eq1, v1));
-        _mm_storeu_si128((__m128i *)list, v0);
-        _mm_storeu_si128((__m128i *)(list + 16), v1);
-        return;
-    }
-#endif
-    memmove(list, list + 1, r);
-    list[r] = (uint8_t)c;
-}
-
 /* What the next run of a lane needs before its first symbol: its byte,
  * its rank table and the base of its length tables. Done at the end of
  * the previous run, off the next run's critical path: the byte c is the
@@ -1224,7 +1191,7 @@ static inline __attribute__((always_inline)) int lane_run(const lanes_dec_ws *w,
     }
     l->pos += len;
     l->cnt[c] += len;
-    list_reinsert(l->h.list, r, c);
+    qlfc_list_reinsert(l->h.list, r, c);
     l->active -= retire;
     hist_update(&l->h, c, rsym, lsym);
     if (l->pos < l->end)
@@ -1375,7 +1342,7 @@ static inline __attribute__((always_inline)) int lanes_run_batch(const lanes_dec
         }
         l->pos += len[k];
         l->cnt[c] += len[k];
-        list_reinsert(l->h.list, r[k], c);
+        qlfc_list_reinsert(l->h.list, r[k], c);
         l->active -= rsym[k] == RSYM_RETIRE;
         hist_update(&l->h, c, rsym[k], lsym[k]);
         if (l->pos < l->end)

@@ -101,6 +101,10 @@ long gmtf_qlfc_encode(const uint8_t *bwt, size_t n, uint8_t *dst, size_t cap, vo
 {
     if (n == 0 || n > GMTF_BLOCK_MAX)
         return -EINVAL;
+#if GMTF_QLFC_CM_LANES > 0
+    if (gmtf_qlfc_method(bwt, n, ws) == GMTF_QLFC_METHOD_LANES)
+        return gmtf_cm_lanes_encode(bwt, n, GMTF_QLFC_CM_LANES, dst, cap, ws);
+#endif
     if (n >= GMTF_QLFC_LANES_MIN) {
         long r = gmtf_lanes_encode_or_defer(bwt, n, dst, cap, ws);
         if (r != -EXDEV)
@@ -129,6 +133,8 @@ int gmtf_qlfc_decode_counted(const uint8_t *src, size_t len, uint8_t *bwt, size_
         return gmtf_lanes_decode_counted(src, len, bwt, n, ws, counts);
     if (src[0] == GMTF_QLFC_METHOD_ADAPTIVE)
         return gmtf_adaptive_qlfc_decode_counted(src, len, bwt, n, ws, counts);
+    if (src[0] == GMTF_QLFC_METHOD_CM_LANES)
+        return gmtf_cm_lanes_decode_counted(src, len, bwt, n, ws, counts);
     return GMTF_E_CORRUPT;
 }
 

@@ -25,6 +25,18 @@
 
 #define GMTF_QLFC_METHOD_LANES 2
 #define GMTF_QLFC_METHOD_ADAPTIVE 3
+/* Method 4 "adaptive lanes": method 3's coder on up to
+ * GMTF_QLFC_CM_LANES_MAX independent lanes of the block, each its own
+ * model, list and stream (docs/entropy.md). Decoded by every reader since
+ * 2026-11-24 (task ratio5); no encoder makes it unless built with
+ * GMTF_QLFC_CM_LANES = L > 0 (a measuring build: then every block the rule
+ * gives to method 2 takes method 4 with L lanes). Older readers reject its
+ * payloads as corrupt (their dispatch knows methods 2 and 3 only). */
+#define GMTF_QLFC_METHOD_CM_LANES 4
+#define GMTF_QLFC_CM_LANES_MAX 8
+#ifndef GMTF_QLFC_CM_LANES
+#define GMTF_QLFC_CM_LANES 0
+#endif
 /* The method rule. Blocks under GMTF_QLFC_LANES_MIN take method 3: file
  * tails, small files and small-block settings get the adaptive method's
  * ratio, while a full block of gmtfc's default size (900 KiB) or of the
@@ -89,5 +101,12 @@ int gmtf_lanes_decode_counted(const uint8_t *src, size_t len, uint8_t *bwt, size
                               gmtf_bwt_counts *counts);
 int gmtf_adaptive_qlfc_decode_counted(const uint8_t *src, size_t len, uint8_t *bwt, size_t n,
                                       void *ws, gmtf_bwt_counts *counts);
+/* Method 4 with nl lanes (1..GMTF_QLFC_CM_LANES_MAX; fewer when the block
+ * is too short for every lane to hold a byte). */
+long gmtf_cm_lanes_encode(const uint8_t *bwt, size_t n, unsigned nl, uint8_t *dst, size_t cap,
+                          void *ws);
+int gmtf_cm_lanes_decode(const uint8_t *src, size_t len, uint8_t *bwt, size_t n, void *ws);
+int gmtf_cm_lanes_decode_counted(const uint8_t *src, size_t len, uint8_t *bwt, size_t n, void *ws,
+                                 gmtf_bwt_counts *counts);
 
 #endif

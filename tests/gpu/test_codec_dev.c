@@ -28,6 +28,7 @@
 #include "bwt.h"
 #include "codec_internal.h"
 #include "frame.h"
+#include "qlfc.h"
 #include "gmtf_codec.h"
 
 #ifdef GMTF_CODEC_DEV_EMU
@@ -753,6 +754,87 @@ static void test_split_decode(void **state)
     gmtf_codec_destroy(cpu);
 }
 
+/* A block whose payload is method 4 (which no default encoder writes: its
+ * frame is made here from a method 2 one) in a batch between method 2 and
+ * method 3 blocks: the device's lanes take only the method 2 block, the
+ * CPU decodes the method 4 one, the bytes are the batch's. */
+static void test_method4_to_cpu(void **state)
+{
+    (void)state;
+    size_t len[] = {1u << 20, 512u << 10, 1u << 20};
+    size_t count = sizeof len / sizeof len[0];
+    blocks b;
+    b.count = count;
+    b.off = tu_malloc((count + 1) * sizeof *b.off);
+    b.off[0] = 0;
+    for (size_t i = 0; i < count; i++)
+        b.off[i + 1] = b.off[i] + len[i];
+    size_t n = b.off[count];
+    b.data = tu_malloc(n);
+    uint8_t *real = real_bytes(n);
+    if (real)
+        memcpy(b.data, real, n);
+    else
+        tu_fill_text_like(b.data, n, 93);
+    free(real);
+    gmtf_codec *cpu = codec_new(0, 2);
+    frames f = encode(cpu, &b);
+    /* frame 0 (method 2) again with a method 4 payload of its BWT output */
+    const uint8_t *fr = f.data + f.off[0];
+    gmtf_frame_info fi;
+    unsigned h, nidx, version;
+    uint32_t idx[GMTF_BWT_MAX_SAMPLES];
+    assert_int_equal(
+        gmtf_frame_parse_version(fr, f.off[1] - f.off[0], &fi, &h, idx, &nidx, &version), 0);
+    assert_int_equal(fi.method, GMTF_METHOD_BWT);
+    assert_int_equal(fr[h], GMTF_QLFC_METHOD_LANES);
+    size_t bn = len[0], cap = 2 * bn;
+    void *ws = tu_malloc(gmtf_qlfc_workspace_size(bn));
+    uint8_t *bwt = tu_malloc(bn);
+    assert_int_equal(gmtf_qlfc_decode(fr + h, fi.frame_len - h, bwt, bn, ws), 0);
+    size_t h2 = gmtf_frame_header_len_v2(GMTF_METHOD_BWT, bn);
+    frames g;
+    g.count = count;
+    g.off = tu_malloc((count + 1) * sizeof *g.off);
+    g.data = tu_malloc(h2 + cap + f.off[count]);
+    long plen = gmtf_cm_lanes_encode(bwt, bn, 8, g.data + h2, cap, ws);
+    assert_true(plen > 0);
+    assert_int_equal(g.data[h2], GMTF_QLFC_METHOD_CM_LANES);
+    assert_int_equal(gmtf_frame_write_header_v2(g.data, GMTF_METHOD_BWT, (uint32_t)bn,
+                                                (uint32_t)plen, fi.data_crc, idx),
+                     h2);
+    g.off[0] = 0;
+    g.off[1] = h2 + (size_t)plen;
+    for (size_t i = 1; i < count; i++) {
+        memcpy(g.data + g.off[i], f.data + f.off[i], f.off[i + 1] - f.off[i]);
+        g.off[i + 1] = g.off[i] + (f.off[i + 1] - f.off[i]);
+    }
+    uint8_t *out;
+    int *st;
+    assert_int_equal(decode(cpu, &g, b.off, &out, &st), 0);
+    assert_memory_equal(out, b.data, n);
+    free(out);
+    free(st);
+    gmtf_codec *dev = codec_new(1, 2);
+    gmtf_bwt_dev *d = gmtf_codec_bwt_dev(dev);
+    d->pipe[1] = 1;
+    d->split_m3 = 1;
+    assert_int_equal(decode(dev, &g, b.off, &out, &st), 0);
+    assert_memory_equal(out, b.data, n);
+    for (size_t i = 0; i < count; i++)
+        assert_int_equal(st[i], 0);
+    assert_int_equal(d->blocks[GMTF_BWT_DEV_LANES], 1); /* block 2 only */
+    assert_int_equal(d->blocks[GMTF_BWT_DEV_INV], 3);
+    free(out);
+    free(st);
+    gmtf_codec_destroy(dev);
+    printf("method 4 in a device batch: decoded by the CPU, the lanes call took 1 block\n");
+    free(g.data), free(g.off), free(bwt), free(ws);
+    frames_free(&f);
+    blocks_free(&b);
+    gmtf_codec_destroy(cpu);
+}
+
 static void test_real(void **state)
 {
     (void)state;
@@ -831,6 +913,7 @@ int main(void)
         cmocka_unit_test(test_lanes),
         cmocka_unit_test(test_lanes_enc),
         cmocka_unit_test(test_split_decode),
+        cmocka_unit_test(test_method4_to_cpu),
         cmocka_unit_test(test_real),
     };
     /* GMTF_CODEC_DEV_ONLY=test_lanes_enc: one test (e.g. under compute-sanitizer) */
