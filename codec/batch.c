@@ -814,6 +814,8 @@ struct enc_chunk {
     int code_ok;   /* streams, len and soff are valid */
     int lanes;     /* blocks planned for the device */
     gmtf_gpu_lanes_scan_out o;
+    const gmtf_gpu_lanes_plan *plans; /* the plan's statistics from the device, or NULL */
+    const uint8_t *psel;
     uint8_t *sel;
     uint16_t *cum;
     uint8_t *skip;
@@ -883,17 +885,23 @@ static void enc_plan(struct dev_batch *d, size_t j, unsigned worker)
     }
     ch->skip[b] = 1;
     gmtf_gpu_lanes_scan_out v = ch->o;
-    v.rk += ch->o.roff[GMTF_GPU_LANES * b];
-    v.keys += 2 * ch->o.roff[GMTF_GPU_LANES * b];
+    if (!ch->plans) {
+        v.rk += ch->o.roff[GMTF_GPU_LANES * b];
+        v.keys += 2 * ch->o.roff[GMTF_GPU_LANES * b];
+    }
     v.runs += GMTF_GPU_LANES * b;
     v.init += (size_t)GMTF_GPU_LANES * 256 * b;
     v.ninit += GMTF_GPU_LANES * b;
     v.gstart += (size_t)GMTF_GPU_LANES_MAX_GROUPS * b;
     v.shared += (size_t)GMTF_GPU_LANES * GMTF_GPU_LANES_NSHARED * 16 * b;
     const uint8_t *bwt = s->c->stage_b + d->coff[j];
-    long r = gmtf_lanes_enc_dev_plan(bwt, n, w->rank_ws, &v, 1,
-                                     ch->sel + (size_t)GMTF_GPU_LANES_MAX_GROUPS * b,
-                                     ch->cum + LANES_CUM * b);
+    uint8_t *bsel = ch->sel + (size_t)GMTF_GPU_LANES_MAX_GROUPS * b;
+    long r =
+        ch->plans
+            ? gmtf_lanes_enc_dev_plan_stats(n, w->rank_ws, &v, ch->plans + b,
+                                            ch->psel + (size_t)GMTF_GPU_LANES_MAX_GROUPS * b, 1,
+                                            bsel, ch->cum + LANES_CUM * b)
+            : gmtf_lanes_enc_dev_plan(bwt, n, w->rank_ws, &v, 1, bsel, ch->cum + LANES_CUM * b);
     if (r == 0) {
         gmtf_lanes_enc_dev_save(w->rank_ws, e->rec + j * e->rec_size);
         ch->skip[b] = 0;
@@ -950,7 +958,14 @@ static void enc_dev_a(struct dev_batch *d, unsigned k)
         big += d->coff[j + 1] - d->coff[j] >= GMTF_QLFC_LANES_MIN;
     if (!ch->fwd_ok || !big)
         return;
-    int rc = gmtf_bwt_dev_enc_scan(&c->bwt_dev, (int)(k % 3), n, ch->off, &ch->o);
+    int rc;
+    ch->plans = NULL;
+    ch->psel = NULL;
+    if (c->bwt_dev.use_plan)
+        rc = gmtf_bwt_dev_enc_scan_plan(&c->bwt_dev, (int)(k % 3), n, ch->off, GMTF_QLFC_BIG_RANK,
+                                        &ch->o, &ch->plans, &ch->psel);
+    else
+        rc = gmtf_bwt_dev_enc_scan(&c->bwt_dev, (int)(k % 3), n, ch->off, &ch->o);
     if (rc == 0)
         rc = gmtf_bwt_dev_enc_tables(&c->bwt_dev, (int)(k % 3), &ch->sel, &ch->cum, &ch->skip);
     ch->scan_ok = rc == 0;

@@ -52,6 +52,7 @@ void gmtf_bwt_dev_init(gmtf_bwt_dev *d, const gmtf_bwt_dev_ops *ops)
     d->chunk_min = env_u64("GMTF_GPU_CHUNK_MIN", DEV_CHUNK_MIN);
     d->use_lanes = ops && ops->lanes && env_u64("GMTF_GPU_LANES", 1) != 0;
     d->use_enc = ops && ops->enc_scan && env_u64("GMTF_GPU_LANES_ENC", 1) != 0;
+    d->use_plan = d->use_enc && ops->enc_scan_plan && env_u64("GMTF_GPU_PLAN", 1) != 0;
     d->use_inv_dev =
         d->use_lanes && ops->lanes_keep && ops->inv_dev && env_u64("GMTF_GPU_INV_DEV", 1) != 0;
     d->copy_in = env_u64("GMTF_GPU_DEC_COPY_IN", 1) != 0;
@@ -220,6 +221,23 @@ int gmtf_bwt_dev_enc_scan(gmtf_bwt_dev *d, int e, size_t count, const uint64_t *
     return dev_leave(d, dir, rc, 0, t0);
 }
 
+int gmtf_bwt_dev_enc_scan_plan(gmtf_bwt_dev *d, int e, size_t count, const uint64_t *off,
+                               unsigned big_rank, gmtf_gpu_lanes_scan_out *o,
+                               const gmtf_gpu_lanes_plan **plans, const uint8_t **psel)
+{
+    int dir = GMTF_BWT_DEV_ENC0 + e % 3;
+    if (!d->use_plan)
+        return -ENOTSUP;
+    if (!dev_has(d, GMTF_BWT_DEV_FWD))
+        return -ENODEV;
+    uint64_t t0 = now_ns();
+    int rc = dev_enter(d, dir);
+    if (rc == 0)
+        rc = d->ops->enc_scan_plan(d->ctx[dir], d->ctx[GMTF_BWT_DEV_FWD], count, off, big_rank, o,
+                                   plans, psel);
+    return dev_leave(d, dir, rc, 0, t0);
+}
+
 int gmtf_bwt_dev_enc_tables(gmtf_bwt_dev *d, int e, uint8_t **sel, uint16_t **cum, uint8_t **skip)
 {
     int dir = GMTF_BWT_DEV_ENC0 + e % 3;
@@ -346,6 +364,16 @@ static int gpu_enc_scan(void *ctx, void *fwd_ctx, size_t count, const uint64_t *
     return rc ? rc : gmtf_gpu_lanes_enc_scan_dev(ctx, bwt, count, off, o);
 }
 
+static int gpu_enc_scan_plan(void *ctx, void *fwd_ctx, size_t count, const uint64_t *off,
+                             unsigned big_rank, gmtf_gpu_lanes_scan_out *o,
+                             const gmtf_gpu_lanes_plan **plans, const uint8_t **psel)
+{
+    void *bwt = NULL;
+    int rc = gmtf_gpu_bwt_stage_device(fwd_ctx, &bwt, NULL);
+    return rc ? rc
+              : gmtf_gpu_lanes_enc_scan_plan(ctx, bwt, 1, count, off, big_rank, o, plans, psel);
+}
+
 static int gpu_enc_tables(void *ctx, uint8_t **sel, uint16_t **cum, uint8_t **skip)
 {
     return gmtf_gpu_lanes_enc_tables(ctx, sel, cum, skip);
@@ -372,6 +400,7 @@ static const gmtf_bwt_dev_ops gpu_ops = {
     .enc_scan = gpu_enc_scan,
     .enc_tables = gpu_enc_tables,
     .enc_code = gpu_enc_code,
+    .enc_scan_plan = gpu_enc_scan_plan,
     .lanes_keep = gpu_lanes_keep,
     .inv_dev = gpu_inv_dev,
 };

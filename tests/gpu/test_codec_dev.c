@@ -91,6 +91,15 @@ static int emu_enc_scan(void *ctx, void *fwd_ctx, size_t count, const uint64_t *
     int rc = gmtf_gpu_bwt_stage_device(fwd_ctx, &bwt, NULL);
     return rc ? rc : gmtf_gpu_lanes_enc_scan_dev(ctx, bwt, count, off, o);
 }
+static int emu_enc_scan_plan(void *ctx, void *fwd_ctx, size_t count, const uint64_t *off,
+                             unsigned big_rank, gmtf_gpu_lanes_scan_out *o,
+                             const gmtf_gpu_lanes_plan **plans, const uint8_t **psel)
+{
+    void *bwt = NULL;
+    int rc = gmtf_gpu_bwt_stage_device(fwd_ctx, &bwt, NULL);
+    return rc ? rc
+              : gmtf_gpu_lanes_enc_scan_plan(ctx, bwt, 1, count, off, big_rank, o, plans, psel);
+}
 static int emu_enc_tables(void *ctx, uint8_t **sel, uint16_t **cum, uint8_t **skip)
 {
     return gmtf_gpu_lanes_enc_tables(ctx, sel, cum, skip);
@@ -128,6 +137,7 @@ static const gmtf_bwt_dev_ops emu_ops = {
     .enc_scan = emu_enc_scan,
     .enc_tables = emu_enc_tables,
     .enc_code = emu_enc_code,
+    .enc_scan_plan = emu_enc_scan_plan,
     .lanes_keep = emu_lanes_keep,
     .inv_dev = emu_inv_dev,
 };
