@@ -644,16 +644,22 @@ static void test_lanes_enc(void **state)
     unsigned pipes[] = {1, 2, 3, 5}, npipes = 4;
     long faults = 10;
 #endif
-    for (unsigned p = 0; p < npipes; p++) {
+    /* p = npipes: the plan's statistics on the host (GMTF_GPU_PLAN=0), one
+     * chunk; the others with the device's */
+    for (unsigned p = 0; p <= npipes; p++) {
         gmtf_codec *dev = codec_new(1, 3);
         gmtf_bwt_dev *d = gmtf_codec_bwt_dev(dev);
-        d->pipe[0] = pipes[p];
+        assert_int_equal(d->use_plan, 1);
+        d->pipe[0] = p < npipes ? pipes[p] : 1;
+        d->use_plan = p < npipes;
         frames got = encode(dev, &b);
         assert_same_frames(&want, &got);
         uint64_t coded = d->blocks[GMTF_BWT_DEV_ENC0] + d->blocks[GMTF_BWT_DEV_ENC1] +
                          d->blocks[GMTF_BWT_DEV_ENC2];
-        printf("lanes enc: %u chunk(s), %llu device calls, %llu blocks coded on the device\n",
-               pipes[p], (unsigned long long)d->calls, (unsigned long long)coded);
+        printf("lanes enc: %u chunk(s), plan on the %s, %llu device calls, %llu blocks coded on "
+               "the device\n",
+               d->pipe[0], d->use_plan ? "device" : "host", (unsigned long long)d->calls,
+               (unsigned long long)coded);
         /* blocks 0, 6, 9 (and 3, 5 unless the rule defers them) are method 2 */
         assert_true(coded >= 3);
         assert_int_equal(d->retired, 0);
