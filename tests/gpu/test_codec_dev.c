@@ -833,6 +833,28 @@ static void test_real(void **state)
     gmtf_codec_destroy(dev);
 }
 
+/* Which codecs send their batches to the device: the gpu backends and
+ * auto (with a device), not simd or scalar, whose batch hooks are CPU
+ * ones (they are the CPU baseline of every comparison). */
+static void test_backend_device(void **state)
+{
+    (void)state;
+#ifdef GMTF_CODEC_DEV_EMU
+    printf("SKIP: the emulated device is set by hand (the GPU's choice runs on a device)\n");
+#else
+    const char *names[] = {"auto", "gpu", "simd", "scalar"};
+    for (size_t i = 0; i < sizeof names / sizeof names[0]; i++) {
+        gmtf_codec *c = NULL;
+        gmtf_codec_options o = {.threads = 2, .mtf = names[i]};
+        assert_int_equal(gmtf_codec_create(&c, &o), 0);
+        int on = gmtf_codec_bwt_dev(c)->ops != NULL;
+        printf("--mtf=%s: batches %s\n", names[i], on ? "on the device" : "on the CPU");
+        assert_int_equal(on, i < 2);
+        gmtf_codec_destroy(c);
+    }
+#endif
+}
+
 int main(void)
 {
     if (!dev_ops()) {
@@ -848,6 +870,7 @@ int main(void)
         cmocka_unit_test(test_lanes_enc),
         cmocka_unit_test(test_split_decode),
         cmocka_unit_test(test_real),
+        cmocka_unit_test(test_backend_device),
     };
     /* GMTF_CODEC_DEV_ONLY=test_lanes_enc: one test (e.g. under compute-sanitizer) */
     const char *only = getenv("GMTF_CODEC_DEV_ONLY");
