@@ -164,6 +164,18 @@ static int stage_reserve(gmtf_codec *c, uint64_t n)
     return 0;
 }
 
+int gmtf_codec_prepare(gmtf_codec *c, uint64_t batch_bytes, int encode)
+{
+    for (unsigned i = 0; i < c->threads; i++)
+        if (!(encode ? gmtf_codec_workspace_enc(c, i) : gmtf_codec_workspace(c, i)))
+            return -ENOMEM;
+    int dir = encode ? GMTF_BWT_DEV_FWD : GMTF_BWT_DEV_INV;
+    if (c->frame_version == GMTF_FRAME_V1 || !gmtf_bwt_dev_wants(&c->bwt_dev, dir, batch_bytes))
+        return 0;
+    (void)gmtf_bwt_dev_prepare(&c->bwt_dev, dir); /* a failure: the first batch's to find */
+    return stage_reserve(c, batch_bytes);
+}
+
 /* Per-block state of a staged batch. */
 struct stage_block {
     uint32_t idx[GMTF_BWT_MAX_SAMPLES];

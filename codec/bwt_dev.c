@@ -92,6 +92,39 @@ void gmtf_bwt_dev_hold(gmtf_bwt_dev *d, int on)
     pthread_mutex_unlock(&d->lock);
 }
 
+static int dev_make(gmtf_bwt_dev *d, int i)
+{
+    if (d->ctx[i])
+        return 0;
+    int rc = i == GMTF_BWT_DEV_FWD     ? d->ops->fwd_create(&d->ctx[i])
+             : i == GMTF_BWT_DEV_INV   ? d->ops->inv_create(&d->ctx[i])
+             : i == GMTF_BWT_DEV_LANES ? d->ops->lanes_create(&d->ctx[i])
+                                       : d->ops->enc_create(&d->ctx[i]);
+    if (rc < 0)
+        d->ctx[i] = NULL;
+    return rc;
+}
+
+int gmtf_bwt_dev_prepare(gmtf_bwt_dev *d, int dir)
+{
+    pthread_mutex_lock(&d->lock);
+    int rc = 0;
+    if (!d->ops || d->retired)
+        rc = -ENODEV;
+    else if (dir == GMTF_BWT_DEV_FWD) {
+        rc = dev_make(d, GMTF_BWT_DEV_FWD);
+        unsigned enc = d->pipe[0] < 3 ? d->pipe[0] : 3;
+        for (unsigned e = 0; e < enc && d->use_enc && rc == 0; e++)
+            rc = dev_make(d, GMTF_BWT_DEV_ENC0 + (int)e);
+    } else {
+        rc = dev_make(d, GMTF_BWT_DEV_INV);
+        if (rc == 0 && d->use_lanes)
+            rc = dev_make(d, GMTF_BWT_DEV_LANES);
+    }
+    pthread_mutex_unlock(&d->lock);
+    return rc;
+}
+
 int gmtf_bwt_dev_wants(const gmtf_bwt_dev *d, int dir, uint64_t bytes)
 {
     return d->ops && !d->retired && bytes > 0 && bytes >= d->min_bytes[dir];
@@ -126,13 +159,8 @@ static int dev_enter(gmtf_bwt_dev *d, int dir)
     int rc = 0;
     if (!d->ops || d->retired) {
         rc = -ENODEV;
-    } else if (!d->ctx[dir]) {
-        rc = dir == GMTF_BWT_DEV_FWD     ? d->ops->fwd_create(&d->ctx[dir])
-             : dir == GMTF_BWT_DEV_INV   ? d->ops->inv_create(&d->ctx[dir])
-             : dir == GMTF_BWT_DEV_LANES ? d->ops->lanes_create(&d->ctx[dir])
-                                         : d->ops->enc_create(&d->ctx[dir]);
-        if (rc < 0)
-            d->ctx[dir] = NULL;
+    } else {
+        rc = dev_make(d, dir);
     }
     if (rc == 0) {
         d->calls++;

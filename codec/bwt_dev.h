@@ -112,6 +112,11 @@ void gmtf_bwt_dev_free(gmtf_bwt_dev *d);
  * device was retired meanwhile. */
 void gmtf_bwt_dev_hold(gmtf_bwt_dev *d, int on);
 
+/* Makes the contexts a batch in that direction uses (forward and the
+ * encoders, or the inverse and the lanes decoder) ahead of it: no device
+ * call is counted. 0, or the code of the context that failed. */
+int gmtf_bwt_dev_prepare(gmtf_bwt_dev *d, int dir);
+
 /* 1 when a batch of that many bytes goes to the device in that direction. */
 int gmtf_bwt_dev_wants(const gmtf_bwt_dev *d, int dir, uint64_t bytes);
 

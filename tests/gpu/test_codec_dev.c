@@ -833,6 +833,59 @@ static void test_real(void **state)
     gmtf_codec_destroy(dev);
 }
 
+/* gmtf_codec_prepare makes the device's contexts and the workspaces
+ * ahead of the first batch, counts no device call, and changes no byte;
+ * on a retired device it makes nothing. */
+static void test_prepare(void **state)
+{
+    (void)state;
+    blocks b = lanes_batch();
+    gmtf_codec *cpu = codec_new(0, 2);
+    frames want = encode(cpu, &b);
+    gmtf_codec *dev = codec_new(1, 2);
+    gmtf_bwt_dev *d = gmtf_codec_bwt_dev(dev);
+    d->pipe[0] = 2;
+    assert_null(d->ctx[GMTF_BWT_DEV_FWD]);
+    assert_int_equal(gmtf_codec_prepare(dev, b.off[b.count], 1), 0);
+    assert_non_null(d->ctx[GMTF_BWT_DEV_FWD]);
+    assert_non_null(d->ctx[GMTF_BWT_DEV_ENC0]);
+    assert_non_null(d->ctx[GMTF_BWT_DEV_ENC1]);
+    assert_null(d->ctx[GMTF_BWT_DEV_INV]);
+    assert_int_equal(d->calls, 0);
+    frames got = encode(dev, &b);
+    assert_same_frames(&want, &got);
+    assert_true(d->calls > 0);
+    long calls = d->calls;
+    assert_int_equal(gmtf_codec_prepare(dev, b.off[b.count], 0), 0);
+    assert_non_null(d->ctx[GMTF_BWT_DEV_INV]);
+    assert_non_null(d->ctx[GMTF_BWT_DEV_LANES]);
+    assert_int_equal(d->calls, calls);
+    uint8_t *out;
+    int *st;
+    assert_int_equal(decode(dev, &got, b.off, &out, &st), 0);
+    assert_memory_equal(out, b.data, b.off[b.count]);
+    assert_true(d->calls > calls);
+    free(out);
+    free(st);
+    gmtf_codec_destroy(dev);
+    /* retired at its first call: prepare makes nothing */
+    dev = codec_new(1, 2);
+    d = gmtf_codec_bwt_dev(dev);
+    d->fault_at = 1;
+    frames again = encode(dev, &b);
+    assert_same_frames(&want, &again);
+    assert_int_equal(d->retired, 1);
+    assert_int_equal(gmtf_codec_prepare(dev, b.off[b.count], 1), 0);
+    for (int k = 0; k < GMTF_BWT_DEV_NCTX; k++)
+        assert_null(d->ctx[k]);
+    frames_free(&again);
+    gmtf_codec_destroy(dev);
+    frames_free(&got);
+    frames_free(&want);
+    blocks_free(&b);
+    gmtf_codec_destroy(cpu);
+}
+
 /* Which codecs send their batches to the device: the gpu backends and
  * auto (with a device), not simd or scalar, whose batch hooks are CPU
  * ones (they are the CPU baseline of every comparison). */
@@ -871,6 +924,7 @@ int main(void)
         cmocka_unit_test(test_split_decode),
         cmocka_unit_test(test_real),
         cmocka_unit_test(test_backend_device),
+        cmocka_unit_test(test_prepare),
     };
     /* GMTF_CODEC_DEV_ONLY=test_lanes_enc: one test (e.g. under compute-sanitizer) */
     const char *only = getenv("GMTF_CODEC_DEV_ONLY");
