@@ -17,11 +17,15 @@
 #define DEV_MIN_FWD (1u << 20)
 #define DEV_MIN_INV (1u << 20)
 /* Chunks a batch is cut into: the device works on one while the CPU codes
- * the last and prepares the next. Measured (docs/gpu.md): encoding gains
- * from two, decoding from none (its CPU step is the longer one and each
- * chunk ends with idle workers); a device call costs some ms whatever its
- * size, so a chunk holds 32 MiB or more. */
-#define DEV_PIPE_FWD 2
+ * the last and prepares the next. Measured (docs/gpu.md): encoding gained
+ * from two while method 2's plan was the CPU's (180 ms of 16 threads for
+ * 256 MiB); with the plan on the device the host's part is short and each
+ * chunk's lane kernels are as long as the whole batch's (their slowest
+ * lanes), so one is faster (2026-11-24 19:21: 244-250 against 258-266 ms);
+ * decoding gains from none (its CPU step is the longer one and each chunk
+ * ends with idle workers); a device call costs some ms whatever its size,
+ * so a chunk holds 32 MiB or more. */
+#define DEV_PIPE_FWD 1
 #define DEV_PIPE_INV 1
 #define DEV_CHUNK_MIN (32u << 20)
 
