@@ -110,14 +110,6 @@ void gmtf_codec_set_bwt_dev(gmtf_codec *c, const gmtf_bwt_dev_ops *ops)
     gmtf_bwt_dev_init(&c->bwt_dev, ops);
 }
 
-int gmtf_codec_device_used(gmtf_codec *c)
-{
-    for (int i = 0; i < GMTF_BWT_DEV_NCTX; i++)
-        if (c->bwt_dev.ctx[i])
-            return 1;
-    return 0;
-}
-
 gmtf_bwt_dev *gmtf_codec_bwt_dev(gmtf_codec *c)
 {
     return &c->bwt_dev;

@@ -76,8 +76,6 @@ void gmtf_codec_trim(gmtf_codec *c);
  * reads the first batch (nothing else may use c meanwhile). 0 or -ENOMEM;
  * a device that cannot start is left to the first batch to find. */
 int gmtf_codec_prepare(gmtf_codec *c, uint64_t batch_bytes, int encode);
-/* 1 when batches of c went to a device (its contexts exist), else 0. */
-int gmtf_codec_device_used(gmtf_codec *c);
 
 /* ---- single frames ---------------------------------------------------- */
 

@@ -561,20 +561,8 @@ int main(int argc, char **argv)
     for (int i = first; i < argc; i++)
         if ((r = -process_file(&a, argv[i])) > status)
             status = r;
+    gmtfc_stream_destroy(a.stream);
     if (a.prog.name)
         cli_progress_free(&a.prog.line);
-    /* With a device the codec's teardown (pinned buffers, device memory,
-     * contexts: 50 ms) and CUDA's own at exit (over 100 ms) are what the
-     * process's end would do anyway: the output is written and closed, so
-     * it leaves at once (GMTFC_FAST_EXIT=0: the full teardown; 1: no
-     * teardown of ours, a normal exit). */
-    const char *fe = getenv("GMTFC_FAST_EXIT");
-    int fast = gmtfc_stream_device_used(a.stream) ? (fe && *fe ? atoi(fe) : 2) : 0;
-    if (fast == 2) {
-        fflush(NULL);
-        _exit(status);
-    }
-    if (fast == 0)
-        gmtfc_stream_destroy(a.stream);
     return status;
 }

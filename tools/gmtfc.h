@@ -78,8 +78,6 @@ typedef struct gmtfc_stream gmtfc_stream;
  * Returns 0, -ENOMEM or a gmtf_codec_create error (e.g. GMTF_E_BACKEND). */
 int gmtfc_stream_create(gmtfc_stream **out, const gmtfc_config *cfg);
 void gmtfc_stream_destroy(gmtfc_stream *s);
-/* 1 when the stream's codec used a device (gmtf_codec_device_used). */
-int gmtfc_stream_device_used(gmtfc_stream *s);
 void gmtfc_stream_set_progress(gmtfc_stream *s, gmtfc_progress_fn fn, void *arg);
 /* Resolved MTF backend name of the codec in use. */
 const char *gmtfc_stream_mtf_name(const gmtfc_stream *s);

@@ -253,11 +253,6 @@ void gmtfc_stream_destroy(gmtfc_stream *s)
     free(s);
 }
 
-int gmtfc_stream_device_used(gmtfc_stream *s)
-{
-    return s && s->codec && gmtf_codec_device_used(s->codec);
-}
-
 void gmtfc_stream_set_progress(gmtfc_stream *s, gmtfc_progress_fn fn, void *arg)
 {
     s->progress = fn;
