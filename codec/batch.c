@@ -164,6 +164,18 @@ static int stage_reserve(gmtf_codec *c, uint64_t n)
     return 0;
 }
 
+int gmtf_codec_prepare(gmtf_codec *c, uint64_t batch_bytes, int encode)
+{
+    for (unsigned i = 0; i < c->threads; i++)
+        if (!(encode ? gmtf_codec_workspace_enc(c, i) : gmtf_codec_workspace(c, i)))
+            return -ENOMEM;
+    int dir = encode ? GMTF_BWT_DEV_FWD : GMTF_BWT_DEV_INV;
+    if (c->frame_version == GMTF_FRAME_V1 || !gmtf_bwt_dev_wants(&c->bwt_dev, dir, batch_bytes))
+        return 0;
+    (void)gmtf_bwt_dev_prepare(&c->bwt_dev, dir); /* a failure: the first batch's to find */
+    return stage_reserve(c, batch_bytes);
+}
+
 /* Per-block state of a staged batch. */
 struct stage_block {
     uint32_t idx[GMTF_BWT_MAX_SAMPLES];
@@ -830,6 +842,8 @@ struct enc_chunk {
     int code_ok;   /* streams, len and soff are valid */
     int lanes;     /* blocks planned for the device */
     gmtf_gpu_lanes_scan_out o;
+    const gmtf_gpu_lanes_plan *plans; /* the plan's statistics from the device, or NULL */
+    const uint8_t *psel;
     uint8_t *sel;
     uint16_t *cum;
     uint8_t *skip;
@@ -843,6 +857,8 @@ struct enc_lanes {
     struct enc_chunk ch[GMTF_BWT_DEV_PIPE_MAX];
     unsigned *chunk_of; /* packed block -> chunk */
     uint8_t *planned;   /* packed block: 1 = planned, its frame comes in finish */
+    uint8_t *late;      /* packed block: its frame coded on the CPU after the plan (ENC_LATE_*) */
+    int tight;          /* the plan's statistics came from the device: B(k) right after plan(k) */
     uint8_t *rec;       /* packed block j's plan record at j * rec_size */
     size_t rec_size;
 };
@@ -879,6 +895,37 @@ static void enc_frame(struct dev_batch *d, size_t j, long plen)
         s->len[i] = (uint64_t)r;
 }
 
+/* What a block not planned for the device takes (its coding on the CPU,
+ * left for later in the tight schedule so that the code step starts
+ * first). */
+enum { ENC_LATE_NONE, ENC_LATE_CPU, ENC_LATE_CPU_BWT, ENC_LATE_M3, ENC_LATE_RAW };
+
+static void enc_late(struct dev_batch *d, size_t j, unsigned worker)
+{
+    struct enc_lanes *e = d->enc;
+    int how = e->late[j];
+    if (how == ENC_LATE_NONE)
+        return;
+    e->late[j] = ENC_LATE_NONE;
+    struct staged *s = &d->s;
+    size_t i = d->sel[j], n = s->off[i + 1] - s->off[i];
+    gmtf_workspace *w = gmtf_codec_workspace_enc(s->c, worker);
+    if (!w) {
+        batch_set_err(&s->err, -ENOMEM);
+        return;
+    }
+    const uint8_t *bwt = s->c->stage_b + d->coff[j];
+    size_t h = gmtf_frame_header_len_v2(GMTF_METHOD_BWT, n), cap = gmtf_frame_payload_cap_v2(n);
+    if (how == ENC_LATE_M3) /* method 3, as gmtf_qlfc_encode goes on */
+        enc_frame(d, j,
+                  cap ? gmtf_qlfc_encode_deferred(bwt, n, s->dst + s->slot[i] + h, cap, w->rank_ws)
+                      : -ENOSPC);
+    else if (how == ENC_LATE_RAW) /* the header does not fit: raw, as on the CPU */
+        enc_frame(d, j, -ENOSPC);
+    else /* the CPU's way, from the BWT output when it came back */
+        enc_cpu(d, j, w, how == ENC_LATE_CPU_BWT);
+}
+
 static void enc_plan(struct dev_batch *d, size_t j, unsigned worker)
 {
     struct enc_lanes *e = d->enc;
@@ -887,6 +934,7 @@ static void enc_plan(struct dev_batch *d, size_t j, unsigned worker)
     size_t i = d->sel[j], n = s->off[i + 1] - s->off[i], b = j - ch->j0;
     gmtf_workspace *w = gmtf_codec_workspace_enc(s->c, worker);
     e->planned[j] = 0;
+    e->late[j] = ENC_LATE_NONE;
     if (!w) {
         batch_set_err(&s->err, -ENOMEM);
         return;
@@ -894,37 +942,41 @@ static void enc_plan(struct dev_batch *d, size_t j, unsigned worker)
     if (!ch->fwd_ok || !ch->scan_ok || n < GMTF_QLFC_LANES_MIN) {
         if (ch->scan_ok)
             ch->skip[b] = 1;
-        enc_cpu(d, j, w, ch->fwd_ok);
+        e->late[j] = ch->fwd_ok ? ENC_LATE_CPU_BWT : ENC_LATE_CPU;
+        if (!e->tight)
+            enc_late(d, j, worker);
         return;
     }
     ch->skip[b] = 1;
     gmtf_gpu_lanes_scan_out v = ch->o;
-    v.rk += ch->o.roff[GMTF_GPU_LANES * b];
-    v.keys += 2 * ch->o.roff[GMTF_GPU_LANES * b];
+    if (!ch->plans) {
+        v.rk += ch->o.roff[GMTF_GPU_LANES * b];
+        v.keys += 2 * ch->o.roff[GMTF_GPU_LANES * b];
+    }
     v.runs += GMTF_GPU_LANES * b;
     v.init += (size_t)GMTF_GPU_LANES * 256 * b;
     v.ninit += GMTF_GPU_LANES * b;
     v.gstart += (size_t)GMTF_GPU_LANES_MAX_GROUPS * b;
     v.shared += (size_t)GMTF_GPU_LANES * GMTF_GPU_LANES_NSHARED * 16 * b;
     const uint8_t *bwt = s->c->stage_b + d->coff[j];
-    long r = gmtf_lanes_enc_dev_plan(bwt, n, w->rank_ws, &v, 1,
-                                     ch->sel + (size_t)GMTF_GPU_LANES_MAX_GROUPS * b,
-                                     ch->cum + LANES_CUM * b);
+    uint8_t *bsel = ch->sel + (size_t)GMTF_GPU_LANES_MAX_GROUPS * b;
+    long r =
+        ch->plans
+            ? gmtf_lanes_enc_dev_plan_stats(n, w->rank_ws, &v, ch->plans + b,
+                                            ch->psel + (size_t)GMTF_GPU_LANES_MAX_GROUPS * b, 1,
+                                            bsel, ch->cum + LANES_CUM * b)
+            : gmtf_lanes_enc_dev_plan(bwt, n, w->rank_ws, &v, 1, bsel, ch->cum + LANES_CUM * b);
     if (r == 0) {
         gmtf_lanes_enc_dev_save(w->rank_ws, e->rec + j * e->rec_size);
         ch->skip[b] = 0;
         e->planned[j] = 1;
         return;
     }
-    size_t h = gmtf_frame_header_len_v2(GMTF_METHOD_BWT, n), cap = gmtf_frame_payload_cap_v2(n);
-    if (r == -EXDEV) /* method 3, as gmtf_qlfc_encode goes on */
-        enc_frame(d, j,
-                  cap ? gmtf_qlfc_encode_deferred(bwt, n, s->dst + s->slot[i] + h, cap, w->rank_ws)
-                      : -ENOSPC);
-    else if (r == -ENOSPC) /* the header does not fit: raw, as on the CPU */
-        enc_frame(d, j, -ENOSPC);
-    else /* the scan broke a rule: the CPU's way */
-        enc_cpu(d, j, w, 1);
+    e->late[j] = r == -EXDEV    ? ENC_LATE_M3
+                 : r == -ENOSPC ? ENC_LATE_RAW
+                                : ENC_LATE_CPU_BWT; /* the scan broke a rule: the CPU's way */
+    if (!e->tight)
+        enc_late(d, j, worker);
 }
 
 static void enc_finish(struct dev_batch *d, size_t j, unsigned worker)
@@ -966,7 +1018,14 @@ static void enc_dev_a(struct dev_batch *d, unsigned k)
         big += d->coff[j + 1] - d->coff[j] >= GMTF_QLFC_LANES_MIN;
     if (!ch->fwd_ok || !big)
         return;
-    int rc = gmtf_bwt_dev_enc_scan(&c->bwt_dev, (int)(k % 3), n, ch->off, &ch->o);
+    int rc;
+    ch->plans = NULL;
+    ch->psel = NULL;
+    if (c->bwt_dev.use_plan)
+        rc = gmtf_bwt_dev_enc_scan_plan(&c->bwt_dev, (int)(k % 3), n, ch->off, GMTF_QLFC_BIG_RANK,
+                                        &ch->o, &ch->plans, &ch->psel);
+    else
+        rc = gmtf_bwt_dev_enc_scan(&c->bwt_dev, (int)(k % 3), n, ch->off, &ch->o);
     if (rc == 0)
         rc = gmtf_bwt_dev_enc_tables(&c->bwt_dev, (int)(k % 3), &ch->sel, &ch->cum, &ch->skip);
     ch->scan_ok = rc == 0;
@@ -996,8 +1055,9 @@ static void enc_dev_b(struct dev_batch *d, unsigned k)
 
 struct enc_round {
     struct dev_batch *d;
-    int r; /* round */
-    /* pool tasks: plan(r - 2), finish(r - 4), copy(r) */
+    int r;    /* round */
+    int late; /* the tight schedule's second phase: enc_late of the plan's blocks */
+    /* pool tasks: plan(r - 2), finish(r - 4) (tight: r - 3), copy(r) */
     size_t p0, p1, f0, f1, c0, c1;
 };
 
@@ -1005,7 +1065,9 @@ static void enc_round_task(void *ctx, size_t t, unsigned worker)
 {
     struct enc_round *q = ctx;
     size_t np = q->p1 - q->p0, nf = q->f1 - q->f0;
-    if (t < np)
+    if (t < np && q->late)
+        enc_late(q->d, q->p0 + t, worker);
+    else if (t < np)
         enc_plan(q->d, q->p0 + t, worker);
     else if (t < np + nf)
         enc_finish(q->d, q->f0 + t - np, worker);
@@ -1023,7 +1085,7 @@ static void *enc_round_dev_a(void *arg)
 static void *enc_round_dev_b(void *arg)
 {
     struct enc_round *q = arg;
-    enc_dev_b(q->d, (unsigned)(q->r - 3));
+    enc_dev_b(q->d, (unsigned)(q->r - (q->d->enc->tight ? 2 : 3)));
     return NULL;
 }
 
@@ -1034,6 +1096,14 @@ static void enc_range(const struct enc_lanes *e, int k, size_t *a, size_t *b)
         *a = e->ch[k].j0;
         *b = e->ch[k].j1;
     }
+}
+
+/* GMTF_GPU_ENC_TIGHT=0: the plan's step as a round of its own even with
+ * the device's statistics (for measurements). */
+static int env_tight(void)
+{
+    const char *v = getenv("GMTF_GPU_ENC_TIGHT");
+    return !(v && v[0] == '0' && !v[1]);
 }
 
 static int enc_pipeline(struct dev_batch *d)
@@ -1049,8 +1119,10 @@ static int enc_pipeline(struct dev_batch *d)
     e->rec_size = (gmtf_lanes_enc_dev_rec_size() + 63) & ~(size_t)63;
     e->chunk_of = malloc(d->nsel * sizeof *e->chunk_of);
     e->planned = calloc(d->nsel, 1);
+    e->late = calloc(d->nsel, 1);
     e->rec = malloc(d->nsel * e->rec_size);
-    int rc = e->chunk_of && e->planned && e->rec ? 0 : -ENOMEM;
+    e->tight = c->bwt_dev.use_plan && env_tight();
+    int rc = e->chunk_of && e->planned && e->late && e->rec ? 0 : -ENOMEM;
     size_t prev = 0;
     for (unsigned k = 0; k < chunks && rc == 0; k++) {
         /* the first block boundary at or past (k + 1) / chunks of the bytes */
@@ -1076,7 +1148,35 @@ static int enc_pipeline(struct dev_batch *d)
     }
     if (rc == 0) {
         gmtf_bwt_dev_hold(&c->bwt_dev, 1);
-        for (int r = 0; r < (int)chunks + 4; r++) {
+        for (int r = 0; r < (int)chunks + 4 && e->tight; r++) {
+            /* tight: the plans of chunk r - 2 first (the device's
+             * statistics: some ms), then its code step B(r - 2) beside
+             * A(r - 1) on the device while the pool codes what the plan
+             * left to the CPU, finishes chunk r - 3 and copies chunk r */
+            struct enc_round q = {.d = d, .r = r};
+            enc_range(e, r - 2, &q.p0, &q.p1);
+            enc_range(e, r, &q.c0, &q.c1);
+            int da = r >= 1 && r - 1 < (int)chunks, db = r >= 2 && r - 2 < (int)chunks;
+            pthread_t ta, tb;
+            int ra = da && pthread_create(&ta, NULL, enc_round_dev_a, &q) == 0;
+            if (q.p1 > q.p0)
+                gmtf_pool_run(c->pool, enc_round_task, &q, q.p1 - q.p0);
+            int rb = db && pthread_create(&tb, NULL, enc_round_dev_b, &q) == 0;
+            q.late = 1;
+            enc_range(e, r - 3, &q.f0, &q.f1);
+            size_t tasks = (q.p1 - q.p0) + (q.f1 - q.f0) + (q.c1 - q.c0);
+            if (tasks)
+                gmtf_pool_run(c->pool, enc_round_task, &q, tasks);
+            if (db && !rb)
+                enc_round_dev_b(&q);
+            if (da && !ra)
+                enc_round_dev_a(&q);
+            if (ra)
+                pthread_join(ta, NULL);
+            if (rb)
+                pthread_join(tb, NULL);
+        }
+        for (int r = 0; r < (int)chunks + 4 && !e->tight; r++) {
             struct enc_round q = {.d = d, .r = r};
             enc_range(e, r - 2, &q.p0, &q.p1);
             enc_range(e, r - 4, &q.f0, &q.f1);
@@ -1108,6 +1208,7 @@ static int enc_pipeline(struct dev_batch *d)
     }
     free(e->chunk_of);
     free(e->planned);
+    free(e->late);
     free(e->rec);
     free(e);
     d->enc = NULL;

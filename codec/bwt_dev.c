@@ -17,11 +17,15 @@
 #define DEV_MIN_FWD (1u << 20)
 #define DEV_MIN_INV (1u << 20)
 /* Chunks a batch is cut into: the device works on one while the CPU codes
- * the last and prepares the next. Measured (docs/gpu.md): encoding gains
- * from two, decoding from none (its CPU step is the longer one and each
- * chunk ends with idle workers); a device call costs some ms whatever its
- * size, so a chunk holds 32 MiB or more. */
-#define DEV_PIPE_FWD 2
+ * the last and prepares the next. Measured (docs/gpu.md): encoding gained
+ * from two while method 2's plan was the CPU's (180 ms of 16 threads for
+ * 256 MiB); with the plan on the device the host's part is short and each
+ * chunk's lane kernels are as long as the whole batch's (their slowest
+ * lanes), so one is faster (2026-11-24 19:21: 244-250 against 258-266 ms);
+ * decoding gains from none (its CPU step is the longer one and each chunk
+ * ends with idle workers); a device call costs some ms whatever its size,
+ * so a chunk holds 32 MiB or more. */
+#define DEV_PIPE_FWD 1
 #define DEV_PIPE_INV 1
 #define DEV_CHUNK_MIN (32u << 20)
 
@@ -52,6 +56,7 @@ void gmtf_bwt_dev_init(gmtf_bwt_dev *d, const gmtf_bwt_dev_ops *ops)
     d->chunk_min = env_u64("GMTF_GPU_CHUNK_MIN", DEV_CHUNK_MIN);
     d->use_lanes = ops && ops->lanes && env_u64("GMTF_GPU_LANES", 1) != 0;
     d->use_enc = ops && ops->enc_scan && env_u64("GMTF_GPU_LANES_ENC", 1) != 0;
+    d->use_plan = d->use_enc && ops->enc_scan_plan && env_u64("GMTF_GPU_PLAN", 1) != 0;
     d->use_inv_dev =
         d->use_lanes && ops->lanes_keep && ops->inv_dev && env_u64("GMTF_GPU_INV_DEV", 1) != 0;
     d->copy_in = env_u64("GMTF_GPU_DEC_COPY_IN", 1) != 0;
@@ -91,6 +96,39 @@ void gmtf_bwt_dev_hold(gmtf_bwt_dev *d, int on)
     pthread_mutex_unlock(&d->lock);
 }
 
+static int dev_make(gmtf_bwt_dev *d, int i)
+{
+    if (d->ctx[i])
+        return 0;
+    int rc = i == GMTF_BWT_DEV_FWD     ? d->ops->fwd_create(&d->ctx[i])
+             : i == GMTF_BWT_DEV_INV   ? d->ops->inv_create(&d->ctx[i])
+             : i == GMTF_BWT_DEV_LANES ? d->ops->lanes_create(&d->ctx[i])
+                                       : d->ops->enc_create(&d->ctx[i]);
+    if (rc < 0)
+        d->ctx[i] = NULL;
+    return rc;
+}
+
+int gmtf_bwt_dev_prepare(gmtf_bwt_dev *d, int dir)
+{
+    pthread_mutex_lock(&d->lock);
+    int rc = 0;
+    if (!d->ops || d->retired)
+        rc = -ENODEV;
+    else if (dir == GMTF_BWT_DEV_FWD) {
+        rc = dev_make(d, GMTF_BWT_DEV_FWD);
+        unsigned enc = d->pipe[0] < 3 ? d->pipe[0] : 3;
+        for (unsigned e = 0; e < enc && d->use_enc && rc == 0; e++)
+            rc = dev_make(d, GMTF_BWT_DEV_ENC0 + (int)e);
+    } else {
+        rc = dev_make(d, GMTF_BWT_DEV_INV);
+        if (rc == 0 && d->use_lanes)
+            rc = dev_make(d, GMTF_BWT_DEV_LANES);
+    }
+    pthread_mutex_unlock(&d->lock);
+    return rc;
+}
+
 int gmtf_bwt_dev_wants(const gmtf_bwt_dev *d, int dir, uint64_t bytes)
 {
     return d->ops && !d->retired && bytes > 0 && bytes >= d->min_bytes[dir];
@@ -125,13 +163,8 @@ static int dev_enter(gmtf_bwt_dev *d, int dir)
     int rc = 0;
     if (!d->ops || d->retired) {
         rc = -ENODEV;
-    } else if (!d->ctx[dir]) {
-        rc = dir == GMTF_BWT_DEV_FWD     ? d->ops->fwd_create(&d->ctx[dir])
-             : dir == GMTF_BWT_DEV_INV   ? d->ops->inv_create(&d->ctx[dir])
-             : dir == GMTF_BWT_DEV_LANES ? d->ops->lanes_create(&d->ctx[dir])
-                                         : d->ops->enc_create(&d->ctx[dir]);
-        if (rc < 0)
-            d->ctx[dir] = NULL;
+    } else {
+        rc = dev_make(d, dir);
     }
     if (rc == 0) {
         d->calls++;
@@ -217,6 +250,23 @@ int gmtf_bwt_dev_enc_scan(gmtf_bwt_dev *d, int e, size_t count, const uint64_t *
     int rc = dev_enter(d, dir);
     if (rc == 0)
         rc = d->ops->enc_scan(d->ctx[dir], d->ctx[GMTF_BWT_DEV_FWD], count, off, o);
+    return dev_leave(d, dir, rc, 0, t0);
+}
+
+int gmtf_bwt_dev_enc_scan_plan(gmtf_bwt_dev *d, int e, size_t count, const uint64_t *off,
+                               unsigned big_rank, gmtf_gpu_lanes_scan_out *o,
+                               const gmtf_gpu_lanes_plan **plans, const uint8_t **psel)
+{
+    int dir = GMTF_BWT_DEV_ENC0 + e % 3;
+    if (!d->use_plan)
+        return -ENOTSUP;
+    if (!dev_has(d, GMTF_BWT_DEV_FWD))
+        return -ENODEV;
+    uint64_t t0 = now_ns();
+    int rc = dev_enter(d, dir);
+    if (rc == 0)
+        rc = d->ops->enc_scan_plan(d->ctx[dir], d->ctx[GMTF_BWT_DEV_FWD], count, off, big_rank, o,
+                                   plans, psel);
     return dev_leave(d, dir, rc, 0, t0);
 }
 
@@ -346,6 +396,16 @@ static int gpu_enc_scan(void *ctx, void *fwd_ctx, size_t count, const uint64_t *
     return rc ? rc : gmtf_gpu_lanes_enc_scan_dev(ctx, bwt, count, off, o);
 }
 
+static int gpu_enc_scan_plan(void *ctx, void *fwd_ctx, size_t count, const uint64_t *off,
+                             unsigned big_rank, gmtf_gpu_lanes_scan_out *o,
+                             const gmtf_gpu_lanes_plan **plans, const uint8_t **psel)
+{
+    void *bwt = NULL;
+    int rc = gmtf_gpu_bwt_stage_device(fwd_ctx, &bwt, NULL);
+    return rc ? rc
+              : gmtf_gpu_lanes_enc_scan_plan(ctx, bwt, 1, count, off, big_rank, o, plans, psel);
+}
+
 static int gpu_enc_tables(void *ctx, uint8_t **sel, uint16_t **cum, uint8_t **skip)
 {
     return gmtf_gpu_lanes_enc_tables(ctx, sel, cum, skip);
@@ -372,6 +432,7 @@ static const gmtf_bwt_dev_ops gpu_ops = {
     .enc_scan = gpu_enc_scan,
     .enc_tables = gpu_enc_tables,
     .enc_code = gpu_enc_code,
+    .enc_scan_plan = gpu_enc_scan_plan,
     .lanes_keep = gpu_lanes_keep,
     .inv_dev = gpu_inv_dev,
 };

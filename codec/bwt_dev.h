@@ -43,6 +43,11 @@ typedef struct gmtf_bwt_dev_ops {
                     gmtf_gpu_lanes_scan_out *o);
     int (*enc_tables)(void *ctx, uint8_t **sel, uint16_t **cum, uint8_t **skip);
     int (*enc_code)(void *ctx, const uint8_t **streams, const uint32_t **len);
+    /* Optional: enc_scan and the plan's statistics in one device call
+     * (gmtf_gpu_lanes_enc_scan_plan, dev = 1). */
+    int (*enc_scan_plan)(void *ctx, void *fwd_ctx, size_t count, const uint64_t *off,
+                         unsigned big_rank, gmtf_gpu_lanes_scan_out *o,
+                         const gmtf_gpu_lanes_plan **plans, const uint8_t **psel);
     /* Optional (gpu_ibwt.h): the inverse BWT of bytes already on the
      * device (the output of lanes_keep, which leaves it on the device and
      * fills the stand-ins' bytes from fill: gmtf_gpu_lanes_decode_keep,
@@ -73,6 +78,7 @@ typedef struct gmtf_bwt_dev {
     void *ctx[GMTF_BWT_DEV_NCTX];       /* NULL until first used */
     int use_lanes;                      /* decode method 2 on the device (ops->lanes) */
     int use_enc;                        /* encode method 2 on the device (ops->enc_*) */
+    int use_plan;                       /* and its plan's statistics (ops->enc_scan_plan) */
     int use_inv_dev;                    /* invert the lanes' output on the device (ops->inv_dev) */
     int copy_in;                        /* decode: payloads copied to pinned memory for the lanes */
     int split_m3;                       /* decode: method 2 blocks and the others in two chunks */
@@ -106,6 +112,11 @@ void gmtf_bwt_dev_free(gmtf_bwt_dev *d);
  * device was retired meanwhile. */
 void gmtf_bwt_dev_hold(gmtf_bwt_dev *d, int on);
 
+/* Makes the contexts a batch in that direction uses (forward and the
+ * encoders, or the inverse and the lanes decoder) ahead of it: no device
+ * call is counted. 0, or the code of the context that failed. */
+int gmtf_bwt_dev_prepare(gmtf_bwt_dev *d, int dir);
+
 /* 1 when a batch of that many bytes goes to the device in that direction. */
 int gmtf_bwt_dev_wants(const gmtf_bwt_dev *d, int dir, uint64_t bytes);
 
@@ -125,6 +136,10 @@ int gmtf_bwt_dev_lanes(gmtf_bwt_dev *d, const uint8_t *in, uint64_t nin, size_t 
  * tables are no device call (-ENODEV when the device is gone). */
 int gmtf_bwt_dev_enc_scan(gmtf_bwt_dev *d, int e, size_t count, const uint64_t *off,
                           gmtf_gpu_lanes_scan_out *o);
+/* The scan and the plan's statistics (use_plan) in one call, as enc_scan. */
+int gmtf_bwt_dev_enc_scan_plan(gmtf_bwt_dev *d, int e, size_t count, const uint64_t *off,
+                               unsigned big_rank, gmtf_gpu_lanes_scan_out *o,
+                               const gmtf_gpu_lanes_plan **plans, const uint8_t **psel);
 int gmtf_bwt_dev_enc_tables(gmtf_bwt_dev *d, int e, uint8_t **sel, uint16_t **cum, uint8_t **skip);
 int gmtf_bwt_dev_enc_code(gmtf_bwt_dev *d, int e, size_t count, const uint8_t **streams,
                           const uint32_t **len);

@@ -73,10 +73,12 @@ int gmtf_codec_create(gmtf_codec **out, const gmtf_codec_options *opt)
     }
     if (rc == 0 && o.threads > 1)
         rc = gmtf_pool_create(&c->pool, o.threads);
-    /* The GPU's BWT when batches go to the GPU (the gpu and auto backends);
-     * GMTF_GPU_BWT=0 keeps it off (comparisons). */
+    /* The GPU's BWT when batches go to the GPU (the gpu and auto backends:
+     * a batch backend named gpu*; simd and scalar have batch hooks too but
+     * stay on the CPU); GMTF_GPU_BWT=0 keeps it off (comparisons). */
     const char *env = getenv("GMTF_GPU_BWT");
-    int use_dev = c->batch_mtf && !(env && *env == '0');
+    int use_dev =
+        c->batch_mtf && strncmp(c->batch_mtf->ops->name, "gpu", 3) == 0 && !(env && *env == '0');
     gmtf_bwt_dev_init(&c->bwt_dev, use_dev ? gmtf_bwt_dev_gpu() : NULL);
     if (rc < 0) {
         gmtf_codec_destroy(c);

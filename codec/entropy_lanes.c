@@ -913,19 +913,30 @@ static uint8_t *lane_encode(const lanes_enc_fixed *w, const uint8_t *s, size_t a
 #endif
 static const uint8_t set_choice[SET_CHOICES] = SET_LIST;
 
+/* A device's statistics for the plan (gpu/gpu_lanes.h: choose_selectors
+ * for 1 and 2 sets, done there with this arithmetic): NULL on the CPU. */
+typedef struct {
+    const gmtf_gpu_lanes_plan *p;
+    const uint8_t *sel2;
+} dev_stats;
+
 /* After the lanes' ranks and keys (w, rk, keys: runs runs, ng groups):
  * the method rule (choose: big ranks or long runs on average: -EXDEV, take
  * method 3), the number of table sets (the smallest estimate of code plus
  * header; stop once more sets stop paying), selectors and tables. 0 or
- * negative. */
+ * negative. With ds, the rule's count, the selectors, counts and
+ * estimates are the device's (rk and keys unused). */
 static long plan(lanes_enc_fixed *w, const uint8_t *rk, const uint16_t *keys, uint8_t *scratch,
-                 size_t scap, size_t n, uint32_t runs, uint32_t ng, int choose)
+                 size_t scap, size_t n, uint32_t runs, uint32_t ng, int choose, const dev_stats *ds)
 {
     w->nruns[GMTF_QLFC_NLANES] = runs;
     if (choose) {
         uint32_t big = 0;
-        for (uint32_t k = 0; k < runs; k++)
-            big += rk[k] >= GMTF_QLFC_BIG_RANK;
+        if (ds)
+            big = ds->p->big;
+        else
+            for (uint32_t k = 0; k < runs; k++)
+                big += rk[k] >= GMTF_QLFC_BIG_RANK;
         if ((uint64_t)big * GMTF_QLFC_BIG_DIV >= runs || (uint64_t)runs * GMTF_QLFC_SPARSE < n)
             return -EXDEV;
     }
@@ -941,7 +952,19 @@ static long plan(lanes_enc_fixed *w, const uint8_t *rk, const uint16_t *keys, ui
         unsigned nsets = set_choice[i];
         if (nsets > 1 && ng < 2 * nsets)
             break;
-        uint64_t est = choose_selectors(w, nsets, keys, ng, sel, tmp);
+        uint64_t est;
+        if (ds) {
+            est = ds->p->est[nsets - 1];
+            if (nsets == 1) {
+                memcpy(w->cnt[0], ds->p->cnt1, sizeof w->cnt[0]);
+                memset(sel, 0, ng);
+            } else {
+                memcpy(w->cnt, ds->p->cnt2, sizeof ds->p->cnt2);
+                memcpy(sel, ds->sel2, ng);
+            }
+        } else {
+            est = choose_selectors(w, nsets, keys, ng, sel, tmp);
+        }
         quantise_tables(w, nsets);
         for (unsigned j = 0; j < GMTF_QLFC_NLANES; j++)
             w->lane_len[j] = 16;
@@ -959,7 +982,12 @@ static long plan(lanes_enc_fixed *w, const uint8_t *rk, const uint16_t *keys, ui
     PROF_T(t3);
     w->nsets = best_sets;
     memcpy(sel, w->best_sel, ng);
-    count_sets(w, best_sets, keys, sel, ng);
+    if (!ds)
+        count_sets(w, best_sets, keys, sel, ng);
+    else if (best_sets == 1)
+        memcpy(w->cnt[0], ds->p->cnt1, sizeof w->cnt[0]);
+    else
+        memcpy(w->cnt, ds->p->cnt2, sizeof ds->p->cnt2);
     quantise_tables(w, best_sets);
     PROF_ADD(3, t3);
     return 0;
@@ -1029,7 +1057,7 @@ static long lanes_encode(const uint8_t *bwt, size_t n, uint8_t *dst, size_t cap,
         runs += (uint32_t)k;
         ng += lane_groups(b - a);
     }
-    long rc = plan(w, rk, keys, scratch, scap, n, runs, ng, choose);
+    long rc = plan(w, rk, keys, scratch, scap, n, runs, ng, choose, NULL);
     if (rc < 0)
         return rc;
 
@@ -1520,7 +1548,63 @@ long gmtf_lanes_enc_dev_plan(const uint8_t *bwt, size_t n, void *ws,
         runs += k;
         ng += lg;
     }
-    long rc = plan(w, rk, keys, scratch, scratch_cap(n), n, runs, ng, choose);
+    long rc = plan(w, rk, keys, scratch, scratch_cap(n), n, runs, ng, choose, NULL);
+    if (rc < 0)
+        return rc;
+    memcpy(sel, w->d.sel, ng);
+    memset(sel + ng, 0, MAX_GROUPS - ng);
+    w->d.cum[T_NONE][0] = 0;
+    for (unsigned y = 1; y < NSYM + 2; y++)
+        w->d.cum[T_NONE][y] = QLFC_PROB_ONE;
+    memcpy(cum, w->d.cum, sizeof w->d.cum);
+    return 0;
+}
+
+long gmtf_lanes_enc_dev_plan_stats(size_t n, void *ws, const gmtf_gpu_lanes_scan_out *o,
+                                   const gmtf_gpu_lanes_plan *p, const uint8_t *sel2, int choose,
+                                   uint8_t *sel, uint16_t *cum)
+{
+    if (n == 0 || n > GMTF_BLOCK_MAX || !p || !sel2)
+        return -EINVAL;
+    if (SET_CHOICES != GMTF_GPU_LANES_PLAN_SETS || set_choice[0] != 1 ||
+        set_choice[SET_CHOICES - 1] != 2)
+        return -EIO; /* not what the device planned: the caller's way */
+    lanes_enc_fixed *w = ws;
+    uint8_t *rk = (uint8_t *)ws + fixed_size();
+    uint8_t *scratch = rk + ALIGN64(n) + ALIGN64(4 * n);
+    memset(w->shared_cnt, 0, sizeof w->shared_cnt);
+    /* the lanes' small outputs checked as gmtf_lanes_enc_dev_plan checks
+     * them (the runs' keys were checked on the device: p->bad) */
+    uint32_t runs = 0, ng = 0;
+    for (unsigned j = 0; j < GMTF_QLFC_NLANES; j++) {
+        size_t a, b;
+        lane_range(n, j, &a, &b);
+        uint32_t k = o->runs[j], lg = lane_groups(b - a);
+        if (k > b - a || (k == 0) != (a == b) || o->ninit[j] > 256 || o->ninit[j] > k)
+            return -EIO;
+        w->nruns[j] = runs;
+        w->ngroups[j] = ng;
+        uint32_t prev = 0;
+        for (uint32_t g = 0; g < lg; g++) {
+            uint32_t v = o->gstart[ng + g];
+            if (v < prev || v > k)
+                return -EIO;
+            w->gstart[ng + g] = runs + v;
+            prev = v;
+        }
+        memcpy(w->init[j], o->init + 256 * (size_t)j, o->ninit[j]);
+        w->ninit[j] = o->ninit[j];
+        const uint32_t *sh = o->shared + (size_t)j * GMTF_GPU_LANES_NSHARED * NSYM;
+        for (unsigned t = 0; t < NTABLES - T_OFF; t++)
+            for (unsigned y = 0; y < NSYM; y++)
+                w->shared_cnt[t][y] += sh[t * NSYM + y];
+        runs += k;
+        ng += lg;
+    }
+    if (p->bad || p->runs != runs || p->ng != ng || p->big > runs)
+        return -EIO;
+    dev_stats ds = {p, sel2};
+    long rc = plan(w, NULL, NULL, scratch, scratch_cap(n), n, runs, ng, choose, &ds);
     if (rc < 0)
         return rc;
     memcpy(sel, w->d.sel, ng);

@@ -33,6 +33,15 @@ int gmtf_lanes_dev_setup(const uint8_t *src, size_t len, size_t n, void *ws, uin
 long gmtf_lanes_enc_dev_plan(const uint8_t *bwt, size_t n, void *ws,
                              const gmtf_gpu_lanes_scan_out *o, int choose, uint8_t *sel,
                              uint16_t *cum);
+/* The same plan from the device's statistics (gmtf_gpu_lanes_enc_scan_plan:
+ * p and sel2 of block n; o as above without rk, keys and roff): the
+ * header estimates, the choice of sets and the quantised tables here, the
+ * same bytes as gmtf_lanes_enc_dev_plan. The workspace holds no ranks and
+ * keys afterwards: finish with gmtf_lanes_enc_dev_save and
+ * gmtf_lanes_enc_dev_finish_rec (-EAGAIN for a lane left to the host). */
+long gmtf_lanes_enc_dev_plan_stats(size_t n, void *ws, const gmtf_gpu_lanes_scan_out *o,
+                                   const gmtf_gpu_lanes_plan *p, const uint8_t *sel2, int choose,
+                                   uint8_t *sel, uint16_t *cum);
 long gmtf_lanes_enc_dev_finish(const uint8_t *bwt, size_t n, void *ws, const uint8_t *streams,
                                const uint32_t *len, uint8_t *dst, size_t cap);
 

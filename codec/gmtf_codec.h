@@ -69,6 +69,13 @@ unsigned gmtf_codec_threads(const gmtf_codec *c);
  * encodes now and then and decodes in between (a mounted filesystem). Not
  * concurrent with other calls on c. */
 void gmtf_codec_trim(gmtf_codec *c);
+/* Readies c for batches of about batch_bytes (encode: 1, decode: 0)
+ * before the first one: every worker's workspace, and with a device its
+ * contexts (CUDA's start) and the pinned staging, which the first batch
+ * would otherwise make. A caller may run it on a thread of its own while it
+ * reads the first batch (nothing else may use c meanwhile). 0 or -ENOMEM;
+ * a device that cannot start is left to the first batch to find. */
+int gmtf_codec_prepare(gmtf_codec *c, uint64_t batch_bytes, int encode);
 
 /* ---- single frames ---------------------------------------------------- */
 

@@ -139,6 +139,35 @@ int gmtf_gpu_lanes_enc_code(gmtf_gpu_lanes_enc *ctx, const uint8_t *sel, const u
  *   valid until its next code_dev or scan_dev. */
 int gmtf_gpu_lanes_enc_scan_dev(gmtf_gpu_lanes_enc *ctx, const void *dbwt, size_t count,
                                 const uint64_t *off, gmtf_gpu_lanes_scan_out *o);
+
+/* The plan's statistics on the device (codec/entropy_lanes.c's
+ * choose_selectors for 1 and 2 table sets, the same integer arithmetic),
+ * block by block; the host quantises the tables, estimates the headers and
+ * picks (gmtf_lanes_enc_dev_plan_stats). */
+#define GMTF_GPU_LANES_PLAN_SETS 2
+typedef struct gmtf_gpu_lanes_plan {
+    uint32_t bad;    /* the scan broke a rule in this block (the host's -EIO) */
+    uint32_t big;    /* runs of rank >= big_rank (the method rule) */
+    uint32_t runs;   /* runs of the block */
+    uint32_t ng;     /* its groups (selectors) */
+    uint64_t est[2]; /* code size estimates (1/256 bits): 1 set, 2 sets */
+    uint32_t cnt1[GMTF_GPU_LANES_TPS * 16];    /* counts, 1 set */
+    uint32_t cnt2[2][GMTF_GPU_LANES_TPS * 16]; /* counts by set, 2 sets */
+} gmtf_gpu_lanes_plan;
+
+/* Scan and plan in one device call: the scan as scan_dev (dev = 0: bwt is
+ * host memory) and the plan above on its outputs where they lie, so that
+ * the runs' ranks and keys never come down: o's pointers are set to the
+ * context's pinned buffers, o->rk, o->keys and o->roff to NULL; *plans
+ * (count) and *psel (the 2-set selectors, GMTF_GPU_LANES_MAX_GROUPS a
+ * block) point into the context, valid until its next scan. tables and
+ * code_dev follow as after scan_dev. */
+int gmtf_gpu_lanes_enc_scan_plan(gmtf_gpu_lanes_enc *ctx, const void *bwt, int dev, size_t count,
+                                 const uint64_t *off, unsigned big_rank, gmtf_gpu_lanes_scan_out *o,
+                                 const gmtf_gpu_lanes_plan **plans, const uint8_t **psel);
+/* The device time of the last scan_plan's plan kernel (ms; 0 in the
+ * emulation). */
+double gmtf_gpu_lanes_enc_plan_ms(const gmtf_gpu_lanes_enc *ctx);
 int gmtf_gpu_lanes_enc_tables(gmtf_gpu_lanes_enc *ctx, uint8_t **sel, uint16_t **cum,
                               uint8_t **skip);
 int gmtf_gpu_lanes_enc_code_dev(gmtf_gpu_lanes_enc *ctx, const uint8_t **streams,

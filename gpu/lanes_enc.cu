@@ -559,6 +559,299 @@ static GMTF_HD void code_one(const enc_args &e, size_t blk, unsigned j)
                          e.room + hi, e.d);
 }
 
+/* ---- plan: method 2's statistics and selectors of one block ---------------- *
+ * codec/entropy_lanes.c's plan step for the table set counts 1 and 2
+ * (choose_selectors), over the scan's outputs where they lie: one CTA a
+ * block. The same integer arithmetic as the CPU's, so that the host's
+ * choice between the two (its header estimate) and the tables it
+ * quantises are the CPU's:
+ *   A     each group's mean rank symbol (<< 8), the block's counts (one
+ *         set), the runs with big ranks, the scan's keys checked;
+ *   Q     the groups' rank by (mean, index): the first selectors, as
+ *         quantiles (rank * 2 / groups);
+ *   C     counts by set, each set's costs (normalise and log2 as
+ *         set_costs);
+ *   I x 3 each group to its cheapest set (ties to set 0), counted anew.
+ * The estimates are sum(count * cost) over the sets' keys: what the CPU
+ * sums group by group. Counts in shared memory (PLAN_NH copies against
+ * contention), costs beside them. */
+#define PLAN_SETS GMTF_GPU_LANES_PLAN_SETS
+#define PLAN_KEYS (TPS * NSYM)
+#define PLAN_NH 2
+#ifdef GMTF_LANES_ENC_EMU
+#define PLAN_THREADS 1
+#define PLAN_WL 1 /* threads of a warp */
+#define PLAN_SYNC() ((void)0)
+#define PLAN_ADD32(p, v) (*(p) += (v))
+#define PLAN_ADD64(p, v) (*(p) += (v))
+#else
+#define PLAN_THREADS 1024
+#define PLAN_WL 32
+#define PLAN_SYNC() __syncthreads()
+#define PLAN_ADD32(p, v) atomicAdd((p), (v))
+#define PLAN_ADD64(p, v) atomicAdd((unsigned long long *)(p), (unsigned long long)(v))
+#endif
+
+struct plan_shm {
+    uint32_t hist[PLAN_NH][PLAN_SETS][PLAN_KEYS];
+    uint16_t cost[PLAN_SETS][PLAN_KEYS];
+    uint16_t lg[(1u << PROB_BITS) + 1];
+    uint32_t gst[MAX_GROUPS], gen[MAX_GROUPS], gkey[MAX_GROUPS];
+    uint8_t sel[MAX_GROUPS];
+    uint32_t bad, big;
+    uint64_t est;
+};
+
+struct plan_args {
+    const uint64_t *off;
+    const uint8_t *rk;
+    const uint32_t *keys; /* the scan's key pairs (rank key low, length key high) */
+    const uint32_t *runs;
+    const uint32_t *gstart;
+    uint32_t big_rank;
+    gmtf_gpu_lanes_plan *out;
+    uint8_t *psel;
+};
+
+/* log2(f) * 256, integer only (codec/entropy_lanes.c's init_log2). */
+static GMTF_HD inline uint16_t plan_log2(uint32_t f)
+{
+    if (f == 0)
+        return 0;
+    unsigned k = top_bit(f);
+    uint64_t y = (uint64_t)f << (32 - k);
+    uint32_t frac = 0;
+    for (int i = 0; i < 8; i++) {
+        y = (y >> 16) * (y >> 16);
+        frac <<= 1;
+        if (y >= (1ull << 33)) {
+            y >>= 1;
+            frac |= 1;
+        }
+    }
+    return (uint16_t)(k * 256 + frac);
+}
+
+/* Table t of set s: its costs from the merged counts (normalise, then
+ * 12 - log2 f in 1/256 bits, 24 bits for f = 0), and sum(count * cost)
+ * into *est when est is set. */
+static GMTF_HD void plan_costs(plan_shm *m, unsigned s, unsigned t, uint64_t *est)
+{
+    const uint32_t *w = &m->hist[0][s][t * NSYM];
+    uint64_t tot = 0;
+    unsigned best = 0;
+    for (unsigned y = 0; y < NSYM; y++) {
+        tot += w[y];
+        if (w[y] > w[best])
+            best = y;
+    }
+    uint32_t f[NSYM];
+    if (tot == 0) {
+        for (unsigned y = 0; y < NSYM; y++)
+            f[y] = (1u << PROB_BITS) / NSYM;
+    } else {
+        uint32_t sum = 0;
+        for (unsigned y = 0; y < NSYM; y++) {
+            uint32_t v = (uint32_t)((uint64_t)w[y] * (1u << PROB_BITS) / tot);
+            f[y] = w[y] && !v ? 1 : v;
+            sum += f[y];
+        }
+        f[best] = f[best] + (1u << PROB_BITS) - sum;
+    }
+    uint64_t e = 0;
+    for (unsigned y = 0; y < NSYM; y++) {
+        uint16_t c = (uint16_t)(f[y] ? 12 * 256 - m->lg[f[y]] : 24 * 256);
+        m->cost[s][t * NSYM + y] = c;
+        e += (uint64_t)w[y] * c;
+    }
+    if (est && e)
+        PLAN_ADD64(est, e);
+}
+
+/* The copies of the counts summed into copy 0 (sets < nsets). */
+static GMTF_HD void plan_merge(plan_shm *m, unsigned nsets, unsigned tid)
+{
+    uint32_t *base = &m->hist[0][0][0];
+    for (unsigned i = tid; i < nsets * PLAN_KEYS; i += PLAN_THREADS) {
+        uint32_t v = 0; /* i = set * PLAN_KEYS + key */
+        for (unsigned h = 0; h < PLAN_NH; h++)
+            v += base[h * PLAN_SETS * PLAN_KEYS + i];
+        base[i] = v;
+    }
+}
+
+static GMTF_HD void plan_zero(plan_shm *m, unsigned tid)
+{
+    uint32_t *h = &m->hist[0][0][0];
+    for (unsigned i = tid; i < PLAN_NH * PLAN_SETS * PLAN_KEYS; i += PLAN_THREADS)
+        h[i] = 0;
+}
+
+#ifdef GMTF_LANES_ENC_EMU
+#define PLAN_WSUM(v) (v)
+#else
+template <typename T> static __device__ inline T plan_wsum(T v)
+{
+    for (int d = 16; d; d >>= 1)
+        v += __shfl_xor_sync(0xffffffffu, v, d);
+    return v;
+}
+#define PLAN_WSUM(v) plan_wsum(v)
+#endif
+
+static GMTF_HD void plan_block(const plan_args &p, size_t blk, plan_shm *m, unsigned tid)
+{
+    const unsigned lane = tid % PLAN_WL, warp = tid / PLAN_WL, nw = PLAN_THREADS / PLAN_WL;
+    uint64_t o = p.off[blk], n = p.off[blk + 1] - o;
+    const uint8_t *rk = p.rk + o;
+    const uint32_t *keys = p.keys + o;
+    gmtf_gpu_lanes_plan *out = p.out + blk;
+    uint32_t ng, a, b, gb;
+    lane_geom(n, GMTF_GPU_LANES - 1, &a, &b, &gb);
+    ng = gb + (b - a + GROUP_BYTES - 1) / GROUP_BYTES;
+
+    for (unsigned f = tid; f <= (1u << PROB_BITS); f += PLAN_THREADS)
+        m->lg[f] = plan_log2(f);
+    plan_zero(m, tid);
+    if (tid == 0) {
+        m->bad = 0;
+        m->big = 0;
+        m->est = 0;
+    }
+    PLAN_SYNC();
+    /* the groups' runs (block-relative run addresses), checked as the
+     * host checks them: ascending, within the lane, the first at 0 */
+    uint32_t total = 0;
+    for (unsigned j = 0; j < GMTF_GPU_LANES; j++) {
+        lane_geom(n, j, &a, &b, &gb);
+        uint32_t k = p.runs[blk * GMTF_GPU_LANES + j], lg = (b - a + GROUP_BYTES - 1) / GROUP_BYTES;
+        total += k;
+        if (j % PLAN_THREADS != tid)
+            continue;
+        int bad = k > b - a || (k == 0) != (a == b);
+        if (k > b - a)
+            k = b - a;
+        const uint32_t *gs = p.gstart + blk * MAX_GROUPS + gb;
+        uint32_t prev = 0;
+        for (uint32_t g = 0; g < lg; g++) {
+            uint32_t v = gs[g];
+            if (v < prev || v > k || (g == 0 && v != 0)) {
+                bad = 1;
+                v = prev; /* kept in range */
+            }
+            m->gst[gb + g] = a + v;
+            if (g)
+                m->gen[gb + g - 1] = a + v;
+            prev = v;
+        }
+        if (lg)
+            m->gen[gb + lg - 1] = a + k;
+        if (bad)
+            m->bad = 1;
+    }
+    PLAN_SYNC();
+
+    /* A: means, the one-set counts, big ranks, the keys checked */
+    uint32_t big = 0;
+    for (uint32_t g = warp; g < ng; g += nw) {
+        uint32_t r0 = m->gst[g], r1 = m->gen[g], sum = 0;
+        uint32_t *h = m->hist[warp % PLAN_NH][0];
+        int bad = 0;
+        for (uint32_t r = r0 + lane; r < r1; r += PLAN_WL) {
+            uint32_t kp = keys[r], k0 = kp & 0xffff, k1 = kp >> 16, rv = rk[r];
+            if ((k0 & 15) != (rv ? rsym_of(rv) : RSYM_RETIRE) || k0 >> 4 >= NRCTX ||
+                k1 >> 4 < NRCTX || k1 >> 4 >= TPS) {
+                bad = 1;
+                continue;
+            }
+            big += rv >= p.big_rank;
+            sum += k0 & 15;
+            PLAN_ADD32(&h[k0], 1u);
+            PLAN_ADD32(&h[k1], 1u);
+        }
+        sum = PLAN_WSUM(sum);
+        if (bad)
+            m->bad = 1;
+        if (lane == 0)
+            m->gkey[g] = r1 > r0 ? (uint32_t)(((uint64_t)sum << 8) / (r1 - r0)) : 0;
+    }
+    big = PLAN_WSUM(big);
+    if (lane == 0 && big)
+        PLAN_ADD32(&m->big, big);
+    PLAN_SYNC();
+    plan_merge(m, 1, tid);
+    PLAN_SYNC();
+    for (unsigned i = tid; i < PLAN_KEYS; i += PLAN_THREADS)
+        out->cnt1[i] = m->hist[0][0][i];
+    for (unsigned t = tid; t < TPS; t += PLAN_THREADS)
+        plan_costs(m, 0, t, &m->est);
+    /* Q: the first selectors by the groups' rank */
+    for (uint32_t g = tid; g < ng; g += PLAN_THREADS) {
+        uint32_t kg = m->gkey[g], rank = 0;
+        for (uint32_t h = 0; h < ng; h++)
+            rank += m->gkey[h] < kg || (m->gkey[h] == kg && h < g);
+        m->sel[g] = (uint8_t)((uint64_t)rank * PLAN_SETS / ng);
+    }
+    PLAN_SYNC();
+    if (tid == 0) {
+        out->est[0] = m->est;
+        m->est = 0;
+    }
+    plan_zero(m, tid);
+    PLAN_SYNC();
+    /* C, then I x 3 (the last counts and costs are the result) */
+    for (int it = 0; it <= 3; it++) {
+        for (uint32_t g = warp; g < ng; g += nw) {
+            uint32_t r0 = m->gst[g], r1 = m->gen[g];
+            unsigned s = it == 0 ? m->sel[g] : 0;
+            if (it > 0) {
+                uint64_t c0 = 0, c1 = 0;
+                for (uint32_t r = r0 + lane; r < r1; r += PLAN_WL) {
+                    uint32_t kp = keys[r], k0 = kp & 0xffff, k1 = kp >> 16;
+                    if (k0 >= PLAN_KEYS || k1 >= PLAN_KEYS)
+                        continue; /* a bad key: the block is not used */
+                    c0 += (uint32_t)m->cost[0][k0] + m->cost[0][k1];
+                    c1 += (uint32_t)m->cost[1][k0] + m->cost[1][k1];
+                }
+                c0 = PLAN_WSUM(c0);
+                c1 = PLAN_WSUM(c1);
+                s = c1 < c0 ? 1 : 0;
+                if (lane == 0)
+                    m->sel[g] = (uint8_t)s;
+            }
+            uint32_t *h = m->hist[warp % PLAN_NH][s];
+            for (uint32_t r = r0 + lane; r < r1; r += PLAN_WL) {
+                uint32_t kp = keys[r], k0 = kp & 0xffff, k1 = kp >> 16;
+                if (k0 >= PLAN_KEYS || k1 >= PLAN_KEYS)
+                    continue;
+                PLAN_ADD32(&h[k0], 1u);
+                PLAN_ADD32(&h[k1], 1u);
+            }
+        }
+        PLAN_SYNC();
+        plan_merge(m, PLAN_SETS, tid);
+        PLAN_SYNC();
+        for (unsigned i = tid; i < PLAN_SETS * TPS; i += PLAN_THREADS)
+            plan_costs(m, i / TPS, i % TPS, it == 3 ? &m->est : NULL);
+        PLAN_SYNC();
+        if (it < 3) {
+            plan_zero(m, tid);
+            PLAN_SYNC();
+        }
+    }
+    for (unsigned i = tid; i < PLAN_SETS * PLAN_KEYS; i += PLAN_THREADS)
+        out->cnt2[i / PLAN_KEYS][i % PLAN_KEYS] = m->hist[0][i / PLAN_KEYS][i % PLAN_KEYS];
+    for (uint32_t g = tid; g < ng; g += PLAN_THREADS)
+        p.psel[blk * MAX_GROUPS + g] = m->sel[g];
+    if (tid == 0) {
+        out->est[1] = m->est;
+        out->bad = m->bad;
+        out->big = m->big;
+        out->runs = total;
+        out->ng = ng;
+    }
+}
+
 /* ---- context ------------------------------------------------------------------ */
 
 struct dbuf {
@@ -572,18 +865,18 @@ struct gmtf_gpu_lanes_enc {
     size_t count;    /* blocks of the last scan */
     uint64_t nbytes; /* their bytes */
     int scanned;
-    float ms[2]; /* the last scan and code kernels' device time */
+    float ms[3]; /* the last scan, code and plan kernels' device time */
     dbuf crk, ckeys, roff, bwt, off, rk, keys, rl, runs, init, ninit, gstart, shared, sel, cum,
-        room, len, pos, packed, skip;
+        room, len, pos, packed, skip, plans, psel;
     /* the device-fed calls' host side (pinned; gmtf_gpu_lanes_enc_scan_dev) */
     dbuf h_rk, h_keys, h_runs, h_roff, h_init, h_ninit, h_gstart, h_shared, h_sel, h_cum, h_len,
-        h_pos, h_streams, h_skip;
+        h_pos, h_streams, h_skip, h_plans, h_psel;
     int use_skip;
     dbuf rcp, rsh; /* the reciprocals of 1..65535 (device) */
     int lpw;       /* the code step's lanes a warp */
 #ifndef GMTF_LANES_ENC_EMU
     cudaStream_t st;
-    cudaEvent_t ev[2];
+    cudaEvent_t ev[4];
 #endif
 };
 
@@ -723,13 +1016,23 @@ static int run_compact(gmtf_gpu_lanes_enc *c)
     return 0;
 }
 
+/* The plan: one CTA a block (plan_block). */
+__global__ void __launch_bounds__(PLAN_THREADS) k_plan(plan_args p)
+{
+    extern __shared__ __align__(16) uint8_t plan_sh[];
+    plan_block(p, blockIdx.x, (plan_shm *)plan_sh, threadIdx.x);
+}
+
 static int backend_open(gmtf_gpu_lanes_enc *c)
 {
     if (!gmtf_gpu_available())
         return -ENODEV;
     if (cudaSetDevice(0) != cudaSuccess ||
         cudaStreamCreateWithFlags(&c->st, cudaStreamNonBlocking) != cudaSuccess ||
-        cudaEventCreate(&c->ev[0]) != cudaSuccess || cudaEventCreate(&c->ev[1]) != cudaSuccess) {
+        cudaEventCreate(&c->ev[0]) != cudaSuccess || cudaEventCreate(&c->ev[1]) != cudaSuccess ||
+        cudaEventCreate(&c->ev[2]) != cudaSuccess || cudaEventCreate(&c->ev[3]) != cudaSuccess ||
+        cudaFuncSetAttribute(k_plan, cudaFuncAttributeMaxDynamicSharedMemorySize,
+                             (int)sizeof(plan_shm)) != cudaSuccess) {
         cudaGetLastError();
         return -ENODEV;
     }
@@ -780,7 +1083,7 @@ static void backend_close(gmtf_gpu_lanes_enc *c)
         cudaStreamSynchronize(c->st);
         cudaStreamDestroy(c->st);
     }
-    for (int i = 0; i < 2; i++)
+    for (int i = 0; i < 4; i++)
         if (c->ev[i])
             cudaEventDestroy(c->ev[i]);
     cudaGetLastError();
@@ -885,11 +1188,36 @@ static int run_code(gmtf_gpu_lanes_enc *c)
     return 0;
 }
 
+static plan_args plan_args_of(gmtf_gpu_lanes_enc *c, unsigned big_rank)
+{
+    plan_args p;
+    p.off = (const uint64_t *)c->off.p;
+    p.rk = (const uint8_t *)c->rk.p;
+    p.keys = (const uint32_t *)c->keys.p;
+    p.runs = (const uint32_t *)c->runs.p;
+    p.gstart = (const uint32_t *)c->gstart.p;
+    p.big_rank = big_rank;
+    p.out = (gmtf_gpu_lanes_plan *)c->plans.p;
+    p.psel = (uint8_t *)c->psel.p;
+    return p;
+}
+
+static int run_plan(gmtf_gpu_lanes_enc *c, unsigned big_rank)
+{
+    CK(c, cudaEventRecord(c->ev[2], c->st));
+    k_plan<<<(unsigned)c->count, PLAN_THREADS, sizeof(plan_shm), c->st>>>(
+        plan_args_of(c, big_rank));
+    CK(c, cudaGetLastError());
+    CK(c, cudaEventRecord(c->ev[3], c->st));
+    return 0;
+}
+
 /* after a sync: the kernel's time between the events */
 static void kernel_ms(gmtf_gpu_lanes_enc *c, int which)
 {
     float ms = 0;
-    if (cudaEventElapsedTime(&ms, c->ev[0], c->ev[1]) != cudaSuccess) {
+    if (cudaEventElapsedTime(&ms, c->ev[which == 2 ? 2 : 0], c->ev[which == 2 ? 3 : 1]) !=
+        cudaSuccess) {
         cudaGetLastError();
         ms = 0;
     }
@@ -1032,6 +1360,26 @@ static void kernel_ms(gmtf_gpu_lanes_enc *, int)
 {
 }
 
+static int run_plan(gmtf_gpu_lanes_enc *c, unsigned big_rank)
+{
+    plan_args p;
+    p.off = (const uint64_t *)c->off.p;
+    p.rk = (const uint8_t *)c->rk.p;
+    p.keys = (const uint32_t *)c->keys.p;
+    p.runs = (const uint32_t *)c->runs.p;
+    p.gstart = (const uint32_t *)c->gstart.p;
+    p.big_rank = big_rank;
+    p.out = (gmtf_gpu_lanes_plan *)c->plans.p;
+    p.psel = (uint8_t *)c->psel.p;
+    plan_shm *m = (plan_shm *)malloc(sizeof *m);
+    if (!m)
+        return set_err(c, -ENOMEM, "malloc", "out of memory");
+    for (size_t b = 0; b < c->count; b++)
+        plan_block(p, b, m, 0);
+    free(m);
+    return 0;
+}
+
 #endif
 
 /* ---- API ---------------------------------------------------------------------- */
@@ -1066,15 +1414,15 @@ extern "C" void gmtf_gpu_lanes_enc_destroy(gmtf_gpu_lanes_enc *c)
     backend_close(c);
     dbuf *b[] = {&c->crk,  &c->ckeys, &c->roff, &c->rl,    &c->bwt,    &c->off,    &c->rk,
                  &c->keys, &c->runs,  &c->init, &c->ninit, &c->gstart, &c->shared, &c->sel,
-                 &c->cum,  &c->room,  &c->len,  &c->pos,   &c->packed};
+                 &c->cum,  &c->room,  &c->len,  &c->pos,   &c->packed, &c->plans,  &c->psel};
     for (size_t i = 0; i < sizeof b / sizeof b[0]; i++)
         dev_free(b[i]);
     dev_free(&c->skip);
     dev_free(&c->rcp);
     dev_free(&c->rsh);
-    dbuf *h[] = {&c->h_rk,    &c->h_keys,   &c->h_runs,    &c->h_roff, &c->h_init,
-                 &c->h_ninit, &c->h_gstart, &c->h_shared,  &c->h_sel,  &c->h_cum,
-                 &c->h_len,   &c->h_pos,    &c->h_streams, &c->h_skip};
+    dbuf *h[] = {&c->h_rk,      &c->h_keys,   &c->h_runs,  &c->h_roff, &c->h_init, &c->h_ninit,
+                 &c->h_gstart,  &c->h_shared, &c->h_sel,   &c->h_cum,  &c->h_len,  &c->h_pos,
+                 &c->h_streams, &c->h_skip,   &c->h_plans, &c->h_psel};
     for (size_t i = 0; i < sizeof h / sizeof h[0]; i++)
         host_free(h[i]);
     free(c);
@@ -1096,7 +1444,7 @@ extern "C" void gmtf_gpu_lanes_enc_kernel_ms(const gmtf_gpu_lanes_enc *c, double
  * copied device to device; else host memory). o's pointers: the caller's
  * buffers, or with dev the context's pinned ones (set here). */
 static int scan_impl(gmtf_gpu_lanes_enc *c, const uint8_t *bwt, int dev, size_t count,
-                     const uint64_t *off, gmtf_gpu_lanes_scan_out *o)
+                     const uint64_t *off, gmtf_gpu_lanes_scan_out *o, int plan, unsigned big_rank)
 {
     if (!c)
         return -ENODEV;
@@ -1106,15 +1454,16 @@ static int scan_impl(gmtf_gpu_lanes_enc *c, const uint8_t *bwt, int dev, size_t 
     if (count == 0)
         return 0;
     if (!off || !o || count > (1u << 20) || !bwt || off[0] != 0 ||
-        (!dev && (!o->rk || !o->keys || !o->runs || !o->roff || !o->init || !o->ninit ||
-                  !o->gstart || !o->shared)))
+        (!dev && !plan &&
+         (!o->rk || !o->keys || !o->runs || !o->roff || !o->init || !o->ninit || !o->gstart ||
+          !o->shared)))
         return -EINVAL;
     for (size_t b = 0; b < count; b++)
         if (off[b + 1] <= off[b] || off[b + 1] - off[b] > (16u << 20))
             return -EINVAL;
     uint64_t n = off[count];
     size_t nl = count * GMTF_GPU_LANES;
-    if (dev) {
+    if (dev || plan) {
         TRY(host_reserve(c, &c->h_runs, nl * 4));
         TRY(host_reserve(c, &c->h_roff, (nl + 1) * 8));
         TRY(host_reserve(c, &c->h_init, nl * 256));
@@ -1145,6 +1494,36 @@ static int scan_impl(gmtf_gpu_lanes_enc *c, const uint8_t *bwt, int dev, size_t 
     TRY(h2d(c, c->off.p, off, (count + 1) * 8));
     c->count = count;
     c->nbytes = n;
+    if (plan) {
+        /* no round trip: the plan reads the scan where it lies; only the
+         * lanes' small outputs and the plans come down */
+        TRY(dev_reserve(c, &c->plans, count * sizeof(gmtf_gpu_lanes_plan)));
+        TRY(dev_reserve(c, &c->psel, count * MAX_GROUPS));
+        TRY(host_reserve(c, &c->h_plans, count * sizeof(gmtf_gpu_lanes_plan)));
+        TRY(host_reserve(c, &c->h_psel, count * MAX_GROUPS));
+        TRY(run_scan(c));
+        TRY(run_plan(c, big_rank));
+        TRY(d2h(c, o->runs, c->runs.p, nl * 4));
+        TRY(d2h(c, o->init, c->init.p, nl * 256));
+        TRY(d2h(c, o->ninit, c->ninit.p, nl * 2));
+        TRY(d2h(c, o->gstart, c->gstart.p, count * MAX_GROUPS * 4));
+        TRY(d2h(c, o->shared, c->shared.p, nl * GMTF_GPU_LANES_NSHARED * NSYM * 4));
+        TRY(d2h(c, c->h_plans.p, c->plans.p, count * sizeof(gmtf_gpu_lanes_plan)));
+        TRY(d2h(c, c->h_psel.p, c->psel.p, count * MAX_GROUPS));
+        TRY(sync(c));
+        kernel_ms(c, 0);
+        kernel_ms(c, 2);
+        const char *pe = getenv("GMTF_GPU_LANES_PROFILE");
+        if (pe && *pe == '1')
+            fprintf(stderr,
+                    "lanes enc profile: %zu blocks, scan kernel %.2f ms, plan kernel %.2f ms\n",
+                    count, (double)c->ms[0], (double)c->ms[2]);
+        o->rk = NULL;
+        o->keys = NULL;
+        o->roff = NULL;
+        c->scanned = 2;
+        return 0;
+    }
     TRY(dev_reserve(c, &c->roff, (nl + 1) * 8));
     TRY(dev_reserve(c, &c->crk, n));
     TRY(dev_reserve(c, &c->ckeys, 4 * n));
@@ -1186,13 +1565,35 @@ static int scan_impl(gmtf_gpu_lanes_enc *c, const uint8_t *bwt, int dev, size_t 
 extern "C" int gmtf_gpu_lanes_enc_scan(gmtf_gpu_lanes_enc *c, const uint8_t *bwt, size_t count,
                                        const uint64_t *off, gmtf_gpu_lanes_scan_out *o)
 {
-    return scan_impl(c, bwt, 0, count, off, o);
+    return scan_impl(c, bwt, 0, count, off, o, 0, 0);
 }
 
 extern "C" int gmtf_gpu_lanes_enc_scan_dev(gmtf_gpu_lanes_enc *c, const void *dbwt, size_t count,
                                            const uint64_t *off, gmtf_gpu_lanes_scan_out *o)
 {
-    return scan_impl(c, (const uint8_t *)dbwt, 1, count, off, o);
+    return scan_impl(c, (const uint8_t *)dbwt, 1, count, off, o, 0, 0);
+}
+
+extern "C" int gmtf_gpu_lanes_enc_scan_plan(gmtf_gpu_lanes_enc *c, const void *bwt, int dev,
+                                            size_t count, const uint64_t *off, unsigned big_rank,
+                                            gmtf_gpu_lanes_scan_out *o,
+                                            const gmtf_gpu_lanes_plan **plans, const uint8_t **psel)
+{
+    if (!plans || !psel)
+        return -EINVAL;
+    *plans = NULL;
+    *psel = NULL;
+    int rc = scan_impl(c, (const uint8_t *)bwt, dev, count, off, o, 1, big_rank);
+    if (rc == 0) {
+        *plans = (const gmtf_gpu_lanes_plan *)c->h_plans.p;
+        *psel = (const uint8_t *)c->h_psel.p;
+    }
+    return rc;
+}
+
+extern "C" double gmtf_gpu_lanes_enc_plan_ms(const gmtf_gpu_lanes_enc *c)
+{
+    return c ? c->ms[2] : 0;
 }
 
 extern "C" int gmtf_gpu_lanes_enc_tables(gmtf_gpu_lanes_enc *c, uint8_t **sel, uint16_t **cum,

@@ -13,6 +13,8 @@
 #define gmtf_gpu_lanes_enc_scan_dev gmtf_gpu_lanes_enc_emu_scan_dev
 #define gmtf_gpu_lanes_enc_tables gmtf_gpu_lanes_enc_emu_tables
 #define gmtf_gpu_lanes_enc_code_dev gmtf_gpu_lanes_enc_emu_code_dev
+#define gmtf_gpu_lanes_enc_scan_plan gmtf_gpu_lanes_enc_emu_scan_plan
+#define gmtf_gpu_lanes_enc_plan_ms gmtf_gpu_lanes_enc_emu_plan_ms
 #define gmtf_gpu_lanes_enc gmtf_gpu_lanes_enc_emu
 
 #endif

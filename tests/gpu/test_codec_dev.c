@@ -92,6 +92,15 @@ static int emu_enc_scan(void *ctx, void *fwd_ctx, size_t count, const uint64_t *
     int rc = gmtf_gpu_bwt_stage_device(fwd_ctx, &bwt, NULL);
     return rc ? rc : gmtf_gpu_lanes_enc_scan_dev(ctx, bwt, count, off, o);
 }
+static int emu_enc_scan_plan(void *ctx, void *fwd_ctx, size_t count, const uint64_t *off,
+                             unsigned big_rank, gmtf_gpu_lanes_scan_out *o,
+                             const gmtf_gpu_lanes_plan **plans, const uint8_t **psel)
+{
+    void *bwt = NULL;
+    int rc = gmtf_gpu_bwt_stage_device(fwd_ctx, &bwt, NULL);
+    return rc ? rc
+              : gmtf_gpu_lanes_enc_scan_plan(ctx, bwt, 1, count, off, big_rank, o, plans, psel);
+}
 static int emu_enc_tables(void *ctx, uint8_t **sel, uint16_t **cum, uint8_t **skip)
 {
     return gmtf_gpu_lanes_enc_tables(ctx, sel, cum, skip);
@@ -129,6 +138,7 @@ static const gmtf_bwt_dev_ops emu_ops = {
     .enc_scan = emu_enc_scan,
     .enc_tables = emu_enc_tables,
     .enc_code = emu_enc_code,
+    .enc_scan_plan = emu_enc_scan_plan,
     .lanes_keep = emu_lanes_keep,
     .inv_dev = emu_inv_dev,
 };
@@ -635,16 +645,22 @@ static void test_lanes_enc(void **state)
     unsigned pipes[] = {1, 2, 3, 5}, npipes = 4;
     long faults = 10;
 #endif
-    for (unsigned p = 0; p < npipes; p++) {
+    /* p = npipes: the plan's statistics on the host (GMTF_GPU_PLAN=0), one
+     * chunk; the others with the device's */
+    for (unsigned p = 0; p <= npipes; p++) {
         gmtf_codec *dev = codec_new(1, 3);
         gmtf_bwt_dev *d = gmtf_codec_bwt_dev(dev);
-        d->pipe[0] = pipes[p];
+        assert_int_equal(d->use_plan, 1);
+        d->pipe[0] = p < npipes ? pipes[p] : 1;
+        d->use_plan = p < npipes;
         frames got = encode(dev, &b);
         assert_same_frames(&want, &got);
         uint64_t coded = d->blocks[GMTF_BWT_DEV_ENC0] + d->blocks[GMTF_BWT_DEV_ENC1] +
                          d->blocks[GMTF_BWT_DEV_ENC2];
-        printf("lanes enc: %u chunk(s), %llu device calls, %llu blocks coded on the device\n",
-               pipes[p], (unsigned long long)d->calls, (unsigned long long)coded);
+        printf("lanes enc: %u chunk(s), plan on the %s, %llu device calls, %llu blocks coded on "
+               "the device\n",
+               d->pipe[0], d->use_plan ? "device" : "host", (unsigned long long)d->calls,
+               (unsigned long long)coded);
         /* blocks 0, 6, 9 (and 3, 5 unless the rule defers them) are method 2 */
         assert_true(coded >= 3);
         assert_int_equal(d->retired, 0);
@@ -899,6 +915,81 @@ static void test_real(void **state)
     gmtf_codec_destroy(dev);
 }
 
+/* gmtf_codec_prepare makes the device's contexts and the workspaces
+ * ahead of the first batch, counts no device call, and changes no byte;
+ * on a retired device it makes nothing. */
+static void test_prepare(void **state)
+{
+    (void)state;
+    blocks b = lanes_batch();
+    gmtf_codec *cpu = codec_new(0, 2);
+    frames want = encode(cpu, &b);
+    gmtf_codec *dev = codec_new(1, 2);
+    gmtf_bwt_dev *d = gmtf_codec_bwt_dev(dev);
+    d->pipe[0] = 2;
+    assert_null(d->ctx[GMTF_BWT_DEV_FWD]);
+    assert_int_equal(gmtf_codec_prepare(dev, b.off[b.count], 1), 0);
+    assert_non_null(d->ctx[GMTF_BWT_DEV_FWD]);
+    assert_non_null(d->ctx[GMTF_BWT_DEV_ENC0]);
+    assert_non_null(d->ctx[GMTF_BWT_DEV_ENC1]);
+    assert_null(d->ctx[GMTF_BWT_DEV_INV]);
+    assert_int_equal(d->calls, 0);
+    frames got = encode(dev, &b);
+    assert_same_frames(&want, &got);
+    assert_true(d->calls > 0);
+    long calls = d->calls;
+    assert_int_equal(gmtf_codec_prepare(dev, b.off[b.count], 0), 0);
+    assert_non_null(d->ctx[GMTF_BWT_DEV_INV]);
+    assert_non_null(d->ctx[GMTF_BWT_DEV_LANES]);
+    assert_int_equal(d->calls, calls);
+    uint8_t *out;
+    int *st;
+    assert_int_equal(decode(dev, &got, b.off, &out, &st), 0);
+    assert_memory_equal(out, b.data, b.off[b.count]);
+    assert_true(d->calls > calls);
+    free(out);
+    free(st);
+    gmtf_codec_destroy(dev);
+    /* retired at its first call: prepare makes nothing */
+    dev = codec_new(1, 2);
+    d = gmtf_codec_bwt_dev(dev);
+    d->fault_at = 1;
+    frames again = encode(dev, &b);
+    assert_same_frames(&want, &again);
+    assert_int_equal(d->retired, 1);
+    assert_int_equal(gmtf_codec_prepare(dev, b.off[b.count], 1), 0);
+    for (int k = 0; k < GMTF_BWT_DEV_NCTX; k++)
+        assert_null(d->ctx[k]);
+    frames_free(&again);
+    gmtf_codec_destroy(dev);
+    frames_free(&got);
+    frames_free(&want);
+    blocks_free(&b);
+    gmtf_codec_destroy(cpu);
+}
+
+/* Which codecs send their batches to the device: the gpu backends and
+ * auto (with a device), not simd or scalar, whose batch hooks are CPU
+ * ones (they are the CPU baseline of every comparison). */
+static void test_backend_device(void **state)
+{
+    (void)state;
+#ifdef GMTF_CODEC_DEV_EMU
+    printf("SKIP: the emulated device is set by hand (the GPU's choice runs on a device)\n");
+#else
+    const char *names[] = {"auto", "gpu", "simd", "scalar"};
+    for (size_t i = 0; i < sizeof names / sizeof names[0]; i++) {
+        gmtf_codec *c = NULL;
+        gmtf_codec_options o = {.threads = 2, .mtf = names[i]};
+        assert_int_equal(gmtf_codec_create(&c, &o), 0);
+        int on = gmtf_codec_bwt_dev(c)->ops != NULL;
+        printf("--mtf=%s: batches %s\n", names[i], on ? "on the device" : "on the CPU");
+        assert_int_equal(on, i < 2);
+        gmtf_codec_destroy(c);
+    }
+#endif
+}
+
 int main(void)
 {
     if (!dev_ops()) {
@@ -915,6 +1006,8 @@ int main(void)
         cmocka_unit_test(test_split_decode),
         cmocka_unit_test(test_method4_to_cpu),
         cmocka_unit_test(test_real),
+        cmocka_unit_test(test_backend_device),
+        cmocka_unit_test(test_prepare),
     };
     /* GMTF_CODEC_DEV_ONLY=test_lanes_enc: one test (e.g. under compute-sanitizer) */
     const char *only = getenv("GMTF_CODEC_DEV_ONLY");

@@ -129,6 +129,96 @@ static void check_frame_of(const uint8_t *pay, size_t plen, size_t n)
     free(fr);
 }
 
+/* Block i's view of a scan_plan's small outputs (no ranks and keys). */
+static gmtf_gpu_lanes_scan_out plan_view(const gmtf_gpu_lanes_scan_out *o, size_t i)
+{
+    gmtf_gpu_lanes_scan_out v = *o;
+    v.runs += NL * i;
+    v.init += NL * 256 * i;
+    v.ninit += NL * i;
+    v.gstart += MG * i;
+    v.shared += (size_t)NL * GMTF_GPU_LANES_NSHARED * 16 * i;
+    return v;
+}
+
+/* The batch's way with the plan's statistics from the device
+ * (gmtf_gpu_lanes_enc_scan_plan, gmtf_lanes_enc_dev_plan_stats, the code
+ * step, gmtf_lanes_enc_dev_finish_rec): every block's bytes and verdict
+ * the CPU encoder's (ref, refr). Returns the payload bytes. */
+static uint64_t check_plan(const uint8_t *bwt, const uint64_t *off, size_t count, int choose,
+                           uint8_t *const *ref, const long *refr)
+{
+    gmtf_gpu_lanes_scan_out o;
+    const gmtf_gpu_lanes_plan *plans;
+    const uint8_t *psel;
+    int rc = gmtf_gpu_lanes_enc_scan_plan(ctx, bwt, 0, count, off, GMTF_QLFC_BIG_RANK, &o, &plans,
+                                          &psel);
+    if (rc)
+        fprintf(stderr, "scan_plan: %d %s\n", rc, gmtf_gpu_lanes_enc_error(ctx));
+    assert_int_equal(rc, 0);
+    assert_null(o.rk);
+    assert_null(o.keys);
+    uint8_t *sel, *skip;
+    uint16_t *cum;
+    assert_int_equal(gmtf_gpu_lanes_enc_tables(ctx, &sel, &cum, &skip), 0);
+    size_t rs = gmtf_lanes_enc_dev_rec_size();
+    uint8_t *rec = tu_malloc(count * rs);
+    long *prc = tu_malloc(count * sizeof *prc);
+    size_t maxn = 0;
+    for (size_t i = 0; i < count; i++) {
+        size_t bn = off[i + 1] - off[i];
+        maxn = bn > maxn ? bn : maxn;
+        void *ws = enc_ws(bn);
+        gmtf_gpu_lanes_scan_out v = plan_view(&o, i);
+        uint64_t runs = 0;
+        for (unsigned j = 0; j < NL; j++)
+            runs += o.runs[NL * i + j];
+        assert_int_equal(plans[i].runs, runs);
+        assert_int_equal(plans[i].bad, 0);
+        prc[i] = gmtf_lanes_enc_dev_plan_stats(bn, ws, &v, plans + i, psel + MG * i, choose,
+                                               sel + MG * i, cum + (size_t)NT * CW * i);
+        assert_true(prc[i] == 0 || prc[i] == -EXDEV || prc[i] == -ENOSPC);
+        skip[i] = prc[i] != 0;
+        if (prc[i] == 0)
+            gmtf_lanes_enc_dev_save(ws, rec + i * rs);
+        free(ws);
+    }
+    const uint8_t *streams;
+    const uint32_t *len;
+    rc = gmtf_gpu_lanes_enc_code_dev(ctx, &streams, &len);
+    if (rc)
+        fprintf(stderr, "code_dev: %d %s\n", rc, gmtf_gpu_lanes_enc_error(ctx));
+    assert_int_equal(rc, 0);
+    void *ws = enc_ws(maxn);
+    uint8_t *dst = tu_malloc(2 * maxn + 4096);
+    uint64_t at = 0, total = 0;
+    for (size_t i = 0; i < count; i++) {
+        size_t bn = off[i + 1] - off[i], blen = 0;
+        int hole = 0;
+        for (unsigned j = 0; j < NL; j++) {
+            blen += len[NL * i + j];
+            hole |= len[NL * i + j] == 0;
+        }
+        long r = prc[i];
+        if (r == 0)
+            r = gmtf_lanes_enc_dev_finish_rec(bn, ws, rec + i * rs, streams + at, len + NL * i, dst,
+                                              2 * bn + 4096);
+        at += blen;
+        if (r == -EAGAIN && hole) /* a lane the device left: the caller's way */
+            continue;
+        assert_int_equal(r, refr[i]);
+        if (r > 0) {
+            assert_memory_equal(dst, ref[i], (size_t)r);
+            total += (uint64_t)r;
+        }
+    }
+    free(ws);
+    free(dst);
+    free(rec);
+    free(prc);
+    return total;
+}
+
 /* Encodes the blocks bwt[off[i]..off[i+1]) on the device path and the CPU
  * path; every block's bytes and verdict the same; clean payloads decode.
  * host_lanes: lanes whose device stream is dropped (coded by the host).
@@ -167,6 +257,8 @@ static uint64_t check(const uint8_t *bwt, const uint64_t *off, size_t count, int
     void *dws = tu_malloc(gmtf_qlfc_decode_workspace_size());
     uint8_t *dst = tu_malloc(2 * maxn + 4096), *ref = tu_malloc(2 * maxn + 4096);
     uint8_t *back = tu_malloc(maxn);
+    uint8_t **refs = tu_malloc(count * sizeof *refs);
+    long *refr = tu_malloc(count * sizeof *refr);
     uint64_t at = 0, total = 0;
     for (size_t i = 0; i < count; i++) {
         size_t bn = off[i + 1] - off[i], blen = 0;
@@ -195,6 +287,10 @@ static uint64_t check(const uint8_t *bwt, const uint64_t *off, size_t count, int
         if (r == 0)
             r = gmtf_lanes_enc_dev_finish(bwt + off[i], bn, ws[i], bs, l, dst, 2 * bn + 4096);
         assert_int_equal(r, ref_r);
+        refr[i] = ref_r;
+        refs[i] = tu_malloc(ref_r > 0 ? (size_t)ref_r : 1);
+        if (ref_r > 0)
+            memcpy(refs[i], ref, (size_t)ref_r);
         if (r > 0) {
             assert_memory_equal(dst, ref, (size_t)r);
             assert_int_equal(gmtf_lanes_decode(dst, (size_t)r, back, bn, dws), 0);
@@ -215,6 +311,13 @@ static uint64_t check(const uint8_t *bwt, const uint64_t *off, size_t count, int
     free(ref);
     free(back);
     scan_free(&s);
+    /* the same with the plan's statistics from the device */
+    if (host_lanes == 0)
+        assert_int_equal(check_plan(bwt, off, count, choose, refs, refr), total);
+    for (size_t i = 0; i < count; i++)
+        free(refs[i]);
+    free(refs);
+    free(refr);
     return total;
 }
 
@@ -359,6 +462,30 @@ static void test_broken_scan(void **state)
     s.o.keys[2 * 5] ^= 0x0f;
     s.o.keys[2 * 7 + 1] = 0xffff; /* a context out of range */
     assert_int_equal(gmtf_lanes_enc_dev_plan(d, n, ws, &v, 0, s.sel, s.cum), -EIO);
+    /* the device's plan: its verdict and the small outputs checked */
+    gmtf_gpu_lanes_scan_out o;
+    const gmtf_gpu_lanes_plan *plans;
+    const uint8_t *psel;
+    assert_int_equal(
+        gmtf_gpu_lanes_enc_scan_plan(ctx, d, 0, 1, off, GMTF_QLFC_BIG_RANK, &o, &plans, &psel), 0);
+    assert_int_equal(plans[0].bad, 0);
+    gmtf_gpu_lanes_plan *p = tu_malloc(sizeof *p);
+    memcpy(p, plans, sizeof *p);
+    assert_int_equal(gmtf_lanes_enc_dev_plan_stats(n, ws, &o, p, psel, 0, s.sel, s.cum), 0);
+    p->bad = 1; /* the device found a broken key */
+    assert_int_equal(gmtf_lanes_enc_dev_plan_stats(n, ws, &o, p, psel, 0, s.sel, s.cum), -EIO);
+    p->bad = 0;
+    p->runs++; /* not the lanes' runs */
+    assert_int_equal(gmtf_lanes_enc_dev_plan_stats(n, ws, &o, p, psel, 0, s.sel, s.cum), -EIO);
+    p->runs--;
+    o.runs[3] = (uint32_t)n;
+    assert_int_equal(gmtf_lanes_enc_dev_plan_stats(n, ws, &o, p, psel, 0, s.sel, s.cum), -EIO);
+    assert_int_equal(gmtf_lanes_enc_dev_plan_stats(n, ws, &o, NULL, psel, 0, s.sel, s.cum),
+                     -EINVAL);
+    assert_int_equal(
+        gmtf_gpu_lanes_enc_scan_plan(ctx, d, 0, 1, off, GMTF_QLFC_BIG_RANK, &o, NULL, &psel),
+        -EINVAL);
+    free(p);
     /* bad arguments */
     uint64_t boff[2] = {0, 0};
     assert_int_equal(gmtf_gpu_lanes_enc_scan(ctx, d, 1, boff, &s.o), -EINVAL);
