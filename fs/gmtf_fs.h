@@ -28,6 +28,7 @@ extern "C" {
 #define GMTF_FS_BLOCK_MIN (64u << 10)
 #define GMTF_FS_BLOCK_MAX (16u << 20)
 #define GMTF_FS_BLOCK_DEFAULT (4u << 20) /* docs/format.md, "Block size" */
+#define GMTF_FS_PACK_DEFAULT (4u << 20)  /* the same */
 #define GMTF_FS_LABEL_MAX 63
 #define GMTF_FS_NAME_MAX 255
 #define GMTF_FS_XATTR_NAME_MAX 255
@@ -87,6 +88,12 @@ void gmtf_image_close(gmtf_image *img);
 
 typedef struct gmtf_mkfs_options {
     uint32_t block_size; /* 0 = GMTF_FS_BLOCK_DEFAULT; power of two in [64 KiB, 16 MiB] */
+    /* Pieces of files (small files, tails) of at most pack_size bytes are
+     * packed together into frames of at most pack_size; longer ones are
+     * packed among themselves into frames of at most a block. 0 = the
+     * smaller of GMTF_FS_PACK_DEFAULT and the block size; else a power of
+     * two in [64 KiB, block_size] (docs/format.md, "Block size"). */
+    uint32_t pack_size;
     const char *label;   /* NULL = empty; at most GMTF_FS_LABEL_MAX bytes */
     uint64_t capacity;   /* bytes; 0 = growable (or the device size) */
     const uint8_t *uuid; /* 16 bytes, kept as given; NULL = random (version 4) */
@@ -311,6 +318,7 @@ int gmtf_fs_statfs(gmtf_fs *fs, struct statvfs *st);
 
 typedef struct gmtf_fs_info {
     uint32_t block_size;
+    uint32_t pack_size; /* small files and tails are packed into frames of at most this */
     char label[GMTF_FS_LABEL_MAX + 1];
     uint8_t uuid[16];
     uint64_t generation;
