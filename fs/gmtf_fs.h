@@ -27,8 +27,8 @@ extern "C" {
 #define GMTF_ROOT_INO 1u
 #define GMTF_FS_BLOCK_MIN (64u << 10)
 #define GMTF_FS_BLOCK_MAX (16u << 20)
-#define GMTF_FS_BLOCK_DEFAULT (4u << 20) /* docs/format.md, "Block size" */
-#define GMTF_FS_PACK_DEFAULT (4u << 20)  /* the same */
+#define GMTF_FS_BLOCK_DEFAULT (16u << 20) /* docs/format.md, "Block size" */
+#define GMTF_FS_PACK_DEFAULT (4u << 20)   /* the same, "Pack size" */
 #define GMTF_FS_LABEL_MAX 63
 #define GMTF_FS_NAME_MAX 255
 #define GMTF_FS_XATTR_NAME_MAX 255
@@ -118,7 +118,9 @@ typedef struct gmtf_fs_options {
     unsigned flush_interval_ms; /* background flusher period; 0 = no thread (caller syncs) */
     uint64_t journal_bytes;     /* journal region while mounted, 0 = 8 MiB */
     int track_lookups;          /* count lookups; inodes live until gmtf_fs_forget (FUSE) */
-    unsigned readahead_blocks;  /* blocks decoded ahead of sequential reads, 0 = 4 */
+    unsigned readahead_blocks;  /* blocks decoded ahead of sequential reads, 0 = 4 (with a pack
+                                   size below the block size: as many packs' worth of
+                                   blocks, at least one) */
     gmtf_fs_log_fn log;         /* errors and warnings (checksum, replay); NULL = stderr */
     void *log_arg;
     int no_flush;    /* skip device flushes until unmount (mkfs: a crash midway

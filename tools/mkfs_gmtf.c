@@ -109,7 +109,7 @@ static void usage(FILE *f, const char *prog)
     fprintf(f,
             "Usage: %s [OPTIONS] IMAGE\n"
             "Make a gmtf compressed filesystem image (a regular file or a block device).\n\n"
-            "  -b, --block-size=SIZE  block size, 64K..16M, a power of two (default 4M)\n"
+            "  -b, --block-size=SIZE  block size, 64K..16M, a power of two (default 16M)\n"
             "  -P, --pack-size=SIZE   small files and tails share frames of up to SIZE,\n"
             "                         64K..the block size, a power of two (default the\n"
             "                         smaller of 4M and the block size)\n"
