@@ -556,8 +556,8 @@ print(s["block_size"], s["pack_size"])'
     perr() { # pattern args...
         local pat=$1
         shift
-        "$MKFS" -q -f "$@" img3 >out 2>err && fail "mkfs.gmtf $* succeeded"
-        grep -qE -- "$pat" err || fail "mkfs.gmtf $*: message '$(cat err)' lacks /$pat/"
+        "$MKFS" -q -f "$@" img3 >p.out 2>p.err && fail "mkfs.gmtf $* succeeded"
+        grep -qE -- "$pat" p.err || fail "mkfs.gmtf $*: message '$(cat p.err)' lacks /$pat/"
     }
     perr 'larger than the block size' -b 1M -P 2M
     perr 'power of two' -P 100K
