@@ -267,7 +267,10 @@ static int pieces_dedup(gmtf_fs *fs, struct piece *p, size_t np)
  * of at most the pack size (a cold read of a small file decodes no more);
  * longer pieces (tails of large files, files shorter than a block but
  * longer than a pack) packed among themselves into frames of at most a
- * block. Returns the group count. */
+ * block when packing in write order (mkfs: an archive's similar large
+ * files gain by sharing frames), else alone (a live filesystem: deleting
+ * such a file frees its frame; no half-dead frame of a block waits for
+ * compaction). Returns the group count. */
 static size_t pieces_group(gmtf_fs *fs, struct piece *p, size_t np, struct group *g)
 {
     size_t ng = 0;
@@ -275,8 +278,8 @@ static size_t pieces_group(gmtf_fs *fs, struct piece *p, size_t np, struct group
     for (size_t i = 0; i < np; i++) {
         if (p[i].dup_of >= 0 || p[i].group == -1)
             continue;
-        int alone = p[i].len == fs->bs;
         int big = p[i].len > fs->ps;
+        int alone = p[i].len == fs->bs || (big && !fs->opt.pack_write_order);
         uint32_t lim = big ? fs->bs : fs->ps;
         if (alone || ng == 0 || g[ng - 1].len == fs->bs || g[ng - 1].big != big ||
             g[ng - 1].len + p[i].len > lim) {

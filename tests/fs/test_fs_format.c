@@ -484,72 +484,88 @@ static void test_pack_size(void **state)
 {
     (void)state;
     enum { BS = 1u << 20, PS = 64u << 10, NF = 48 };
-    rec_img *r = mkfs_pack(BS, PS);
-    gmtf_fs *fs = mount_rec(r, 0);
+    rec_img *r = NULL;
+    gmtf_fs *fs;
     gmtf_fs_info info;
-    assert_int_equal(gmtf_fs_get_info(fs, &info), 0);
-    assert_int_equal(info.block_size, BS);
-    assert_int_equal(info.pack_size, PS);
-    /* small files (some exactly a pack), files between a pack and a block,
-     * a file of two whole blocks and a long tail, one of a block and a
-     * short tail */
     size_t len[NF];
     uint8_t *data[NF];
     uint64_t ino[NF];
-    for (int i = 0; i < NF; i++) {
-        if (i < 36)
-            len[i] = i % 9 == 0 ? PS : 3000 + (size_t)i * 1711;
-        else if (i < 46)
-            len[i] = PS + 1 + (size_t)(i - 36) * 97001; /* 64 KiB + 1 .. 937 KiB */
-        else
-            len[i] = i == 46 ? 2 * BS + 700001 : BS + 5000;
-        data[i] = malloc(len[i]);
-        fill_words(data[i], len[i], (uint32_t)i + 1);
-        char nm[16];
-        snprintf(nm, sizeof nm, "f%02d", i);
-        ino[i] = put_file(fs, nm, data[i], len[i]);
-    }
-    assert_int_equal(gmtf_fs_unmount(fs), 0);
-
-    fs = mount_rec(r, 1);
-    assert_int_equal(gmtf_fs_get_info(fs, &info), 0);
-    assert_int_equal(info.pack_size, PS);
-    uint32_t nfr = fs->nframes;
-    uint8_t *kind = calloc(nfr, 1); /* 1 small pieces, 2 long pieces, 4 a whole block */
-    unsigned *users = calloc(nfr, sizeof *users);
-    for (int i = 0; i < NF; i++) {
-        check_file(fs, ino[i], data[i], len[i]);
-        struct inode *in = inode_get(fs, ino[i]);
-        for (uint32_t k = 0; k < in->u.ext.n; k++) {
-            struct fref *e = &in->u.ext.v[k];
-            assert_true(e->frame > 0 && e->frame < nfr);
-            kind[e->frame] |= e->len == BS ? 4 : e->len > PS ? 2 : 1;
-            users[e->frame]++;
+    /* written in sort order (a mount's packing: long pieces alone), then in
+     * write order (mkfs's: long pieces share frames); the second image goes
+     * on below */
+    for (int order = 0; order <= 1; order++) {
+        rec_img *ri = mkfs_pack(BS, PS);
+        gmtf_fs_options wo = {.threads = 1, .journal_bytes = 1u << 20, .pack_write_order = order};
+        assert_int_equal(gmtf_fs_mount(rec_image_attach(ri), &wo, &fs), 0);
+        assert_int_equal(gmtf_fs_get_info(fs, &info), 0);
+        assert_int_equal(info.block_size, BS);
+        assert_int_equal(info.pack_size, PS);
+        /* small files (some exactly a pack), files between a pack and a block,
+     * a file of two whole blocks and a long tail, one of a block and a
+     * short tail */
+        for (int i = 0; i < NF; i++) {
+            if (i < 36)
+                len[i] = i % 9 == 0 ? PS : 3000 + (size_t)i * 1711;
+            else if (i < 46)
+                len[i] = PS + 1 + (size_t)(i - 36) * 97001; /* 64 KiB + 1 .. 937 KiB */
+            else
+                len[i] = i == 46 ? 2 * BS + 700001 : BS + 5000;
+            if (!order)
+                data[i] = malloc(len[i]);
+            fill_words(data[i], len[i], (uint32_t)i + 1);
+            char nm[16];
+            snprintf(nm, sizeof nm, "f%02d", i);
+            ino[i] = put_file(fs, nm, data[i], len[i]);
         }
-    }
-    unsigned shared_small = 0, shared_long = 0, wholes = 0;
-    for (uint32_t id = 1; id < nfr; id++) {
-        if (!kind[id])
-            continue;
-        /* one kind of piece a frame */
-        assert_true(kind[id] == 1 || kind[id] == 2 || kind[id] == 4);
-        uint32_t dlen = fs->frames[id].dlen;
-        if (kind[id] == 1)
-            assert_true(dlen <= PS);
+        assert_int_equal(gmtf_fs_unmount(fs), 0);
+
+        fs = mount_rec(ri, 1);
+        assert_int_equal(gmtf_fs_get_info(fs, &info), 0);
+        assert_int_equal(info.pack_size, PS);
+        uint32_t nfr = fs->nframes;
+        uint8_t *kind = calloc(nfr, 1); /* 1 small pieces, 2 long pieces, 4 a whole block */
+        unsigned *users = calloc(nfr, sizeof *users);
+        for (int i = 0; i < NF; i++) {
+            check_file(fs, ino[i], data[i], len[i]);
+            struct inode *in = inode_get(fs, ino[i]);
+            for (uint32_t k = 0; k < in->u.ext.n; k++) {
+                struct fref *e = &in->u.ext.v[k];
+                assert_true(e->frame > 0 && e->frame < nfr);
+                kind[e->frame] |= e->len == BS ? 4 : e->len > PS ? 2 : 1;
+                users[e->frame]++;
+            }
+        }
+        unsigned shared_small = 0, shared_long = 0, wholes = 0;
+        for (uint32_t id = 1; id < nfr; id++) {
+            if (!kind[id])
+                continue;
+            /* one kind of piece a frame */
+            assert_true(kind[id] == 1 || kind[id] == 2 || kind[id] == 4);
+            uint32_t dlen = fs->frames[id].dlen;
+            if (kind[id] == 1)
+                assert_true(dlen <= PS);
+            else
+                assert_true(dlen <= BS && dlen > PS);
+            shared_small += kind[id] == 1 && users[id] > 1;
+            shared_long += kind[id] == 2 && users[id] > 1;
+            wholes += kind[id] == 4;
+            if (kind[id] == 4)
+                assert_int_equal(users[id], 1);
+        }
+        assert_true(shared_small > 2);
+        if (order)
+            assert_true(shared_long > 0);
         else
-            assert_true(dlen <= BS && dlen > PS);
-        shared_small += kind[id] == 1 && users[id] > 1;
-        shared_long += kind[id] == 2 && users[id] > 1;
-        wholes += kind[id] == 4;
-        if (kind[id] == 4)
-            assert_int_equal(users[id], 1);
+            assert_int_equal(shared_long, 0);
+        assert_int_equal(wholes, 3);
+        free(kind);
+        free(users);
+        assert_int_equal(gmtf_fs_unmount(fs), 0);
+        if (order)
+            r = ri;
+        else
+            rec_image_free(ri);
     }
-    assert_true(shared_small > 2);
-    assert_true(shared_long > 0);
-    assert_int_equal(wholes, 3);
-    free(kind);
-    free(users);
-    assert_int_equal(gmtf_fs_unmount(fs), 0);
 
     /* truncate into the first block of the long file, extend past its old
      * end, write beyond a hole; then read through remounts */
