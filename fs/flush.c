@@ -1,10 +1,11 @@
 /* The flush: turns dirty blocks into frames. Whole blocks become one frame
  * each; small files and file tails are sorted (extension, then name) and
  * packed together into shared frames of up to the pack size (longer
- * pieces among themselves, up to a block); identical pieces are stored once
- * (dedup). All frames of one flush are encoded as one codec batch, written
- * copy-on-write into free space and flushed before the records that point
- * at them are appended to the journal buffer. */
+ * pieces alone, or for mkfs among themselves up to a block); identical
+ * pieces are stored once (dedup). All frames of one flush are encoded as
+ * one codec batch, written copy-on-write into free space and flushed
+ * before the records that point at them are appended to the journal
+ * buffer. */
 #include <stdio.h>
 #include <sys/stat.h>
 

@@ -90,7 +90,8 @@ typedef struct gmtf_mkfs_options {
     uint32_t block_size; /* 0 = GMTF_FS_BLOCK_DEFAULT; power of two in [64 KiB, 16 MiB] */
     /* Pieces of files (small files, tails) of at most pack_size bytes are
      * packed together into frames of at most pack_size; longer ones are
-     * packed among themselves into frames of at most a block. 0 = the
+     * packed among themselves into frames of at most a block when packing
+     * in write order (mkfs), else stored one a frame. 0 = the
      * smaller of GMTF_FS_PACK_DEFAULT and the block size; else a power of
      * two in [64 KiB, block_size] (docs/format.md, "Block size"). */
     uint32_t pack_size;
