@@ -169,6 +169,27 @@ size_t gmtfc_batch_blocks(uint32_t block_size, unsigned threads)
     return n > GMTFC_BATCH_MAX_BLOCKS ? GMTFC_BATCH_MAX_BLOCKS : n;
 }
 
+/* The blocks of a batch for this stream's codec: gmtfc_batch_blocks, twice
+ * that (to GMTFC_BATCH_MAX_BYTES) when the codec's batches go to a GPU,
+ * whose lane kernels take about as long for a batch of 128 MiB as for one
+ * of 256 (their slowest lanes): on the H100, the whole Linux tar at -b 2M
+ * -j16 decompressed in 1.48 s instead of 1.70 and compressed in 2.17 instead
+ * of 2.26 (docs/gpu.md). The stream is the same whatever the batch;
+ * GMTFC_BATCH_MIB, when set, decides alone. */
+static size_t stream_batch(const gmtfc_stream *s, uint32_t bs)
+{
+    size_t n = gmtfc_batch_blocks(bs, s->cfg.threads);
+    const char *e = getenv("GMTFC_BATCH_MIB");
+    if ((e && *e) || !gmtf_codec_batch_device(s->codec))
+        return n;
+    size_t most = GMTFC_BATCH_MAX_BYTES / (bs ? bs : 1);
+    if (2 * n <= most)
+        n *= 2;
+    else if (most > n)
+        n = most;
+    return n > GMTFC_BATCH_MAX_BLOCKS ? GMTFC_BATCH_MAX_BLOCKS : n;
+}
+
 /* (Re)creates the codec when blocks of max_block must be handled and the
  * current one was made for smaller blocks. */
 static int ensure_codec(gmtfc_stream *s, uint32_t max_block)
@@ -381,8 +402,6 @@ static int overlap_on(void)
 int gmtfc_compress(gmtfc_stream *s, int in_fd, int out_fd, gmtfc_totals *t, gmtfc_error *err)
 {
     const uint32_t bs = s->cfg.block_size;
-    const size_t batch = gmtfc_batch_blocks(bs, s->cfg.threads);
-    const size_t full = batch * (size_t)bs;
     const int two = overlap_on();
     uint8_t hdr[GMTFC_TRAILER_LEN];
     uint32_t crc = 0, frames_crc = 0;
@@ -392,7 +411,11 @@ int gmtfc_compress(gmtfc_stream *s, int in_fd, int out_fd, gmtfc_totals *t, gmtf
     memset(err, 0, sizeof *err);
     if (prof_on())
         fprintf(stderr, "gmtfc profile: start at %.3f s\n", prof_wall());
-    if ((rc = ensure_codec(s, bs)) < 0 || (rc = compress_buffers(s, batch, two)) < 0)
+    if ((rc = ensure_codec(s, bs)) < 0)
+        return set_error(err, GMTFC_ERR_CODEC, rc, 0, "%s", gmtf_strerror(rc));
+    const size_t batch = stream_batch(s, bs);
+    const size_t full = batch * (size_t)bs;
+    if ((rc = compress_buffers(s, batch, two)) < 0)
         return set_error(err, GMTFC_ERR_CODEC, rc, 0, "%s", gmtf_strerror(rc));
     if (prof_on())
         fprintf(stderr, "gmtfc profile: ready at %.3f s\n", prof_wall());
@@ -644,8 +667,10 @@ static int decompress_stream(gmtfc_stream *s, reader *r, int out_fd, gmtfc_total
     if ((rc = parse_header(r, s->in + r->pos, &st.bs, err)) < 0)
         return rc;
     r->pos += GMTFC_HEADER_LEN;
-    const size_t batch = gmtfc_batch_blocks(st.bs, s->cfg.threads);
-    if ((rc = ensure_codec(s, st.bs)) < 0 || (rc = decompress_buffers(s, st.bs, batch)) < 0)
+    if ((rc = ensure_codec(s, st.bs)) < 0)
+        return set_error(err, GMTFC_ERR_CODEC, rc, 0, "%s", gmtf_strerror(rc));
+    const size_t batch = stream_batch(s, st.bs);
+    if ((rc = decompress_buffers(s, st.bs, batch)) < 0)
         return set_error(err, GMTFC_ERR_CODEC, rc, 0, "%s", gmtf_strerror(rc));
     struct prep_job pj;
     pthread_t pt;
