@@ -6,6 +6,7 @@
  *
  * usage: codec_gpu_bench --input FILE [--mib 256] [--block 2048] (KiB)
  *                        [--threads 16] [--reps 5] [--sweep] [--corpus DIR]
+ *                        [--gpu-only | --ibwt]
  * The GPU codec is mtf "auto" (the GPU for batches), the CPU one "simd".
  * --sweep times small batches both ways (the size rule's evidence);
  * --corpus checks identity on every file under DIR (900 KiB blocks). */
@@ -223,9 +224,9 @@ static void ibwt_alone(const uint8_t *src, size_t n, size_t block, int reps)
         ph[k] = median(phs[k], r);
     printf("GPU inverse BWT alone, %zu MiB in %zu KiB blocks, pinned: %.2f ms = %.3f GB/s "
            "(upload %.2f, keys+sort %.2f, table %.2f, walk %.2f, download %.2f ms; walk alone "
-           "%.2f GB/s)\n",
-           n >> 20, block >> 10, m, n / m / 1e6, ph[0], ph[1], ph[2], ph[3], ph[4],
-           n / ph[3] / 1e6);
+           "%.2f GB/s; %llu segments walked again)\n",
+           n >> 20, block >> 10, m, n / m / 1e6, ph[0], ph[1], ph[2], ph[3], ph[4], n / ph[3] / 1e6,
+           (unsigned long long)gmtf_gpu_ibwt_last_repaired(g));
     free(t);
 out:
     gmtf_gpu_bwt_destroy(f);
@@ -295,7 +296,7 @@ int main(int argc, char **argv)
     const char *input = NULL, *corpus_dir = NULL;
     size_t mib = 256, block_kib = 2048;
     unsigned threads = 16;
-    int reps = 5, sweep = 0, gpu_alone = 0;
+    int reps = 5, sweep = 0, gpu_alone = 0, ibwt_only = 0;
     for (int i = 1; i < argc; i++) {
         if (!strcmp(argv[i], "--input") && i + 1 < argc)
             input = argv[++i];
@@ -311,12 +312,14 @@ int main(int argc, char **argv)
             sweep = 1;
         else if (!strcmp(argv[i], "--gpu-only"))
             gpu_alone = 1;
+        else if (!strcmp(argv[i], "--ibwt"))
+            ibwt_only = 1;
         else if (!strcmp(argv[i], "--corpus") && i + 1 < argc)
             corpus_dir = argv[++i];
         else {
             fprintf(stderr,
                     "usage: %s --input FILE [--mib 256] [--block KIB] [--threads 16] "
-                    "[--reps 5] [--sweep] [--corpus DIR]\n",
+                    "[--reps 5] [--sweep] [--corpus DIR] [--gpu-only | --ibwt]\n",
                     argv[0]);
             return 2;
         }
@@ -328,6 +331,12 @@ int main(int argc, char **argv)
     if (!src || n == 0) {
         fprintf(stderr, "cannot read %s\n", input);
         return 2;
+    }
+    if (ibwt_only) { /* the GPU inverse BWT alone (GMTF_GPU_IBWT_BIDIR picks the walk) */
+        ibwt_alone(src, n, block_kib << 10, reps);
+        free(src);
+        printf("%s\n", failures ? "FAILURES" : "all checks passed");
+        return failures ? 1 : 0;
     }
     gmtf_codec *gpu, *cpu;
     gmtf_codec_options og = {.threads = threads, .mtf = "auto", .max_block = 16u << 20};

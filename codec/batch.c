@@ -313,7 +313,11 @@ int gmtf_batch_encode_crc(gmtf_codec *c, const uint8_t *src, const uint64_t *off
     if (cap < gmtf_batch_bound(off, count))
         return -ENOSPC;
     gmtf_codec_need(c, largest);
+    double t0 = prof_on() ? prof_ms() : 0;
     int rc = batch_encode_crc(c, src, off, count, dst, dst_off, crc);
+    if (prof_on()) /* one line a batch: what a caller's time in the codec adds up to */
+        fprintf(stderr, "profile: encode batch of %zu blocks, %llu bytes: %.2f ms\n", count,
+                (unsigned long long)off[count], prof_ms() - t0);
     gmtf_codec_need(c, 0);
     return rc;
 }
@@ -1089,6 +1093,33 @@ static void *enc_round_dev_b(void *arg)
     return NULL;
 }
 
+/* A round's device steps on helper threads: [0] A(r - 1), [1] B (their own
+ * contexts and streams). A step that gets no thread runs on the caller's
+ * in enc_devs_finish. */
+struct enc_devs {
+    int on[2], threaded[2];
+    pthread_t th[2];
+};
+
+static void enc_devs_start(struct enc_round *q, struct enc_devs *v, int which, int on)
+{
+    v->on[which] = on;
+    v->threaded[which] = on && pthread_create(&v->th[which], NULL,
+                                              which ? enc_round_dev_b : enc_round_dev_a, q) == 0;
+}
+
+/* The steps without a thread here (B first, then A), then both joined. */
+static void enc_devs_finish(struct enc_round *q, struct enc_devs *v)
+{
+    if (v->on[1] && !v->threaded[1])
+        enc_round_dev_b(q);
+    if (v->on[0] && !v->threaded[0])
+        enc_round_dev_a(q);
+    for (int i = 0; i < 2; i++)
+        if (v->threaded[i])
+            pthread_join(v->th[i], NULL);
+}
+
 static void enc_range(const struct enc_lanes *e, int k, size_t *a, size_t *b)
 {
     *a = *b = 0;
@@ -1154,51 +1185,35 @@ static int enc_pipeline(struct dev_batch *d)
              * A(r - 1) on the device while the pool codes what the plan
              * left to the CPU, finishes chunk r - 3 and copies chunk r */
             struct enc_round q = {.d = d, .r = r};
+            struct enc_devs v = {.on = {0, 0}};
             enc_range(e, r - 2, &q.p0, &q.p1);
             enc_range(e, r, &q.c0, &q.c1);
-            int da = r >= 1 && r - 1 < (int)chunks, db = r >= 2 && r - 2 < (int)chunks;
-            pthread_t ta, tb;
-            int ra = da && pthread_create(&ta, NULL, enc_round_dev_a, &q) == 0;
+            enc_devs_start(&q, &v, 0, r >= 1 && r - 1 < (int)chunks);
             if (q.p1 > q.p0)
                 gmtf_pool_run(c->pool, enc_round_task, &q, q.p1 - q.p0);
-            int rb = db && pthread_create(&tb, NULL, enc_round_dev_b, &q) == 0;
+            enc_devs_start(&q, &v, 1, r >= 2 && r - 2 < (int)chunks);
             q.late = 1;
             enc_range(e, r - 3, &q.f0, &q.f1);
             size_t tasks = (q.p1 - q.p0) + (q.f1 - q.f0) + (q.c1 - q.c0);
             if (tasks)
                 gmtf_pool_run(c->pool, enc_round_task, &q, tasks);
-            if (db && !rb)
-                enc_round_dev_b(&q);
-            if (da && !ra)
-                enc_round_dev_a(&q);
-            if (ra)
-                pthread_join(ta, NULL);
-            if (rb)
-                pthread_join(tb, NULL);
+            enc_devs_finish(&q, &v);
         }
         for (int r = 0; r < (int)chunks + 4 && !e->tight; r++) {
             struct enc_round q = {.d = d, .r = r};
+            struct enc_devs v = {.on = {0, 0}};
             enc_range(e, r - 2, &q.p0, &q.p1);
             enc_range(e, r - 4, &q.f0, &q.f1);
             enc_range(e, r, &q.c0, &q.c1);
-            /* A(r - 1) and B(r - 3) on two helper threads (their own
-             * contexts and streams: the code step, a few warps that wait on
-             * their slowest lane, leaves the GPU to the next chunk's BWT) */
-            int da = r >= 1 && r - 1 < (int)chunks, db = r >= 3 && r - 3 < (int)chunks;
+            /* A(r - 1) and B(r - 3) on two helper threads (the code step, a
+             * few warps that wait on their slowest lane, leaves the GPU to
+             * the next chunk's BWT) */
+            enc_devs_start(&q, &v, 0, r >= 1 && r - 1 < (int)chunks);
+            enc_devs_start(&q, &v, 1, r >= 3 && r - 3 < (int)chunks);
             size_t tasks = (q.p1 - q.p0) + (q.f1 - q.f0) + (q.c1 - q.c0);
-            pthread_t ta, tb;
-            int ra = da && pthread_create(&ta, NULL, enc_round_dev_a, &q) == 0;
-            int rb = db && pthread_create(&tb, NULL, enc_round_dev_b, &q) == 0;
             if (tasks)
                 gmtf_pool_run(c->pool, enc_round_task, &q, tasks);
-            if (db && !rb)
-                enc_round_dev_b(&q);
-            if (da && !ra)
-                enc_round_dev_a(&q);
-            if (ra)
-                pthread_join(ta, NULL);
-            if (rb)
-                pthread_join(tb, NULL);
+            enc_devs_finish(&q, &v);
         }
         gmtf_bwt_dev_hold(&c->bwt_dev, 0);
     }

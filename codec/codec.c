@@ -125,6 +125,11 @@ unsigned gmtf_codec_threads(const gmtf_codec *c)
     return c->threads;
 }
 
+int gmtf_codec_batch_device(const gmtf_codec *c)
+{
+    return c->bwt_dev.ops != NULL && !c->bwt_dev.retired;
+}
+
 void gmtf_codec_trim(gmtf_codec *c)
 {
     for (unsigned i = 0; i < c->threads; i++)

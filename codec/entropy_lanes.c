@@ -1499,6 +1499,49 @@ int gmtf_lanes_dev_setup(const uint8_t *src, size_t len, size_t n, void *ws, uin
 
 _Static_assert(NTABLES - T_OFF == GMTF_GPU_LANES_NSHARED, "gpu/gpu_lanes.h's shared tables");
 
+/* Lane j of the device's scan o, its runs from runs and its groups from ng
+ * in the block: its counts checked, its group starts, initial list and
+ * shared counts taken into w; *k and *lg its runs and groups. 0 or -EIO. */
+static int lane_take(lanes_enc_fixed *w, const gmtf_gpu_lanes_scan_out *o, size_t n, unsigned j,
+                     uint32_t runs, uint32_t ng, uint32_t *k, uint32_t *lg)
+{
+    size_t a, b;
+    lane_range(n, j, &a, &b);
+    *k = o->runs[j];
+    *lg = lane_groups(b - a);
+    if (*k > b - a || (*k == 0) != (a == b) || o->ninit[j] > 256 || o->ninit[j] > *k)
+        return -EIO;
+    w->nruns[j] = runs;
+    w->ngroups[j] = ng;
+    uint32_t prev = 0;
+    for (uint32_t g = 0; g < *lg; g++) {
+        uint32_t v = o->gstart[ng + g];
+        if (v < prev || v > *k)
+            return -EIO;
+        w->gstart[ng + g] = runs + v;
+        prev = v;
+    }
+    memcpy(w->init[j], o->init + 256 * (size_t)j, o->ninit[j]);
+    w->ninit[j] = o->ninit[j];
+    const uint32_t *sh = o->shared + (size_t)j * GMTF_GPU_LANES_NSHARED * NSYM;
+    for (unsigned t = 0; t < NTABLES - T_OFF; t++)
+        for (unsigned y = 0; y < NSYM; y++)
+            w->shared_cnt[t][y] += sh[t * NSYM + y];
+    return 0;
+}
+
+/* The plan's selectors (ng, the rest 0) and tables (T_NONE's as a coder
+ * wants it) out to the caller. */
+static void plan_out(lanes_enc_fixed *w, uint32_t ng, uint8_t *sel, uint16_t *cum)
+{
+    memcpy(sel, w->d.sel, ng);
+    memset(sel + ng, 0, MAX_GROUPS - ng);
+    w->d.cum[T_NONE][0] = 0;
+    for (unsigned y = 1; y < NSYM + 2; y++)
+        w->d.cum[T_NONE][y] = QLFC_PROB_ONE;
+    memcpy(cum, w->d.cum, sizeof w->d.cum);
+}
+
 long gmtf_lanes_enc_dev_plan(const uint8_t *bwt, size_t n, void *ws,
                              const gmtf_gpu_lanes_scan_out *o, int choose, uint8_t *sel,
                              uint16_t *cum)
@@ -1516,13 +1559,9 @@ long gmtf_lanes_enc_dev_plan(const uint8_t *bwt, size_t n, void *ws,
      * them; what the device gave is checked as it is copied */
     uint32_t runs = 0, ng = 0;
     for (unsigned j = 0; j < GMTF_QLFC_NLANES; j++) {
-        size_t a, b;
-        lane_range(n, j, &a, &b);
-        uint32_t k = o->runs[j], lg = lane_groups(b - a);
-        if (k > b - a || (k == 0) != (a == b) || o->ninit[j] > 256 || o->ninit[j] > k)
+        uint32_t k, lg;
+        if (lane_take(w, o, n, j, runs, ng, &k, &lg))
             return -EIO;
-        w->nruns[j] = runs;
-        w->ngroups[j] = ng;
         memcpy(rk + runs, o->rk + runs, k); /* the block's lanes back to back */
         memcpy(keys + 2 * (size_t)runs, o->keys + 2 * (size_t)runs, 4 * (size_t)k);
         for (uint32_t r = runs; r < runs + k; r++) {
@@ -1531,32 +1570,13 @@ long gmtf_lanes_enc_dev_plan(const uint8_t *bwt, size_t n, void *ws,
                 keys[2 * r + 1] >> 4 < NRCTX || keys[2 * r + 1] >> 4 >= TPS)
                 return -EIO;
         }
-        uint32_t prev = 0;
-        for (uint32_t g = 0; g < lg; g++) {
-            uint32_t v = o->gstart[ng + g];
-            if (v < prev || v > k)
-                return -EIO;
-            w->gstart[ng + g] = runs + v;
-            prev = v;
-        }
-        memcpy(w->init[j], o->init + 256 * (size_t)j, o->ninit[j]);
-        w->ninit[j] = o->ninit[j];
-        const uint32_t *sh = o->shared + (size_t)j * GMTF_GPU_LANES_NSHARED * NSYM;
-        for (unsigned t = 0; t < NTABLES - T_OFF; t++)
-            for (unsigned y = 0; y < NSYM; y++)
-                w->shared_cnt[t][y] += sh[t * NSYM + y];
         runs += k;
         ng += lg;
     }
     long rc = plan(w, rk, keys, scratch, scratch_cap(n), n, runs, ng, choose, NULL);
     if (rc < 0)
         return rc;
-    memcpy(sel, w->d.sel, ng);
-    memset(sel + ng, 0, MAX_GROUPS - ng);
-    w->d.cum[T_NONE][0] = 0;
-    for (unsigned y = 1; y < NSYM + 2; y++)
-        w->d.cum[T_NONE][y] = QLFC_PROB_ONE;
-    memcpy(cum, w->d.cum, sizeof w->d.cum);
+    plan_out(w, ng, sel, cum);
     return 0;
 }
 
@@ -1577,27 +1597,9 @@ long gmtf_lanes_enc_dev_plan_stats(size_t n, void *ws, const gmtf_gpu_lanes_scan
      * them (the runs' keys were checked on the device: p->bad) */
     uint32_t runs = 0, ng = 0;
     for (unsigned j = 0; j < GMTF_QLFC_NLANES; j++) {
-        size_t a, b;
-        lane_range(n, j, &a, &b);
-        uint32_t k = o->runs[j], lg = lane_groups(b - a);
-        if (k > b - a || (k == 0) != (a == b) || o->ninit[j] > 256 || o->ninit[j] > k)
+        uint32_t k, lg;
+        if (lane_take(w, o, n, j, runs, ng, &k, &lg))
             return -EIO;
-        w->nruns[j] = runs;
-        w->ngroups[j] = ng;
-        uint32_t prev = 0;
-        for (uint32_t g = 0; g < lg; g++) {
-            uint32_t v = o->gstart[ng + g];
-            if (v < prev || v > k)
-                return -EIO;
-            w->gstart[ng + g] = runs + v;
-            prev = v;
-        }
-        memcpy(w->init[j], o->init + 256 * (size_t)j, o->ninit[j]);
-        w->ninit[j] = o->ninit[j];
-        const uint32_t *sh = o->shared + (size_t)j * GMTF_GPU_LANES_NSHARED * NSYM;
-        for (unsigned t = 0; t < NTABLES - T_OFF; t++)
-            for (unsigned y = 0; y < NSYM; y++)
-                w->shared_cnt[t][y] += sh[t * NSYM + y];
         runs += k;
         ng += lg;
     }
@@ -1607,12 +1609,7 @@ long gmtf_lanes_enc_dev_plan_stats(size_t n, void *ws, const gmtf_gpu_lanes_scan
     long rc = plan(w, NULL, NULL, scratch, scratch_cap(n), n, runs, ng, choose, &ds);
     if (rc < 0)
         return rc;
-    memcpy(sel, w->d.sel, ng);
-    memset(sel + ng, 0, MAX_GROUPS - ng);
-    w->d.cum[T_NONE][0] = 0;
-    for (unsigned y = 1; y < NSYM + 2; y++)
-        w->d.cum[T_NONE][y] = QLFC_PROB_ONE;
-    memcpy(cum, w->d.cum, sizeof w->d.cum);
+    plan_out(w, ng, sel, cum);
     return 0;
 }
 

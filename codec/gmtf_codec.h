@@ -63,6 +63,11 @@ void gmtf_codec_destroy(gmtf_codec *c);
 /* Name of the MTF backend this codec uses (resolved, never "auto"). */
 const char *gmtf_codec_mtf_name(const gmtf_codec *c);
 unsigned gmtf_codec_threads(const gmtf_codec *c);
+/* 1 when this codec's batches (from the size rule's minimum on) go to a
+ * GPU: a gpu backend (or auto) with a device found and not retired by a
+ * failed call; else 0. Callers may size their batches by it (a device's
+ * batch costs about as much at 128 MiB as at 256). */
+int gmtf_codec_batch_device(const gmtf_codec *c);
 /* Frees the encoder-only scratch of every worker (about 7.25 x max_block
  * each; a worker that only decodes never has it), keeping what decoding
  * needs; the next encode allocates it again. For a long-lived codec that

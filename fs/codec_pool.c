@@ -140,6 +140,14 @@ int codec_decode_range(gmtf_fs *fs, uint32_t id, const uint8_t *src, size_t len,
     return r < 0 ? (int)r : 0;
 }
 
+int gmtf_fs_codec_prepare(gmtf_fs *fs)
+{
+    pthread_mutex_lock(&fs->codec_lock);
+    int rc = gmtf_codec_prepare(fs->codec, FLUSH_BATCH_BYTES, 1);
+    pthread_mutex_unlock(&fs->codec_lock);
+    return rc;
+}
+
 /* Makes the batch codec again for this image's block size. */
 int codec_resize(gmtf_fs *fs)
 {

@@ -11,7 +11,7 @@
 
 #include "fs_internal.h"
 
-#define BATCH_BYTES (64u << 20)
+#define BATCH_BYTES FLUSH_BATCH_BYTES
 
 /* The dedup table grows with what is flushed, from DEDUP_FIRST slots (a
  * mount of a small image, or a test's hundreds of mounts, does not clear

@@ -274,6 +274,14 @@ long gmtf_fs_read(gmtf_fs *fs, uint64_t ino, void *buf, size_t n, uint64_t off);
  * -ENOMEM; a frame that does not decode is left for its read to report. */
 long gmtf_fs_prefetch(gmtf_fs *fs, const uint64_t *inos, size_t n);
 
+/* Readies the batch codec for the flushes to come (gmtf_codec_prepare:
+ * its workspaces; with a GPU the device's start, contexts and pinned
+ * staging for a flush's batch), holding the codec meanwhile: a writer's
+ * flush waits for it. For a bulk writer (mkfs) on a thread of its own
+ * beside its first reads. 0 or -ENOMEM; a device that cannot start is left
+ * to the first flush to find. Changes no byte written. */
+int gmtf_fs_codec_prepare(gmtf_fs *fs);
+
 /* Writes n bytes at off into the write-back cache (extending the file).
  * Returns n, or -ENOSPC when the data cannot be stored. */
 long gmtf_fs_write(gmtf_fs *fs, uint64_t ino, const void *buf, size_t n, uint64_t off);

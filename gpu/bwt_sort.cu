@@ -747,12 +747,21 @@ static int dev_reserve(gmtf_gpu_bwt_ctx *c, dbuf *b, size_t bytes)
         cudaFree(b->p);
     b->p = NULL;
     b->cap = 0;
-    cudaError_t e = cudaMalloc(&b->p, bytes);
+    /* an eighth more: batches of nearly the same size (a filesystem's
+     * flushes) then reuse the buffer instead of freeing and making it
+     * again; the exact size when that does not fit */
+    size_t want = bytes + bytes / 8;
+    cudaError_t e = cudaMalloc(&b->p, want);
+    if (e == cudaErrorMemoryAllocation) {
+        cudaGetLastError();
+        want = bytes;
+        e = cudaMalloc(&b->p, want);
+    }
     if (e != cudaSuccess) {
         b->p = NULL;
         return cuda_fail(c, e, "cudaMalloc");
     }
-    b->cap = bytes;
+    b->cap = want;
     return 0;
 }
 

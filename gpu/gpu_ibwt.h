@@ -9,7 +9,7 @@
  * then block 1's, and so on. The original bytes go to dst at the same
  * offsets. The device builds each block's LF table (a stable sort of the
  * positions by byte, the blocks side by side) and follows every chain of
- * every block at once, one thread a chain (step bytes each).
+ * every block at once, two threads a sample segment (one from each end).
  *
  * Untrusted input: the rows are checked on the host before anything is
  * launched (-EUCLEAN when one is 0 or over n); any bytes with in-range
@@ -25,8 +25,8 @@
  *   -EIO     a CUDA call failed; the context stays usable only if
  *            gmtf_gpu_ibwt_ok() says so.
  *
- * Device memory: about 22 bytes per byte of the largest piece (input,
- * sort keys and values twice, the table, output); batches over the piece
+ * Device memory: about 26 bytes per byte of the largest piece (input,
+ * sort keys and values twice, the two tables, output); batches over the piece
  * bound (512 MiB) run in pieces of whole blocks. A context owns its device
  * buffers and stream, grown to the largest piece seen; not thread-safe: one
  * context per thread. bwt and dst from pinned host memory copy fastest. */
@@ -77,6 +77,12 @@ int gmtf_gpu_ibwt_batch_dev(gmtf_gpu_ibwt_ctx *ctx, const void *dbwt, const uint
  * [0] upload, [1] keys + sort, [2] table, [3] chain walk, [4] download. */
 #define GMTF_GPU_IBWT_PHASES 5
 int gmtf_gpu_ibwt_last_ms(const gmtf_gpu_ibwt_ctx *ctx, double ms[GMTF_GPU_IBWT_PHASES]);
+
+/* Sample segments of the last batch that were walked again forward because
+ * its two chains (one from each end) did not meet: 0 for a real BWT, most
+ * segments for garbage bytes (the output is the same either way); 0 with
+ * GMTF_GPU_IBWT_BIDIR=0 (one chain a segment) or a NULL context. */
+uint64_t gmtf_gpu_ibwt_last_repaired(const gmtf_gpu_ibwt_ctx *ctx);
 
 #ifdef __cplusplus
 }

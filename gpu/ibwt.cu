@@ -16,9 +16,27 @@
  *    the bytes: the walk never leaves its block's table.
  * The rows are checked on the host first (gmtf_gpu_ibwt_check).
  *
+ * Two chains a sample segment (the default; GMTF_GPU_IBWT_BIDIR=0: one):
+ * the walk is a dependent load a byte, latency-bound with a few thousand
+ * chains, so each segment [s, e) is walked from both ends: forward from its
+ * own sample row over the first half, backward from the next sample's row
+ * (row 0, the empty suffix, for the block's last segment) over the second.
+ * The backward table is the LF map by row: step 3 also writes
+ * LF[r] = (L byte of row r) << 24 | (its sorted slot j), the row of the
+ * suffix one before being j + 1; LF[primary] = primary - 1 (a row that maps
+ * to itself, which no valid walk reads). Both halves end on the row of the
+ * segment's middle suffix when the bytes are a real BWT; a segment whose
+ * two chains end on different rows (garbage bytes: the LF map then has
+ * other cycles) is walked again forward over its whole length (step 5), so
+ * the output is byte for byte the forward-only walk's (codec/bwt.c's)
+ * whatever the bytes. Forward and backward steps are the same instructions
+ * (row = w + ((w >= primary) | backward)), so a warp holding both kinds
+ * does not diverge.
+ *
  * The same source builds for the CPU with GMTF_IBWT_EMU (loops and
  * std::stable_sort for kernels and CUB): tests/gpu runs it without a GPU. */
 #include <errno.h>
+#include <stddef.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -48,10 +66,12 @@
 #define MAX_BLOCKS (1u << 24) /* block ids take the key's upper 24 bits */
 
 /* One chain: block (piece-relative), first row, where its bytes start in
- * the block, how many. */
+ * the block, how many (bit 31 of len: a backward chain, which writes
+ * start + len - 1 down to start). */
 struct chain {
     uint32_t b, row, start, len;
 };
+#define CHAIN_BACK 0x80000000u
 
 struct dbuf {
     void *p;
@@ -63,11 +83,14 @@ struct gmtf_gpu_ibwt_ctx {
     char err[256];
     uint64_t piece_bound;
     double ms[GMTF_GPU_IBWT_PHASES];
+    int bidir;         /* two chains a segment (GMTF_GPU_IBWT_BIDIR) */
+    uint64_t repaired; /* segments walked again by the last batch */
+    uint32_t *h_rep;   /* the repair count read back */
     /* host: per piece block starts (nb + 1), primaries (nb), chains */
     uint32_t *h_start, *h_p;
     chain *h_ch;
     size_t h_blk_cap, h_ch_cap;
-    dbuf in, out, ka, kb, va, vb, start, prim, ch, tmp;
+    dbuf in, out, ka, kb, va, vb, start, prim, ch, tmp, lf, endrow, rep;
 #ifndef GMTF_IBWT_EMU
     cudaStream_t st;
     cudaEvent_t ev[GMTF_GPU_IBWT_PHASES + 1];
@@ -110,29 +133,61 @@ static GMTF_HD inline void key_one(const uint8_t *in, const uint32_t *start, uin
     val[i] = i;
 }
 
-/* Sorted slot j: its row's table entry (and row 0's for a block's first). */
+/* Sorted slot j: its row's table entry (and row 0's for a block's first);
+ * with lf, the LF entry of the row whose L byte it is (and the primary's). */
 static GMTF_HD inline void table_one(const uint32_t *key, const uint32_t *val,
-                                     const uint32_t *start, uint32_t j, uint32_t *e)
+                                     const uint32_t *start, const uint32_t *prim, uint32_t j,
+                                     uint32_t *e, uint32_t *lf)
 {
-    uint32_t k = key[j], b = k >> 8;
-    e[j + b + 1] = (k & 0xff) << 24 | (val[j] - start[b]);
+    uint32_t k = key[j], b = k >> 8, w = val[j] - start[b];
+    e[j + b + 1] = (k & 0xff) << 24 | w;
     if (j == start[b])
         e[j + b] = 0;
+    if (lf) {
+        uint32_t p = prim[b];
+        lf[start[b] + b + w + (w >= p)] = (k & 0xff) << 24 | (j - start[b]);
+        if (j == start[b])
+            lf[start[b] + b + p] = p - 1;
+    }
 }
 
+/* A chain's walk; its last row to endrow (when given). Forward: the table
+ * E, row = w + (w >= p); backward: LF, row = w + 1, bytes from the end. */
 static GMTF_HD inline void walk_one(const chain *ch, const uint32_t *start, const uint32_t *prim,
-                                    const uint32_t *e, uint8_t *out, uint32_t t)
+                                    const uint32_t *e, const uint32_t *lf, uint8_t *out,
+                                    uint32_t *endrow, uint32_t t)
 {
     chain c = ch[t];
-    const uint32_t *eb = e + start[c.b] + c.b;
+    uint32_t back = c.len >> 31, len = c.len & ~CHAIN_BACK;
+    const uint32_t *eb = (back ? lf : e) + start[c.b] + c.b;
     uint8_t *o = out + start[c.b] + c.start;
     uint32_t p = prim[c.b], row = c.row;
-    for (uint32_t i = 0; i < c.len; i++) {
+    /* forward: o[0], o[1], ...; backward: o[len - 1], o[len - 2], ... */
+    uint8_t *q = back ? o + len - 1 : o;
+    ptrdiff_t d = back ? -1 : 1;
+    for (uint32_t i = 0; i < len; i++) {
         uint32_t v = eb[row];
-        o[i] = (uint8_t)(v >> 24);
+        *q = (uint8_t)(v >> 24);
+        q += d;
         uint32_t w = v & 0xffffff;
-        row = w + (w >= p);
+        row = w + ((w >= p) | back);
     }
+    if (endrow)
+        endrow[t] = row;
+}
+
+/* Segment t of nseg (chains t forward and nseg + t backward): when the two
+ * chains did not meet, the whole segment again, forward. 1 if it did. */
+static GMTF_HD inline int repair_one(const chain *ch, const uint32_t *start, const uint32_t *prim,
+                                     const uint32_t *e, const uint32_t *endrow, uint8_t *out,
+                                     uint32_t nseg, uint32_t t)
+{
+    if (endrow[t] == endrow[nseg + t])
+        return 0;
+    chain f = ch[t], g = ch[nseg + t];
+    chain whole = {f.b, f.row, f.start, f.len + (g.len & ~CHAIN_BACK)};
+    walk_one(&whole, start, prim, e, NULL, out, NULL, 0);
+    return 1;
 }
 
 /* ---- backend: CUDA, or the CPU emulation -------------------------------- */
@@ -168,22 +223,32 @@ __global__ void __launch_bounds__(256) k_keys(const uint8_t *in, const uint32_t 
         key_one(in, start, nb, i, key, val);
 }
 
-__global__ void __launch_bounds__(256) k_table(const uint32_t *key, const uint32_t *val,
-                                               const uint32_t *start, uint32_t n, uint32_t *e)
+__global__ void __launch_bounds__(256)
+    k_table(const uint32_t *key, const uint32_t *val, const uint32_t *start, const uint32_t *prim,
+            uint32_t n, uint32_t *e, uint32_t *lf)
 {
     uint32_t j = blockIdx.x * 256u + threadIdx.x;
     if (j < n)
-        table_one(key, val, start, j, e);
+        table_one(key, val, start, prim, j, e, lf);
 }
 
 /* 64 threads a CTA: chains are few (thousands), spread them over the SMs. */
 __global__ void __launch_bounds__(64)
     k_walk(const chain *ch, const uint32_t *start, const uint32_t *prim, const uint32_t *e,
-           uint8_t *out, uint32_t nc)
+           const uint32_t *lf, uint8_t *out, uint32_t *endrow, uint32_t nc)
 {
     uint32_t t = blockIdx.x * 64u + threadIdx.x;
     if (t < nc)
-        walk_one(ch, start, prim, e, out, t);
+        walk_one(ch, start, prim, e, lf, out, endrow, t);
+}
+
+__global__ void __launch_bounds__(64)
+    k_repair(const chain *ch, const uint32_t *start, const uint32_t *prim, const uint32_t *e,
+             const uint32_t *endrow, uint8_t *out, uint32_t nseg, uint32_t *rep)
+{
+    uint32_t t = blockIdx.x * 64u + threadIdx.x;
+    if (t < nseg && repair_one(ch, start, prim, e, endrow, out, nseg, t))
+        atomicAdd(rep, 1u);
 }
 
 static int backend_open(gmtf_gpu_ibwt_ctx *c)
@@ -199,6 +264,24 @@ static int backend_open(gmtf_gpu_ibwt_ctx *c)
         return -ENODEV;
     }
     return 0;
+}
+
+static uint32_t *host_alloc_rep(gmtf_gpu_ibwt_ctx *)
+{
+    void *p = NULL;
+    if (cudaMallocHost(&p, 4) != cudaSuccess) {
+        cudaGetLastError();
+        return NULL;
+    }
+    *(uint32_t *)p = 0;
+    return (uint32_t *)p;
+}
+
+static void host_free_rep(gmtf_gpu_ibwt_ctx *c)
+{
+    if (c->h_rep)
+        cudaFreeHost(c->h_rep);
+    c->h_rep = NULL;
 }
 
 static void backend_close(gmtf_gpu_ibwt_ctx *c)
@@ -221,12 +304,21 @@ static int dev_reserve(gmtf_gpu_ibwt_ctx *c, dbuf *b, size_t bytes)
         cudaFree(b->p);
     b->p = NULL;
     b->cap = 0;
-    cudaError_t e = cudaMalloc(&b->p, bytes);
+    /* an eighth more: batches of nearly the same size (a filesystem's
+     * flushes) then reuse the buffer instead of freeing and making it
+     * again; the exact size when that does not fit */
+    size_t want = bytes + bytes / 8;
+    cudaError_t e = cudaMalloc(&b->p, want);
+    if (e == cudaErrorMemoryAllocation) {
+        cudaGetLastError();
+        want = bytes;
+        e = cudaMalloc(&b->p, want);
+    }
     if (e != cudaSuccess) {
         b->p = NULL;
         return cuda_fail(c, e, "cudaMalloc");
     }
-    b->cap = bytes;
+    b->cap = want;
     return 0;
 }
 
@@ -301,12 +393,24 @@ static int run_steps(gmtf_gpu_ibwt_ctx *c, uint32_t np, uint32_t nb, uint32_t nc
     const uint32_t *key = (const uint32_t *)(flip ? c->kb.p : c->ka.p);
     const uint32_t *val = (const uint32_t *)(flip ? c->vb.p : c->va.p);
     uint32_t *e = (uint32_t *)(flip ? c->ka.p : c->kb.p); /* the free key buffer */
-    k_table<<<(np + 255) / 256, 256, 0, c->st>>>(key, val, start, np, e);
+    const uint32_t *prim = (const uint32_t *)c->prim.p;
+    uint32_t *lf = c->bidir ? (uint32_t *)c->lf.p : NULL;
+    k_table<<<(np + 255) / 256, 256, 0, c->st>>>(key, val, start, prim, np, e, lf);
     TRY(launched(c, "k_table"));
     TRY(mark(c, 3));
-    k_walk<<<(nc + 63) / 64, 64, 0, c->st>>>(
-        (const chain *)c->ch.p, start, (const uint32_t *)c->prim.p, e, (uint8_t *)c->out.p, nc);
+    const chain *ch = (const chain *)c->ch.p;
+    uint32_t *endrow = c->bidir ? (uint32_t *)c->endrow.p : NULL;
+    k_walk<<<(nc + 63) / 64, 64, 0, c->st>>>(ch, start, prim, e, lf, (uint8_t *)c->out.p, endrow,
+                                             nc);
     TRY(launched(c, "k_walk"));
+    if (c->bidir) {
+        uint32_t nseg = nc / 2;
+        CK(c, cudaMemsetAsync(c->rep.p, 0, 4, c->st));
+        k_repair<<<(nseg + 63) / 64, 64, 0, c->st>>>(
+            ch, start, prim, e, endrow, (uint8_t *)c->out.p, nseg, (uint32_t *)c->rep.p);
+        TRY(launched(c, "k_repair"));
+        CK(c, cudaMemcpyAsync(c->h_rep, c->rep.p, 4, cudaMemcpyDeviceToHost, c->st));
+    }
     TRY(mark(c, 4));
     return 0;
 }
@@ -331,6 +435,17 @@ static int backend_open(gmtf_gpu_ibwt_ctx *)
 
 static void backend_close(gmtf_gpu_ibwt_ctx *)
 {
+}
+
+static uint32_t *host_alloc_rep(gmtf_gpu_ibwt_ctx *)
+{
+    return (uint32_t *)calloc(1, 4);
+}
+
+static void host_free_rep(gmtf_gpu_ibwt_ctx *c)
+{
+    free(c->h_rep);
+    c->h_rep = NULL;
 }
 
 static int dev_reserve(gmtf_gpu_ibwt_ctx *c, dbuf *b, size_t bytes)
@@ -394,11 +509,20 @@ static int run_steps(gmtf_gpu_ibwt_ctx *c, uint32_t np, uint32_t nb, uint32_t nc
         vb[j] = va[ord[j]];
     }
     uint32_t *e = ka;
+    const uint32_t *prim = (const uint32_t *)c->prim.p;
+    uint32_t *lf = c->bidir ? (uint32_t *)c->lf.p : NULL;
     for (uint32_t j = 0; j < np; j++)
-        table_one(kb, vb, start, j, e);
+        table_one(kb, vb, start, prim, j, e, lf);
+    const chain *ch = (const chain *)c->ch.p;
+    uint32_t *endrow = c->bidir ? (uint32_t *)c->endrow.p : NULL;
+    uint8_t *out = (uint8_t *)c->out.p;
     for (uint32_t t = 0; t < nc; t++)
-        walk_one((const chain *)c->ch.p, start, (const uint32_t *)c->prim.p, e, (uint8_t *)c->out.p,
-                 t);
+        walk_one(ch, start, prim, e, lf, out, endrow, t);
+    if (c->bidir) {
+        *c->h_rep = 0;
+        for (uint32_t t = 0; t < nc / 2; t++)
+            *c->h_rep += (uint32_t)repair_one(ch, start, prim, e, endrow, out, nc / 2, t);
+    }
     return 0;
 }
 
@@ -453,6 +577,13 @@ extern "C" int gmtf_gpu_ibwt_create(gmtf_gpu_ibwt_ctx **out)
     }
     c->ok = 1;
     c->piece_bound = PIECE_DEFAULT;
+    const char *bd = getenv("GMTF_GPU_IBWT_BIDIR");
+    c->bidir = !(bd && bd[0] == '0');
+    c->h_rep = host_alloc_rep(c);
+    if (!c->h_rep) {
+        gmtf_gpu_ibwt_destroy(c);
+        return -ENOMEM;
+    }
     *out = c;
     return 0;
 }
@@ -462,13 +593,14 @@ extern "C" void gmtf_gpu_ibwt_destroy(gmtf_gpu_ibwt_ctx *c)
     if (!c)
         return;
     backend_close(c);
-    dbuf *b[] = {&c->in, &c->out,   &c->ka,   &c->kb, &c->va,
-                 &c->vb, &c->start, &c->prim, &c->ch, &c->tmp};
+    dbuf *b[] = {&c->in,   &c->out, &c->ka,  &c->kb, &c->va,     &c->vb, &c->start,
+                 &c->prim, &c->ch,  &c->tmp, &c->lf, &c->endrow, &c->rep};
     for (size_t i = 0; i < sizeof b / sizeof b[0]; i++)
         dev_free(b[i]);
     free(c->h_start);
     free(c->h_p);
     free(c->h_ch);
+    host_free_rep(c);
     free(c);
 }
 
@@ -489,6 +621,11 @@ extern "C" int gmtf_gpu_ibwt_set_piece(gmtf_gpu_ibwt_ctx *c, uint64_t bytes)
     uint64_t b = bytes ? bytes : PIECE_DEFAULT;
     c->piece_bound = b < PIECE_MIN ? PIECE_MIN : b > PIECE_MAX ? PIECE_MAX : b;
     return 0;
+}
+
+extern "C" uint64_t gmtf_gpu_ibwt_last_repaired(const gmtf_gpu_ibwt_ctx *c)
+{
+    return c ? c->repaired : 0;
 }
 
 extern "C" int gmtf_gpu_ibwt_last_ms(const gmtf_gpu_ibwt_ctx *c, double ms[GMTF_GPU_IBWT_PHASES])
@@ -527,9 +664,11 @@ static int run_piece(gmtf_gpu_ibwt_ctx *c, const uint8_t *bwt, const uint64_t *o
                      uint8_t *dst, int acc, int dev)
 {
     uint32_t nb = (uint32_t)(b1 - b0), np = (uint32_t)(off[b1] - off[b0]);
-    uint64_t nc = 0;
+    uint64_t nseg = 0;
     for (size_t i = b0; i < b1; i++)
-        nc += chains_of(off[i + 1] - off[i], step[i]);
+        nseg += chains_of(off[i + 1] - off[i], step[i]);
+    /* bidir: forward chains 0 .. nseg - 1, backward nseg .. 2 nseg - 1 */
+    uint64_t nc = c->bidir ? 2 * nseg : nseg;
     TRY(host_grow(c, nb, nc));
     uint64_t t = 0, k = i0;
     for (uint32_t b = 0; b < nb; b++) {
@@ -539,7 +678,15 @@ static int run_piece(gmtf_gpu_ibwt_ctx *c, const uint8_t *bwt, const uint64_t *o
         c->h_p[b] = idx[k];
         for (uint64_t j = 0; j * s < n; j++, t++, k++) {
             uint64_t from = j * s, len = n - from < s ? n - from : s;
-            c->h_ch[t] = chain{b, idx[k], (uint32_t)from, (uint32_t)len};
+            if (!c->bidir) {
+                c->h_ch[t] = chain{b, idx[k], (uint32_t)from, (uint32_t)len};
+                continue;
+            }
+            /* the next sample's row, or row 0 (the empty suffix) at the end */
+            uint32_t next = from + len < n ? idx[k + 1] : 0, half = (uint32_t)(len - len / 2);
+            c->h_ch[t] = chain{b, idx[k], (uint32_t)from, half};
+            c->h_ch[nseg + t] =
+                chain{b, next, (uint32_t)from + half, (uint32_t)(len / 2) | CHAIN_BACK};
         }
     }
     c->h_start[nb] = np;
@@ -552,6 +699,11 @@ static int run_piece(gmtf_gpu_ibwt_ctx *c, const uint8_t *bwt, const uint64_t *o
     TRY(dev_reserve(c, &c->start, ((size_t)nb + 1) * 4));
     TRY(dev_reserve(c, &c->prim, (size_t)nb * 4));
     TRY(dev_reserve(c, &c->ch, nc * sizeof(chain)));
+    if (c->bidir) {
+        TRY(dev_reserve(c, &c->lf, ((size_t)np + nb) * 4));
+        TRY(dev_reserve(c, &c->endrow, nc * 4));
+        TRY(dev_reserve(c, &c->rep, 4));
+    }
     TRY(mark(c, 0));
     if (dev) /* bwt: on the device, at off[0] */
         TRY(copy_d2d(c, c->in.p, bwt + (off[b0] - off[0]), np));
@@ -564,7 +716,10 @@ static int run_piece(gmtf_gpu_ibwt_ctx *c, const uint8_t *bwt, const uint64_t *o
     TRY(run_steps(c, np, nb, (uint32_t)nc));
     TRY(copy_d2h(c, dst + off[b0], c->out.p, np));
     TRY(mark(c, 5));
-    return sync_times(c, acc);
+    TRY(sync_times(c, acc));
+    if (c->bidir)
+        c->repaired += *c->h_rep;
+    return 0;
 }
 
 static int batch_impl(gmtf_gpu_ibwt_ctx *c, const uint8_t *bwt, const uint64_t *off, size_t count,
@@ -582,6 +737,7 @@ static int batch_impl(gmtf_gpu_ibwt_ctx *c, const uint8_t *bwt, const uint64_t *
     size_t b0 = 0;
     uint64_t i0 = 0;
     int acc = 0;
+    c->repaired = 0;
     while (b0 < count) {
         size_t b1 = b0 + 1;
         while (b1 < count && off[b1 + 1] - off[b0] <= c->piece_bound)

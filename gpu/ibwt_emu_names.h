@@ -12,6 +12,7 @@
 #define gmtf_gpu_ibwt_check gmtf_gpu_ibwt_emu_check
 #define gmtf_gpu_ibwt_batch gmtf_gpu_ibwt_emu_batch
 #define gmtf_gpu_ibwt_last_ms gmtf_gpu_ibwt_emu_last_ms
+#define gmtf_gpu_ibwt_last_repaired gmtf_gpu_ibwt_emu_last_repaired
 
 #define gmtf_gpu_ibwt_batch_dev gmtf_gpu_ibwt_emu_batch_dev
 

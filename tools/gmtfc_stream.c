@@ -11,6 +11,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -166,6 +167,43 @@ size_t gmtfc_batch_blocks(uint32_t block_size, unsigned threads)
         n = GMTFC_BATCH_MAX_BYTES / bs > 2 * t ? GMTFC_BATCH_MAX_BYTES / bs : 2 * t;
     if (GMTFC_BATCH_MIN_BYTES / bs > n)
         n = GMTFC_BATCH_MIN_BYTES / bs;
+    return n > GMTFC_BATCH_MAX_BLOCKS ? GMTFC_BATCH_MAX_BLOCKS : n;
+}
+
+/* 1 when fd is a regular file that will likely bring at least 1 GiB to
+ * code: its size, or for a stream to decompress 8 times its size (a low
+ * guess of the Linux tar's 9x; incompressible data is guessed too big, which
+ * costs only the larger batch below). */
+static int big_input(int fd, int compressed)
+{
+    struct stat st;
+    if (fstat(fd, &st) != 0 || !S_ISREG(st.st_mode) || st.st_size <= 0)
+        return 0;
+    return (uint64_t)st.st_size * (compressed ? 8u : 1u) >= 4ull * GMTFC_BATCH_MAX_BYTES;
+}
+
+/* The blocks of a batch for this stream's codec: gmtfc_batch_blocks, twice
+ * that (to GMTFC_BATCH_MAX_BYTES) when the codec's batches go to a GPU and
+ * the input is big (big_input): the device's lane kernels take about as
+ * long for a batch of 128 MiB as for one of 256 (their slowest lanes). On
+ * the H100 (docs/gpu.md, gpu7), -b 2M -j16: the whole Linux tar
+ * decompressed in 1.48 s instead of 1.70 and compressed in 2.17 instead of
+ * 2.26, 1280 MiB in 1.47 / 1.99 s instead of 1.62 / 2.24; but a 256 MiB
+ * file is slower in two batches than in one (0.83 / 1.03 s against 0.75 /
+ * 0.87: nothing read or written beside the first batch's coding). The
+ * stream is the same whatever the batch; GMTFC_BATCH_MIB, when set, decides
+ * alone. */
+static size_t stream_batch(const gmtfc_stream *s, uint32_t bs, int big)
+{
+    size_t n = gmtfc_batch_blocks(bs, s->cfg.threads);
+    const char *e = getenv("GMTFC_BATCH_MIB");
+    if ((e && *e) || !big || !gmtf_codec_batch_device(s->codec))
+        return n;
+    size_t most = GMTFC_BATCH_MAX_BYTES / (bs ? bs : 1);
+    if (2 * n <= most)
+        n *= 2;
+    else if (most > n)
+        n = most;
     return n > GMTFC_BATCH_MAX_BLOCKS ? GMTFC_BATCH_MAX_BLOCKS : n;
 }
 
@@ -381,8 +419,6 @@ static int overlap_on(void)
 int gmtfc_compress(gmtfc_stream *s, int in_fd, int out_fd, gmtfc_totals *t, gmtfc_error *err)
 {
     const uint32_t bs = s->cfg.block_size;
-    const size_t batch = gmtfc_batch_blocks(bs, s->cfg.threads);
-    const size_t full = batch * (size_t)bs;
     const int two = overlap_on();
     uint8_t hdr[GMTFC_TRAILER_LEN];
     uint32_t crc = 0, frames_crc = 0;
@@ -392,7 +428,11 @@ int gmtfc_compress(gmtfc_stream *s, int in_fd, int out_fd, gmtfc_totals *t, gmtf
     memset(err, 0, sizeof *err);
     if (prof_on())
         fprintf(stderr, "gmtfc profile: start at %.3f s\n", prof_wall());
-    if ((rc = ensure_codec(s, bs)) < 0 || (rc = compress_buffers(s, batch, two)) < 0)
+    if ((rc = ensure_codec(s, bs)) < 0)
+        return set_error(err, GMTFC_ERR_CODEC, rc, 0, "%s", gmtf_strerror(rc));
+    const size_t batch = stream_batch(s, bs, big_input(in_fd, 0));
+    const size_t full = batch * (size_t)bs;
+    if ((rc = compress_buffers(s, batch, two)) < 0)
         return set_error(err, GMTFC_ERR_CODEC, rc, 0, "%s", gmtf_strerror(rc));
     if (prof_on())
         fprintf(stderr, "gmtfc profile: ready at %.3f s\n", prof_wall());
@@ -644,8 +684,10 @@ static int decompress_stream(gmtfc_stream *s, reader *r, int out_fd, gmtfc_total
     if ((rc = parse_header(r, s->in + r->pos, &st.bs, err)) < 0)
         return rc;
     r->pos += GMTFC_HEADER_LEN;
-    const size_t batch = gmtfc_batch_blocks(st.bs, s->cfg.threads);
-    if ((rc = ensure_codec(s, st.bs)) < 0 || (rc = decompress_buffers(s, st.bs, batch)) < 0)
+    if ((rc = ensure_codec(s, st.bs)) < 0)
+        return set_error(err, GMTFC_ERR_CODEC, rc, 0, "%s", gmtf_strerror(rc));
+    const size_t batch = stream_batch(s, st.bs, big_input(r->fd, 1));
+    if ((rc = decompress_buffers(s, st.bs, batch)) < 0)
         return set_error(err, GMTFC_ERR_CODEC, rc, 0, "%s", gmtf_strerror(rc));
     struct prep_job pj;
     pthread_t pt;

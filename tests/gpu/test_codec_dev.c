@@ -927,6 +927,8 @@ static void test_prepare(void **state)
     gmtf_codec *dev = codec_new(1, 2);
     gmtf_bwt_dev *d = gmtf_codec_bwt_dev(dev);
     d->pipe[0] = 2;
+    assert_int_equal(gmtf_codec_batch_device(cpu), 0);
+    assert_int_equal(gmtf_codec_batch_device(dev), 1);
     assert_null(d->ctx[GMTF_BWT_DEV_FWD]);
     assert_int_equal(gmtf_codec_prepare(dev, b.off[b.count], 1), 0);
     assert_non_null(d->ctx[GMTF_BWT_DEV_FWD]);
@@ -957,6 +959,7 @@ static void test_prepare(void **state)
     frames again = encode(dev, &b);
     assert_same_frames(&want, &again);
     assert_int_equal(d->retired, 1);
+    assert_int_equal(gmtf_codec_batch_device(dev), 0); /* retired: batches on the CPU */
     assert_int_equal(gmtf_codec_prepare(dev, b.off[b.count], 1), 0);
     for (int k = 0; k < GMTF_BWT_DEV_NCTX; k++)
         assert_null(d->ctx[k]);
@@ -985,6 +988,7 @@ static void test_backend_device(void **state)
         int on = gmtf_codec_bwt_dev(c)->ops != NULL;
         printf("--mtf=%s: batches %s\n", names[i], on ? "on the device" : "on the CPU");
         assert_int_equal(on, i < 2);
+        assert_int_equal(gmtf_codec_batch_device(c), on);
         gmtf_codec_destroy(c);
     }
 #endif

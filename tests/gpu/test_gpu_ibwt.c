@@ -160,8 +160,40 @@ static void b_check(batch *b, const char *what)
             fail();
         }
     assert_int_equal(out[b->len], 0xa5);
+    /* a real BWT: every segment's two chains meet, nothing walked again */
+    assert_int_equal(gmtf_gpu_ibwt_last_repaired(ctx), 0);
     printf("%s: %zu blocks, %zu bytes, %zu chains: exact\n", what, b->count, b->len, b->nidx);
     free(out);
+}
+
+/* 1 unless GMTF_GPU_IBWT_BIDIR=0 (one chain a segment, nothing repaired) */
+static int bidir(void)
+{
+    const char *e = getenv("GMTF_GPU_IBWT_BIDIR");
+    return !(e && e[0] == '0');
+}
+
+/* The device's output for b's (possibly damaged) bytes against codec/bwt.c's
+ * inverse of the same bytes; returns the segments repaired. */
+static uint64_t b_same_as_cpu(batch *b)
+{
+    uint8_t *out = malloc(b->len), *ref = malloc(b->len);
+    assert_non_null(out);
+    assert_non_null(ref);
+    assert_int_equal(gmtf_gpu_ibwt_batch(ctx, b->bwt, b->off, b->count, b->step, b->idx, out), 0);
+    for (size_t i = 0, k = 0; i < b->count; i++) {
+        size_t n = b->off[i + 1] - b->off[i];
+        void *ws = malloc(gmtf_bwt_workspace_size(n));
+        assert_non_null(ws);
+        assert_int_equal(
+            gmtf_bwt_inverse_step(b->bwt + b->off[i], ref + b->off[i], n, b->idx + k, ws), 0);
+        free(ws);
+        k += gmtf_bwt_sample_count(n);
+    }
+    assert_memory_equal(out, ref, b->len);
+    free(out);
+    free(ref);
+    return gmtf_gpu_ibwt_last_repaired(ctx);
 }
 
 static uint32_t v2_step(size_t n)
@@ -398,6 +430,7 @@ static void test_hostile_rows(void **state)
 static void test_hostile_bytes(void **state)
 {
     (void)state;
+    uint64_t repaired = 0;
     for (int r = 0; r < 8; r++) {
         batch b;
         b_init(&b);
@@ -415,24 +448,51 @@ static void test_hostile_bytes(void **state)
                 b.idx[k] = x == 0 ? 1 : x == 1 ? (uint32_t)n : (uint32_t)(1 + rnd() % n);
             }
         }
-        uint8_t *out = malloc(b.len), *ref = malloc(b.len);
-        assert_non_null(out);
-        assert_non_null(ref);
-        assert_int_equal(gmtf_gpu_ibwt_batch(ctx, b.bwt, b.off, b.count, b.step, b.idx, out), 0);
-        for (size_t i = 0, k = 0; i < b.count; i++) {
-            size_t n = b.off[i + 1] - b.off[i];
-            void *ws = malloc(gmtf_bwt_workspace_size(n));
-            assert_non_null(ws);
-            assert_int_equal(
-                gmtf_bwt_inverse_step(b.bwt + b.off[i], ref + b.off[i], n, b.idx + k, ws), 0);
-            free(ws);
-            k += gmtf_bwt_sample_count(n);
-        }
-        assert_memory_equal(out, ref, b.len);
-        free(out);
-        free(ref);
+        repaired += b_same_as_cpu(&b);
         b_free(&b);
     }
+    /* garbage: the two chains of most segments do not meet */
+    if (bidir())
+        assert_true(repaired > 0);
+    else
+        assert_int_equal(repaired, 0);
+    assert_int_equal(gmtf_gpu_ibwt_ok(ctx), 1);
+}
+
+/* A real BWT with a few bytes changed: the segments whose chains still meet
+ * keep the two-ended walk, the others are walked again; the output is
+ * codec/bwt.c's for the same bytes either way. */
+static void test_damaged_bwt(void **state)
+{
+    (void)state;
+    uint64_t repaired = 0;
+    for (int r = 0; r < 6; r++) {
+        batch b;
+        b_init(&b);
+        size_t count = 2 + rnd() % 6;
+        for (size_t i = 0; i < count; i++) {
+            size_t n = unit / 4 + rnd() % (unit / 2);
+            fill(b_block(&b, n, v2_step(n)), n, 1 + (int)(rnd() % 5));
+        }
+        b_forward(&b);
+        for (int d = 0; r < 5 && d < 1 + r; d++) {
+            size_t at = rnd() % b.len;
+            b.bwt[at] = (uint8_t)(b.bwt[at] + 1 + rnd() % 255);
+        }
+        if (r == 5) /* swapped neighbours: the same bytes, the LF map changed locally */
+            for (size_t i = 0; i + 1 < b.len; i += b.len / 3) {
+                uint8_t t = b.bwt[i];
+                b.bwt[i] = b.bwt[i + 1];
+                b.bwt[i + 1] = t;
+            }
+        uint64_t rp = b_same_as_cpu(&b);
+        if (r == 0) /* one byte of one block: the other blocks' segments meet */
+            assert_true(rp < b.nidx);
+        repaired += rp;
+        b_free(&b);
+    }
+    if (bidir())
+        assert_true(repaired > 0);
     assert_int_equal(gmtf_gpu_ibwt_ok(ctx), 1);
 }
 
@@ -494,7 +554,7 @@ int main(void)
         cmocka_unit_test(test_v2_layout),     cmocka_unit_test(test_random_steps),
         cmocka_unit_test(test_pieces),        cmocka_unit_test(test_hostile_rows),
         cmocka_unit_test(test_hostile_bytes), cmocka_unit_test(test_corpus),
-        cmocka_unit_test(test_linux_tar),
+        cmocka_unit_test(test_linux_tar),     cmocka_unit_test(test_damaged_bwt),
     };
     return cmocka_run_group_tests(tests, setup, teardown);
 }
