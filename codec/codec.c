@@ -46,7 +46,57 @@ static int mtf_instances(gmtf_codec *c, const char *name, const gmtf_mtf_backend
     return 0;
 }
 
+/* The codec and its devices: the list given (option, else GMTF_GPUS,
+ * else all), less the devices the host lacks. */
+static int codec_devices(gmtf_codec *c, const gmtf_codec_options *o, const gmtf_bwt_dev_ops *ops)
+{
+    const char *list = o->gpus ? o->gpus : getenv("GMTF_GPUS");
+    int dev[GMTF_MULTI_DEV_MAX], all = 1;
+    unsigned n = 0;
+    if (list && *list && gmtf_multi_dev_parse(list, dev, &n, &all) < 0)
+        return -EINVAL;
+    if (!ops)
+        return gmtf_codec_set_bwt_devs(c, NULL, NULL, 0);
+    int have = gmtf_bwt_dev_gpu_count();
+    unsigned keep = 0;
+    if (all)
+        for (int k = 0; k < have && k < GMTF_MULTI_DEV_MAX; k++)
+            dev[keep++] = k;
+    else
+        for (unsigned k = 0; k < n; k++)
+            if (dev[k] < have)
+                dev[keep++] = dev[k];
+    return gmtf_codec_set_bwt_devs(c, ops, dev, keep);
+}
+
 int gmtf_codec_create(gmtf_codec **out, const gmtf_codec_options *opt)
+{
+    gmtf_codec *c = NULL;
+    int rc = gmtf_codec_create_bare(&c, opt);
+    if (rc < 0)
+        return rc;
+    /* The GPU's BWT when batches go to the GPU (the gpu and auto backends:
+     * a batch backend named gpu*; simd and scalar have batch hooks too but
+     * stay on the CPU); GMTF_GPU_BWT=0 keeps it off (comparisons). */
+    const char *env = getenv("GMTF_GPU_BWT");
+    int use_dev =
+        c->batch_mtf && strncmp(c->batch_mtf->ops->name, "gpu", 3) == 0 && !(env && *env == '0');
+    gmtf_codec_options o = {0};
+    if (opt)
+        o = *opt;
+    o.threads = c->threads;
+    o.max_block = c->max_block;
+    o.frame_version = c->frame_version;
+    rc = codec_devices(c, &o, use_dev ? gmtf_bwt_dev_gpu() : NULL);
+    if (rc < 0) {
+        gmtf_codec_destroy(c);
+        return rc;
+    }
+    *out = c;
+    return 0;
+}
+
+int gmtf_codec_create_bare(gmtf_codec **out, const gmtf_codec_options *opt)
 {
     gmtf_codec_options o = {0};
     if (opt)
@@ -73,13 +123,7 @@ int gmtf_codec_create(gmtf_codec **out, const gmtf_codec_options *opt)
     }
     if (rc == 0 && o.threads > 1)
         rc = gmtf_pool_create(&c->pool, o.threads);
-    /* The GPU's BWT when batches go to the GPU (the gpu and auto backends:
-     * a batch backend named gpu*; simd and scalar have batch hooks too but
-     * stay on the CPU); GMTF_GPU_BWT=0 keeps it off (comparisons). */
-    const char *env = getenv("GMTF_GPU_BWT");
-    int use_dev =
-        c->batch_mtf && strncmp(c->batch_mtf->ops->name, "gpu", 3) == 0 && !(env && *env == '0');
-    gmtf_bwt_dev_init(&c->bwt_dev, use_dev ? gmtf_bwt_dev_gpu() : NULL);
+    gmtf_bwt_dev_init(&c->bwt_dev, NULL);
     if (rc < 0) {
         gmtf_codec_destroy(c);
         return rc;
@@ -92,6 +136,7 @@ void gmtf_codec_destroy(gmtf_codec *c)
 {
     if (!c)
         return;
+    gmtf_multi_dev_destroy(c->multi);
     gmtf_pool_destroy(c->pool);
     if (c->ws)
         for (unsigned i = 0; i < c->threads; i++)
@@ -106,8 +151,33 @@ void gmtf_codec_destroy(gmtf_codec *c)
 
 void gmtf_codec_set_bwt_dev(gmtf_codec *c, const gmtf_bwt_dev_ops *ops)
 {
+    gmtf_codec_set_bwt_dev_on(c, ops, 0);
+}
+
+void gmtf_codec_set_bwt_dev_on(gmtf_codec *c, const gmtf_bwt_dev_ops *ops, int device)
+{
+    gmtf_multi_dev_destroy(c->multi);
+    c->multi = NULL;
     gmtf_bwt_dev_free(&c->bwt_dev);
-    gmtf_bwt_dev_init(&c->bwt_dev, ops);
+    gmtf_bwt_dev_init_on(&c->bwt_dev, ops, device);
+}
+
+int gmtf_codec_set_bwt_devs(gmtf_codec *c, const gmtf_bwt_dev_ops *ops, const int *dev, unsigned n)
+{
+    if (!ops || n == 0) {
+        gmtf_codec_set_bwt_dev_on(c, NULL, 0);
+        return 0;
+    }
+    if (n == 1) {
+        gmtf_codec_set_bwt_dev_on(c, ops, dev[0]);
+        return 0;
+    }
+    gmtf_codec_set_bwt_dev_on(c, NULL, 0);
+    gmtf_codec_options o = {.threads = c->threads,
+                            .mtf = c->mtf.ops->name,
+                            .max_block = c->max_block,
+                            .frame_version = c->frame_version};
+    return gmtf_multi_dev_create(&c->multi, &o, ops, dev, n);
 }
 
 gmtf_bwt_dev *gmtf_codec_bwt_dev(gmtf_codec *c)
