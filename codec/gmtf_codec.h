@@ -63,7 +63,8 @@ typedef struct gmtf_codec_options {
 int gmtf_codec_create(gmtf_codec **out, const gmtf_codec_options *opt);
 void gmtf_codec_destroy(gmtf_codec *c);
 /* 0 when list is a valid GPU list (gmtf_codec_options.gpus: "all", or
- * device numbers 0..15 separated by commas, none twice), else -EINVAL.
+ * device numbers 0..15 separated by commas or colons, none twice), else
+ * -EINVAL.
  * Devices in the list that the host lacks are left out when the codec is
  * made (none left: batches on the CPU). */
 int gmtf_codec_gpus_check(const char *list);

@@ -35,8 +35,9 @@ int gmtf_multi_dev_parse(const char *list, int *dev, unsigned *n, int *all)
         dev[(*n)++] = v;
         if (*p == 0)
             return 0;
-        if (*p++ != ',')
+        if (*p != ',' && *p != ':') /* ':' where commas separate options (gmtf -o) */
             return -EINVAL;
+        p++;
     }
 }
 

@@ -31,7 +31,7 @@ typedef struct gmtf_multi_dev {
 } gmtf_multi_dev;
 
 /* Parses a device list: "all", or device numbers 0..GMTF_MULTI_DEV_MAX-1
- * separated by commas, no repeats, in the order given ("0,1", "1").
+ * separated by commas or colons, no repeats, in the order given ("0,1", "1").
  * Fills dev[] and *n; 0 or -EINVAL. */
 int gmtf_multi_dev_parse(const char *list, int *dev, unsigned *n, int *all);
 

@@ -59,7 +59,7 @@ extern "C" int gmtf_gpu_device_info(char *name, size_t len, int *sm_count)
 
 int gmtf_gpu_use(gmtf_gpu_ctx *ctx)
 {
-    cudaError_t e = cudaSetDevice(ctx->dev);
+    cudaError_t e = cudaSetDevice(ctx->device);
     return e == cudaSuccess ? 0 : gmtf_gpu_fail(ctx, e, "cudaSetDevice");
 }
 
@@ -185,7 +185,7 @@ extern "C" int gmtf_gpu_ctx_create_on(int dev, gmtf_gpu_ctx **out)
     if (!ctx)
         return -ENOMEM;
     ctx->ok = 1;
-    ctx->dev = dev;
+    ctx->device = dev;
     bool fail = cudaSetDevice(dev) != cudaSuccess;
     for (int i = 0; i < GMTF_NSTREAMS && !fail; i++)
         fail = cudaStreamCreateWithFlags(&ctx->st[i], cudaStreamNonBlocking) != cudaSuccess;
@@ -207,7 +207,7 @@ extern "C" void gmtf_gpu_ctx_destroy(gmtf_gpu_ctx *ctx)
 {
     if (!ctx)
         return;
-    cudaSetDevice(ctx->dev);
+    cudaSetDevice(ctx->device);
     gmtf_dbuf *bufs[] = {&ctx->in,       &ctx->out,    &ctx->off,     &ctx->ckscan,   &ctx->grscan,
                          &ctx->ck_start, &ctx->ck_len, &ctx->ck_kidx, &ctx->gr_first, &ctx->gr_cnt,
                          &ctx->keys,     &ctx->gmax,   &ctx->qin,     &ctx->esc,      &ctx->esc_cnt,

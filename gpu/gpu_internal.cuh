@@ -48,7 +48,7 @@ struct gmtf_batch_dev {
 };
 
 struct gmtf_gpu_ctx {
-    int dev; /* the CUDA device of its memory and streams */
+    int device; /* the CUDA device of its memory and streams */
     cudaStream_t st[GMTF_NSTREAMS];
     cudaEvent_t ev0, ev1, ev_tab;
     cudaEvent_t ev_slice[64];

@@ -1162,9 +1162,9 @@ static void test_multi_fault(void **state)
 static void test_gpu_lists(void **state)
 {
     (void)state;
-    const char *good[] = {"all", "0", "1", "0,1", "3,0,2", "15"};
-    const char *bad[] = {"",   ",",  "0,",  ",0",   "0,,1", "a",
-                         "-1", "16", "0,0", "1 ,2", "0x1",  "99999999999"};
+    const char *good[] = {"all", "0", "1", "0,1", "3,0,2", "15", "0:1", "2:0,1"};
+    const char *bad[] = {"",    ",",    "0,",  ",0",          "0,,1", "a",  "-1", "16",
+                         "0,0", "1 ,2", "0x1", "99999999999", "0:0",  ":1", "1;2"};
     for (size_t i = 0; i < sizeof good / sizeof good[0]; i++)
         assert_int_equal(gmtf_codec_gpus_check(good[i]), 0);
     for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++)
