@@ -177,7 +177,15 @@ int gmtf_codec_set_bwt_devs(gmtf_codec *c, const gmtf_bwt_dev_ops *ops, const in
                             .mtf = c->mtf.ops->name,
                             .max_block = c->max_block,
                             .frame_version = c->frame_version};
-    return gmtf_multi_dev_create(&c->multi, &o, ops, dev, n);
+    static const gmtf_multi_dev_calls calls = {
+        .create = gmtf_codec_create_bare,
+        .set_dev = gmtf_codec_set_bwt_dev_on,
+        .destroy = gmtf_codec_destroy,
+        .encode = gmtf_batch_encode_crc,
+        .decode = gmtf_batch_decode,
+        .prepare = gmtf_codec_prepare,
+    };
+    return gmtf_multi_dev_create(&c->multi, &calls, &o, ops, dev, n);
 }
 
 gmtf_bwt_dev *gmtf_codec_bwt_dev(gmtf_codec *c)

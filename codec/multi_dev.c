@@ -48,8 +48,9 @@ int gmtf_codec_gpus_check(const char *list)
     return gmtf_multi_dev_parse(list, dev, &n, &all);
 }
 
-int gmtf_multi_dev_create(gmtf_multi_dev **out, const gmtf_codec_options *o,
-                          const gmtf_bwt_dev_ops *ops, const int *dev, unsigned n)
+int gmtf_multi_dev_create(gmtf_multi_dev **out, const gmtf_multi_dev_calls *calls,
+                          const gmtf_codec_options *o, const gmtf_bwt_dev_ops *ops, const int *dev,
+                          unsigned n)
 {
     *out = NULL;
     if (n < 2 || n > GMTF_MULTI_DEV_MAX || !ops)
@@ -57,6 +58,7 @@ int gmtf_multi_dev_create(gmtf_multi_dev **out, const gmtf_codec_options *o,
     gmtf_multi_dev *m = calloc(1, sizeof *m);
     if (!m)
         return -ENOMEM;
+    m->calls = *calls;
     gmtf_codec_options so = *o;
     so.gpus = NULL;
     so.threads = o->threads / n ? o->threads / n : 1;
@@ -66,9 +68,9 @@ int gmtf_multi_dev_create(gmtf_multi_dev **out, const gmtf_codec_options *o,
     int rc = 0;
     for (unsigned k = 0; k < n && rc == 0; k++) {
         m->device[k] = dev[k];
-        rc = gmtf_codec_create_bare(&m->sub[k], &so);
+        rc = m->calls.create(&m->sub[k], &so);
         if (rc == 0)
-            gmtf_codec_set_bwt_dev_on(m->sub[k], ops, dev[k]);
+            m->calls.set_dev(m->sub[k], ops, dev[k]);
         m->n = k + 1;
     }
     if (rc) {
@@ -84,7 +86,8 @@ void gmtf_multi_dev_destroy(gmtf_multi_dev *m)
     if (!m)
         return;
     for (unsigned k = 0; k < m->n; k++)
-        gmtf_codec_destroy(m->sub[k]);
+        if (m->sub[k])
+            m->calls.destroy(m->sub[k]);
     free(m);
 }
 
@@ -156,11 +159,12 @@ static void *run_main(void *arg)
 {
     struct run *r = arg;
     gmtf_codec *c = r->m->sub[r->k];
+    const gmtf_multi_dev_calls *f = &r->m->calls;
     uint64_t t0 = now_ns();
     if (r->encode)
-        r->rc = gmtf_batch_encode_crc(c, r->src, r->off, r->count, r->dst, r->cap, r->doff, r->crc);
+        r->rc = f->encode(c, r->src, r->off, r->count, r->dst, r->cap, r->doff, r->crc);
     else
-        r->rc = gmtf_batch_decode(c, r->src, r->off, r->count, r->dst, r->doff, r->status);
+        r->rc = f->decode(c, r->src, r->off, r->count, r->dst, r->doff, r->status);
     r->ns = now_ns() - t0;
     return NULL;
 }
@@ -286,7 +290,7 @@ int gmtf_multi_dev_encode(gmtf_multi_dev *m, const uint8_t *src, const uint64_t 
     for (unsigned j = 0; j < n; j++) {
         runs[j].src = src + off[cut[j]];
         runs[j].dst = dst + base;
-        runs[j].cap = gmtf_batch_bound(runs[j].off, runs[j].count);
+        runs[j].cap = runs[j].off[runs[j].count] + runs[j].count * GMTF_FRAME_FIXED; /* bound */
         runs[j].crc = crc ? crc + cut[j] : NULL;
         base += runs[j].cap;
     }
@@ -343,6 +347,6 @@ int gmtf_multi_dev_prepare(gmtf_multi_dev *m, uint64_t batch_bytes, int encode)
     int rc = 0;
     for (unsigned k = 0; k < m->n && rc == 0; k++)
         if (dev_live(m, k))
-            rc = gmtf_codec_prepare(m->sub[k], batch_bytes / (live ? live : 1) + 1, encode);
+            rc = m->calls.prepare(m->sub[k], batch_bytes / (live ? live : 1) + 1, encode);
     return rc;
 }

@@ -21,7 +21,21 @@
 
 #define GMTF_MULTI_DEV_MAX 16
 
+/* The codec calls it makes on the device codecs, given by codec.c (this
+ * file sits below codec.c and batch.c, which call it). */
+typedef struct gmtf_multi_dev_calls {
+    int (*create)(gmtf_codec **out, const gmtf_codec_options *o); /* no device */
+    void (*set_dev)(gmtf_codec *c, const gmtf_bwt_dev_ops *ops, int device);
+    void (*destroy)(gmtf_codec *c);
+    int (*encode)(gmtf_codec *c, const uint8_t *src, const uint64_t *off, size_t count,
+                  uint8_t *dst, uint64_t cap, uint64_t *dst_off, uint32_t *crc);
+    int (*decode)(gmtf_codec *c, const uint8_t *src, const uint64_t *foff, size_t count,
+                  uint8_t *dst, const uint64_t *doff, int *status);
+    int (*prepare)(gmtf_codec *c, uint64_t batch_bytes, int encode);
+} gmtf_multi_dev_calls;
+
 typedef struct gmtf_multi_dev {
+    gmtf_multi_dev_calls calls;
     unsigned n;                            /* devices */
     int device[GMTF_MULTI_DEV_MAX];        /* their numbers */
     gmtf_codec *sub[GMTF_MULTI_DEV_MAX];   /* one codec a device */
@@ -38,8 +52,9 @@ int gmtf_multi_dev_parse(const char *list, int *dev, unsigned *n, int *all);
 /* Makes the device states: a codec for each of dev[0..n), n >= 2, with the
  * options o (threads: the share of each, at least 1) and ops as its BWT
  * device on that device number. 0 or a negative code. */
-int gmtf_multi_dev_create(gmtf_multi_dev **out, const gmtf_codec_options *o,
-                          const gmtf_bwt_dev_ops *ops, const int *dev, unsigned n);
+int gmtf_multi_dev_create(gmtf_multi_dev **out, const gmtf_multi_dev_calls *calls,
+                          const gmtf_codec_options *o, const gmtf_bwt_dev_ops *ops, const int *dev,
+                          unsigned n);
 void gmtf_multi_dev_destroy(gmtf_multi_dev *m);
 
 /* Devices still in service. */
