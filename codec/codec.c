@@ -2,6 +2,7 @@
  * and error text. The batch API is in batch.c, the per-worker scratch in
  * workspace.c. */
 #include <errno.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -115,6 +116,8 @@ int gmtf_codec_create_bare(gmtf_codec **out, const gmtf_codec_options *opt)
         return -ENOMEM;
     c->max_block = o.max_block;
     c->threads = o.threads;
+    if (o.mtf)
+        snprintf(c->mtf_name, sizeof c->mtf_name, "%s", o.mtf);
     c->frame_version = o.frame_version ? o.frame_version : GMTF_FRAME_VERSION;
     int rc = mtf_instances(c, o.mtf, mtf);
     if (rc == 0) {
@@ -174,7 +177,7 @@ int gmtf_codec_set_bwt_devs(gmtf_codec *c, const gmtf_bwt_dev_ops *ops, const in
     }
     gmtf_codec_set_bwt_dev_on(c, NULL, 0);
     gmtf_codec_options o = {.threads = c->threads,
-                            .mtf = c->mtf.ops->name,
+                            .mtf = c->mtf_name[0] ? c->mtf_name : NULL,
                             .max_block = c->max_block,
                             .frame_version = c->frame_version};
     static const gmtf_multi_dev_calls calls = {
@@ -207,6 +210,8 @@ void gmtf_codec_trim(gmtf_codec *c)
 {
     for (unsigned i = 0; i < c->threads; i++)
         gmtf_workspace_trim(&c->ws[i]);
+    for (unsigned k = 0; c->multi && k < c->multi->n; k++)
+        gmtf_codec_trim(c->multi->sub[k]);
 }
 
 long gmtf_frame_encode(gmtf_codec *c, const void *src, size_t n, void *dst, size_t cap)

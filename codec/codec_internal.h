@@ -45,8 +45,11 @@ struct gmtf_codec {
     /* Method 2 decoded on the device: the lanes, tables and selectors of a
      * batch's blocks and a copy of their payloads, for the uploads. */
     struct gmtf_hbuf dec_lanes, dec_cum, dec_sel, dec_in;
-    /* Two devices or more: their states (bwt_dev is then unused). */
+    /* Two devices or more: their states (bwt_dev is then unused), made
+     * with the MTF backend name the codec was made with ("" = auto), so
+     * that theirs has the same batch backend (its pinned allocator). */
     gmtf_multi_dev *multi;
+    char mtf_name[64];
 };
 
 /* Lazily allocates workspace i, for decoding (gmtf_codec_workspace) or
