@@ -166,11 +166,8 @@ static int stage_reserve(gmtf_codec *c, uint64_t n)
 
 int gmtf_codec_prepare(gmtf_codec *c, uint64_t batch_bytes, int encode)
 {
-    if (c->multi) {
-        int rc = gmtf_multi_dev_prepare(c->multi, batch_bytes, encode);
-        if (rc < 0)
-            return rc;
-    }
+    if (c->multi && gmtf_multi_dev_live(c->multi)) /* the device codecs' workspaces */
+        return gmtf_multi_dev_prepare(c->multi, batch_bytes, encode);
     for (unsigned i = 0; i < c->threads; i++)
         if (!(encode ? gmtf_codec_workspace_enc(c, i) : gmtf_codec_workspace(c, i)))
             return -ENOMEM;

@@ -1046,6 +1046,12 @@ static void test_multi_identical(void **state)
     gmtf_codec *cpu = codec_new(0, 3), *one = codec_new(1, 3);
     for (unsigned n = 2; n <= 3; n++) {
         gmtf_codec *many = codec_multi(n, 3);
+        /* prepare readies every device's contexts (and no workspace of
+         * the dispatching codec's own) */
+        assert_int_equal(gmtf_codec_prepare(many, 4u << 20, 1), 0);
+        for (unsigned k = 0; k < n; k++)
+            assert_non_null(many->multi->sub[k]->bwt_dev.ctx[GMTF_BWT_DEV_FWD]);
+        assert_null(many->ws[0].bwt_ws);
         for (uint64_t seed = 1; seed <= 3; seed++) {
             blocks b = make_blocks(seed * 104729 + n, 10 + seed * 6, UNIT);
             frames want = encode(cpu, &b), got1 = encode(one, &b), got = encode(many, &b);
