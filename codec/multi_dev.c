@@ -200,8 +200,8 @@ static unsigned pick(gmtf_multi_dev *m, int dir, uint64_t bytes, unsigned *idx, 
 
 static void note_rate(gmtf_multi_dev *m, int dir, const struct run *r)
 {
-    if (r->rc || r->ns == 0 || !dev_live(m, r->k))
-        return;
+    if (r->rc || r->ns == 0 || r->bytes == 0 || !dev_live(m, r->k))
+        return; /* an empty run says nothing of the device's speed */
     double rate = (double)r->bytes / ((double)r->ns / 1e6);
     double *p = &m->rate[dir][r->k];
     *p = *p > 0 ? 0.5 * *p + 0.5 * rate : rate; /* the last batches, the latest most */
