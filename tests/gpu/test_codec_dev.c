@@ -1118,6 +1118,33 @@ static void test_multi_cut(void **state)
     assert_int_equal(cut[2], 2);
 }
 
+/* The measured rates drive the cut: a device three times as fast gets
+ * about three quarters of the bytes. */
+static void test_multi_rates(void **state)
+{
+    (void)state;
+    gmtf_codec *cpu = codec_new(0, 2), *many = codec_multi(2, 2);
+    blocks b = make_blocks(777, 64, UNIT / 2);
+    many->multi->rate[GMTF_BWT_DEV_FWD][0] = 3000;
+    many->multi->rate[GMTF_BWT_DEV_FWD][1] = 1000;
+    frames want = encode(cpu, &b), got = encode(many, &b);
+    assert_same_frames(&want, &got);
+    uint64_t d0 = many->multi->dealt[GMTF_BWT_DEV_FWD][0],
+             d1 = many->multi->dealt[GMTF_BWT_DEV_FWD][1];
+    printf("rates 3:1: %llu and %llu bytes dealt\n", (unsigned long long)d0,
+           (unsigned long long)d1);
+    assert_int_equal(d0 + d1, b.off[b.count]);
+    assert_true(d0 > 2 * d1 && d0 < 4 * d1);
+    /* and the rates now hold this batch's measurements */
+    assert_true(many->multi->rate[GMTF_BWT_DEV_FWD][0] > 0);
+    assert_true(many->multi->rate[GMTF_BWT_DEV_FWD][1] > 0);
+    frames_free(&got);
+    frames_free(&want);
+    blocks_free(&b);
+    gmtf_codec_destroy(many);
+    gmtf_codec_destroy(cpu);
+}
+
 /* A fault on device 1 only: the batch completes with the same frames (its
  * run redone on the CPU), device 1 is retired alone, and device 0 still
  * takes the next batches. */
@@ -1208,6 +1235,7 @@ int main(void)
         cmocka_unit_test(test_prepare),
         cmocka_unit_test(test_multi_identical),
         cmocka_unit_test(test_multi_cut),
+        cmocka_unit_test(test_multi_rates),
         cmocka_unit_test(test_multi_fault),
         cmocka_unit_test(test_gpu_lists),
     };
