@@ -159,7 +159,9 @@ int main(int argc, char **argv)
 {
     if (argc < 3 ||
         (strcmp(argv[1], "walk") && strcmp(argv[1], "random") && strcmp(argv[1], "fsync"))) {
-        fprintf(stderr, "usage: fs_bench walk|random|fsync IMAGE [N]\n");
+        fprintf(stderr, "usage: fs_bench walk|random|fsync IMAGE [N] [MIN_BYTES]\n"
+                        "  random: N cold 4 KiB reads at random files (of at least MIN_BYTES,\n"
+                        "  default 0) and offsets\n");
         return 2;
     }
     if (!strcmp(argv[1], "fsync"))
@@ -199,6 +201,14 @@ int main(int argc, char **argv)
                (unsigned long long)(o.cache_bytes >> 10));
     } else {
         long n = argc > 3 ? atol(argv[3]) : 200;
+        uint64_t min = argc > 4 ? (uint64_t)atoll(argv[4]) : 0;
+        size_t kept = 0;
+        for (size_t k = 0; k < w.nregs; k++)
+            if (w.sizes[k] >= min) {
+                w.regs[kept] = w.regs[k];
+                w.sizes[kept++] = w.sizes[k];
+            }
+        w.nregs = kept;
         srand(1);
         uint8_t b[4096];
         double t3 = now_s(), c3 = cpu_s();

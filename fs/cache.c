@@ -59,11 +59,15 @@ static void lru_push(gmtf_fs *fs, struct cblock *c)
 }
 
 /* Bytes the buffer of a decoded frame of len bytes takes: a frame of more
- * than half a block (nearly all) gets a whole block, so that any of them
- * can take over another's buffer (cache_recycle). The cache counts these. */
+ * than half a block gets a whole block, one of more than half a pack and
+ * at most a pack (with a pack size below the block size: nearly all
+ * packs) a whole pack, so that any of them can take over another's buffer
+ * of the same size (cache_recycle). The cache counts these. */
 size_t cache_buf_cap(const gmtf_fs *fs, uint32_t len)
 {
-    return len > fs->bs / 2 ? fs->bs : len;
+    if (len > fs->bs / 2)
+        return fs->bs;
+    return len > fs->ps / 2 && len <= fs->ps ? fs->ps : len;
 }
 
 static void cache_unhash(gmtf_fs *fs, struct cblock *c)
@@ -236,15 +240,16 @@ const uint8_t *cache_get(gmtf_fs *fs, uint32_t id)
 }
 
 /* A buffer for a frame of len decoded bytes: that of the least recently
- * used frame when the cache is full and both take a whole block, else
- * NULL (the caller allocates one). Steady reading then decodes into
+ * used frame when the cache is full and both take a whole block, or both a
+ * whole pack, else NULL (the caller allocates one). Steady reading then decodes into
  * buffers it already has: the page faults of fresh ones cost a tree walk
  * 15% more CPU time here. Caller holds cache_lock. */
 uint8_t *cache_recycle(gmtf_fs *fs, uint32_t len)
 {
     struct cblock *t = fs->lru_tail;
-    if (!t || cache_buf_cap(fs, len) != fs->bs || cache_buf_cap(fs, t->len) != fs->bs ||
-        fs->cache_bytes + fs->bs <= fs->cache_limit)
+    size_t cap = cache_buf_cap(fs, len);
+    if (!t || (cap != fs->bs && cap != fs->ps) || cache_buf_cap(fs, t->len) != cap ||
+        fs->cache_bytes + cap <= fs->cache_limit)
         return NULL;
     uint8_t *buf = t->buf;
     t->buf = NULL;

@@ -10,12 +10,15 @@
 #include "fs_internal.h"
 
 /* Starts decoding the frames of blocks first..last and a few after; 1 when
- * it did (more than one frame), 0 when the read is left to itself. */
+ * it did (more than one frame), 0 when the read is left to itself. Ahead:
+ * readahead_blocks packs' worth of blocks, at least one (with a pack size
+ * below the block size, the same bytes ahead as at a block of a pack). */
 static int read_ahead(gmtf_fs *fs, struct inode *in, uint32_t first, uint32_t last)
 {
     uint32_t ids[64];
     size_t k = 0;
-    uint64_t end = last + (uint64_t)fs->opt.readahead_blocks;
+    uint64_t ahead = (uint64_t)fs->opt.readahead_blocks * fs->ps / fs->bs;
+    uint64_t end = last + (ahead ? ahead : 1);
     uint32_t i = blockmap_lower(in, first);
     for (; i < in->u.ext.n && in->u.ext.v[i].blk <= end && k < 64; i++)
         if (!dirty_find(fs, in->ino, in->u.ext.v[i].blk))

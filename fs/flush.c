@@ -1,9 +1,11 @@
 /* The flush: turns dirty blocks into frames. Whole blocks become one frame
  * each; small files and file tails are sorted (extension, then name) and
- * packed together into shared frames; identical pieces are stored once
- * (dedup). All frames of one flush are encoded as one codec batch, written
- * copy-on-write into free space and flushed before the records that point
- * at them are appended to the journal buffer. */
+ * packed together into shared frames of up to the pack size (longer
+ * pieces alone, or for mkfs among themselves up to a block); identical
+ * pieces are stored once (dedup). All frames of one flush are encoded as
+ * one codec batch, written copy-on-write into free space and flushed
+ * before the records that point at them are appended to the journal
+ * buffer. */
 #include <stdio.h>
 #include <sys/stat.h>
 
@@ -38,6 +40,7 @@ struct group {
     uint32_t id, clen, crc;
     uint64_t img_off;
     int used; /* some valid piece maps it */
+    int big;  /* holds pieces longer than the pack size */
 };
 
 static int piece_cmp(const void *a, const void *b)
@@ -261,7 +264,14 @@ static int pieces_dedup(gmtf_fs *fs, struct piece *p, size_t np)
 }
 
 /* Cuts the pieces to store into groups, one frame each: whole blocks
- * alone, small pieces packed in sort order. Returns the group count. */
+ * alone; pieces of at most the pack size packed in sort order into frames
+ * of at most the pack size (a cold read of a small file decodes no more);
+ * longer pieces (tails of large files, files shorter than a block but
+ * longer than a pack) packed among themselves into frames of at most a
+ * block when packing in write order (mkfs: an archive's similar large
+ * files gain by sharing frames), else alone (a live filesystem: deleting
+ * such a file frees its frame; no half-dead frame of a block waits for
+ * compaction). Returns the group count. */
 static size_t pieces_group(gmtf_fs *fs, struct piece *p, size_t np, struct group *g)
 {
     size_t ng = 0;
@@ -269,9 +279,12 @@ static size_t pieces_group(gmtf_fs *fs, struct piece *p, size_t np, struct group
     for (size_t i = 0; i < np; i++) {
         if (p[i].dup_of >= 0 || p[i].group == -1)
             continue;
-        int alone = p[i].len == fs->bs;
-        if (alone || ng == 0 || g[ng - 1].len == fs->bs || g[ng - 1].len + p[i].len > fs->bs) {
-            g[ng] = (struct group){.raw_off = raw, .len = 0};
+        int big = p[i].len > fs->ps;
+        int alone = p[i].len == fs->bs || (big && !fs->opt.pack_write_order);
+        uint32_t lim = big ? fs->bs : fs->ps;
+        if (alone || ng == 0 || g[ng - 1].len == fs->bs || g[ng - 1].big != big ||
+            g[ng - 1].len + p[i].len > lim) {
+            g[ng] = (struct group){.raw_off = raw, .len = 0, .big = big};
             ng++;
         }
         p[i].group = (int32_t)(ng - 1);
@@ -550,13 +563,16 @@ int flush_some(gmtf_fs *fs, uint64_t only_ino, uint64_t max_bytes, unsigned flag
         d = next;
     }
     if (!rc && n) {
-        /* Whole blocks first, in file order; then small pieces by sort key
-         * (or as written: p[] is oldest first). */
+        /* Whole blocks first, in file order; then pieces longer than a
+         * pack, in file order; then small pieces by sort key (or as
+         * written: p[] is oldest first). */
         for (size_t i = 0; i < n; i++)
             if (p[i].len == fs->bs)
                 p[i].key = 0;
+            else if (p[i].len > fs->ps)
+                p[i].key = 1;
             else if (fs->opt.pack_write_order)
-                p[i].key = i + 1;
+                p[i].key = i + 2;
         qsort(p, n, sizeof *p, piece_cmp);
         rc = flush_pieces(fs, p, n, unlocked);
     }

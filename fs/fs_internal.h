@@ -66,6 +66,7 @@ typedef struct sb_info {
     uint8_t uuid[16];
     char label[GMTF_FS_LABEL_MAX + 1];
     uint32_t block_size;
+    uint32_t pack_size; /* version 2: packs of small pieces hold at most this; 0 = block_size */
     uint64_t capacity;
     uint64_t image_end;
     uint64_t snap_off, snap_len; /* snapshot header + frames */
@@ -186,6 +187,7 @@ struct gmtf_fs {
     sb_info sb;
     int ro;
     uint32_t bs;
+    uint32_t ps; /* pack size: pieces up to ps are packed into frames of up to ps (flush.c) */
     pthread_rwlock_t lock; /* readers: lookups and reads; writers: every change */
 
     gmtf_codec *codec; /* multi-threaded: flush batches, big read batches */

@@ -27,7 +27,8 @@ extern "C" {
 #define GMTF_ROOT_INO 1u
 #define GMTF_FS_BLOCK_MIN (64u << 10)
 #define GMTF_FS_BLOCK_MAX (16u << 20)
-#define GMTF_FS_BLOCK_DEFAULT (4u << 20) /* docs/format.md, "Block size" */
+#define GMTF_FS_BLOCK_DEFAULT (16u << 20) /* docs/format.md, "Block size" */
+#define GMTF_FS_PACK_DEFAULT (4u << 20)   /* the same, "Pack size" */
 #define GMTF_FS_LABEL_MAX 63
 #define GMTF_FS_NAME_MAX 255
 #define GMTF_FS_XATTR_NAME_MAX 255
@@ -87,6 +88,13 @@ void gmtf_image_close(gmtf_image *img);
 
 typedef struct gmtf_mkfs_options {
     uint32_t block_size; /* 0 = GMTF_FS_BLOCK_DEFAULT; power of two in [64 KiB, 16 MiB] */
+    /* Pieces of files (small files, tails) of at most pack_size bytes are
+     * packed together into frames of at most pack_size; longer ones are
+     * packed among themselves into frames of at most a block when packing
+     * in write order (mkfs), else stored one a frame. 0 = the
+     * smaller of GMTF_FS_PACK_DEFAULT and the block size; else a power of
+     * two in [64 KiB, block_size] (docs/format.md, "Block size"). */
+    uint32_t pack_size;
     const char *label;   /* NULL = empty; at most GMTF_FS_LABEL_MAX bytes */
     uint64_t capacity;   /* bytes; 0 = growable (or the device size) */
     const uint8_t *uuid; /* 16 bytes, kept as given; NULL = random (version 4) */
@@ -112,7 +120,9 @@ typedef struct gmtf_fs_options {
     unsigned flush_interval_ms; /* background flusher period; 0 = no thread (caller syncs) */
     uint64_t journal_bytes;     /* journal region while mounted, 0 = 8 MiB */
     int track_lookups;          /* count lookups; inodes live until gmtf_fs_forget (FUSE) */
-    unsigned readahead_blocks;  /* blocks decoded ahead of sequential reads, 0 = 4 */
+    unsigned readahead_blocks;  /* blocks decoded ahead of sequential reads, 0 = 4 (with a pack
+                                   size below the block size: as many packs' worth of
+                                   blocks, at least one) */
     gmtf_fs_log_fn log;         /* errors and warnings (checksum, replay); NULL = stderr */
     void *log_arg;
     int no_flush;    /* skip device flushes until unmount (mkfs: a crash midway
@@ -312,6 +322,7 @@ int gmtf_fs_statfs(gmtf_fs *fs, struct statvfs *st);
 
 typedef struct gmtf_fs_info {
     uint32_t block_size;
+    uint32_t pack_size; /* small files and tails are packed into frames of at most this */
     char label[GMTF_FS_LABEL_MAX + 1];
     uint8_t uuid[16];
     uint64_t generation;

@@ -88,6 +88,7 @@ int fs_new(gmtf_image *img, const gmtf_fs_options *opt, uint32_t bs, gmtf_fs **o
     fs->img = img;
     fs->ro = fs->opt.read_only;
     fs->bs = bs;
+    fs->ps = bs;
     fs->cache_limit = fs->opt.cache_bytes;
     fs->dirty_limit = fs->opt.dirty_bytes;
     fs->next_gen = 1;
@@ -179,6 +180,7 @@ static int load_generation(gmtf_fs *fs, const sb_info *sb)
     meta_free_all(fs);
     fs->sb = *sb;
     fs->bs = sb->block_size;
+    fs->ps = sb->pack_size ? sb->pack_size : sb->block_size;
     fs->data_start = sb->version >= FMT_VERSION ? DATA_START : DATA_START_V1;
     int rc = snapshot_load(fs);
     fs->replayed = 0; /* count the journal's records, not the snapshot's */
@@ -267,6 +269,11 @@ int gmtf_fs_mkfs(gmtf_image *img, const gmtf_mkfs_options *opt)
     uint32_t bs = o.block_size;
     if (bs < GMTF_FS_BLOCK_MIN || bs > GMTF_FS_BLOCK_MAX || (bs & (bs - 1)))
         return -EINVAL;
+    if (!o.pack_size)
+        o.pack_size = bs < GMTF_FS_PACK_DEFAULT ? bs : GMTF_FS_PACK_DEFAULT;
+    uint32_t ps = o.pack_size;
+    if (ps < GMTF_FS_BLOCK_MIN || ps > bs || (ps & (ps - 1)))
+        return -EINVAL;
     if (o.label && strlen(o.label) > GMTF_FS_LABEL_MAX)
         return -ENAMETOOLONG;
     gmtf_fs_options fo = {.threads = 1, .flush_interval_ms = 0, .write_time = o.time};
@@ -290,6 +297,8 @@ int gmtf_fs_mkfs(gmtf_image *img, const gmtf_mkfs_options *opt)
     }
     sb_info *sb = &fs->sb;
     sb->block_size = bs;
+    sb->pack_size = ps;
+    fs->ps = ps;
     sb->capacity = o.capacity;
     sb->ctime = o.time ? (uint64_t)o.time : (uint64_t)time(NULL);
     if (o.label)
@@ -481,6 +490,7 @@ int gmtf_fs_get_info(gmtf_fs *fs, gmtf_fs_info *info)
     memset(info, 0, sizeof *info);
     FS_RDLOCK(fs);
     info->block_size = fs->bs;
+    info->pack_size = fs->ps;
     memcpy(info->label, fs->sb.label, sizeof info->label);
     memcpy(info->uuid, fs->sb.uuid, 16);
     info->generation = fs->sb.gen;

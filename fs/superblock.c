@@ -29,6 +29,7 @@ void sb_encode(const sb_info *sb, uint8_t *b)
     store_le64(b + 176, sb->wtime);
     store_le64(b + 184, sb->snap2_off);
     store_le64(b + 192, sb->jrnl2_off);
+    store_le32(b + 200, sb->pack_size);
     store_le32(b + SB_SLOT_SIZE - 4, gmtf_crc32c(0, b, SB_SLOT_SIZE - 4));
 }
 
@@ -70,11 +71,14 @@ int sb_decode(const uint8_t *b, sb_info *sb)
     if (version >= FMT_VERSION) {
         sb->snap2_off = load_le64(b + 184);
         sb->jrnl2_off = load_le64(b + 192);
+        sb->pack_size = load_le32(b + 200);
         start = DATA_START;
     }
-    uint32_t bs = sb->block_size;
+    uint32_t bs = sb->block_size, ps = sb->pack_size;
     if (bs < GMTF_FS_BLOCK_MIN || bs > GMTF_FS_BLOCK_MAX || (bs & (bs - 1)))
         return -EUCLEAN;
+    if (ps && (ps < GMTF_FS_BLOCK_MIN || ps > bs || (ps & (ps - 1))))
+        return -EUCLEAN; /* 0: packs of up to a block (images before the field) */
     if (sb->snap_len < SNAP_HDR_SIZE || sb->snap_len > (1ull << 40) ||
         !sb_region_ok(sb, start, sb->snap_off, sb->snap_len))
         return -EUCLEAN;

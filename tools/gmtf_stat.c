@@ -325,6 +325,7 @@ static int print_json(const report *r)
     rc |= json_object_set_new(o, "uuid", json_string(uuid));
     rc |= json_object_set_new(o, "format_version", JU(r->st.format_version));
     rc |= json_object_set_new(o, "block_size", JU(i->block_size));
+    rc |= json_object_set_new(o, "pack_size", JU(i->pack_size));
     rc |= json_object_set_new(o, "generation", JU(i->generation));
     rc |= json_object_set_new(o, "files", JU(i->files));
     rc |= json_object_set_new(o, "directories", JU(i->dirs));
@@ -393,6 +394,7 @@ static void print_text(const report *r, size_t top)
     printf("  UUID             %s\n", uuid);
     printf("  format version   %u\n", r->st.format_version);
     printf("  block size       %u\n", i->block_size);
+    printf("  pack size        %u\n", i->pack_size);
     printf("  generation       %" PRIu64 "\n", i->generation);
     printf("  entries          %" PRIu64 " files, %" PRIu64 " directories, %" PRIu64
            " symlinks, %" PRIu64 " others\n",

@@ -109,7 +109,10 @@ static void usage(FILE *f, const char *prog)
     fprintf(f,
             "Usage: %s [OPTIONS] IMAGE\n"
             "Make a gmtf compressed filesystem image (a regular file or a block device).\n\n"
-            "  -b, --block-size=SIZE  block size, 64K..16M, a power of two (default 4M)\n"
+            "  -b, --block-size=SIZE  block size, 64K..16M, a power of two (default 16M)\n"
+            "  -P, --pack-size=SIZE   small files and tails share frames of up to SIZE,\n"
+            "                         64K..the block size, a power of two (default the\n"
+            "                         smaller of 4M and the block size)\n"
             "  -L, --label=LABEL      volume label (up to 63 bytes)\n"
             "  -U, --uuid=UUID        the image's UUID (default: random)\n"
             "  -s, --size=SIZE        capacity of the image (default: grows as needed)\n"
@@ -139,6 +142,7 @@ int main(int argc, char **argv)
     if (!setlocale(LC_CTYPE, "C.UTF-8"))
         setlocale(LC_CTYPE, "");
     static const struct option longs[] = {{"block-size", required_argument, 0, 'b'},
+                                          {"pack-size", required_argument, 0, 'P'},
                                           {"label", required_argument, 0, 'L'},
                                           {"uuid", required_argument, 0, 'U'},
                                           {"size", required_argument, 0, 's'},
@@ -157,7 +161,7 @@ int main(int argc, char **argv)
     unsigned threads = 0;
     int quiet = 0, force = 0, opt;
     uint64_t v;
-    while ((opt = getopt_long(argc, argv, "b:L:U:s:j:fqhV", longs, NULL)) != -1) {
+    while ((opt = getopt_long(argc, argv, "b:P:L:U:s:j:fqhV", longs, NULL)) != -1) {
         switch (opt) {
         case 'b':
             if (cli_parse_size(optarg, &v) < 0 || v < GMTF_FS_BLOCK_MIN || v > GMTF_FS_BLOCK_MAX ||
@@ -167,6 +171,15 @@ int main(int argc, char **argv)
                 return CLI_EXIT_FAIL;
             }
             mo.block_size = (uint32_t)v;
+            break;
+        case 'P':
+            if (cli_parse_size(optarg, &v) < 0 || v < GMTF_FS_BLOCK_MIN || v > GMTF_FS_BLOCK_MAX ||
+                (v & (v - 1))) {
+                fprintf(stderr, "%s: -P %s: pack size must be a power of two from 64K to 16M\n",
+                        prog, optarg);
+                return CLI_EXIT_FAIL;
+            }
+            mo.pack_size = (uint32_t)v;
             break;
         case 'L':
             if (strlen(optarg) > GMTF_FS_LABEL_MAX) {
@@ -211,6 +224,12 @@ int main(int argc, char **argv)
         fprintf(stderr, "%s: %s\n", prog,
                 optind >= argc ? "no IMAGE given" : "more than one IMAGE given");
         usage(stderr, prog);
+        return CLI_EXIT_FAIL;
+    }
+    uint32_t bs = mo.block_size ? mo.block_size : GMTF_FS_BLOCK_DEFAULT;
+    if (mo.pack_size > bs) {
+        fprintf(stderr, "%s: -P: the pack size (%u) is larger than the block size (%u)\n", prog,
+                mo.pack_size, bs);
         return CLI_EXIT_FAIL;
     }
     const char *path = argv[optind];
@@ -316,8 +335,8 @@ int main(int argc, char **argv)
     if (!quiet) {
         char us[37];
         cli_uuid_string(info.uuid, us);
-        printf("%s: %s: block size %u, label '%s', UUID %s\n", prog, path, info.block_size,
-               info.label, us);
+        printf("%s: %s: block size %u, pack size %u, label '%s', UUID %s\n", prog, path,
+               info.block_size, info.pack_size, info.label, us);
         if (from)
             printf("  %" PRIu64 " files, %" PRIu64 " directories, %" PRIu64 " symlinks, %" PRIu64
                    " hard links, %" PRIu64 " others\n"

@@ -62,6 +62,23 @@ static void test_superblock_roundtrip(void **state)
     sb_encode(&a, buf);
     assert_int_equal(sb_decode(buf, &b), -EUCLEAN);
     a.block_size = 1u << 20;
+    /* the pack size: 0 (a block) or a power of two from 64 KiB to the block size */
+    const uint32_t good_ps[] = {0, 64u << 10, 256u << 10, 1u << 20};
+    for (size_t i = 0; i < sizeof good_ps / sizeof *good_ps; i++) {
+        a.pack_size = good_ps[i];
+        sb_encode(&a, buf);
+        assert_int_equal(load_le32(buf + 200), good_ps[i]);
+        assert_int_equal(sb_decode(buf, &b), 0);
+        assert_int_equal(b.pack_size, good_ps[i]);
+    }
+    const uint32_t bad_ps[] = {1,        4096,     32u << 10, 65535,      65537,
+                               3u << 18, 2u << 20, 1u << 31,  0xffffffffu};
+    for (size_t i = 0; i < sizeof bad_ps / sizeof *bad_ps; i++) {
+        a.pack_size = bad_ps[i];
+        sb_encode(&a, buf);
+        assert_int_equal(sb_decode(buf, &b), -EUCLEAN);
+    }
+    a.pack_size = 0;
     a.snap_off = 100; /* inside the superblock area */
     sb_encode(&a, buf);
     assert_int_equal(sb_decode(buf, &b), -EUCLEAN);
@@ -406,6 +423,263 @@ static void test_damaged_pack_range_read(void **state)
     rec_image_free(r);
 }
 
+/* A filesystem made with a pack size below its block size. */
+static rec_img *mkfs_pack(uint32_t bs, uint32_t ps)
+{
+    rec_img *r = rec_image_new(NULL, 0);
+    gmtf_image *img = rec_image_attach(r);
+    gmtf_mkfs_options mo = {.block_size = bs, .pack_size = ps};
+    assert_int_equal(gmtf_fs_mkfs(img, &mo), 0);
+    gmtf_image_close(img);
+    return r;
+}
+
+static uint64_t put_file(gmtf_fs *fs, const char *name, const uint8_t *data, size_t len)
+{
+    gmtf_entry e;
+    assert_int_equal(gmtf_fs_create(fs, GMTF_ROOT_INO, name, 0644, 0, 0, 0, &e), 0);
+    for (size_t off = 0; off < len;) { /* in pieces, as a writer does */
+        size_t n = len - off < (300u << 10) ? len - off : 300u << 10;
+        assert_int_equal(gmtf_fs_write(fs, e.attr.st_ino, data + off, n, off), (long)n);
+        off += n;
+    }
+    gmtf_fs_release(fs, e.attr.st_ino);
+    return e.attr.st_ino;
+}
+
+static void check_file(gmtf_fs *fs, uint64_t ino, const uint8_t *data, size_t len)
+{
+    uint8_t *b = malloc(len + 1);
+    assert_non_null(b);
+    size_t got = 0;
+    for (long n; got < len + 1; got += (size_t)n) { /* one byte more: none comes */
+        n = gmtf_fs_read(fs, ino, b + got, len + 1 - got, got);
+        assert_true(n >= 0);
+        if (n == 0)
+            break;
+    }
+    assert_int_equal(got, len);
+    assert_memory_equal(b, data, len);
+    free(b);
+}
+
+static void patch_slots_pack(uint8_t *img, size_t len, uint32_t v)
+{
+    for (size_t s = 0; s < SB_SLOTS && (s + 1) * SB_SLOT_SIZE <= len; s++) {
+        uint8_t *b = img + s * SB_SLOT_SIZE;
+        if (memcmp(b, SB_MAGIC, 8))
+            continue;
+        store_le32(b + 200, v);
+        store_le32(b + SB_SLOT_SIZE - 4, gmtf_crc32c(0, b, SB_SLOT_SIZE - 4));
+    }
+}
+
+/* A pack size below the block size (docs/format.md, "Block size"): pieces
+ * of at most the pack size share frames of at most the pack size; longer
+ * pieces (files shorter than a block, tails) share frames of at most a
+ * block among themselves; whole blocks have their own. Reads, truncation
+ * and extension across blocks, remounts, fsck; the field kept by every
+ * checkpoint; hostile values of it refused. */
+static void test_pack_size(void **state)
+{
+    (void)state;
+    enum { BS = 1u << 20, PS = 64u << 10, NF = 48 };
+    rec_img *r = NULL;
+    gmtf_fs *fs;
+    gmtf_fs_info info;
+    size_t len[NF];
+    uint8_t *data[NF];
+    uint64_t ino[NF];
+    /* written in sort order (a mount's packing: long pieces alone), then in
+     * write order (mkfs's: long pieces share frames); the second image goes
+     * on below */
+    for (int order = 0; order <= 1; order++) {
+        rec_img *ri = mkfs_pack(BS, PS);
+        gmtf_fs_options wo = {.threads = 1, .journal_bytes = 1u << 20, .pack_write_order = order};
+        assert_int_equal(gmtf_fs_mount(rec_image_attach(ri), &wo, &fs), 0);
+        assert_int_equal(gmtf_fs_get_info(fs, &info), 0);
+        assert_int_equal(info.block_size, BS);
+        assert_int_equal(info.pack_size, PS);
+        /* small files (some exactly a pack), files between a pack and a block,
+     * a file of two whole blocks and a long tail, one of a block and a
+     * short tail */
+        for (int i = 0; i < NF; i++) {
+            if (i < 36)
+                len[i] = i % 9 == 0 ? PS : 3000 + (size_t)i * 1711;
+            else if (i < 46)
+                len[i] = PS + 1 + (size_t)(i - 36) * 97001; /* 64 KiB + 1 .. 937 KiB */
+            else
+                len[i] = i == 46 ? 2 * BS + 700001 : BS + 5000;
+            if (!order)
+                data[i] = malloc(len[i]);
+            fill_words(data[i], len[i], (uint32_t)i + 1);
+            char nm[16];
+            snprintf(nm, sizeof nm, "f%02d", i);
+            ino[i] = put_file(fs, nm, data[i], len[i]);
+        }
+        assert_int_equal(gmtf_fs_unmount(fs), 0);
+
+        fs = mount_rec(ri, 1);
+        assert_int_equal(gmtf_fs_get_info(fs, &info), 0);
+        assert_int_equal(info.pack_size, PS);
+        uint32_t nfr = fs->nframes;
+        uint8_t *kind = calloc(nfr, 1); /* 1 small pieces, 2 long pieces, 4 a whole block */
+        unsigned *users = calloc(nfr, sizeof *users);
+        for (int i = 0; i < NF; i++) {
+            check_file(fs, ino[i], data[i], len[i]);
+            struct inode *in = inode_get(fs, ino[i]);
+            for (uint32_t k = 0; k < in->u.ext.n; k++) {
+                struct fref *e = &in->u.ext.v[k];
+                assert_true(e->frame > 0 && e->frame < nfr);
+                kind[e->frame] |= e->len == BS ? 4 : e->len > PS ? 2 : 1;
+                users[e->frame]++;
+            }
+        }
+        unsigned shared_small = 0, shared_long = 0, wholes = 0;
+        for (uint32_t id = 1; id < nfr; id++) {
+            if (!kind[id])
+                continue;
+            /* one kind of piece a frame */
+            assert_true(kind[id] == 1 || kind[id] == 2 || kind[id] == 4);
+            uint32_t dlen = fs->frames[id].dlen;
+            if (kind[id] == 1)
+                assert_true(dlen <= PS);
+            else
+                assert_true(dlen <= BS && dlen > PS);
+            shared_small += kind[id] == 1 && users[id] > 1;
+            shared_long += kind[id] == 2 && users[id] > 1;
+            wholes += kind[id] == 4;
+            if (kind[id] == 4)
+                assert_int_equal(users[id], 1);
+        }
+        assert_true(shared_small > 2);
+        if (order)
+            assert_true(shared_long > 0);
+        else
+            assert_int_equal(shared_long, 0);
+        assert_int_equal(wholes, 3);
+        free(kind);
+        free(users);
+        assert_int_equal(gmtf_fs_unmount(fs), 0);
+        if (order)
+            r = ri;
+        else
+            rec_image_free(ri);
+    }
+
+    /* truncate into the first block of the long file, extend past its old
+     * end, write beyond a hole; then read through remounts */
+    fs = mount_rec(r, 0);
+    int L = 46;
+    size_t cut = BS / 2 + 777, ext = 3 * BS + 12345, at = 3 * BS;
+    struct stat ns = {.st_size = (off_t)cut};
+    assert_int_equal(gmtf_fs_setattr(fs, ino[L], &ns, GMTF_SET_SIZE, NULL), 0);
+    ns.st_size = (off_t)ext;
+    assert_int_equal(gmtf_fs_setattr(fs, ino[L], &ns, GMTF_SET_SIZE, NULL), 0);
+    assert_int_equal(gmtf_fs_write(fs, ino[L], "tail bytes", 10, at), 10);
+    uint8_t *want = calloc(ext, 1);
+    memcpy(want, data[L], cut);
+    memcpy(want + at, "tail bytes", 10);
+    check_file(fs, ino[L], want, ext);
+    /* the short-tailed file: cut to a whole block, then grown by a byte */
+    ns.st_size = BS;
+    assert_int_equal(gmtf_fs_setattr(fs, ino[47], &ns, GMTF_SET_SIZE, NULL), 0);
+    assert_int_equal(gmtf_fs_write(fs, ino[47], "z", 1, BS), 1);
+    uint8_t *w47 = malloc(BS + 1);
+    memcpy(w47, data[47], BS);
+    w47[BS] = 'z';
+    assert_int_equal(gmtf_fs_unmount(fs), 0);
+    for (int ro = 0; ro < 2; ro++) {
+        fs = mount_rec(r, ro);
+        assert_int_equal(gmtf_fs_get_info(fs, &info), 0);
+        assert_int_equal(info.pack_size, PS);
+        check_file(fs, ino[L], want, ext);
+        check_file(fs, ino[47], w47, BS + 1);
+        for (int i = 0; i < 46; i++)
+            check_file(fs, ino[i], data[i], len[i]);
+        assert_int_equal(gmtf_fs_unmount(fs), 0);
+    }
+    size_t ilen;
+    const uint8_t *img0 = rec_image_data(r, &ilen);
+    gmtf_image *mi;
+    assert_int_equal(gmtf_image_open_mem(img0, ilen, &mi), 0);
+    gmtf_fs_check_options co = {.verify_data = 1, .threads = 1, .log = quiet};
+    gmtf_fs_check_report rep;
+    assert_int_equal(gmtf_fs_check(mi, &co, &rep), 0);
+    assert_int_equal(rep.errors, 0);
+    gmtf_image_close(mi);
+
+    /* every slot with the field 0 (an image from before it): packs of up
+     * to a block, the same bytes */
+    uint8_t *copy = malloc(ilen);
+    memcpy(copy, img0, ilen);
+    patch_slots_pack(copy, ilen, 0);
+    fs = mount_mem(copy, ilen, 1);
+    assert_non_null(fs);
+    assert_int_equal(gmtf_fs_get_info(fs, &info), 0);
+    assert_int_equal(info.pack_size, BS);
+    check_file(fs, ino[L], want, ext);
+    check_file(fs, ino[3], data[3], len[3]);
+    assert_int_equal(gmtf_fs_unmount(fs), 0);
+    /* hostile values in every slot: no generation loads, nothing crashes */
+    const uint32_t bad[] = {1, 4096, 65535, 3u << 17, 2 * BS, 1u << 31, 0xffffffffu};
+    for (size_t k = 0; k < sizeof bad / sizeof *bad; k++) {
+        memcpy(copy, img0, ilen);
+        patch_slots_pack(copy, ilen, bad[k]);
+        assert_null(mount_mem(copy, ilen, 1));
+        assert_int_equal(gmtf_image_open_mem(copy, ilen, &mi), 0);
+        int rc = gmtf_fs_check(mi, &co, &rep);
+        assert_true(rc < 0 || rep.errors > 0);
+        gmtf_image_close(mi);
+    }
+    free(copy);
+    free(want);
+    free(w47);
+    for (int i = 0; i < NF; i++)
+        free(data[i]);
+    rec_image_free(r);
+}
+
+/* mkfs's pack size: the default is the smaller of GMTF_FS_PACK_DEFAULT and
+ * the block size; a pack size larger than the block, or not a power of two
+ * from 64 KiB, is refused. */
+static void test_pack_size_options(void **state)
+{
+    (void)state;
+    const struct {
+        uint32_t bs, ps, want;
+    } c[] = {{0, 0,
+              GMTF_FS_PACK_DEFAULT < GMTF_FS_BLOCK_DEFAULT ? GMTF_FS_PACK_DEFAULT
+                                                           : GMTF_FS_BLOCK_DEFAULT},
+             {1u << 20, 0, 1u << 20},
+             {GMTF_FS_BLOCK_MAX, 0, GMTF_FS_PACK_DEFAULT},
+             {GMTF_FS_BLOCK_MAX, 64u << 10, 64u << 10},
+             {2u << 20, 2u << 20, 2u << 20},
+             {1u << 20, 2u << 20, 0},
+             {1u << 20, 3u << 16, 0},
+             {1u << 20, 32u << 10, 0}};
+    for (size_t i = 0; i < sizeof c / sizeof *c; i++) {
+        gmtf_image *img;
+        assert_int_equal(gmtf_image_open_mem(NULL, 0, &img), 0);
+        gmtf_mkfs_options mo = {.block_size = c[i].bs, .pack_size = c[i].ps};
+        int rc = gmtf_fs_mkfs(img, &mo);
+        if (!c[i].want) {
+            assert_int_equal(rc, -EINVAL);
+            gmtf_image_close(img);
+            continue;
+        }
+        assert_int_equal(rc, 0);
+        gmtf_fs_options o = {.read_only = 1, .threads = 1};
+        gmtf_fs *fs;
+        assert_int_equal(gmtf_fs_mount(img, &o, &fs), 0);
+        gmtf_fs_info info;
+        assert_int_equal(gmtf_fs_get_info(fs, &info), 0);
+        assert_int_equal(info.pack_size, c[i].want);
+        assert_int_equal(info.block_size, c[i].bs ? c[i].bs : GMTF_FS_BLOCK_DEFAULT);
+        assert_int_equal(gmtf_fs_unmount(fs), 0);
+    }
+}
+
 int main(int argc, char **argv)
 {
     if (argc > 1)
@@ -413,7 +687,8 @@ int main(int argc, char **argv)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_superblock_roundtrip),    cmocka_unit_test(test_records_checked),
         cmocka_unit_test(test_damaged_images),          cmocka_unit_test(test_bad_frame_is_eio),
-        cmocka_unit_test(test_damaged_pack_range_read),
+        cmocka_unit_test(test_damaged_pack_range_read), cmocka_unit_test(test_pack_size),
+        cmocka_unit_test(test_pack_size_options),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -554,6 +554,45 @@ case_extract_options() {
     return 0
 }
 
+# mkfs -P: the pack size, recorded in the image (gmtf-stat), and a tree
+# with pieces on both sides of it reads back whole; the defaults (16 MiB
+# blocks, 4 MiB packs; a smaller block, packs of a block); bad values.
+case_pack_size() {
+    need python3
+    make_tree src
+    must "$MKFS" -q -b 1M -P 64K --from src img
+    must "$FSCK" -n img
+    must "$EXTRACT" -q -C out img
+    diff -r --no-dereference src out >diff.out 2>&1
+    grep -vE '^File .* is a fifo while file .* is a fifo$' diff.out >diff.real
+    [ -s diff.real ] && { head diff.real >&2; fail "contents differ"; }
+    sizes() { # image -> "block_size pack_size"
+        "$STAT" --json "$1" | python3 -c 'import json, sys
+s = json.load(sys.stdin)
+print(s["block_size"], s["pack_size"])'
+    }
+    [ "$(sizes img)" = "1048576 65536" ] || fail "-b 1M -P 64K: $(sizes img)"
+    "$STAT" img | grep -qE '^ +pack size +65536$' || fail "gmtf-stat text lacks the pack size"
+    must "$MKFS" -q img2
+    [ "$(sizes img2)" = "16777216 4194304" ] || fail "defaults: $(sizes img2)"
+    must "$MKFS" -q -f -b 1M img2
+    [ "$(sizes img2)" = "1048576 1048576" ] || fail "-b 1M: $(sizes img2)"
+    must "$MKFS" -q -f -P 16M img2
+    [ "$(sizes img2)" = "16777216 16777216" ] || fail "-P 16M: $(sizes img2)"
+    perr() { # pattern args...
+        local pat=$1
+        shift
+        "$MKFS" -q -f "$@" img3 >p.out 2>p.err && fail "mkfs.gmtf $* succeeded"
+        grep -qE -- "$pat" p.err || fail "mkfs.gmtf $*: message '$(cat p.err)' lacks /$pat/"
+    }
+    perr 'larger than the block size' -b 1M -P 2M
+    perr 'power of two' -P 100K
+    perr 'power of two' -P 32K
+    perr 'power of two' -P 32M
+    [ ! -e img3 ] || fail "a refused mkfs left an image"
+    return 0
+}
+
 fn="case_${CASE}"
 declare -F "$fn" >/dev/null || {
     echo "unknown case $CASE" >&2
