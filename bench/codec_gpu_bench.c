@@ -345,7 +345,10 @@ int main(int argc, char **argv)
         fprintf(stderr, "codec create failed\n");
         return 2;
     }
-    gmtf_bwt_dev *d = gmtf_codec_bwt_dev(gpu);
+    /* several GPUs (GMTF_GPUS): the counters and settings are device 0's */
+    gmtf_bwt_dev *d = gpu->multi ? &gpu->multi->sub[0]->bwt_dev : gmtf_codec_bwt_dev(gpu);
+    if (gpu->multi)
+        printf("GPUs: %u (the device figures below are the first one's)\n", gpu->multi->n);
     if (!d->ops) {
         printf("SKIP: the codec has no GPU BWT (no CUDA device?)\n");
         return 77;

@@ -166,6 +166,8 @@ static int stage_reserve(gmtf_codec *c, uint64_t n)
 
 int gmtf_codec_prepare(gmtf_codec *c, uint64_t batch_bytes, int encode)
 {
+    if (c->multi && gmtf_multi_dev_live(c->multi)) /* the device codecs' workspaces */
+        return gmtf_multi_dev_prepare(c->multi, batch_bytes, encode);
     for (unsigned i = 0; i < c->threads; i++)
         if (!(encode ? gmtf_codec_workspace_enc(c, i) : gmtf_codec_workspace(c, i)))
             return -ENOMEM;
@@ -312,6 +314,9 @@ int gmtf_batch_encode_crc(gmtf_codec *c, const uint8_t *src, const uint64_t *off
     }
     if (cap < gmtf_batch_bound(off, count))
         return -ENOSPC;
+    int mrc = c->multi ? gmtf_multi_dev_encode(c->multi, src, off, count, dst, dst_off, crc) : 1;
+    if (mrc != 1) /* several GPUs took it (multi_dev.c) */
+        return mrc;
     gmtf_codec_need(c, largest);
     double t0 = prof_on() ? prof_ms() : 0;
     int rc = batch_encode_crc(c, src, off, count, dst, dst_off, crc);
@@ -1461,6 +1466,9 @@ int gmtf_batch_decode(gmtf_codec *c, const uint8_t *src, const uint64_t *foff, s
         if (doff[i + 1] - doff[i] > largest)
             largest = doff[i + 1] - doff[i];
     }
+    int mrc = c->multi ? gmtf_multi_dev_decode(c->multi, src, foff, count, dst, doff, status) : 1;
+    if (mrc != 1) /* several GPUs took it (multi_dev.c) */
+        return mrc;
     gmtf_codec_need(c, largest);
     int rc = batch_decode(c, src, foff, count, dst, doff, status);
     gmtf_codec_need(c, 0);

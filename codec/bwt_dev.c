@@ -41,12 +41,21 @@ static uint64_t env_u64(const char *name, uint64_t def)
 
 void gmtf_bwt_dev_init(gmtf_bwt_dev *d, const gmtf_bwt_dev_ops *ops)
 {
+    gmtf_bwt_dev_init_on(d, ops, 0);
+}
+
+void gmtf_bwt_dev_init_on(gmtf_bwt_dev *d, const gmtf_bwt_dev_ops *ops, int device)
+{
     memset(d, 0, sizeof *d);
     pthread_mutex_init(&d->lock, NULL);
     d->ops = ops;
+    d->device = device;
     d->min_bytes[GMTF_BWT_DEV_FWD] = env_u64("GMTF_GPU_BWT_MIN", DEV_MIN_FWD);
     d->min_bytes[GMTF_BWT_DEV_INV] = env_u64("GMTF_GPU_IBWT_MIN", DEV_MIN_INV);
     d->fault_at = (long)env_u64("GMTF_GPU_FAULT", 0);
+    const char *fd = getenv("GMTF_GPU_FAULT_DEV");
+    if (fd && *fd && env_u64("GMTF_GPU_FAULT_DEV", ~0ull) != (uint64_t)device)
+        d->fault_at = 0;
     uint64_t pipe[2] = {env_u64("GMTF_GPU_PIPE", DEV_PIPE_FWD),
                         env_u64("GMTF_GPU_IPIPE", DEV_PIPE_INV)};
     for (int i = 0; i < 2; i++)
@@ -100,10 +109,11 @@ static int dev_make(gmtf_bwt_dev *d, int i)
 {
     if (d->ctx[i])
         return 0;
-    int rc = i == GMTF_BWT_DEV_FWD     ? d->ops->fwd_create(&d->ctx[i])
-             : i == GMTF_BWT_DEV_INV   ? d->ops->inv_create(&d->ctx[i])
-             : i == GMTF_BWT_DEV_LANES ? d->ops->lanes_create(&d->ctx[i])
-                                       : d->ops->enc_create(&d->ctx[i]);
+    int dev = d->device;
+    int rc = i == GMTF_BWT_DEV_FWD     ? d->ops->fwd_create(dev, &d->ctx[i])
+             : i == GMTF_BWT_DEV_INV   ? d->ops->inv_create(dev, &d->ctx[i])
+             : i == GMTF_BWT_DEV_LANES ? d->ops->lanes_create(dev, &d->ctx[i])
+                                       : d->ops->enc_create(dev, &d->ctx[i]);
     if (rc < 0)
         d->ctx[i] = NULL;
     return rc;
@@ -314,9 +324,9 @@ int gmtf_bwt_dev_inverse_lanes(gmtf_bwt_dev *d, const uint64_t *off, size_t coun
 #include "gpu_bwt.h"
 #include "gpu_ibwt.h"
 
-static int gpu_fwd_create(void **ctx)
+static int gpu_fwd_create(int dev, void **ctx)
 {
-    return gmtf_gpu_bwt_create((gmtf_gpu_bwt_ctx **)ctx);
+    return gmtf_gpu_bwt_create_on(dev, (gmtf_gpu_bwt_ctx **)ctx);
 }
 
 static void gpu_fwd_destroy(void *ctx)
@@ -330,9 +340,9 @@ static int gpu_fwd(void *ctx, const uint8_t *src, const uint64_t *off, size_t co
     return gmtf_gpu_bwt_batch(ctx, src, off, count, step, dst, idx);
 }
 
-static int gpu_inv_create(void **ctx)
+static int gpu_inv_create(int dev, void **ctx)
 {
-    return gmtf_gpu_ibwt_create((gmtf_gpu_ibwt_ctx **)ctx);
+    return gmtf_gpu_ibwt_create_on(dev, (gmtf_gpu_ibwt_ctx **)ctx);
 }
 
 static void gpu_inv_destroy(void *ctx)
@@ -346,9 +356,9 @@ static int gpu_inv(void *ctx, const uint8_t *bwt, const uint64_t *off, size_t co
     return gmtf_gpu_ibwt_batch(ctx, bwt, off, count, step, idx, dst);
 }
 
-static int gpu_lanes_create(void **ctx)
+static int gpu_lanes_create(int dev, void **ctx)
 {
-    return gmtf_gpu_lanes_create((gmtf_gpu_lanes_ctx **)ctx);
+    return gmtf_gpu_lanes_create_on(dev, (gmtf_gpu_lanes_ctx **)ctx);
 }
 
 static void gpu_lanes_destroy(void *ctx)
@@ -378,9 +388,9 @@ static int gpu_inv_dev(void *ctx, void *lanes_ctx, const uint64_t *off, size_t c
     return rc ? rc : gmtf_gpu_ibwt_batch_dev(ctx, bwt, off, count, step, idx, dst);
 }
 
-static int gpu_enc_create(void **ctx)
+static int gpu_enc_create(int dev, void **ctx)
 {
-    return gmtf_gpu_lanes_enc_create((gmtf_gpu_lanes_enc **)ctx);
+    return gmtf_gpu_lanes_enc_create_on(dev, (gmtf_gpu_lanes_enc **)ctx);
 }
 
 static void gpu_enc_destroy(void *ctx)
@@ -442,11 +452,21 @@ const gmtf_bwt_dev_ops *gmtf_bwt_dev_gpu(void)
     return gmtf_gpu_available() ? &gpu_ops : NULL;
 }
 
+int gmtf_bwt_dev_gpu_count(void)
+{
+    return gmtf_gpu_device_count();
+}
+
 #else
 
 const gmtf_bwt_dev_ops *gmtf_bwt_dev_gpu(void)
 {
     return NULL;
+}
+
+int gmtf_bwt_dev_gpu_count(void)
+{
+    return 0;
 }
 
 #endif

@@ -16,19 +16,20 @@
 
 #include "gpu_lanes.h"
 
-/* The calls of gpu_bwt.h / gpu_ibwt.h that the codec uses (same meaning). */
+/* The calls of gpu_bwt.h / gpu_ibwt.h that the codec uses (same meaning);
+ * the create calls make their context on device dev (gmtf_gpu_*_create_on). */
 typedef struct gmtf_bwt_dev_ops {
     const char *name;
-    int (*fwd_create)(void **ctx);
+    int (*fwd_create)(int dev, void **ctx);
     void (*fwd_destroy)(void *ctx);
     int (*fwd)(void *ctx, const uint8_t *src, const uint64_t *off, size_t count,
                const uint32_t *step, uint8_t *dst, uint32_t *idx);
-    int (*inv_create)(void **ctx);
+    int (*inv_create)(int dev, void **ctx);
     void (*inv_destroy)(void *ctx);
     int (*inv)(void *ctx, const uint8_t *bwt, const uint64_t *off, size_t count,
                const uint32_t *step, const uint32_t *idx, uint8_t *dst);
     /* Optional (gpu_lanes.h): method 2's lanes decoded on the device. */
-    int (*lanes_create)(void **ctx);
+    int (*lanes_create)(int dev, void **ctx);
     void (*lanes_destroy)(void *ctx);
     int (*lanes)(void *ctx, const uint8_t *in, uint64_t nin, size_t count,
                  const gmtf_gpu_lane *lanes, const uint16_t *cum, const uint8_t *sel,
@@ -37,7 +38,7 @@ typedef struct gmtf_bwt_dev_ops {
      * enc_scan scans the output of the last fwd call on fwd_ctx (still on
      * the device; gmtf_gpu_lanes_enc_scan_dev), enc_tables and enc_code as
      * gmtf_gpu_lanes_enc_tables / _code_dev. */
-    int (*enc_create)(void **ctx);
+    int (*enc_create)(int dev, void **ctx);
     void (*enc_destroy)(void *ctx);
     int (*enc_scan)(void *ctx, void *fwd_ctx, size_t count, const uint64_t *off,
                     gmtf_gpu_lanes_scan_out *o);
@@ -75,6 +76,7 @@ enum {
 
 typedef struct gmtf_bwt_dev {
     const gmtf_bwt_dev_ops *ops;        /* NULL: no device */
+    int device;                         /* the device its contexts are made on */
     void *ctx[GMTF_BWT_DEV_NCTX];       /* NULL until first used */
     int use_lanes;                      /* decode method 2 on the device (ops->lanes) */
     int use_enc;                        /* encode method 2 on the device (ops->enc_*) */
@@ -97,6 +99,8 @@ typedef struct gmtf_bwt_dev {
 
 /* The GPU's ops, or NULL in a build without CUDA. */
 const gmtf_bwt_dev_ops *gmtf_bwt_dev_gpu(void);
+/* Usable GPUs (gmtf_gpu_device_count; 0 without CUDA). */
+int gmtf_bwt_dev_gpu_count(void);
 
 /* Sets up d for ops (NULL: no device). Environment, read here:
  * GMTF_GPU_BWT_MIN / GMTF_GPU_IBWT_MIN (smallest batch in bytes sent to
@@ -105,6 +109,9 @@ const gmtf_bwt_dev_ops *gmtf_bwt_dev_gpu(void);
  * GMTF_GPU_CHUNK_MIN bytes or more), GMTF_GPU_FAULT=N (device call N, from 1,
  * fails as a device error would: the fault-injection hook). */
 void gmtf_bwt_dev_init(gmtf_bwt_dev *d, const gmtf_bwt_dev_ops *ops);
+/* The same for device number device (gmtf_bwt_dev_init: device 0). With
+ * GMTF_GPU_FAULT_DEV=K set, GMTF_GPU_FAULT applies to device K only. */
+void gmtf_bwt_dev_init_on(gmtf_bwt_dev *d, const gmtf_bwt_dev_ops *ops, int device);
 void gmtf_bwt_dev_free(gmtf_bwt_dev *d);
 
 /* on = 1: a retirement leaves the contexts (and their host buffers, which

@@ -11,6 +11,7 @@
 #include "frame.h"
 #include "gmtf_codec.h"
 #include "mtf.h"
+#include "multi_dev.h"
 #include "threadpool.h"
 
 /* A host buffer of the batch path, grown, never shrunk: pinned (from the
@@ -44,6 +45,11 @@ struct gmtf_codec {
     /* Method 2 decoded on the device: the lanes, tables and selectors of a
      * batch's blocks and a copy of their payloads, for the uploads. */
     struct gmtf_hbuf dec_lanes, dec_cum, dec_sel, dec_in;
+    /* Two devices or more: their states (bwt_dev is then unused), made
+     * with the MTF backend name the codec was made with ("" = auto), so
+     * that theirs has the same batch backend (its pinned allocator). */
+    gmtf_multi_dev *multi;
+    char mtf_name[64];
 };
 
 /* Lazily allocates workspace i, for decoding (gmtf_codec_workspace) or
@@ -65,5 +71,12 @@ void gmtf_batch_stage_free(gmtf_codec *c);
  * state (its size rule, fault hook and counters). */
 void gmtf_codec_set_bwt_dev(gmtf_codec *c, const gmtf_bwt_dev_ops *ops);
 gmtf_bwt_dev *gmtf_codec_bwt_dev(gmtf_codec *c);
+/* The same with the device number (multi_dev.c's device codecs). */
+void gmtf_codec_set_bwt_dev_on(gmtf_codec *c, const gmtf_bwt_dev_ops *ops, int device);
+/* Test hook: ops as devices dev[0..n) (n >= 2: multi_dev.h; 1: one; 0:
+ * none), as the codec does for GPUs. 0 or a negative code. */
+int gmtf_codec_set_bwt_devs(gmtf_codec *c, const gmtf_bwt_dev_ops *ops, const int *dev, unsigned n);
+/* The codec without devices (multi_dev.c's device codecs). */
+int gmtf_codec_create_bare(gmtf_codec **out, const gmtf_codec_options *opt);
 
 #endif

@@ -52,6 +52,8 @@ typedef struct gmtf_codec_options {
     uint32_t max_block;     /* largest block to be encoded/decoded; 0 = GMTF_BLOCK_MAX */
     unsigned frame_version; /* frames to write: 0 = the newest (2); 1 = version 1
                              * (MTF ranks), readable by older decoders */
+    const char *gpus;       /* GPUs for batches: "all", or numbers "0,1"; NULL: the
+                             * GMTF_GPUS environment variable, else all (docs/gpu.md) */
 } gmtf_codec_options;
 
 /* Creates a codec: the thread pool and the MTF backend instances (a GPU
@@ -60,6 +62,12 @@ typedef struct gmtf_codec_options {
  * -EINVAL or GMTF_E_BACKEND. */
 int gmtf_codec_create(gmtf_codec **out, const gmtf_codec_options *opt);
 void gmtf_codec_destroy(gmtf_codec *c);
+/* 0 when list is a valid GPU list (gmtf_codec_options.gpus: "all", or
+ * device numbers 0..15 separated by commas or colons, none twice), else
+ * -EINVAL.
+ * Devices in the list that the host lacks are left out when the codec is
+ * made (none left: batches on the CPU). */
+int gmtf_codec_gpus_check(const char *list);
 /* Name of the MTF backend this codec uses (resolved, never "auto"). */
 const char *gmtf_codec_mtf_name(const gmtf_codec *c);
 unsigned gmtf_codec_threads(const gmtf_codec *c);

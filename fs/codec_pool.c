@@ -44,6 +44,7 @@ static int dpool_take(gmtf_fs *fs)
     if (fs->ndpool < sizeof fs->dpool / sizeof *fs->dpool && fs->ndpool < cap) {
         gmtf_codec_options co = {.threads = 1,
                                  .mtf = fs->opt.mtf,
+                                 .gpus = fs->opt.gpus,
                                  .max_block = fs->bs > SNAP_CHUNK ? fs->bs : SNAP_CHUNK};
         if (gmtf_codec_create(&fs->dpool[fs->ndpool], &co) == 0)
             return (int)fs->ndpool++;
@@ -152,8 +153,10 @@ int gmtf_fs_codec_prepare(gmtf_fs *fs)
 int codec_resize(gmtf_fs *fs)
 {
     gmtf_codec *c;
-    gmtf_codec_options co = {
-        .threads = gmtf_codec_threads(fs->codec), .mtf = fs->opt.mtf, .max_block = fs->bs};
+    gmtf_codec_options co = {.threads = gmtf_codec_threads(fs->codec),
+                             .mtf = fs->opt.mtf,
+                             .max_block = fs->bs,
+                             .gpus = fs->opt.gpus};
     int rc = gmtf_codec_create(&c, &co);
     if (rc)
         return rc == -ENOMEM ? rc : -EINVAL;

@@ -113,6 +113,7 @@ typedef void (*gmtf_fs_log_fn)(void *arg, const char *msg);
 typedef struct gmtf_fs_options {
     int read_only;              /* never write the image (journal replayed in memory) */
     const char *mtf;            /* codec MTF backend, NULL = auto */
+    const char *gpus;           /* codec GPUs (gmtf_codec_options.gpus), NULL = GMTF_GPUS or all */
     unsigned threads;           /* codec threads, 0 = online CPUs */
     uint64_t cache_bytes;       /* decoded-block cache, 0 = 64 MiB */
     uint64_t dirty_bytes;       /* write-back limit before writers flush, 0 = 128 MiB */

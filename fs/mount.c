@@ -107,6 +107,7 @@ int fs_new(gmtf_image *img, const gmtf_fs_options *opt, uint32_t bs, gmtf_fs **o
     gmtf_codec_options co = {
         .threads = fs->opt.threads ? fs->opt.threads : (unsigned)(ncpu > 0 ? ncpu : 1),
         .mtf = fs->opt.mtf,
+        .gpus = fs->opt.gpus,
         .max_block = bs > SNAP_CHUNK ? bs : SNAP_CHUNK,
     };
     fs->pool_max = co.threads < 16 ? co.threads : 16;

@@ -8,6 +8,7 @@
 #define gmtf_gpu_bwt_index_count gmtf_gpu_bwt_emu_index_count
 #define gmtf_gpu_bwt_index_total gmtf_gpu_bwt_emu_index_total
 #define gmtf_gpu_bwt_create gmtf_gpu_bwt_emu_create
+#define gmtf_gpu_bwt_create_on gmtf_gpu_bwt_emu_create_on
 #define gmtf_gpu_bwt_destroy gmtf_gpu_bwt_emu_destroy
 #define gmtf_gpu_bwt_ok gmtf_gpu_bwt_emu_ok
 #define gmtf_gpu_bwt_error gmtf_gpu_bwt_emu_error

@@ -357,6 +357,7 @@ struct overlap {
 };
 
 struct gmtf_gpu_bwt_ctx {
+    int dev; /* the CUDA device its memory and streams are on */
     int ok;
     char err[256];
     uint64_t piece_bound;
@@ -775,7 +776,7 @@ static void dev_free(dbuf *b)
 
 static int host_alloc(void **p, size_t bytes)
 {
-    if (cudaMallocHost(p, bytes) != cudaSuccess) {
+    if (cudaHostAlloc(p, bytes, cudaHostAllocPortable) != cudaSuccess) {
         cudaGetLastError();
         *p = NULL;
         return -ENOMEM;
@@ -1031,11 +1032,21 @@ static int run_end(gmtf_gpu_bwt_ctx *c, double *ms)
     return 0;
 }
 
+/* CUDA's current device is the calling thread's: every entry point that
+ * launches or copies makes the context's device current first. */
+static int use_device(gmtf_gpu_bwt_ctx *c)
+{
+    cudaError_t e = cudaSetDevice(c->dev);
+    return e == cudaSuccess ? 0 : cuda_fail(c, e, "cudaSetDevice");
+}
+
 static int backend_open(gmtf_gpu_bwt_ctx *c)
 {
+    if (c->dev >= gmtf_gpu_device_count())
+        return -ENODEV;
     if (!gmtf_gpu_available())
         return -ENODEV;
-    bool fail = cudaSetDevice(0) != cudaSuccess ||
+    bool fail = cudaSetDevice(c->dev) != cudaSuccess ||
                 cudaStreamCreateWithFlags(&c->st, cudaStreamNonBlocking) != cudaSuccess ||
                 cudaEventCreate(&c->e0) != cudaSuccess || cudaEventCreate(&c->e1) != cudaSuccess ||
                 cudaEventCreate(&c->p0) != cudaSuccess || cudaEventCreate(&c->p1) != cudaSuccess ||
@@ -1354,6 +1365,11 @@ static int join_sides(gmtf_gpu_bwt_ctx *)
     return 0;
 }
 
+static int use_device(gmtf_gpu_bwt_ctx *)
+{
+    return 0;
+}
+
 static int backend_open(gmtf_gpu_bwt_ctx *)
 {
     return 0;
@@ -1665,12 +1681,20 @@ static int sort_piece(gmtf_gpu_bwt_ctx *c, const piece *pc, const overlap *ov)
 
 extern "C" int gmtf_gpu_bwt_create(gmtf_gpu_bwt_ctx **out)
 {
+    return gmtf_gpu_bwt_create_on(0, out);
+}
+
+extern "C" int gmtf_gpu_bwt_create_on(int dev, gmtf_gpu_bwt_ctx **out)
+{
     if (!out)
         return -EINVAL;
     *out = NULL;
+    if (dev < 0)
+        return -ENODEV;
     gmtf_gpu_bwt_ctx *c = (gmtf_gpu_bwt_ctx *)calloc(1, sizeof *c);
     if (!c)
         return -ENOMEM;
+    c->dev = dev;
     int rc = backend_open(c);
     if (rc == 0)
         rc = host_alloc((void **)&c->h_cnt, 128);
@@ -1690,6 +1714,7 @@ extern "C" void gmtf_gpu_bwt_destroy(gmtf_gpu_bwt_ctx *c)
 {
     if (!c)
         return;
+    (void)use_device(c);
     backend_close(c);
     dbuf *b[] = {&c->in,   &c->out,  &c->idx,  &c->meta, &c->isa,
                  &c->pool, &c->desc, &c->loff, &c->tmp,  &c->cnt};
@@ -1855,6 +1880,7 @@ extern "C" int gmtf_gpu_bwt_stage_upload(gmtf_gpu_bwt_ctx *c, const uint8_t *src
 {
     if (!c)
         return -ENODEV;
+    TRY(use_device(c));
     if (!c->ok)
         return -EIO;
     c->staged = 0;
@@ -1877,6 +1903,7 @@ extern "C" int gmtf_gpu_bwt_stage_run(gmtf_gpu_bwt_ctx *c, double *kernel_ms)
 {
     if (!c)
         return -ENODEV;
+    TRY(use_device(c));
     if (!c->ok)
         return -EIO;
     if (!c->staged)
@@ -1899,6 +1926,7 @@ extern "C" int gmtf_gpu_bwt_stage_download(gmtf_gpu_bwt_ctx *c, uint8_t *dst, ui
 {
     if (!c)
         return -ENODEV;
+    TRY(use_device(c));
     if (!c->ok)
         return -EIO;
     if (c->staged != 2)
@@ -1931,6 +1959,7 @@ extern "C" int gmtf_gpu_bwt_batch(gmtf_gpu_bwt_ctx *c, const uint8_t *src, const
 {
     if (!c)
         return -ENODEV;
+    TRY(use_device(c));
     if (count && (!dst || !idx || !src || !off))
         return -EINVAL;
     if (count >= 2 && c->ok && is_pinned(src) && is_pinned(dst) && is_pinned(idx)) {

@@ -38,6 +38,11 @@ extern "C" {
  * else 0. Probed once, cheap afterwards. Never fails. */
 int gmtf_gpu_available(void);
 
+/* How many CUDA devices can run our kernels: devices 0, 1, ... up to the
+ * first one below compute capability 7.0 (CUDA's numbering, so
+ * CUDA_VISIBLE_DEVICES applies). 0 without a device. Probed once. */
+int gmtf_gpu_device_count(void);
+
 /* What the library was built for (text, static storage). */
 const char *gmtf_gpu_build_info(void);
 
@@ -74,6 +79,12 @@ typedef struct gmtf_gpu_ctx gmtf_gpu_ctx;
 /* Creates a context on device 0 (no large allocation yet).
  * 0, -ENODEV or -ENOMEM. */
 int gmtf_gpu_ctx_create(gmtf_gpu_ctx **out);
+/* The same on device dev (0 .. gmtf_gpu_device_count() - 1, else
+ * -ENODEV). Every call that launches or copies makes the context's
+ * device current on the calling thread first; pinned host memory
+ * (gmtf_gpu_host_alloc, the contexts' staging) is portable: any device's
+ * context may use it. */
+int gmtf_gpu_ctx_create_on(int dev, gmtf_gpu_ctx **out);
 void gmtf_gpu_ctx_destroy(gmtf_gpu_ctx *ctx); /* NULL is fine */
 /* 1 while the context can take work (no sticky device error). */
 int gmtf_gpu_ctx_ok(const gmtf_gpu_ctx *ctx);

@@ -11,20 +11,32 @@
 
 static int probe_result = -1;
 
-extern "C" int gmtf_gpu_available(void)
+/* Usable devices: 0, 1, ... up to the first one below compute capability
+ * 7.0 (so that device numbers are CUDA's). */
+static int probe(void)
+{
+    int n = 0, ok = 0;
+    if (cudaGetDeviceCount(&n) == cudaSuccess)
+        for (; ok < n; ok++) {
+            cudaDeviceProp p;
+            if (cudaGetDeviceProperties(&p, ok) != cudaSuccess || p.major < 7)
+                break;
+        }
+    cudaGetLastError(); /* clear the error of a failed probe */
+    return ok;
+}
+
+extern "C" int gmtf_gpu_device_count(void)
 {
     /* Racy first call is harmless: every caller computes the same value. */
-    if (probe_result < 0) {
-        int n = 0, ok = 0;
-        if (cudaGetDeviceCount(&n) == cudaSuccess && n > 0) {
-            cudaDeviceProp p;
-            if (cudaGetDeviceProperties(&p, 0) == cudaSuccess && p.major >= 7)
-                ok = 1;
-        }
-        cudaGetLastError(); /* clear the error of a failed probe */
-        probe_result = ok;
-    }
+    if (probe_result < 0)
+        probe_result = probe();
     return probe_result;
+}
+
+extern "C" int gmtf_gpu_available(void)
+{
+    return gmtf_gpu_device_count() > 0;
 }
 
 extern "C" int gmtf_gpu_device_info(char *name, size_t len, int *sm_count)
@@ -32,8 +44,10 @@ extern "C" int gmtf_gpu_device_info(char *name, size_t len, int *sm_count)
     if (!gmtf_gpu_available())
         return -ENODEV;
     cudaDeviceProp p;
-    if (cudaGetDeviceProperties(&p, 0) != cudaSuccess)
+    if (cudaGetDeviceProperties(&p, 0) != cudaSuccess) {
+        cudaGetLastError();
         return -ENODEV;
+    }
     if (name && len) {
         strncpy(name, p.name, len - 1);
         name[len - 1] = 0;
@@ -41,6 +55,12 @@ extern "C" int gmtf_gpu_device_info(char *name, size_t len, int *sm_count)
     if (sm_count)
         *sm_count = p.multiProcessorCount;
     return 0;
+}
+
+int gmtf_gpu_use(gmtf_gpu_ctx *ctx)
+{
+    cudaError_t e = cudaSetDevice(ctx->device);
+    return e == cudaSuccess ? 0 : gmtf_gpu_fail(ctx, e, "cudaSetDevice");
 }
 
 /* ---- variants ----------------------------------------------------------- */
@@ -142,7 +162,7 @@ static int host_reserve(uint8_t **p, size_t *cap, size_t bytes)
     *p = NULL;
     *cap = 0;
     size_t want = bytes + bytes / 8;
-    if (cudaMallocHost((void **)p, want) != cudaSuccess) {
+    if (cudaHostAlloc((void **)p, want, cudaHostAllocPortable) != cudaSuccess) {
         cudaGetLastError();
         *p = NULL;
         return -ENOMEM;
@@ -153,14 +173,20 @@ static int host_reserve(uint8_t **p, size_t *cap, size_t bytes)
 
 extern "C" int gmtf_gpu_ctx_create(gmtf_gpu_ctx **out)
 {
+    return gmtf_gpu_ctx_create_on(0, out);
+}
+
+extern "C" int gmtf_gpu_ctx_create_on(int dev, gmtf_gpu_ctx **out)
+{
     *out = NULL;
-    if (!gmtf_gpu_available())
+    if (dev < 0 || dev >= gmtf_gpu_device_count())
         return -ENODEV;
     gmtf_gpu_ctx *ctx = (gmtf_gpu_ctx *)calloc(1, sizeof *ctx);
     if (!ctx)
         return -ENOMEM;
     ctx->ok = 1;
-    bool fail = cudaSetDevice(0) != cudaSuccess;
+    ctx->device = dev;
+    bool fail = cudaSetDevice(dev) != cudaSuccess;
     for (int i = 0; i < GMTF_NSTREAMS && !fail; i++)
         fail = cudaStreamCreateWithFlags(&ctx->st[i], cudaStreamNonBlocking) != cudaSuccess;
     fail = fail || cudaEventCreate(&ctx->ev0) != cudaSuccess ||
@@ -181,6 +207,7 @@ extern "C" void gmtf_gpu_ctx_destroy(gmtf_gpu_ctx *ctx)
 {
     if (!ctx)
         return;
+    cudaSetDevice(ctx->device);
     gmtf_dbuf *bufs[] = {&ctx->in,       &ctx->out,    &ctx->off,     &ctx->ckscan,   &ctx->grscan,
                          &ctx->ck_start, &ctx->ck_len, &ctx->ck_kidx, &ctx->gr_first, &ctx->gr_cnt,
                          &ctx->keys,     &ctx->gmax,   &ctx->qin,     &ctx->esc,      &ctx->esc_cnt,
@@ -231,7 +258,8 @@ extern "C" int gmtf_gpu_set_chunk(gmtf_gpu_ctx *ctx, uint32_t chunk)
 extern "C" void *gmtf_gpu_host_alloc(size_t size)
 {
     void *p = NULL;
-    if (!gmtf_gpu_available() || cudaMallocHost(&p, size ? size : 1) != cudaSuccess) {
+    if (!gmtf_gpu_available() ||
+        cudaHostAlloc(&p, size ? size : 1, cudaHostAllocPortable) != cudaSuccess) {
         cudaGetLastError();
         return NULL;
     }
@@ -425,6 +453,8 @@ extern "C" int gmtf_gpu_stage_upload(gmtf_gpu_ctx *ctx, const uint8_t *src, cons
 {
     if (!ctx || !ctx->ok)
         return -ENODEV;
+    if (gmtf_gpu_use(ctx))
+        return -EIO;
     if (count && !off)
         return -EINVAL;
     /* geometry is set per run (the chunk size depends on the variant) */
@@ -446,6 +476,8 @@ extern "C" int gmtf_gpu_stage_run(gmtf_gpu_ctx *ctx, int variant, int decode, do
 {
     if (!ctx || !ctx->ok || !ctx->staged)
         return -ENODEV;
+    if (gmtf_gpu_use(ctx))
+        return -EIO;
     int v = resolve_variant(variant, decode, ctx->n);
     if (v < 0)
         return -EINVAL;
@@ -495,6 +527,8 @@ extern "C" int gmtf_gpu_stage_download(gmtf_gpu_ctx *ctx, uint8_t *dst)
 {
     if (!ctx || !ctx->ok || !ctx->staged)
         return -ENODEV;
+    if (gmtf_gpu_use(ctx))
+        return -EIO;
     if (ctx->n) {
         CK(ctx, cudaMemcpyAsync(dst, (uint8_t *)ctx->out.p + PAD, ctx->n, cudaMemcpyDeviceToHost,
                                 ctx->st[0]));
@@ -536,6 +570,8 @@ static int run_host(gmtf_gpu_ctx *ctx, int variant, int decode, const uint8_t *s
                     const uint64_t *off, size_t count, uint8_t *dst)
 {
     const gmtf_variant *var;
+    if (ctx && ctx->ok && gmtf_gpu_use(ctx))
+        return -EIO;
     int rc = prepare(ctx, variant, decode, off, count, 1, &var);
     if (rc || !ctx->n)
         return rc;

@@ -65,6 +65,10 @@ typedef struct gmtf_gpu_bwt_ctx gmtf_gpu_bwt_ctx;
 /* Creates a context on device 0 (no large allocation yet).
  * 0, -ENODEV or -ENOMEM; *out is NULL on failure. */
 int gmtf_gpu_bwt_create(gmtf_gpu_bwt_ctx **out);
+/* The same on CUDA device dev (0 .. gmtf_gpu_device_count() - 1, else
+ * -ENODEV): its memory and streams live there, and each call makes dev
+ * the calling thread's current device before it launches or copies. */
+int gmtf_gpu_bwt_create_on(int dev, gmtf_gpu_bwt_ctx **out);
 void gmtf_gpu_bwt_destroy(gmtf_gpu_bwt_ctx *ctx); /* NULL is fine */
 /* 1 while the context can take work (no sticky device error). */
 int gmtf_gpu_bwt_ok(const gmtf_gpu_bwt_ctx *ctx);

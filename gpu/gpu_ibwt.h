@@ -47,6 +47,9 @@ typedef struct gmtf_gpu_ibwt_ctx gmtf_gpu_ibwt_ctx;
 /* Creates a context on device 0 (no large allocation yet).
  * 0, -ENODEV or -ENOMEM; *out is NULL on failure. */
 int gmtf_gpu_ibwt_create(gmtf_gpu_ibwt_ctx **out);
+/* The same on CUDA device dev (0 .. gmtf_gpu_device_count() - 1, else
+ * -ENODEV); each call makes dev the calling thread's current device. */
+int gmtf_gpu_ibwt_create_on(int dev, gmtf_gpu_ibwt_ctx **out);
 void gmtf_gpu_ibwt_destroy(gmtf_gpu_ibwt_ctx *ctx); /* NULL is fine */
 /* 1 while the context can take work (no sticky device error). */
 int gmtf_gpu_ibwt_ok(const gmtf_gpu_ibwt_ctx *ctx);

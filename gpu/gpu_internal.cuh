@@ -48,6 +48,7 @@ struct gmtf_batch_dev {
 };
 
 struct gmtf_gpu_ctx {
+    int device; /* the CUDA device of its memory and streams */
     cudaStream_t st[GMTF_NSTREAMS];
     cudaEvent_t ev0, ev1, ev_tab;
     cudaEvent_t ev_slice[64];
@@ -97,6 +98,9 @@ extern const size_t gmtf_variant_total;
 
 /* gpu_api.cu */
 int gmtf_gpu_fail(gmtf_gpu_ctx *ctx, cudaError_t e, const char *what);
+/* Makes the context's device the calling thread's current one (CUDA's
+ * current device is per thread): 0, or gmtf_gpu_fail's code. */
+int gmtf_gpu_use(gmtf_gpu_ctx *ctx);
 int gmtf_dbuf_reserve(gmtf_gpu_ctx *ctx, gmtf_dbuf *b, size_t bytes);
 
 /* ---- device helpers ---------------------------------------------------- */

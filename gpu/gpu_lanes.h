@@ -53,6 +53,9 @@ typedef struct gmtf_gpu_lane {
 typedef struct gmtf_gpu_lanes_ctx gmtf_gpu_lanes_ctx;
 
 int gmtf_gpu_lanes_create(gmtf_gpu_lanes_ctx **out);
+/* The same on CUDA device dev (0 .. gmtf_gpu_device_count() - 1, else
+ * -ENODEV); each call makes dev the calling thread's current device. */
+int gmtf_gpu_lanes_create_on(int dev, gmtf_gpu_lanes_ctx **out);
 void gmtf_gpu_lanes_destroy(gmtf_gpu_lanes_ctx *ctx);
 int gmtf_gpu_lanes_ok(const gmtf_gpu_lanes_ctx *ctx);
 const char *gmtf_gpu_lanes_error(const gmtf_gpu_lanes_ctx *ctx);
@@ -105,6 +108,8 @@ typedef struct gmtf_gpu_lanes_scan_out {
 typedef struct gmtf_gpu_lanes_enc gmtf_gpu_lanes_enc;
 
 int gmtf_gpu_lanes_enc_create(gmtf_gpu_lanes_enc **out);
+/* The same on CUDA device dev, as gmtf_gpu_lanes_create_on. */
+int gmtf_gpu_lanes_enc_create_on(int dev, gmtf_gpu_lanes_enc **out);
 void gmtf_gpu_lanes_enc_destroy(gmtf_gpu_lanes_enc *ctx);
 const char *gmtf_gpu_lanes_enc_error(const gmtf_gpu_lanes_enc *ctx);
 /* The device time of the last scan and code kernels (ms; 0 in the

@@ -95,6 +95,7 @@ struct gmtf_gpu_ibwt_ctx {
     cudaStream_t st;
     cudaEvent_t ev[GMTF_GPU_IBWT_PHASES + 1];
 #endif
+    int dev; /* the CUDA device its memory and stream are on */
 };
 
 static int set_err(gmtf_gpu_ibwt_ctx *c, int rc, const char *what, const char *detail)
@@ -251,11 +252,19 @@ __global__ void __launch_bounds__(64)
         atomicAdd(rep, 1u);
 }
 
+/* CUDA's current device is the calling thread's: the entry points that
+ * launch or copy make the context's device current first. */
+static int use_device(gmtf_gpu_ibwt_ctx *c)
+{
+    cudaError_t e = cudaSetDevice(c->dev);
+    return e == cudaSuccess ? 0 : cuda_fail(c, e, "cudaSetDevice");
+}
+
 static int backend_open(gmtf_gpu_ibwt_ctx *c)
 {
-    if (!gmtf_gpu_available())
+    if (c->dev >= gmtf_gpu_device_count() || !gmtf_gpu_available())
         return -ENODEV;
-    bool fail = cudaSetDevice(0) != cudaSuccess ||
+    bool fail = cudaSetDevice(c->dev) != cudaSuccess ||
                 cudaStreamCreateWithFlags(&c->st, cudaStreamNonBlocking) != cudaSuccess;
     for (int i = 0; i <= GMTF_GPU_IBWT_PHASES && !fail; i++)
         fail = cudaEventCreate(&c->ev[i]) != cudaSuccess;
@@ -428,6 +437,11 @@ static int sync_times(gmtf_gpu_ibwt_ctx *c, int acc)
 
 #else /* GMTF_IBWT_EMU: the same steps on the CPU */
 
+static int use_device(gmtf_gpu_ibwt_ctx *)
+{
+    return 0;
+}
+
 static int backend_open(gmtf_gpu_ibwt_ctx *)
 {
     return 0;
@@ -564,12 +578,20 @@ extern "C" int gmtf_gpu_ibwt_check(const uint64_t *off, size_t count, const uint
 
 extern "C" int gmtf_gpu_ibwt_create(gmtf_gpu_ibwt_ctx **out)
 {
+    return gmtf_gpu_ibwt_create_on(0, out);
+}
+
+extern "C" int gmtf_gpu_ibwt_create_on(int dev, gmtf_gpu_ibwt_ctx **out)
+{
     if (!out)
         return -EINVAL;
     *out = NULL;
+    if (dev < 0)
+        return -ENODEV;
     gmtf_gpu_ibwt_ctx *c = (gmtf_gpu_ibwt_ctx *)calloc(1, sizeof *c);
     if (!c)
         return -ENOMEM;
+    c->dev = dev;
     int rc = backend_open(c);
     if (rc) {
         gmtf_gpu_ibwt_destroy(c);
@@ -592,6 +614,7 @@ extern "C" void gmtf_gpu_ibwt_destroy(gmtf_gpu_ibwt_ctx *c)
 {
     if (!c)
         return;
+    (void)use_device(c);
     backend_close(c);
     dbuf *b[] = {&c->in,   &c->out, &c->ka,  &c->kb, &c->va,     &c->vb, &c->start,
                  &c->prim, &c->ch,  &c->tmp, &c->lf, &c->endrow, &c->rep};
@@ -755,12 +778,14 @@ extern "C" int gmtf_gpu_ibwt_batch(gmtf_gpu_ibwt_ctx *c, const uint8_t *bwt, con
                                    size_t count, const uint32_t *step, const uint32_t *idx,
                                    uint8_t *dst)
 {
-    return batch_impl(c, bwt, off, count, step, idx, dst, 0);
+    int rc = c ? use_device(c) : 0;
+    return rc ? rc : batch_impl(c, bwt, off, count, step, idx, dst, 0);
 }
 
 extern "C" int gmtf_gpu_ibwt_batch_dev(gmtf_gpu_ibwt_ctx *c, const void *dbwt, const uint64_t *off,
                                        size_t count, const uint32_t *step, const uint32_t *idx,
                                        uint8_t *dst)
 {
-    return batch_impl(c, (const uint8_t *)dbwt, off, count, step, idx, dst, 1);
+    int rc = c ? use_device(c) : 0;
+    return rc ? rc : batch_impl(c, (const uint8_t *)dbwt, off, count, step, idx, dst, 1);
 }

@@ -5,6 +5,7 @@
 #define GMTF_IBWT_EMU_NAMES_H
 
 #define gmtf_gpu_ibwt_create gmtf_gpu_ibwt_emu_create
+#define gmtf_gpu_ibwt_create_on gmtf_gpu_ibwt_emu_create_on
 #define gmtf_gpu_ibwt_destroy gmtf_gpu_ibwt_emu_destroy
 #define gmtf_gpu_ibwt_ok gmtf_gpu_ibwt_emu_ok
 #define gmtf_gpu_ibwt_error gmtf_gpu_ibwt_emu_error

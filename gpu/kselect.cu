@@ -308,6 +308,8 @@ extern "C" int gmtf_gpu_kselect(gmtf_gpu_ctx *ctx, gmtf_gpu_key type, const void
 {
     if (!ctx || !ctx->ok)
         return -ENODEV;
+    if (gmtf_gpu_use(ctx))
+        return -EIO;
     if (!keys || !out || k >= n || (int)type < 0 || type > GMTF_GPU_KEY_F64)
         return -EINVAL;
     if (key_wide(type))
@@ -404,6 +406,8 @@ extern "C" int gmtf_gpu_kselect_bench(gmtf_gpu_ctx *ctx, gmtf_gpu_key type, size
 {
     if (!ctx || !ctx->ok)
         return -ENODEV;
+    if (gmtf_gpu_use(ctx))
+        return -EIO;
     if (n < 1 || n > 0x7fffffff || (int)type < 0 || type > GMTF_GPU_KEY_F64)
         return -EINVAL;
     if (key_wide(type))

@@ -582,6 +582,7 @@ struct gmtf_gpu_lanes_ctx {
     int prof;          /* GMTF_GPU_LANES_PROFILE=1 */
     cudaEvent_t ev[4]; /* its marks */
 #endif
+    int dev; /* the CUDA device its memory and stream are on */
 };
 
 static int set_err(gmtf_gpu_lanes_ctx *c, int rc, const char *what, const char *detail)
@@ -706,11 +707,19 @@ static int v2_attrs(void)
            cudaFuncSetAttribute(k_lanes2<1>, cudaFuncAttributeMaxDynamicSharedMemorySize, n);
 }
 
+/* CUDA's current device is the calling thread's: the entry points that
+ * launch or copy make the context's device current first. */
+static int use_device(gmtf_gpu_lanes_ctx *c)
+{
+    cudaError_t e = cudaSetDevice(c->dev);
+    return e == cudaSuccess ? 0 : cuda_fail(c, e, "cudaSetDevice");
+}
+
 static int backend_open(gmtf_gpu_lanes_ctx *c)
 {
-    if (!gmtf_gpu_available())
+    if (c->dev >= gmtf_gpu_device_count() || !gmtf_gpu_available())
         return -ENODEV;
-    if (cudaSetDevice(0) != cudaSuccess ||
+    if (cudaSetDevice(c->dev) != cudaSuccess ||
         cudaStreamCreateWithFlags(&c->st, cudaStreamNonBlocking) != cudaSuccess) {
         cudaGetLastError();
         return -ENODEV;
@@ -864,6 +873,11 @@ static void prof_report(gmtf_gpu_lanes_ctx *c, size_t count)
 
 #else /* GMTF_LANES_EMU */
 
+static int use_device(gmtf_gpu_lanes_ctx *)
+{
+    return 0;
+}
+
 static int backend_open(gmtf_gpu_lanes_ctx *)
 {
     return 0;
@@ -956,12 +970,20 @@ static void prof_report(gmtf_gpu_lanes_ctx *, size_t)
 
 extern "C" int gmtf_gpu_lanes_create(gmtf_gpu_lanes_ctx **out)
 {
+    return gmtf_gpu_lanes_create_on(0, out);
+}
+
+extern "C" int gmtf_gpu_lanes_create_on(int dev, gmtf_gpu_lanes_ctx **out)
+{
     if (!out)
         return -EINVAL;
     *out = NULL;
+    if (dev < 0)
+        return -ENODEV;
     gmtf_gpu_lanes_ctx *c = (gmtf_gpu_lanes_ctx *)calloc(1, sizeof *c);
     if (!c)
         return -ENOMEM;
+    c->dev = dev;
     int rc = backend_open(c);
     if (rc) {
         free(c);
@@ -976,6 +998,7 @@ extern "C" void gmtf_gpu_lanes_destroy(gmtf_gpu_lanes_ctx *c)
 {
     if (!c)
         return;
+    (void)use_device(c);
     backend_close(c);
     dbuf *b[] = {&c->in, &c->lanes, &c->cum, &c->sel, &c->off, &c->out, &c->bad};
     for (size_t i = 0; i < sizeof b / sizeof b[0]; i++)
@@ -1084,7 +1107,8 @@ extern "C" int gmtf_gpu_lanes_decode(gmtf_gpu_lanes_ctx *c, const uint8_t *in, u
                                      const uint8_t *sel, const uint64_t *out_off, uint8_t *out,
                                      uint8_t *bad)
 {
-    return decode_impl(c, in, nin, count, lanes, cum, sel, out_off, out, bad, 0);
+    int rc = c ? use_device(c) : 0;
+    return rc ? rc : decode_impl(c, in, nin, count, lanes, cum, sel, out_off, out, bad, 0);
 }
 
 extern "C" int gmtf_gpu_lanes_decode_keep(gmtf_gpu_lanes_ctx *c, const uint8_t *in, uint64_t nin,
@@ -1093,7 +1117,9 @@ extern "C" int gmtf_gpu_lanes_decode_keep(gmtf_gpu_lanes_ctx *c, const uint8_t *
                                           const uint64_t *out_off, const uint8_t *fill,
                                           uint8_t *bad)
 {
-    return decode_impl(c, in, nin, count, lanes, cum, sel, out_off, (uint8_t *)fill, bad, 1);
+    int rc = c ? use_device(c) : 0;
+    return rc ? rc
+              : decode_impl(c, in, nin, count, lanes, cum, sel, out_off, (uint8_t *)fill, bad, 1);
 }
 
 extern "C" int gmtf_gpu_lanes_out_device(gmtf_gpu_lanes_ctx *c, void **out)

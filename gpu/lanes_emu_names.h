@@ -5,6 +5,7 @@
 #define GMTF_LANES_EMU_NAMES_H
 
 #define gmtf_gpu_lanes_create gmtf_gpu_lanes_emu_create
+#define gmtf_gpu_lanes_create_on gmtf_gpu_lanes_emu_create_on
 #define gmtf_gpu_lanes_destroy gmtf_gpu_lanes_emu_destroy
 #define gmtf_gpu_lanes_ok gmtf_gpu_lanes_emu_ok
 #define gmtf_gpu_lanes_error gmtf_gpu_lanes_emu_error

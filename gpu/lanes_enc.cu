@@ -878,6 +878,7 @@ struct gmtf_gpu_lanes_enc {
     cudaStream_t st;
     cudaEvent_t ev[4];
 #endif
+    int dev; /* the CUDA device its memory and stream are on */
 };
 
 static int set_err(gmtf_gpu_lanes_enc *c, int rc, const char *what, const char *detail)
@@ -1023,11 +1024,19 @@ __global__ void __launch_bounds__(PLAN_THREADS) k_plan(plan_args p)
     plan_block(p, blockIdx.x, (plan_shm *)plan_sh, threadIdx.x);
 }
 
+/* CUDA's current device is the calling thread's: the entry points that
+ * launch or copy make the context's device current first. */
+static int use_device(gmtf_gpu_lanes_enc *c)
+{
+    cudaError_t e = cudaSetDevice(c->dev);
+    return e == cudaSuccess ? 0 : cuda_fail(c, e, "cudaSetDevice");
+}
+
 static int backend_open(gmtf_gpu_lanes_enc *c)
 {
-    if (!gmtf_gpu_available())
+    if (c->dev >= gmtf_gpu_device_count() || !gmtf_gpu_available())
         return -ENODEV;
-    if (cudaSetDevice(0) != cudaSuccess ||
+    if (cudaSetDevice(c->dev) != cudaSuccess ||
         cudaStreamCreateWithFlags(&c->st, cudaStreamNonBlocking) != cudaSuccess ||
         cudaEventCreate(&c->ev[0]) != cudaSuccess || cudaEventCreate(&c->ev[1]) != cudaSuccess ||
         cudaEventCreate(&c->ev[2]) != cudaSuccess || cudaEventCreate(&c->ev[3]) != cudaSuccess ||
@@ -1146,10 +1155,10 @@ static int host_reserve(gmtf_gpu_lanes_enc *c, dbuf *b, size_t bytes)
         cudaFreeHost(b->p);
     b->p = NULL;
     b->cap = 0;
-    cudaError_t e = cudaMallocHost(&b->p, bytes);
+    cudaError_t e = cudaHostAlloc(&b->p, bytes, cudaHostAllocPortable);
     if (e != cudaSuccess) {
         b->p = NULL;
-        return cuda_fail(c, e, "cudaMallocHost");
+        return cuda_fail(c, e, "cudaHostAlloc");
     }
     b->cap = bytes;
     return 0;
@@ -1249,6 +1258,11 @@ static int sync(gmtf_gpu_lanes_enc *c)
 }
 
 #else /* GMTF_LANES_ENC_EMU */
+
+static int use_device(gmtf_gpu_lanes_enc *)
+{
+    return 0;
+}
 
 static int backend_open(gmtf_gpu_lanes_enc *)
 {
@@ -1395,12 +1409,20 @@ static int run_plan(gmtf_gpu_lanes_enc *c, unsigned big_rank)
 
 extern "C" int gmtf_gpu_lanes_enc_create(gmtf_gpu_lanes_enc **out)
 {
+    return gmtf_gpu_lanes_enc_create_on(0, out);
+}
+
+extern "C" int gmtf_gpu_lanes_enc_create_on(int dev, gmtf_gpu_lanes_enc **out)
+{
     if (!out)
         return -EINVAL;
     *out = NULL;
+    if (dev < 0)
+        return -ENODEV;
     gmtf_gpu_lanes_enc *c = (gmtf_gpu_lanes_enc *)calloc(1, sizeof *c);
     if (!c)
         return -ENOMEM;
+    c->dev = dev;
     int rc = backend_open(c);
     if (rc) {
         free(c);
@@ -1420,6 +1442,7 @@ extern "C" void gmtf_gpu_lanes_enc_destroy(gmtf_gpu_lanes_enc *c)
 {
     if (!c)
         return;
+    (void)use_device(c);
     backend_close(c);
     dbuf *b[] = {&c->crk,  &c->ckeys, &c->roff, &c->rl,    &c->bwt,    &c->off,    &c->rk,
                  &c->keys, &c->runs,  &c->init, &c->ninit, &c->gstart, &c->shared, &c->sel,
@@ -1574,13 +1597,15 @@ static int scan_impl(gmtf_gpu_lanes_enc *c, const uint8_t *bwt, int dev, size_t 
 extern "C" int gmtf_gpu_lanes_enc_scan(gmtf_gpu_lanes_enc *c, const uint8_t *bwt, size_t count,
                                        const uint64_t *off, gmtf_gpu_lanes_scan_out *o)
 {
-    return scan_impl(c, bwt, 0, count, off, o, 0, 0);
+    int rc = c ? use_device(c) : 0;
+    return rc ? rc : scan_impl(c, bwt, 0, count, off, o, 0, 0);
 }
 
 extern "C" int gmtf_gpu_lanes_enc_scan_dev(gmtf_gpu_lanes_enc *c, const void *dbwt, size_t count,
                                            const uint64_t *off, gmtf_gpu_lanes_scan_out *o)
 {
-    return scan_impl(c, (const uint8_t *)dbwt, 1, count, off, o, 0, 0);
+    int rc = c ? use_device(c) : 0;
+    return rc ? rc : scan_impl(c, (const uint8_t *)dbwt, 1, count, off, o, 0, 0);
 }
 
 extern "C" int gmtf_gpu_lanes_enc_scan_plan(gmtf_gpu_lanes_enc *c, const void *bwt, int dev,
@@ -1592,7 +1617,9 @@ extern "C" int gmtf_gpu_lanes_enc_scan_plan(gmtf_gpu_lanes_enc *c, const void *b
         return -EINVAL;
     *plans = NULL;
     *psel = NULL;
-    int rc = scan_impl(c, (const uint8_t *)bwt, dev, count, off, o, 1, big_rank);
+    int rc = c ? use_device(c) : 0;
+    if (rc == 0)
+        rc = scan_impl(c, (const uint8_t *)bwt, dev, count, off, o, 1, big_rank);
     if (rc == 0) {
         *plans = (const gmtf_gpu_lanes_plan *)c->h_plans.p;
         *psel = (const uint8_t *)c->h_psel.p;
@@ -1683,6 +1710,7 @@ extern "C" int gmtf_gpu_lanes_enc_code(gmtf_gpu_lanes_enc *c, const uint8_t *sel
         return -EIO;
     if (!c->scanned || !sel || !cum || !out || !len)
         return -EINVAL;
+    TRY(use_device(c));
     return code_impl(c, NULL, sel, cum, out, cap, len, NULL);
 }
 
@@ -1699,6 +1727,7 @@ extern "C" int gmtf_gpu_lanes_enc_code_dev(gmtf_gpu_lanes_enc *c, const uint8_t 
     *len = NULL;
     if (c->count == 0)
         return 0;
+    TRY(use_device(c));
     TRY(host_reserve(c, &c->h_len, c->count * GMTF_GPU_LANES * 4));
     uint32_t *l = (uint32_t *)c->h_len.p;
     TRY(code_impl(c, (const uint8_t *)c->h_skip.p, (const uint8_t *)c->h_sel.p,

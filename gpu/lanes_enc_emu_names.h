@@ -5,6 +5,7 @@
 #define GMTF_LANES_ENC_EMU_NAMES_H
 
 #define gmtf_gpu_lanes_enc_create gmtf_gpu_lanes_enc_emu_create
+#define gmtf_gpu_lanes_enc_create_on gmtf_gpu_lanes_enc_emu_create_on
 #define gmtf_gpu_lanes_enc_destroy gmtf_gpu_lanes_enc_emu_destroy
 #define gmtf_gpu_lanes_enc_error gmtf_gpu_lanes_enc_emu_error
 #define gmtf_gpu_lanes_enc_kernel_ms gmtf_gpu_lanes_enc_emu_kernel_ms

@@ -81,6 +81,24 @@ int cli_parse_threads(const char *prog, const char *s, unsigned *out)
     return rc;
 }
 
+int cli_check_gpus(const char *prog, const char *opt, const char *list)
+{
+    const char *what = opt;
+    if (!list) {
+        list = getenv("GMTF_GPUS");
+        what = "GMTF_GPUS";
+        if (!list || !*list)
+            return 0;
+    }
+    if (gmtf_codec_gpus_check(list) == 0)
+        return 0;
+    fprintf(stderr,
+            "%s: %s=%s: not a GPU list (all, or device numbers 0..15 separated by commas "
+            "or colons, none twice)\n",
+            prog, what, list);
+    return -1;
+}
+
 /* ---- messages ----------------------------------------------------------- */
 
 void cli_version(const char *prog, const char *extra)

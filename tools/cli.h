@@ -30,6 +30,10 @@ int cli_parse_size(const char *s, uint64_t *out);
 int cli_parse_uint(const char *s, unsigned min, unsigned max, unsigned *out);
 /* -j's thread count (1..1024); says what is wrong on stderr otherwise. */
 int cli_parse_threads(const char *prog, const char *s, unsigned *out);
+/* Checks a GPU list given as option (--gpus=LIST, or -o gpus=LIST as
+ * opt names it), else the GMTF_GPUS environment variable: 0, or -1 after a
+ * message naming what was wrong. */
+int cli_check_gpus(const char *prog, const char *opt, const char *list);
 
 /* "PROG VERSION (libgmtf VERSION[, extra])" on stdout, for --version. */
 void cli_version(const char *prog, const char *extra);

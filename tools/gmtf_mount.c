@@ -33,6 +33,7 @@ typedef struct cli {
     int nonopts;
     int ro;
     char *mtf;
+    char *gpus;
     char *cache_size;
     char *dirty_size;
     char *flush_interval;
@@ -58,6 +59,7 @@ enum { KEY_RO, KEY_KEEP };
     }
 static const struct fuse_opt cli_opts[] = {FUSE_OPT_KEY("ro", KEY_RO),
                                            CLI_OPT("mtf=%s", mtf, 0),
+                                           CLI_OPT("gpus=%s", gpus, 0),
                                            CLI_OPT("cache_size=%s", cache_size, 0),
                                            CLI_OPT("dirty_size=%s", dirty_size, 0),
                                            CLI_OPT("flush_interval=%s", flush_interval, 0),
@@ -111,6 +113,7 @@ static void usage(FILE *f)
                "    flush_interval=SECS    background flush period (default 5; 0 = only on\n"
                "                           fsync and unmount)\n"
                "    mtf=NAME               codec MTF backend (default: auto)\n"
+               "    gpus=LIST              codec GPUs: all (default) or numbers, e.g. 0:1\n"
                "    threads=N              codec threads (default: online CPUs)\n"
                "    readahead_blocks=N     blocks decoded ahead of sequential reads\n"
                "    readahead_kb=N         kernel readahead of the mount (default 1024; 0 =\n"
@@ -188,6 +191,7 @@ static int build_fs_options(const cli *c, gmtf_mount *m, gmtf_fs_options *o)
     memset(o, 0, sizeof *o);
     o->read_only = c->ro;
     o->mtf = c->mtf;
+    o->gpus = c->gpus;
     o->threads = c->threads;
     o->track_lookups = 1;
     o->readahead_blocks = c->readahead_blocks;
@@ -284,6 +288,8 @@ static int open_filesystem(const cli *c, gmtf_mount *m)
     gmtf_fs_options fo;
     if (build_fs_options(c, m, &fo) || check_mtf_name(c->mtf))
         return 1;
+    if (cli_check_gpus("gmtf", "gpus", c->gpus) < 0)
+        return CLI_EXIT_FAIL;
     gmtf_image *img;
     int rc = gmtf_image_open_file(m->image, c->ro ? GMTF_IMAGE_RDONLY : 0, &img);
     if (rc == -EBUSY)

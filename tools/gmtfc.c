@@ -126,6 +126,8 @@ static void usage(FILE *f)
             "  -j, --threads=N       worker threads (default 1, 0 = one per CPU);\n"
             "                        the output is the same for any N\n"
             "      --mtf=NAME        MTF backend: auto, scalar, simd, ... (same output)\n"
+            "      --gpus=LIST       GPUs for large batches: all (default) or numbers,\n"
+            "                        e.g. 0,1 (same output; GMTF_GPUS too)\n"
             "  -q, --quiet           no progress line\n"
             "  -v, --verbose         report ratio and speed per file\n"
             "  -h, --help            show this help and exit\n"
@@ -162,7 +164,7 @@ static int parse_threads(const char *s, unsigned *out)
     return 0;
 }
 
-enum { OPT_MTF = 256, OPT_FAST, OPT_BEST };
+enum { OPT_MTF = 256, OPT_FAST, OPT_BEST, OPT_GPUS };
 
 /* Returns optind on success, -1 after printing a message, or 0 when the
  * program should exit 0 (help, version). */
@@ -182,6 +184,7 @@ static int parse_options(int argc, char **argv, options *o)
         {"block-size", required_argument, NULL, 'b'},
         {"threads", required_argument, NULL, 'j'},
         {"mtf", required_argument, NULL, OPT_MTF},
+        {"gpus", required_argument, NULL, OPT_GPUS},
         {"fast", no_argument, NULL, OPT_FAST},
         {"best", no_argument, NULL, OPT_BEST},
         {"help", no_argument, NULL, 'h'},
@@ -207,6 +210,11 @@ static int parse_options(int argc, char **argv, options *o)
             o->quiet = 0;
             break;
         case OPT_MTF: o->cfg.mtf = optarg; break;
+        case OPT_GPUS:
+            if (cli_check_gpus(prog_name, "--gpus", optarg) < 0)
+                return -1;
+            o->cfg.gpus = optarg;
+            break;
         case '1':
         case '2':
         case '3':
@@ -541,6 +549,8 @@ int main(int argc, char **argv)
     int first = parse_options(argc, argv, &a.opt);
     if (first <= 0)
         return first == 0 ? CLI_EXIT_OK : CLI_EXIT_FAIL;
+    if (!a.opt.cfg.gpus && cli_check_gpus(prog_name, "--gpus", NULL) < 0)
+        return CLI_EXIT_FAIL;
     if (check_stdout(&a, argc - first) < 0)
         return CLI_EXIT_FAIL;
     int rc = gmtfc_stream_create(&a.stream, &a.opt.cfg);

@@ -41,6 +41,7 @@ typedef struct gmtfc_config {
     uint32_t block_size; /* compression block size, 1 .. GMTF_BLOCK_MAX */
     unsigned threads;    /* codec worker threads, >= 1 */
     const char *mtf;     /* MTF backend name, NULL = auto */
+    const char *gpus;    /* GPUs (gmtf_codec_options.gpus), NULL = GMTF_GPUS or all */
 } gmtfc_config;
 
 /* What went wrong, for a message the CLI completes with the file name. */

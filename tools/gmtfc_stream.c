@@ -217,6 +217,7 @@ static int ensure_codec(gmtfc_stream *s, uint32_t max_block)
         .threads = s->cfg.threads,
         .mtf = s->cfg.mtf,
         .max_block = max_block,
+        .gpus = s->cfg.gpus,
     };
     gmtf_codec *c;
     int rc = gmtf_codec_create(&c, &opt);

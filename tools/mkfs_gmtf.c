@@ -119,6 +119,8 @@ static void usage(FILE *f, const char *prog)
             "  -s, --size=SIZE        capacity of the image (default: grows as needed)\n"
             "  -j, --threads=N        compression threads (default: all CPUs)\n"
             "      --mtf=NAME         MTF backend of the codec (default: auto)\n"
+            "      --gpus=LIST        GPUs of the codec: all (default) or numbers, e.g. 0,1\n"
+            "                         (same image; GMTF_GPUS too)\n"
             "      --from=SOURCE      fill from a directory, an archive (tar, tar.gz/xz/zst/bz2,\n"
             "                         zip, cpio, 7z, iso..., gmtfc's .tar.gmz) or - for an\n"
             "                         archive on stdin\n"
@@ -153,6 +155,7 @@ int main(int argc, char **argv)
                                           {"size", required_argument, 0, 's'},
                                           {"threads", required_argument, 0, 'j'},
                                           {"mtf", required_argument, 0, 'm'},
+                                          {"gpus", required_argument, 0, 'G'},
                                           {"from", required_argument, 0, 'F'},
                                           {"force", no_argument, 0, 'f'},
                                           {"quiet", no_argument, 0, 'q'},
@@ -161,7 +164,7 @@ int main(int argc, char **argv)
                                           {0, 0, 0, 0}};
     gmtf_mkfs_options mo = {0};
     uint8_t uuid[16];
-    const char *from = NULL, *mtf = NULL;
+    const char *from = NULL, *mtf = NULL, *gpus = NULL;
     unsigned threads = 0;
     int quiet = 0, force = 0, opt;
     uint64_t v;
@@ -213,6 +216,7 @@ int main(int argc, char **argv)
             }
             break;
         case 'm': mtf = optarg; break;
+        case 'G': gpus = optarg; break;
         case 'F': from = optarg; break;
         case 'f': force = 1; break;
         case 'q': quiet = 1; break;
@@ -221,6 +225,8 @@ int main(int argc, char **argv)
         default: usage(stderr, prog); return CLI_EXIT_FAIL;
         }
     }
+    if (cli_check_gpus(prog, "--gpus", gpus) < 0)
+        return CLI_EXIT_FAIL;
     if (optind != argc - 1) {
         fprintf(stderr, "%s: %s\n", prog,
                 optind >= argc ? "no IMAGE given" : "more than one IMAGE given");
@@ -273,6 +279,7 @@ int main(int argc, char **argv)
         return CLI_EXIT_FAIL;
     }
     gmtf_fs_options fo = {.mtf = mtf,
+                          .gpus = gpus,
                           .threads = threads,
                           .dirty_bytes = 256u << 20,
                           .cache_bytes = 16u << 20,

@@ -37,9 +37,20 @@
 #include "ibwt_emu_names.h"
 #include "gpu_ibwt.h"
 
-static int emu_fwd_create(void **ctx)
+/* Contexts made on each emulated device: the ops are instantiable per
+ * device, as the GPU's (gmtf_gpu_*_create_on). */
+static long emu_made[GMTF_MULTI_DEV_MAX];
+static int emu_note(int dev)
 {
-    return gmtf_gpu_bwt_create((gmtf_gpu_bwt_ctx **)ctx);
+    if (dev < 0 || dev >= GMTF_MULTI_DEV_MAX)
+        return -ENODEV;
+    __atomic_add_fetch(&emu_made[dev], 1, __ATOMIC_RELAXED);
+    return 0;
+}
+static int emu_fwd_create(int dev, void **ctx)
+{
+    int rc = emu_note(dev);
+    return rc ? rc : gmtf_gpu_bwt_create_on(dev, (gmtf_gpu_bwt_ctx **)ctx);
 }
 static void emu_fwd_destroy(void *ctx)
 {
@@ -50,9 +61,10 @@ static int emu_fwd(void *ctx, const uint8_t *src, const uint64_t *off, size_t co
 {
     return gmtf_gpu_bwt_batch(ctx, src, off, count, step, dst, idx);
 }
-static int emu_inv_create(void **ctx)
+static int emu_inv_create(int dev, void **ctx)
 {
-    return gmtf_gpu_ibwt_create((gmtf_gpu_ibwt_ctx **)ctx);
+    int rc = emu_note(dev);
+    return rc ? rc : gmtf_gpu_ibwt_create_on(dev, (gmtf_gpu_ibwt_ctx **)ctx);
 }
 static void emu_inv_destroy(void *ctx)
 {
@@ -63,9 +75,10 @@ static int emu_inv(void *ctx, const uint8_t *bwt, const uint64_t *off, size_t co
 {
     return gmtf_gpu_ibwt_batch(ctx, bwt, off, count, step, idx, dst);
 }
-static int emu_lanes_create(void **ctx)
+static int emu_lanes_create(int dev, void **ctx)
 {
-    return gmtf_gpu_lanes_create((gmtf_gpu_lanes_ctx **)ctx);
+    int rc = emu_note(dev);
+    return rc ? rc : gmtf_gpu_lanes_create_on(dev, (gmtf_gpu_lanes_ctx **)ctx);
 }
 static void emu_lanes_destroy(void *ctx)
 {
@@ -77,9 +90,10 @@ static int emu_lanes(void *ctx, const uint8_t *in, uint64_t nin, size_t count,
 {
     return gmtf_gpu_lanes_decode(ctx, in, nin, count, lanes, cum, sel, out_off, out, bad);
 }
-static int emu_enc_create(void **ctx)
+static int emu_enc_create(int dev, void **ctx)
 {
-    return gmtf_gpu_lanes_enc_create((gmtf_gpu_lanes_enc **)ctx);
+    int rc = emu_note(dev);
+    return rc ? rc : gmtf_gpu_lanes_enc_create_on(dev, (gmtf_gpu_lanes_enc **)ctx);
 }
 static void emu_enc_destroy(void *ctx)
 {
@@ -146,11 +160,23 @@ static const gmtf_bwt_dev_ops *dev_ops(void)
 {
     return &emu_ops;
 }
+/* Device k of a test with several: the emulation has as many as asked. */
+static int dev_number(int k)
+{
+    return k;
+}
 #define UNIT (64u << 10)
 #else
 static const gmtf_bwt_dev_ops *dev_ops(void)
 {
     return gmtf_bwt_dev_gpu();
+}
+/* Device k of a test with several: the host's GPUs in turn (one GPU: two
+ * device states on it, which the code handles the same way). */
+static int dev_number(int k)
+{
+    int n = gmtf_bwt_dev_gpu_count();
+    return n > 0 ? k % n : 0;
 }
 #define UNIT (1u << 20)
 #endif
@@ -985,13 +1011,212 @@ static void test_backend_device(void **state)
         gmtf_codec *c = NULL;
         gmtf_codec_options o = {.threads = 2, .mtf = names[i]};
         assert_int_equal(gmtf_codec_create(&c, &o), 0);
-        int on = gmtf_codec_bwt_dev(c)->ops != NULL;
+        int on = gmtf_codec_bwt_dev(c)->ops != NULL || c->multi != NULL;
         printf("--mtf=%s: batches %s\n", names[i], on ? "on the device" : "on the CPU");
         assert_int_equal(on, i < 2);
         assert_int_equal(gmtf_codec_batch_device(c), on);
         gmtf_codec_destroy(c);
     }
 #endif
+}
+
+/* A codec with n devices (multi_dev.h when n >= 2): every device state
+ * with min batch 1 byte, the fault hook off, three chunks a batch. */
+static gmtf_codec *codec_multi(unsigned n, unsigned threads)
+{
+    gmtf_codec *c = codec_new(0, threads);
+    int dev[GMTF_MULTI_DEV_MAX];
+    for (unsigned k = 0; k < n; k++)
+        dev[k] = dev_number((int)k);
+    assert_int_equal(gmtf_codec_set_bwt_devs(c, dev_ops(), dev, n), 0);
+    assert_non_null(c->multi);
+    assert_int_equal(c->multi->n, n);
+    for (unsigned k = 0; k < n; k++) {
+        gmtf_bwt_dev *d = &c->multi->sub[k]->bwt_dev;
+        assert_int_equal(d->device, dev[k]);
+        d->min_bytes[GMTF_BWT_DEV_FWD] = d->min_bytes[GMTF_BWT_DEV_INV] = 1;
+        d->fault_at = 0;
+        d->pipe[0] = d->pipe[1] = 3;
+        d->chunk_min = 1;
+    }
+    return c;
+}
+
+/* Two and three devices: frames identical to one device's and the CPU's,
+ * every device takes a share, and decoding on them gives the blocks. */
+static void test_multi_identical(void **state)
+{
+    (void)state;
+    gmtf_codec *cpu = codec_new(0, 3), *one = codec_new(1, 3);
+    for (unsigned n = 2; n <= 3; n++) {
+        gmtf_codec *many = codec_multi(n, 3);
+        /* prepare readies every device's contexts (and no workspace of
+         * the dispatching codec's own) */
+        assert_int_equal(gmtf_codec_prepare(many, 4u << 20, 1), 0);
+        for (unsigned k = 0; k < n; k++)
+            assert_non_null(many->multi->sub[k]->bwt_dev.ctx[GMTF_BWT_DEV_FWD]);
+        assert_null(many->ws[0].bwt_ws);
+        for (uint64_t seed = 1; seed <= 3; seed++) {
+            blocks b = make_blocks(seed * 104729 + n, 10 + seed * 6, UNIT);
+            frames want = encode(cpu, &b), got1 = encode(one, &b), got = encode(many, &b);
+            assert_same_frames(&want, &got1);
+            assert_same_frames(&want, &got);
+            uint8_t *out;
+            int *st;
+            assert_int_equal(decode(many, &got, b.off, &out, &st), 0);
+            assert_memory_equal(out, b.data, b.off[b.count]);
+            for (size_t i = 0; i < b.count; i++)
+                assert_int_equal(st[i], 0);
+            free(out);
+            free(st);
+            frames_free(&want);
+            frames_free(&got1);
+            frames_free(&got);
+            blocks_free(&b);
+        }
+        for (unsigned k = 0; k < n; k++) {
+            gmtf_bwt_dev *d = &many->multi->sub[k]->bwt_dev;
+            printf("%u devices: device %d did %llu blocks forward, %llu inverse; %.0f and %.0f "
+                   "bytes/ms\n",
+                   n, d->device, (unsigned long long)d->blocks[GMTF_BWT_DEV_FWD],
+                   (unsigned long long)d->blocks[GMTF_BWT_DEV_INV],
+                   many->multi->rate[GMTF_BWT_DEV_FWD][k], many->multi->rate[GMTF_BWT_DEV_INV][k]);
+            assert_true(d->blocks[GMTF_BWT_DEV_FWD] > 0);
+            assert_true(d->blocks[GMTF_BWT_DEV_INV] > 0);
+            assert_int_equal(d->retired, 0);
+            assert_true(many->multi->rate[GMTF_BWT_DEV_FWD][k] > 0);
+        }
+        /* the dispatching codec's own device state is never used */
+        assert_int_equal(gmtf_codec_bwt_dev(many)->calls, 0);
+        gmtf_codec_destroy(many);
+    }
+#ifdef GMTF_CODEC_DEV_EMU
+    for (int k = 0; k < 3; k++)
+        assert_true(emu_made[k] > 0);
+#endif
+    gmtf_codec_destroy(one);
+    gmtf_codec_destroy(cpu);
+}
+
+/* The cut follows the weights and keeps runs contiguous. */
+static void test_multi_cut(void **state)
+{
+    (void)state;
+    uint64_t off[101];
+    for (int i = 0; i <= 100; i++)
+        off[i] = 1000u * (uint64_t)i;
+    size_t cut[4];
+    double eq[3] = {1, 1, 1}, skew[2] = {3, 1};
+    gmtf_multi_dev_cut(off, 100, eq, 3, cut);
+    assert_int_equal(cut[0], 0);
+    assert_int_equal(cut[3], 100);
+    assert_true(cut[1] >= 33 && cut[1] <= 34);
+    assert_true(cut[2] >= 66 && cut[2] <= 67);
+    gmtf_multi_dev_cut(off, 100, skew, 2, cut);
+    assert_int_equal(cut[1], 75);
+    assert_int_equal(cut[2], 100);
+    /* one big block: it goes whole to one run */
+    uint64_t big[3] = {0, 10, 1000000};
+    gmtf_multi_dev_cut(big, 2, eq, 2, cut);
+    assert_true(cut[1] <= 2);
+    assert_int_equal(cut[2], 2);
+}
+
+/* The measured rates drive the cut: a device three times as fast gets
+ * about three quarters of the bytes. */
+static void test_multi_rates(void **state)
+{
+    (void)state;
+    gmtf_codec *cpu = codec_new(0, 2), *many = codec_multi(2, 2);
+    blocks b = make_blocks(777, 64, UNIT / 2);
+    many->multi->rate[GMTF_BWT_DEV_FWD][0] = 3000;
+    many->multi->rate[GMTF_BWT_DEV_FWD][1] = 1000;
+    frames want = encode(cpu, &b), got = encode(many, &b);
+    assert_same_frames(&want, &got);
+    uint64_t d0 = many->multi->dealt[GMTF_BWT_DEV_FWD][0],
+             d1 = many->multi->dealt[GMTF_BWT_DEV_FWD][1];
+    printf("rates 3:1: %llu and %llu bytes dealt\n", (unsigned long long)d0,
+           (unsigned long long)d1);
+    assert_int_equal(d0 + d1, b.off[b.count]);
+    assert_true(d0 > 2 * d1 && d0 < 4 * d1);
+    /* and the rates now hold this batch's measurements */
+    assert_true(many->multi->rate[GMTF_BWT_DEV_FWD][0] > 0);
+    assert_true(many->multi->rate[GMTF_BWT_DEV_FWD][1] > 0);
+    frames_free(&got);
+    frames_free(&want);
+    blocks_free(&b);
+    gmtf_codec_destroy(many);
+    gmtf_codec_destroy(cpu);
+}
+
+/* A fault on device 1 only: the batch completes with the same frames (its
+ * run redone on the CPU), device 1 is retired alone, and device 0 still
+ * takes the next batches. */
+static void test_multi_fault(void **state)
+{
+    (void)state;
+    gmtf_codec *cpu = codec_new(0, 2), *many = codec_multi(2, 2);
+    gmtf_bwt_dev *d0 = &many->multi->sub[0]->bwt_dev, *d1 = &many->multi->sub[1]->bwt_dev;
+    d1->fault_at = 2;
+    blocks b = make_blocks(4242, 24, UNIT);
+    frames want = encode(cpu, &b), got = encode(many, &b);
+    assert_same_frames(&want, &got);
+    assert_int_equal(d1->retired, 1);
+    assert_int_equal(d1->last_err, -EIO);
+    assert_int_equal(d0->retired, 0);
+    assert_int_equal(gmtf_multi_dev_live(many->multi), 1);
+    uint64_t before = d0->blocks[GMTF_BWT_DEV_FWD], calls1 = (uint64_t)d1->calls;
+    frames again = encode(many, &b);
+    assert_same_frames(&want, &again);
+    assert_true(d0->blocks[GMTF_BWT_DEV_FWD] > before);
+    assert_int_equal((uint64_t)d1->calls, calls1);
+    uint8_t *out;
+    int *st;
+    assert_int_equal(decode(many, &again, b.off, &out, &st), 0);
+    assert_memory_equal(out, b.data, b.off[b.count]);
+    assert_true(d0->blocks[GMTF_BWT_DEV_INV] > 0);
+    free(out);
+    free(st);
+    /* both retired: the dispatching codec codes on the CPU */
+    d0->fault_at = d0->calls + 1;
+    frames cpu_too = encode(many, &b);
+    assert_same_frames(&want, &cpu_too);
+    assert_int_equal(gmtf_multi_dev_live(many->multi), 0);
+    frames last = encode(many, &b);
+    assert_same_frames(&want, &last);
+    frames_free(&cpu_too);
+    frames_free(&last);
+    frames_free(&again);
+    frames_free(&got);
+    frames_free(&want);
+    blocks_free(&b);
+    gmtf_codec_destroy(many);
+    gmtf_codec_destroy(cpu);
+}
+
+/* Device lists: what gmtf_codec_gpus_check takes and refuses, and a codec
+ * with a bad list is not made. */
+static void test_gpu_lists(void **state)
+{
+    (void)state;
+    const char *good[] = {"all", "0", "1", "0,1", "3,0,2", "15", "0:1", "2:0,1"};
+    const char *bad[] = {"",    ",",    "0,",  ",0",          "0,,1", "a",  "-1", "16",
+                         "0,0", "1 ,2", "0x1", "99999999999", "0:0",  ":1", "1;2"};
+    for (size_t i = 0; i < sizeof good / sizeof good[0]; i++)
+        assert_int_equal(gmtf_codec_gpus_check(good[i]), 0);
+    for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++)
+        assert_int_equal(gmtf_codec_gpus_check(bad[i]), -EINVAL);
+    gmtf_codec *c = NULL;
+    gmtf_codec_options o = {.threads = 2, .gpus = "0,x"};
+    assert_int_equal(gmtf_codec_create(&c, &o), -EINVAL);
+    assert_null(c);
+    /* devices the host lacks are left out: none left, the CPU */
+    o.gpus = "15";
+    o.mtf = "scalar";
+    assert_int_equal(gmtf_codec_create(&c, &o), 0);
+    assert_null(c->multi);
+    assert_null(gmtf_codec_bwt_dev(c)->ops);
+    gmtf_codec_destroy(c);
 }
 
 int main(void)
@@ -1012,6 +1237,11 @@ int main(void)
         cmocka_unit_test(test_real),
         cmocka_unit_test(test_backend_device),
         cmocka_unit_test(test_prepare),
+        cmocka_unit_test(test_multi_identical),
+        cmocka_unit_test(test_multi_cut),
+        cmocka_unit_test(test_multi_rates),
+        cmocka_unit_test(test_multi_fault),
+        cmocka_unit_test(test_gpu_lists),
     };
     /* GMTF_CODEC_DEV_ONLY=test_lanes_enc: one test (e.g. under compute-sanitizer) */
     const char *only = getenv("GMTF_CODEC_DEV_ONLY");

@@ -504,6 +504,32 @@ case_mount_messages() {
     return 0
 }
 
+# GPU lists (--gpus, -o gpus=, GMTF_GPUS): a bad one stops each tool with
+# status 1 (their bad-option status) and a message naming it, before any
+# work; a good one (devices the host lacks are left out) changes nothing.
+case_gpu_lists() {
+    local l
+    for l in 0,0 x 0, 16 -1 ''; do
+        "$MKFS" -q --gpus="$l" img 2>err && fail "mkfs.gmtf --gpus='$l' accepted"
+        [ $? = 1 ] || fail "mkfs.gmtf --gpus='$l': status not 1"
+        grep -qF -- "--gpus=$l: not a GPU list" err || fail "mkfs.gmtf --gpus='$l': $(cat err)"
+        [ -e img ] && fail "mkfs.gmtf --gpus='$l' made an image"
+        echo hi | "$GMTFC" --gpus="$l" -c >out 2>err && fail "gmtfc --gpus='$l' accepted"
+        grep -q "not a GPU list" err || fail "gmtfc --gpus='$l': $(cat err)"
+    done
+    echo hi | GMTF_GPUS=0,x "$GMTFC" -c >out 2>err && fail "gmtfc with GMTF_GPUS=0,x ran"
+    grep -q "GMTF_GPUS=0,x: not a GPU list" err || fail "GMTF_GPUS=0,x: $(cat err)"
+    must "$MKFS" -q --gpus=15 img
+    echo hi | "$GMTFC" --gpus=0:1 -c | "$GMTFC" -d -c >out || fail "gmtfc --gpus=0:1"
+    [ "$(cat out)" = hi ] || fail "gmtfc --gpus=0:1 round trip"
+    if [ -x "$BIN/gmtf" ]; then
+        mkdir mnt
+        "$BIN/gmtf" img mnt -o gpus=0:x 2>err && fail "-o gpus=0:x accepted"
+        grep -q "gpus=0:x: not a GPU list" err || fail "-o gpus=0:x: $(cat err)"
+    fi
+    return 0
+}
+
 # gmtf-extract's usage errors: each exits 1 with a message naming what
 # was wrong, and writes nothing.
 case_extract_options() {
