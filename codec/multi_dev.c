@@ -20,6 +20,11 @@ int gmtf_multi_dev_parse(const char *list, int *dev, unsigned *n, int *all)
         *all = 1;
         return 0;
     }
+    /* GMTF_GPUS_REPEAT=1 (measurements and tests): a device may be named
+     * more than once, each a device state of its own, so that the path of
+     * several GPUs runs on a host of one (scripts/gpu-codec-run) */
+    const char *rep = getenv("GMTF_GPUS_REPEAT");
+    int repeat = rep && strcmp(rep, "1") == 0;
     const char *p = list;
     for (;;) {
         if (*p < '0' || *p > '9')
@@ -29,7 +34,7 @@ int gmtf_multi_dev_parse(const char *list, int *dev, unsigned *n, int *all)
             v = v * 10 + (*p++ - '0');
         if (v >= GMTF_MULTI_DEV_MAX || *n >= GMTF_MULTI_DEV_MAX)
             return -EINVAL;
-        for (unsigned i = 0; i < *n; i++)
+        for (unsigned i = 0; i < *n && !repeat; i++)
             if (dev[i] == v)
                 return -EINVAL;
         dev[(*n)++] = v;

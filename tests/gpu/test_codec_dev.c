@@ -1206,6 +1206,14 @@ static void test_gpu_lists(void **state)
         assert_int_equal(gmtf_codec_gpus_check(good[i]), 0);
     for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++)
         assert_int_equal(gmtf_codec_gpus_check(bad[i]), -EINVAL);
+    /* GMTF_GPUS_REPEAT=1 (measurements on a host of one GPU): repeats
+     * taken, the rest as strict */
+    setenv("GMTF_GPUS_REPEAT", "1", 1);
+    assert_int_equal(gmtf_codec_gpus_check("0,0"), 0);
+    assert_int_equal(gmtf_codec_gpus_check("1:1,1"), 0);
+    assert_int_equal(gmtf_codec_gpus_check("0,,0"), -EINVAL);
+    unsetenv("GMTF_GPUS_REPEAT");
+    assert_int_equal(gmtf_codec_gpus_check("0,0"), -EINVAL);
     gmtf_codec *c = NULL;
     gmtf_codec_options o = {.threads = 2, .gpus = "0,x"};
     assert_int_equal(gmtf_codec_create(&c, &o), -EINVAL);
