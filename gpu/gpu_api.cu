@@ -139,18 +139,8 @@ int gmtf_dbuf_reserve(gmtf_gpu_ctx *ctx, gmtf_dbuf *b, size_t bytes)
 {
     if (bytes <= b->cap)
         return 0;
-    size_t want = bytes + bytes / 8; /* some slack: batches vary a little */
-    if (b->p)
-        cudaFree(b->p);
-    b->p = NULL;
-    b->cap = 0;
-    cudaError_t e = cudaMalloc(&b->p, want);
-    if (e != cudaSuccess) {
-        b->p = NULL;
-        return gmtf_gpu_fail(ctx, e, "cudaMalloc");
-    }
-    b->cap = want;
-    return 0;
+    cudaError_t e = gmtf_dev_regrow(&b->p, &b->cap, bytes);
+    return e == cudaSuccess ? 0 : gmtf_gpu_fail(ctx, e, "cudaMalloc");
 }
 
 static int host_reserve(uint8_t **p, size_t *cap, size_t bytes)

@@ -7,6 +7,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "dev_alloc.cuh"
 #include "gpu.h"
 
 #define GMTF_WARP 32

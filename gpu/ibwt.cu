@@ -50,6 +50,7 @@
 #else
 #include <cub/device/device_radix_sort.cuh>
 #include <cuda_runtime.h>
+#include "dev_alloc.cuh"
 #include "gpu.h"
 #define GMTF_HD __host__ __device__
 #endif
@@ -309,26 +310,8 @@ static int dev_reserve(gmtf_gpu_ibwt_ctx *c, dbuf *b, size_t bytes)
 {
     if (bytes <= b->cap)
         return 0;
-    if (b->p)
-        cudaFree(b->p);
-    b->p = NULL;
-    b->cap = 0;
-    /* an eighth more: batches of nearly the same size (a filesystem's
-     * flushes) then reuse the buffer instead of freeing and making it
-     * again; the exact size when that does not fit */
-    size_t want = bytes + bytes / 8;
-    cudaError_t e = cudaMalloc(&b->p, want);
-    if (e == cudaErrorMemoryAllocation) {
-        cudaGetLastError();
-        want = bytes;
-        e = cudaMalloc(&b->p, want);
-    }
-    if (e != cudaSuccess) {
-        b->p = NULL;
-        return cuda_fail(c, e, "cudaMalloc");
-    }
-    b->cap = want;
-    return 0;
+    cudaError_t e = gmtf_dev_regrow(&b->p, &b->cap, bytes);
+    return e == cudaSuccess ? 0 : cuda_fail(c, e, "cudaMalloc");
 }
 
 static void dev_free(dbuf *b)
