@@ -110,7 +110,8 @@ static void usage(FILE *f, const char *prog)
     fprintf(f,
             "Usage: %s [OPTIONS] IMAGE\n"
             "Make a gmtf compressed filesystem image (a regular file or a block device).\n\n"
-            "  -b, --block-size=SIZE  block size, 64K..16M, a power of two (default 16M)\n"
+            "  -b, --block-size=SIZE  block size, 64K..16M, a power of two (default 16M\n"
+            "                         with --from, 4M for an empty image)\n"
             "  -P, --pack-size=SIZE   small files and tails share frames of up to SIZE,\n"
             "                         64K..the block size, a power of two (default the\n"
             "                         smaller of 4M and the block size)\n"
@@ -233,6 +234,8 @@ int main(int argc, char **argv)
         usage(stderr, prog);
         return CLI_EXIT_FAIL;
     }
+    if (!mo.block_size && !from)
+        mo.block_size = GMTF_FS_BLOCK_LIVE; /* an empty image, written through a mount */
     uint32_t bs = mo.block_size ? mo.block_size : GMTF_FS_BLOCK_DEFAULT;
     if (mo.pack_size > bs) {
         fprintf(stderr, "%s: -P: the pack size (%u) is larger than the block size (%u)\n", prog,

@@ -558,8 +558,9 @@ case_extract_options() {
 }
 
 # mkfs -P: the pack size, recorded in the image (gmtf-stat), and a tree
-# with pieces on both sides of it reads back whole; the defaults (16 MiB
-# blocks, 4 MiB packs; a smaller block, packs of a block); bad values.
+# with pieces on both sides of it reads back whole; the defaults (--from:
+# 16 MiB blocks, 4 MiB packs; an empty image: 4 MiB; a smaller block,
+# packs of a block); bad values.
 case_pack_size() {
     need python3
     make_tree src
@@ -576,12 +577,14 @@ print(s["block_size"], s["pack_size"])'
     }
     [ "$(sizes img)" = "1048576 65536" ] || fail "-b 1M -P 64K: $(sizes img)"
     "$STAT" img | grep -qE '^ +pack size +65536$' || fail "gmtf-stat text lacks the pack size"
-    must "$MKFS" -q img2
-    [ "$(sizes img2)" = "16777216 4194304" ] || fail "defaults: $(sizes img2)"
+    must "$MKFS" -q --from src img2
+    [ "$(sizes img2)" = "16777216 4194304" ] || fail "defaults, --from: $(sizes img2)"
+    must "$MKFS" -q -f img2
+    [ "$(sizes img2)" = "4194304 4194304" ] || fail "defaults, empty: $(sizes img2)"
     must "$MKFS" -q -f -b 1M img2
     [ "$(sizes img2)" = "1048576 1048576" ] || fail "-b 1M: $(sizes img2)"
-    must "$MKFS" -q -f -P 16M img2
-    [ "$(sizes img2)" = "16777216 16777216" ] || fail "-P 16M: $(sizes img2)"
+    must "$MKFS" -q -f -b 16M -P 16M img2
+    [ "$(sizes img2)" = "16777216 16777216" ] || fail "-b 16M -P 16M: $(sizes img2)"
     perr() { # pattern args...
         local pat=$1
         shift
@@ -592,6 +595,7 @@ print(s["block_size"], s["pack_size"])'
     perr 'power of two' -P 100K
     perr 'power of two' -P 32K
     perr 'power of two' -P 32M
+    perr 'larger than the block size' -P 16M # an empty image's 4 MiB blocks
     [ ! -e img3 ] || fail "a refused mkfs left an image"
     return 0
 }
