@@ -638,16 +638,7 @@ int gmtf_adaptive_qlfc_decode_counted(const uint8_t *src, size_t len, uint8_t *o
         unsigned r = rsym == RSYM_RETIRE ? active - 1 : rbase[rsym] + off;
         if (r >= active || run > n - pos)
             return GMTF_E_CORRUPT;
-        uint8_t *o = out + pos;
-        if (run <= 16 && n - pos >= 16) {
-            /* most runs are short: two stores beat a memset call; the
-             * bytes past the run are written by the next runs */
-            uint64_t v = 0x0101010101010101ull * c;
-            memcpy(o, &v, 8);
-            memcpy(o + 8, &v, 8);
-        } else {
-            memset(o, (int)c, run);
-        }
+        qlfc_put_run(out + pos, c, run, n - pos);
         if (counts) {
             if (__builtin_expect(pos + run <= qend, 1)) {
                 counts->cnt[q][c] += run;
@@ -679,15 +670,7 @@ static inline __attribute__((always_inline)) int cm_lane_run(cm_lane *l, uint8_t
     size_t pos = l->pos, left = l->end - pos;
     if (r >= l->active || run > left)
         return GMTF_E_CORRUPT;
-    uint8_t *o = out + pos;
-    if (run <= 16 && left >= 16) {
-        /* the bytes past the run are still this lane's */
-        uint64_t v = 0x0101010101010101ull * c;
-        memcpy(o, &v, 8);
-        memcpy(o + 8, &v, 8);
-    } else {
-        memset(o, (int)c, run);
-    }
+    qlfc_put_run(out + pos, c, run, left); /* the bytes past the run are this lane's */
     if (counts) {
         if (__builtin_expect(pos + run <= l->qend, 1)) {
             counts->cnt[l->q][c] += run;

@@ -1207,16 +1207,7 @@ static inline __attribute__((always_inline)) int lane_run(const lanes_dec_ws *w,
     lane_renorm(l, XB, safe);
     if (len > l->end - l->pos)
         return GMTF_E_CORRUPT;
-    uint8_t *o = out + l->pos;
-    if (len <= 16 && l->end - l->pos >= 16) {
-        /* most runs are short: two stores beat a memset call; the bytes
-         * past the run are still this lane's and are written later */
-        uint64_t v = 0x0101010101010101ull * c;
-        memcpy(o, &v, 8);
-        memcpy(o + 8, &v, 8);
-    } else {
-        memset(o, (int)c, len);
-    }
+    qlfc_put_run(out + l->pos, c, len, l->end - l->pos); /* past the run: this lane's */
     l->pos += len;
     l->cnt[c] += len;
     qlfc_list_reinsert(l->h.list, r, c);

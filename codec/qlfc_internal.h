@@ -41,6 +41,21 @@ size_t gmtf_lanes_decode_workspace_size(void);
 size_t gmtf_cm_workspace_size(size_t max_block);
 size_t gmtf_cm_decode_workspace_size(void);
 
+/* A run of byte c at o: two 8-byte stores for a run of at most 16 where
+ * room (the bytes o may write: later runs of the same output write what is
+ * past the run) allows, which beats a memset call; else memset. */
+static inline __attribute__((always_inline)) void qlfc_put_run(uint8_t *o, unsigned c, size_t run,
+                                                               size_t room)
+{
+    if (run <= 16 && room >= 16) {
+        uint64_t v = 0x0101010101010101ull * c;
+        memcpy(o, &v, 8);
+        memcpy(o + 8, &v, 8);
+    } else {
+        memset(o, (int)c, run);
+    }
+}
+
 /* The list's front byte c goes back to place r; places 1..r move up.
  * The list must have 48 bytes of room (256 in both coders). */
 static inline __attribute__((always_inline)) void qlfc_list_reinsert(uint8_t *list, unsigned r,
