@@ -266,6 +266,27 @@ static uint8_t *real_bytes(size_t n)
     return real;
 }
 
+/* Real bytes (text-like ones, from seed, where none can be read) cut into
+ * count blocks of len[i] bytes. */
+static blocks real_blocks(const size_t *len, size_t count, uint64_t seed)
+{
+    blocks b;
+    b.count = count;
+    b.off = tu_malloc((count + 1) * sizeof *b.off);
+    b.off[0] = 0;
+    for (size_t i = 0; i < count; i++)
+        b.off[i + 1] = b.off[i] + len[i];
+    size_t n = b.off[count];
+    b.data = tu_malloc(n);
+    uint8_t *real = real_bytes(n);
+    if (real)
+        memcpy(b.data, real, n);
+    else
+        tu_fill_text_like(b.data, n, seed);
+    free(real);
+    return b;
+}
+
 typedef struct frames {
     uint8_t *data;
     uint64_t *off;
@@ -739,21 +760,9 @@ static void test_split_decode(void **state)
 {
     (void)state;
     size_t len[] = {1u << 20, 512u << 10, 1u << 20};
-    size_t count = sizeof len / sizeof len[0], n = 0;
-    blocks b;
-    b.count = count;
-    b.off = tu_malloc((count + 1) * sizeof *b.off);
-    b.off[0] = 0;
-    for (size_t i = 0; i < count; i++)
-        b.off[i + 1] = b.off[i] + len[i];
-    n = b.off[count];
-    b.data = tu_malloc(n);
-    uint8_t *real = real_bytes(n);
-    if (real)
-        memcpy(b.data, real, n);
-    else
-        tu_fill_text_like(b.data, n, 91);
-    free(real);
+    size_t count = sizeof len / sizeof len[0];
+    blocks b = real_blocks(len, count, 91);
+    size_t n = b.off[count];
     gmtf_codec *cpu = codec_new(0, 2);
     frames f = encode(cpu, &b);
     uint8_t *out;
@@ -805,20 +814,8 @@ static void test_method4_to_cpu(void **state)
     (void)state;
     size_t len[] = {1u << 20, 512u << 10, 1u << 20};
     size_t count = sizeof len / sizeof len[0];
-    blocks b;
-    b.count = count;
-    b.off = tu_malloc((count + 1) * sizeof *b.off);
-    b.off[0] = 0;
-    for (size_t i = 0; i < count; i++)
-        b.off[i + 1] = b.off[i] + len[i];
+    blocks b = real_blocks(len, count, 93);
     size_t n = b.off[count];
-    b.data = tu_malloc(n);
-    uint8_t *real = real_bytes(n);
-    if (real)
-        memcpy(b.data, real, n);
-    else
-        tu_fill_text_like(b.data, n, 93);
-    free(real);
     gmtf_codec *cpu = codec_new(0, 2);
     frames f = encode(cpu, &b);
     /* frame 0 (method 2) again with a method 4 payload of its BWT output */
