@@ -223,6 +223,17 @@ void fill_pattern(uint8_t *p, size_t n, uint32_t seed)
     }
 }
 
+void fill_noise(uint8_t *p, size_t n, uint64_t seed)
+{
+    uint64_t x = seed * 0x9e3779b97f4a7c15ull + 1;
+    for (size_t i = 0; i < n; i++) {
+        x ^= x << 13;
+        x ^= x >> 7;
+        x ^= x << 17;
+        p[i] = (uint8_t)(x >> 24);
+    }
+}
+
 void fill_words(uint8_t *p, size_t n, uint32_t seed)
 {
     static const char *const w[16] = {"frame", "block", "chain", "sample", "range",  "pack",

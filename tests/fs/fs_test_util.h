@@ -43,6 +43,8 @@ uint8_t *rec_image_state(const uint8_t *base, size_t base_len, const rec_img *r,
 
 gmtf_fs *mount_mem(const uint8_t *data, size_t len, int ro);
 void fill_pattern(uint8_t *p, size_t n, uint32_t seed);
+/* Incompressible bytes (xorshift): frames, stored raw, as large as the data. */
+void fill_noise(uint8_t *p, size_t n, uint64_t seed);
 /* Text-like bytes (words, numbers, line ends) that compress the way source
  * and documents do: long BWT runs, so cheap to code; seed picks the text. */
 void fill_words(uint8_t *p, size_t n, uint32_t seed);

@@ -828,17 +828,6 @@ static int host_check_clean(host *h)
  * deleting every file even a 1000-byte fsync failed, unmount failed and
  * the deletes came back (the journal was a sparse hole on the host, and
  * commits waited on the data flush). */
-/* Bytes no coder shrinks: each file takes its whole size on the host. */
-static void fill_random(uint8_t *p, size_t n, uint32_t seed)
-{
-    uint64_t x = seed * 0x9E3779B97F4A7C15ull + 1;
-    for (size_t i = 0; i < n; i++) {
-        x ^= x << 13;
-        x ^= x >> 7;
-        x ^= x << 17;
-        p[i] = (uint8_t)(x >> 32);
-    }
-}
 
 static void test_full_host_deletes_commit(void **state)
 {
@@ -854,7 +843,7 @@ static void test_full_host_deletes_commit(void **state)
         snprintf(name, sizeof name, "big%02d", i);
         gmtf_entry e;
         assert_int_equal(gmtf_fs_create(fs, ROOT, name, 0644, 0, 0, 0, &e), 0);
-        fill_random(p, n, 500 + (uint32_t)i); /* incompressible: stored raw */
+        fill_noise(p, n, 500 + (uint64_t)i); /* incompressible: stored raw */
         long w = gmtf_fs_write(fs, e.attr.st_ino, p, n, 0);
         int rc = w == (long)n ? gmtf_fs_fsync(fs, e.attr.st_ino, 0) : (int)w;
         assert_int_equal(gmtf_fs_release(fs, e.attr.st_ino), 0);

@@ -27,18 +27,6 @@ static void quiet(void *arg, const char *msg)
     (void)msg;
 }
 
-/* Incompressible bytes: frames as large as the data. */
-static void fill_noise(uint8_t *p, size_t n, uint64_t seed)
-{
-    uint64_t x = seed * 0x9e3779b97f4a7c15ull + 1;
-    for (size_t i = 0; i < n; i++) {
-        x ^= x << 13;
-        x ^= x >> 7;
-        x ^= x << 17;
-        p[i] = (uint8_t)(x >> 24);
-    }
-}
-
 static uint64_t put_file(gmtf_fs *fs, const char *name, size_t n, uint64_t seed)
 {
     uint8_t *b = malloc(n);
