@@ -280,6 +280,17 @@ static_assert(pack_bytes(k_rbase, NSYM, 0) == PK_RBASE_LO &&
               "packed model tables");
 #endif
 
+/* The kernel: version 3, or GMTF_GPU_LANES_V=1 / 2 (GMTF_GPU_LANES_V1=1:
+ * the first), for timings and comparisons. */
+static int lanes_version(void)
+{
+    const char *e = getenv("GMTF_GPU_LANES_V1");
+    if (e && *e == '1')
+        return 1;
+    e = getenv("GMTF_GPU_LANES_V");
+    return e && (*e == '1' || *e == '2') && !e[1] ? *e - '0' : 3;
+}
+
 /* GMTF_GPU_LANES_EXACT=1: every table takes sym2's exact count (to time
  * the fast one against it). */
 static int exact_count(void)
@@ -523,10 +534,10 @@ static GMTF_HD int lane_decode2(const gmtf_gpu_lane *g, uint8_t *s, const blk_ta
     return active != 0 || xa != RANS_L || xb != RANS_L || pin != in_end || over;
 }
 
-/* Stages block b's tables, selectors and lane rows into sh (SH_BYTES)
- * with threads tid of nt (then stage_wide, after a barrier). */
-static GMTF_HD inline void stage_block(uint8_t *sh, const gmtf_gpu_lane *lanes, const uint16_t *cum,
-                                       const uint8_t *sel, unsigned tid, unsigned nt)
+/* Stages block b's tables and selectors into sh (tables at SH_TAB, their
+ * tops at SH_TOP, selectors at SH_SEL) with threads tid of nt. */
+static GMTF_HD inline void stage_tabs(uint8_t *sh, const uint16_t *cum, const uint8_t *sel,
+                                      unsigned tid, unsigned nt)
 {
     const uint32_t *src = (const uint32_t *)cum; /* NTAB rows of 18 halves = 9 words */
     uint32_t *tab = (uint32_t *)(sh + SH_TAB);
@@ -543,6 +554,13 @@ static GMTF_HD inline void stage_block(uint8_t *sh, const gmtf_gpu_lane *lanes, 
     uint32_t *d4 = (uint32_t *)(sh + SH_SEL);
     for (unsigned q = tid; q < MAX_GROUPS / 4; q += nt)
         d4[q] = s4[q];
+}
+
+/* stage_tabs and version 2's lane rows (then stage_wide, after a barrier). */
+static GMTF_HD inline void stage_block(uint8_t *sh, const gmtf_gpu_lane *lanes, const uint16_t *cum,
+                                       const uint8_t *sel, unsigned tid, unsigned nt)
+{
+    stage_tabs(sh, cum, sel, tid, nt);
     for (unsigned q = tid; q < GMTF_GPU_LANES * 256; q += nt) {
         unsigned j = q / 256, w = q % 256;
         const uint32_t *from = (const uint32_t *)lanes[j].list;
@@ -563,7 +581,236 @@ static GMTF_HD inline void stage_wide(uint8_t *sh, unsigned tid, unsigned nt, in
     }
 }
 
+/* ---- version 3: a run's chain with fewer stalls ----------------------------
+ * Version 2 spends ~2,000 cycles a run on a lane: a warp's instructions
+ * issue in order, and most wait on the one before. Version 3 keeps what
+ * the next run needs off that chain and takes branches out of it:
+ * - the histories of byte v are one word a lane (er, el and the two
+ *   context parts they give: the next run's tables are an add away), and
+ *   the next run's word (byte list[1]) is loaded at the start of this run:
+ *   list[1] is not this run's byte while the lane is valid (the list's
+ *   live bytes are distinct; a run that leaves one live byte ends the lane
+ *   or the next run breaks the rules), so the store of this run's word
+ *   cannot change it;
+ * - the list's first word stays in a register: ranks 1..3 (most runs)
+ *   move it there; longer moves go through shared memory as before;
+ * - the word stream is read as aligned words (the device copy of the
+ *   input is padded by 16 bytes), two words ahead, joined by a funnel
+ *   shift: one 4-byte load a word, issued two words before it is needed;
+ * - the table count takes no per-table branch: a block with any table of
+ *   cum[0..15] >= 0x8000 runs the exact count everywhere (a template
+ *   choice per block); the big ranks' two raw bits take no branch; the
+ *   run's checks are one branch.
+ * Same results as lane_decode above, rule for rule. */
+
+/* Lane rows of version 3: the list (256 bytes), then 256 history words. */
+#define SH3_HIST 256
+#define SH3_ROW 1296 /* 324 words: neighbouring lanes 4 banks apart */
+#define SH3_BYTES (SH_ROWS + GMTF_GPU_LANES * SH3_ROW)
+
+/* A history word: er, el, the rank context's part from er and hr, and the
+ * length context's part from el. */
+static GMTF_HD inline uint32_t hist_pack(unsigned er, unsigned el, unsigned hr)
+{
+    unsigned rp = (pk4(PK_EQ, ((er + 8) >> 4) & 15) * 3 + hq(hr)) * 3; /* 0..105 */
+    unsigned lp = pk4(PK_EQ, ((el + 8) >> 4) & 15) * 5;                /* 0..55 */
+    return er | el << 8 | rp << 16 | lp << 24;
+}
+
+/* sym2 without the per-table choice: EXACT, the 15-compare count. */
+template <bool EXACT>
+static GMTF_HD inline unsigned sym3(uint64_t &x, const blk_tabs &bt, unsigned t)
+{
+    uint32_t w[8];
+#ifdef GMTF_LANES_EMU
+    memcpy(w, bt.tab + (size_t)t * 8, 32);
+#else
+    const uint4 *rw = (const uint4 *)(bt.tab + (size_t)t * 8);
+    uint4 a = rw[0], b = rw[1];
+    w[0] = a.x, w[1] = a.y, w[2] = a.z, w[3] = a.w;
+    w[4] = b.x, w[5] = b.y, w[6] = b.z, w[7] = b.w;
+#endif
+    uint32_t top = bt.top[t];
+    uint32_t slot = (uint32_t)x & ((1u << PROB_BITS) - 1);
+    unsigned y = 0;
+    if (!EXACT) {
+        uint32_t s8 = (slot | slot << 16) | 0x80008000u, acc = 0;
+#ifndef GMTF_LANES_EMU
+#pragma unroll
+#endif
+        for (unsigned k = 0; k < 8; k++)
+            acc |= ((s8 - w[k]) >> k) & (0x80008000u >> k);
+        y = (unsigned)popc32(acc) - (((s8 - w[0]) >> 15) & 1);
+    } else {
+#ifndef GMTF_LANES_EMU
+#pragma unroll
+#endif
+        for (unsigned k = 0; k < 8; k++) {
+            if (k)
+                y += (w[k] & 0xffff) <= slot;
+            y += (w[k] >> 16) <= slot;
+        }
+    }
+    uint32_t w0 = pick8(w, y >> 1), w1 = (y >> 1) == 7 ? top : pick8(w, ((y >> 1) + 1) & 7);
+    uint32_t lo = y & 1 ? w0 >> 16 : w0 & 0xffff;
+    uint32_t hi = y & 1 ? w1 & 0xffff : w0 >> 16;
+    x = (uint64_t)((int)hi - (int)lo) * (x >> PROB_BITS) + slot - (uint64_t)lo;
+    return y;
+}
+
+static GMTF_HD inline uint32_t funnel(uint32_t lo, uint32_t hi, unsigned sh)
+{
+#ifdef GMTF_LANES_EMU
+    return sh ? lo >> sh | hi << (32 - sh) : lo;
+#else
+    return __funnelshift_r(lo, hi, sh);
+#endif
+}
+
+/* renorm: left bytes of the stream, the word at its front is
+ * funnel(w0, w1, sh); wp points at w0 (aligned), w2 follows w1. */
+#define RENORM3(x)                                                                                 \
+    do {                                                                                           \
+        if ((uint32_t)((x) >> 32) == 0) {                                                          \
+            if (left >= 4) {                                                                       \
+                (x) = (x) << 32 | funnel(w0, w1, sh);                                              \
+                left -= 4;                                                                         \
+                w0 = w1;                                                                           \
+                w1 = w2;                                                                           \
+                w2 = wp[3];                                                                        \
+                wp++;                                                                              \
+            } else {                                                                               \
+                over++;                                                                            \
+                (x) <<= 32;                                                                        \
+            }                                                                                      \
+        }                                                                                          \
+    } while (0)
+
+/* The list after a run of c with rank r, its first word in head (returned;
+ * L[0] in memory is not kept): bytes 0..r-1 take bytes 1..r, byte r takes c. */
+static GMTF_HD inline uint32_t move3(uint32_t *L, uint32_t head, unsigned r, unsigned c)
+{
+    if (r < 4) {
+        uint32_t keep = r == 3 ? 0 : ~0u << (8 * r + 8);
+        uint32_t low = (head >> 8) & ((1u << (8 * r)) - 1);
+        return (head & keep) | low | c << (8 * r);
+    }
+    unsigned nw = r >> 2, k = r & 3;
+    uint32_t cur = L[1];
+    uint32_t nh = head >> 8 | cur << 24;
+    for (unsigned w = 1; w < nw; w++) {
+        uint32_t nx = L[w + 1];
+        L[w] = cur >> 8 | nx << 24;
+        cur = nx;
+    }
+    uint32_t keep = k == 3 ? 0 : ~0u << (8 * k + 8);
+    uint32_t low = (cur >> 8) & ((1u << (8 * k)) - 1);
+    L[nw] = (cur & keep) | low | c << (8 * k);
+    return nh;
+}
+
+/* lane_decode on the staged block, version 3: row is g's (list, then the
+ * history words: stage_rows3). in is padded by 16 bytes. */
+template <bool EXACT>
+static GMTF_HD int lane_decode3(const gmtf_gpu_lane *g, uint8_t *row, const blk_tabs &bt,
+                                const uint8_t *in, uint8_t *out)
+{
+    uint64_t xa = g->x[0], xb = g->x[1];
+    uint64_t left64 = g->in_end - g->in;
+    /* a stream of 4 GiB or more cannot be read to its end: it stays unread */
+    uint32_t left = left64 > 0xffffffffu ? 0xffffffffu : (uint32_t)left64;
+    const uint32_t *wp = (const uint32_t *)(in + (g->in & ~(uint64_t)3));
+    const unsigned sh = (unsigned)(g->in & 3) * 8;
+    uint32_t w0 = wp[0], w1 = wp[1], w2 = wp[2];
+    uint32_t pos = g->pos;
+    const uint32_t end = g->end, start = g->start, gbase = g->group_base;
+    uint32_t active = g->active, c = g->c, rtab = g->rtab, ltab = g->ltab, over = 0;
+    uint32_t *L = (uint32_t *)row, *H = (uint32_t *)(row + SH3_HIST);
+    uint32_t head = L[0], hc = H[c];
+    uint32_t gend = 0, setoff = 0; /* the selector's set (times TPS) while pos < gend */
+    while (pos < end) {
+        unsigned cn = (head >> 8) & 255;
+        uint32_t hn = H[cn]; /* the next run's histories, early */
+        unsigned rsym = sym3<EXACT>(xa, bt, rtab);
+        unsigned lsym = sym3<EXACT>(xa, bt, ltab + pk4(PK_RQ, rsym));
+        RENORM3(xa);
+        unsigned rb = pk8(PK_RBASE_LO, PK_RBASE_HI, rsym);
+        unsigned o = sym3<EXACT>(xb, bt, offtab(rsym));
+        unsigned big = rsym >= RSYM_BIG_FIRST ? 2 : 0;
+        unsigned r = rb + (o << big | ((unsigned)xb & ((1u << big) - 1)));
+        xb >>= big;
+        unsigned retire = rsym == RSYM_RETIRE;
+        r = retire ? active - 1 : r; /* active 0: r >= active below */
+        uint32_t len;
+        if (lsym == LSYM_ESC) {
+            RENORM3(xb);
+            unsigned eb = LBIG_MIN + sym3<EXACT>(xb, bt, T_LBIG);
+            unsigned lo_bits = eb < 16 ? eb : 16;
+            uint32_t hi = (uint32_t)xb & ((1u << lo_bits) - 1);
+            xb >>= lo_bits;
+            RENORM3(xb);
+            unsigned nb = eb - lo_bits;
+            uint32_t low = (uint32_t)xb & ((1u << nb) - 1);
+            xb >>= nb;
+            len = 1u << eb | hi << (eb - lo_bits) | low;
+        } else {
+            unsigned nb = pk4(PK_LBITS, lsym);
+            len = pk8(PK_LBASE_LO, PK_LBASE_HI, lsym) + ((uint32_t)xb & ((1u << nb) - 1));
+            xb >>= nb;
+        }
+        RENORM3(xb);
+        if (r >= active || len > end - pos)
+            return 1;
+        fill(out + pos, c, len);
+        pos += len;
+        head = move3(L, head, r, c);
+        active -= retire;
+        unsigned rv = retire ? 15 : rsym;
+        H[c] = hist_pack(((hc & 255) + (rv << 4)) >> 1, (((hc >> 8) & 255) + (lsym << 4)) >> 1, rv);
+        c = cn;
+        hc = hn;
+        if (pos < end) {
+            if (pos >= gend) {
+                uint32_t k = (pos - start) / GROUP_BYTES, gi = gbase + k;
+                setoff = (bt.sel[gi < MAX_GROUPS ? gi : MAX_GROUPS - 1] & (MAX_SETS - 1)) * TPS;
+                gend = start + (k + 1) * GROUP_BYTES;
+            }
+            rtab = setoff + ((hn >> 16) & 127) + pq(rsym);
+            ltab = setoff + NRCTX + (hn >> 24);
+        }
+    }
+    return active != 0 || xa != RANS_L || xb != RANS_L || left != 0 || over;
+}
+
+/* Version 3's lane rows: each lane's list and its history words. */
+static GMTF_HD inline void stage_rows3(uint8_t *sh, const gmtf_gpu_lane *lanes, unsigned tid,
+                                       unsigned nt)
+{
+    for (unsigned q = tid; q < GMTF_GPU_LANES * 256; q += nt) {
+        unsigned j = q / 256, v = q % 256;
+        const gmtf_gpu_lane *l = &lanes[j];
+        uint8_t *row = sh + SH_ROWS + j * SH3_ROW;
+        if (v < 64)
+            ((uint32_t *)row)[v] = ((const uint32_t *)l->list)[v];
+        ((uint32_t *)(row + SH3_HIST))[v] = hist_pack(l->er[v], l->el[v], l->hr[v]);
+    }
+}
+
+/* Whether staged table t needs the exact count (cum[0..15] >= 0x8000). */
+static GMTF_HD inline int tab_wide(const uint8_t *sh, unsigned t)
+{
+    const uint32_t *tab = (const uint32_t *)(sh + SH_TAB) + t * 8;
+    uint32_t v = 0;
+    for (unsigned w = 0; w < 8; w++)
+        v |= tab[w];
+    return (v & 0x80008000u) != 0;
+}
+
 /* ---- context -------------------------------------------------------------- */
+
+/* The device copy of the input is padded (zeros): version 3 reads aligned
+ * words up to 15 bytes past a lane's stream. */
+#define IN_PAD 16
 
 struct dbuf {
     void *p;
@@ -576,7 +823,7 @@ struct gmtf_gpu_lanes_ctx {
     dbuf in, lanes, cum, sel, off, out, bad;
     int kept;  /* the last decode's output is on the device (decode_keep) */
     int lpw;   /* lanes a warp (the kernel's shape) */
-    int v1;    /* the first kernel (GMTF_GPU_LANES_V1=1) */
+    int ver;   /* the kernel's version: 3, or 1 / 2 (GMTF_GPU_LANES_V) */
     int exact; /* GMTF_GPU_LANES_EXACT=1 */
 #ifndef GMTF_LANES_EMU
     cudaStream_t st;
@@ -678,6 +925,38 @@ __global__ void __launch_bounds__(GMTF_GPU_LANES / LPW * 32)
         bad[b] = 1;
 }
 
+/* Version 3 (lane_decode3): the CTA stages the block (tables, selectors,
+ * lane rows: SH3_BYTES), then LPW threads a warp run a lane each, all with
+ * the exact count when any table of the block needs it (or exact). */
+template <int LPW>
+__global__ void __launch_bounds__(GMTF_GPU_LANES / LPW * 32)
+    k_lanes3(const gmtf_gpu_lane *lanes, const uint16_t *cum, const uint8_t *sel,
+             const uint8_t *__restrict__ in, const uint64_t *off, uint8_t *out, uint8_t *bad,
+             int exact)
+{
+    extern __shared__ uint4 sh4[];
+    uint8_t *sh = (uint8_t *)sh4;
+    uint32_t b = blockIdx.x;
+    stage_tabs(sh, cum + (size_t)b * NTAB * GMTF_GPU_LANES_CUM, sel + (size_t)b * MAX_GROUPS,
+               threadIdx.x, blockDim.x);
+    stage_rows3(sh, lanes + (size_t)b * GMTF_GPU_LANES, threadIdx.x, blockDim.x);
+    __syncthreads();
+    int wide = exact;
+    for (unsigned t = threadIdx.x; t < NTAB; t += blockDim.x)
+        wide |= tab_wide(sh, t);
+    wide = __syncthreads_or(wide);
+    uint32_t t = threadIdx.x % 32;
+    if (t >= LPW)
+        return;
+    uint32_t j = threadIdx.x / 32 * LPW + t;
+    blk_tabs bt = {(const uint32_t *)(sh + SH_TAB), (const uint16_t *)(sh + SH_TOP), sh + SH_SEL,
+                   NULL};
+    const gmtf_gpu_lane *g = &lanes[(size_t)b * GMTF_GPU_LANES + j];
+    uint8_t *row = sh + SH_ROWS + j * SH3_ROW, *o = out + (off[b] - off[0]);
+    if (wide ? lane_decode3<true>(g, row, bt, in, o) : lane_decode3<false>(g, row, bt, in, o))
+        bad[b] = 1;
+}
+
 /* Lanes a warp: GMTF_GPU_LPW (32, 16, 8, 4, 2 or 1; 2 and 1 version 2
  * only) or the default (docs/gpu.md); GMTF_GPU_LANES_V1=1 runs the first
  * kernel (for comparison). */
@@ -691,16 +970,17 @@ static int lanes_per_warp(int v2)
     return v == 32 || v == 16 || v == 8 || v == 4 || (v2 && (v == 2 || v == 1)) ? v : d;
 }
 
-static int use_v1(void)
-{
-    const char *e = getenv("GMTF_GPU_LANES_V1");
-    return e && *e == '1';
-}
 
 static int v2_attrs(void)
 {
-    int n = SH_BYTES;
-    return cudaFuncSetAttribute(k_lanes2<32>, cudaFuncAttributeMaxDynamicSharedMemorySize, n) ||
+    int n = SH_BYTES, n3 = SH3_BYTES;
+    return cudaFuncSetAttribute(k_lanes3<32>, cudaFuncAttributeMaxDynamicSharedMemorySize, n3) ||
+           cudaFuncSetAttribute(k_lanes3<16>, cudaFuncAttributeMaxDynamicSharedMemorySize, n3) ||
+           cudaFuncSetAttribute(k_lanes3<8>, cudaFuncAttributeMaxDynamicSharedMemorySize, n3) ||
+           cudaFuncSetAttribute(k_lanes3<4>, cudaFuncAttributeMaxDynamicSharedMemorySize, n3) ||
+           cudaFuncSetAttribute(k_lanes3<2>, cudaFuncAttributeMaxDynamicSharedMemorySize, n3) ||
+           cudaFuncSetAttribute(k_lanes3<1>, cudaFuncAttributeMaxDynamicSharedMemorySize, n3) ||
+           cudaFuncSetAttribute(k_lanes2<32>, cudaFuncAttributeMaxDynamicSharedMemorySize, n) ||
            cudaFuncSetAttribute(k_lanes2<16>, cudaFuncAttributeMaxDynamicSharedMemorySize, n) ||
            cudaFuncSetAttribute(k_lanes2<8>, cudaFuncAttributeMaxDynamicSharedMemorySize, n) ||
            cudaFuncSetAttribute(k_lanes2<4>, cudaFuncAttributeMaxDynamicSharedMemorySize, n) ||
@@ -725,11 +1005,11 @@ static int backend_open(gmtf_gpu_lanes_ctx *c)
         cudaGetLastError();
         return -ENODEV;
     }
-    c->v1 = use_v1();
+    c->ver = lanes_version();
     c->exact = exact_count();
     const char *pe = getenv("GMTF_GPU_LANES_PROFILE");
     c->prof = pe && *pe == '1';
-    c->lpw = lanes_per_warp(!c->v1);
+    c->lpw = lanes_per_warp(c->ver != 1);
     if (v2_attrs()) {
         cudaGetLastError();
         cudaStreamDestroy(c->st);
@@ -790,7 +1070,28 @@ static int run(gmtf_gpu_lanes_ctx *c, size_t count, size_t nout)
     const uint64_t *off = (const uint64_t *)c->off.p;
     uint8_t *out = (uint8_t *)c->out.p, *bad = (uint8_t *)c->bad.p;
     unsigned g = (unsigned)count;
-    if (!c->v1) {
+    if (c->ver == 3) {
+        size_t sb = SH3_BYTES;
+        switch (c->lpw) {
+        case 32:
+            k_lanes3<32><<<g, 32, sb, c->st>>>(l, cum, sel, in, off, out, bad, c->exact);
+            break;
+        case 16:
+            k_lanes3<16><<<g, 64, sb, c->st>>>(l, cum, sel, in, off, out, bad, c->exact);
+            break;
+        case 8: k_lanes3<8><<<g, 128, sb, c->st>>>(l, cum, sel, in, off, out, bad, c->exact); break;
+        case 2: k_lanes3<2><<<g, 512, sb, c->st>>>(l, cum, sel, in, off, out, bad, c->exact); break;
+        case 1:
+            k_lanes3<1><<<g, 1024, sb, c->st>>>(l, cum, sel, in, off, out, bad, c->exact);
+            break;
+        default:
+            k_lanes3<4><<<g, 256, sb, c->st>>>(l, cum, sel, in, off, out, bad, c->exact);
+            break;
+        }
+        CK(c, cudaGetLastError());
+        return 0;
+    }
+    if (c->ver == 2) {
         size_t sb = SH_BYTES;
         switch (c->lpw) {
         case 32:
@@ -819,6 +1120,12 @@ static int run(gmtf_gpu_lanes_ctx *c, size_t count, size_t nout)
     }
     CK(c, cudaGetLastError());
     (void)nout;
+    return 0;
+}
+
+static int zero(gmtf_gpu_lanes_ctx *c, void *d, size_t n)
+{
+    CK(c, cudaMemsetAsync(d, 0, n, c->st));
     return 0;
 }
 
@@ -851,7 +1158,7 @@ static void prof_report(gmtf_gpu_lanes_ctx *c, size_t count)
     fprintf(
         stderr,
         "lanes profile: %zu blocks, v%d lpw %d: uploads %.2f ms, kernel %.2f ms, after %.2f ms\n",
-        count, c->v1 ? 1 : 2, c->lpw, up, k, rest);
+        count, c->ver, c->lpw, up, k, rest);
 }
 
 #else /* GMTF_LANES_EMU */
@@ -905,9 +1212,8 @@ static int run(gmtf_gpu_lanes_ctx *c, size_t count, size_t)
 {
     const uint64_t *off = (const uint64_t *)c->off.p;
     uint8_t *bad = (uint8_t *)c->bad.p;
-    const char *e = getenv("GMTF_GPU_LANES_V1");
-    int v1 = e && *e == '1';
-    uint8_t *sh = (uint8_t *)malloc(SH_BYTES); /* the CTA's shared memory */
+    int ver = lanes_version();
+    uint8_t *sh = (uint8_t *)malloc(SH3_BYTES); /* the CTA's shared memory */
     if (!sh)
         return set_err(c, -ENOMEM, "malloc", "out of memory");
     for (size_t b = 0; b < count; b++) {
@@ -917,22 +1223,36 @@ static int run(gmtf_gpu_lanes_ctx *c, size_t count, size_t)
         const uint8_t *in = (const uint8_t *)c->in.p;
         uint8_t *out = (uint8_t *)c->out.p + (off[b] - off[0]);
         bad[b] = 0;
-        if (!v1) {
+        int wide = exact_count();
+        if (ver == 2) {
             stage_block(sh, gb, cum, sel, 0, 1);
-            stage_wide(sh, 0, 1, exact_count());
+            stage_wide(sh, 0, 1, wide);
+        } else if (ver == 3) {
+            stage_tabs(sh, cum, sel, 0, 1);
+            stage_rows3(sh, gb, 0, 1);
+            for (unsigned t = 0; t < NTAB; t++)
+                wide |= tab_wide(sh, t);
         }
         blk_tabs bt = {(const uint32_t *)(sh + SH_TAB), (const uint16_t *)(sh + SH_TOP),
                        sh + SH_SEL, sh + SH_WIDE};
         for (unsigned j = 0; j < GMTF_GPU_LANES; j++) {
             const gmtf_gpu_lane *g = gb + j;
-            uint8_t s[1024];
+            uint8_t s[1024], *row = sh + SH_ROWS + j * SH3_ROW;
             memcpy(s, g->list, 1024);
-            if (v1 ? lane_decode(g, s, cum, sel, in, out)
-                   : lane_decode2(g, sh + SH_ROWS + j * SH_ROW, bt, in, out))
+            if (ver == 1 ? lane_decode(g, s, cum, sel, in, out)
+                : ver == 2 ? lane_decode2(g, sh + SH_ROWS + j * SH_ROW, bt, in, out)
+                : wide     ? lane_decode3<true>(g, row, bt, in, out)
+                           : lane_decode3<false>(g, row, bt, in, out))
                 bad[b] = 1;
         }
     }
     free(sh);
+    return 0;
+}
+
+static int zero(gmtf_gpu_lanes_ctx *, void *d, size_t n)
+{
+    memset(d, 0, n);
     return 0;
 }
 
@@ -1019,7 +1339,8 @@ static int check(const gmtf_gpu_lane *lanes, size_t count, uint64_t nin, const u
             const gmtf_gpu_lane *l = &lanes[b * GMTF_GPU_LANES + j];
             uint64_t groups = ((uint64_t)l->end - l->start + GROUP_BYTES - 1) / GROUP_BYTES;
             if (l->in > l->in_end || l->in_end > nin || l->start > l->pos || l->pos > l->end ||
-                l->end > n || l->active > 256 || l->rtab >= NTAB || l->ltab + 4 >= NTAB ||
+                l->end > n || l->active > 256 || l->c > 255 || l->rtab >= NTAB ||
+                l->ltab + 4 >= NTAB ||
                 (uint64_t)l->group_base + groups > MAX_GROUPS)
                 return -EINVAL;
         }
@@ -1047,7 +1368,7 @@ static int decode_impl(gmtf_gpu_lanes_ctx *c, const uint8_t *in, uint64_t nin, s
     size_t nout = out_off[count] - out_off[0];
     size_t lbytes = count * GMTF_GPU_LANES * sizeof(gmtf_gpu_lane);
     size_t cbytes = count * NTAB * GMTF_GPU_LANES_CUM * 2;
-    TRY(dev_reserve(c, &c->in, nin ? nin : 1));
+    TRY(dev_reserve(c, &c->in, nin + IN_PAD));
     TRY(dev_reserve(c, &c->lanes, lbytes));
     TRY(dev_reserve(c, &c->cum, cbytes));
     TRY(dev_reserve(c, &c->sel, count * MAX_GROUPS));
@@ -1056,6 +1377,7 @@ static int decode_impl(gmtf_gpu_lanes_ctx *c, const uint8_t *in, uint64_t nin, s
     TRY(dev_reserve(c, &c->bad, count));
     prof_mark(c, 0);
     TRY(h2d(c, c->in.p, in, nin));
+    TRY(zero(c, (uint8_t *)c->in.p + nin, IN_PAD));
     TRY(h2d(c, c->lanes.p, lanes, lbytes));
     TRY(h2d(c, c->cum.p, cum, cbytes));
     TRY(h2d(c, c->sel.p, sel, count * MAX_GROUPS));
