@@ -288,7 +288,7 @@ static int lanes_version(void)
     if (e && *e == '1')
         return 1;
     e = getenv("GMTF_GPU_LANES_V");
-    return e && (*e == '1' || *e == '2') && !e[1] ? *e - '0' : 3;
+    return e && *e >= '1' && *e <= '4' && !e[1] ? *e - '0' : 3;
 }
 
 /* GMTF_GPU_LANES_EXACT=1: every table takes sym2's exact count (to time
@@ -782,6 +782,140 @@ static GMTF_HD int lane_decode3(const gmtf_gpu_lane *g, uint8_t *row, const blk_
     return active != 0 || xa != RANS_L || xb != RANS_L || left != 0 || over;
 }
 
+/* ---- version 4: two runs in flight -------------------------------------------
+ * Version 3's run is still one chain: state A's two symbols, then state
+ * B's offset and length bits, then the next run. But the next run's A
+ * symbols need only A's state, the next byte's histories (loaded early, as
+ * in version 3) and this run's rank symbol; its table set is the group's,
+ * which changes only at a 4 KiB group boundary. So each step decodes run
+ * k's B part and run k+1's A symbols side by side (one straight block for
+ * the compiler to interleave), taking the set of run k's group; when run
+ * k ends in another group whose set differs, run k+1's A symbols are
+ * decoded again from the saved state. The words are still read in the
+ * stream's order: A's renormalisation for run k+1 follows B's for run k.
+ * Renormalisation takes no branch (selects; the next word's load is made
+ * every time, from the padded input); runs under 8 bytes are stored by
+ * predicated byte stores. Same results as lane_decode, rule for rule. */
+
+#define RENORM4(x)                                                                                 \
+    do {                                                                                           \
+        uint32_t need_ = (uint32_t)((x) >> 32) == 0;                                               \
+        uint32_t take_ = need_ & (left >= 4);                                                      \
+        uint32_t wd_ = funnel(w0, w1, sh);                                                         \
+        (x) = need_ ? (x) << 32 | (take_ ? wd_ : 0) : (x);                                         \
+        over += need_ & !take_;                                                                    \
+        left -= take_ << 2;                                                                        \
+        w0 = take_ ? w1 : w0;                                                                      \
+        w1 = take_ ? w2 : w1;                                                                      \
+        wp += take_;                                                                               \
+        w2 = wp[2];                                                                                \
+    } while (0)
+
+/* len bytes c at o: under 8 by predicated stores, else fill. */
+static GMTF_HD inline void fill4(uint8_t *o, unsigned c, uint32_t len)
+{
+    if (len < 8) {
+#ifndef GMTF_LANES_EMU
+#pragma unroll
+#endif
+        for (unsigned i = 0; i < 7; i++)
+            if (i < len)
+                o[i] = (uint8_t)c;
+    } else {
+        fill(o, c, len);
+    }
+}
+
+template <bool EXACT>
+static GMTF_HD int lane_decode4(const gmtf_gpu_lane *g, uint8_t *row, const blk_tabs &bt,
+                                const uint8_t *in, uint8_t *out)
+{
+    uint64_t xa = g->x[0], xb = g->x[1];
+    uint64_t left64 = g->in_end - g->in;
+    uint32_t left = left64 > 0xffffffffu ? 0xffffffffu : (uint32_t)left64;
+    const uint32_t *wp = (const uint32_t *)(in + (g->in & ~(uint64_t)3));
+    const unsigned sh = (unsigned)(g->in & 3) * 8;
+    uint32_t w0 = wp[0], w1 = wp[1], w2 = wp[2];
+    uint32_t pos = g->pos;
+    const uint32_t end = g->end, start = g->start, gbase = g->group_base;
+    uint32_t active = g->active, c = g->c, over = 0;
+    uint32_t *L = (uint32_t *)row, *H = (uint32_t *)(row + SH3_HIST);
+    uint32_t head = L[0], hc = H[c];
+    uint32_t gk = (pos - start) / GROUP_BYTES, gi = gbase + gk;
+    uint32_t setoff = (bt.sel[gi < MAX_GROUPS ? gi : MAX_GROUPS - 1] & (MAX_SETS - 1)) * TPS;
+    uint32_t gend = start + (gk + 1) * GROUP_BYTES;
+    if (pos < end) {
+        unsigned rsym = sym3<EXACT>(xa, bt, g->rtab);
+        unsigned lsym = sym3<EXACT>(xa, bt, g->ltab + pk4(PK_RQ, rsym));
+        RENORM4(xa);
+        for (;;) {
+            unsigned cn = (head >> 8) & 255;
+            uint32_t hn = H[cn];
+            unsigned pq1 = pq(rsym);
+            uint32_t rt1 = setoff + ((hn >> 16) & 127) + pq1, lt1 = setoff + NRCTX + (hn >> 24);
+            /* run k's B symbol and run k+1's A symbols: independent */
+            unsigned o = sym3<EXACT>(xb, bt, offtab(rsym));
+            uint64_t xs = xa;
+            unsigned rsym1 = sym3<EXACT>(xa, bt, rt1);
+            unsigned lsym1 = sym3<EXACT>(xa, bt, lt1 + pk4(PK_RQ, rsym1));
+            unsigned rb = pk8(PK_RBASE_LO, PK_RBASE_HI, rsym);
+            unsigned big = rsym >= RSYM_BIG_FIRST ? 2 : 0;
+            unsigned r = rb + (o << big | ((unsigned)xb & ((1u << big) - 1)));
+            xb >>= big;
+            unsigned retire = rsym == RSYM_RETIRE;
+            r = retire ? active - 1 : r;
+            uint32_t len;
+            if (lsym == LSYM_ESC) {
+                RENORM4(xb);
+                unsigned eb = LBIG_MIN + sym3<EXACT>(xb, bt, T_LBIG);
+                unsigned lo_bits = eb < 16 ? eb : 16;
+                uint32_t hi = (uint32_t)xb & ((1u << lo_bits) - 1);
+                xb >>= lo_bits;
+                RENORM4(xb);
+                unsigned nb = eb - lo_bits;
+                uint32_t low = (uint32_t)xb & ((1u << nb) - 1);
+                xb >>= nb;
+                len = 1u << eb | hi << (eb - lo_bits) | low;
+            } else {
+                unsigned nb = pk4(PK_LBITS, lsym);
+                len = pk8(PK_LBASE_LO, PK_LBASE_HI, lsym) + ((uint32_t)xb & ((1u << nb) - 1));
+                xb >>= nb;
+            }
+            RENORM4(xb);
+            if (r >= active || len > end - pos)
+                return 1;
+            fill4(out + pos, c, len);
+            pos += len;
+            head = move3(L, head, r, c);
+            active -= retire;
+            unsigned rv = retire ? 15 : rsym;
+            H[c] = hist_pack(((hc & 255) + (rv << 4)) >> 1, (((hc >> 8) & 255) + (lsym << 4)) >> 1,
+                             rv);
+            if (pos >= end) {
+                xa = xs; /* no run k+1 */
+                break;
+            }
+            if (pos >= gend) {
+                gk = (pos - start) / GROUP_BYTES, gi = gbase + gk;
+                uint32_t so = (bt.sel[gi < MAX_GROUPS ? gi : MAX_GROUPS - 1] & (MAX_SETS - 1)) * TPS;
+                gend = start + (gk + 1) * GROUP_BYTES;
+                if (so != setoff) { /* run k+1 is in a group of another set */
+                    setoff = so;
+                    xa = xs;
+                    rsym1 = sym3<EXACT>(xa, bt, so + ((hn >> 16) & 127) + pq1);
+                    lsym1 = sym3<EXACT>(xa, bt, so + NRCTX + (hn >> 24) + pk4(PK_RQ, rsym1));
+                }
+            }
+            RENORM4(xa);
+            c = cn;
+            hc = hn;
+            rsym = rsym1;
+            lsym = lsym1;
+        }
+    }
+    return active != 0 || xa != RANS_L || xb != RANS_L || left != 0 || over;
+}
+
 /* Version 3's lane rows: each lane's list and its history words. */
 static GMTF_HD inline void stage_rows3(uint8_t *sh, const gmtf_gpu_lane *lanes, unsigned tid,
                                        unsigned nt)
@@ -928,7 +1062,7 @@ __global__ void __launch_bounds__(GMTF_GPU_LANES / LPW * 32)
 /* Version 3 (lane_decode3): the CTA stages the block (tables, selectors,
  * lane rows: SH3_BYTES), then LPW threads a warp run a lane each, all with
  * the exact count when any table of the block needs it (or exact). */
-template <int LPW>
+template <int LPW, int V>
 __global__ void __launch_bounds__(GMTF_GPU_LANES / LPW * 32)
     k_lanes3(const gmtf_gpu_lane *lanes, const uint16_t *cum, const uint8_t *sel,
              const uint8_t *__restrict__ in, const uint64_t *off, uint8_t *out, uint8_t *bad,
@@ -953,7 +1087,11 @@ __global__ void __launch_bounds__(GMTF_GPU_LANES / LPW * 32)
                    NULL};
     const gmtf_gpu_lane *g = &lanes[(size_t)b * GMTF_GPU_LANES + j];
     uint8_t *row = sh + SH_ROWS + j * SH3_ROW, *o = out + (off[b] - off[0]);
-    if (wide ? lane_decode3<true>(g, row, bt, in, o) : lane_decode3<false>(g, row, bt, in, o))
+    int e = V == 4 ? (wide ? lane_decode4<true>(g, row, bt, in, o)
+                           : lane_decode4<false>(g, row, bt, in, o))
+                   : (wide ? lane_decode3<true>(g, row, bt, in, o)
+                           : lane_decode3<false>(g, row, bt, in, o));
+    if (e)
         bad[b] = 1;
 }
 
@@ -971,15 +1109,37 @@ static int lanes_per_warp(int v2)
 }
 
 
+template <int V> static int set_attr3(int n3)
+{
+    return cudaFuncSetAttribute(k_lanes3<32, V>, cudaFuncAttributeMaxDynamicSharedMemorySize, n3) ||
+           cudaFuncSetAttribute(k_lanes3<16, V>, cudaFuncAttributeMaxDynamicSharedMemorySize, n3) ||
+           cudaFuncSetAttribute(k_lanes3<8, V>, cudaFuncAttributeMaxDynamicSharedMemorySize, n3) ||
+           cudaFuncSetAttribute(k_lanes3<4, V>, cudaFuncAttributeMaxDynamicSharedMemorySize, n3) ||
+           cudaFuncSetAttribute(k_lanes3<2, V>, cudaFuncAttributeMaxDynamicSharedMemorySize, n3) ||
+           cudaFuncSetAttribute(k_lanes3<1, V>, cudaFuncAttributeMaxDynamicSharedMemorySize, n3);
+}
+
+template <int V>
+static void launch3(gmtf_gpu_lanes_ctx *c, unsigned g, const gmtf_gpu_lane *l, const uint16_t *cum,
+                    const uint8_t *sel, const uint8_t *in, const uint64_t *off, uint8_t *out,
+                    uint8_t *bad)
+{
+    size_t sb = SH3_BYTES;
+    int x = c->exact;
+    switch (c->lpw) {
+    case 32: k_lanes3<32, V><<<g, 32, sb, c->st>>>(l, cum, sel, in, off, out, bad, x); break;
+    case 16: k_lanes3<16, V><<<g, 64, sb, c->st>>>(l, cum, sel, in, off, out, bad, x); break;
+    case 8: k_lanes3<8, V><<<g, 128, sb, c->st>>>(l, cum, sel, in, off, out, bad, x); break;
+    case 2: k_lanes3<2, V><<<g, 512, sb, c->st>>>(l, cum, sel, in, off, out, bad, x); break;
+    case 1: k_lanes3<1, V><<<g, 1024, sb, c->st>>>(l, cum, sel, in, off, out, bad, x); break;
+    default: k_lanes3<4, V><<<g, 256, sb, c->st>>>(l, cum, sel, in, off, out, bad, x); break;
+    }
+}
+
 static int v2_attrs(void)
 {
     int n = SH_BYTES, n3 = SH3_BYTES;
-    return cudaFuncSetAttribute(k_lanes3<32>, cudaFuncAttributeMaxDynamicSharedMemorySize, n3) ||
-           cudaFuncSetAttribute(k_lanes3<16>, cudaFuncAttributeMaxDynamicSharedMemorySize, n3) ||
-           cudaFuncSetAttribute(k_lanes3<8>, cudaFuncAttributeMaxDynamicSharedMemorySize, n3) ||
-           cudaFuncSetAttribute(k_lanes3<4>, cudaFuncAttributeMaxDynamicSharedMemorySize, n3) ||
-           cudaFuncSetAttribute(k_lanes3<2>, cudaFuncAttributeMaxDynamicSharedMemorySize, n3) ||
-           cudaFuncSetAttribute(k_lanes3<1>, cudaFuncAttributeMaxDynamicSharedMemorySize, n3) ||
+    return set_attr3<3>(n3) || set_attr3<4>(n3) ||
            cudaFuncSetAttribute(k_lanes2<32>, cudaFuncAttributeMaxDynamicSharedMemorySize, n) ||
            cudaFuncSetAttribute(k_lanes2<16>, cudaFuncAttributeMaxDynamicSharedMemorySize, n) ||
            cudaFuncSetAttribute(k_lanes2<8>, cudaFuncAttributeMaxDynamicSharedMemorySize, n) ||
@@ -1070,24 +1230,11 @@ static int run(gmtf_gpu_lanes_ctx *c, size_t count, size_t nout)
     const uint64_t *off = (const uint64_t *)c->off.p;
     uint8_t *out = (uint8_t *)c->out.p, *bad = (uint8_t *)c->bad.p;
     unsigned g = (unsigned)count;
-    if (c->ver == 3) {
-        size_t sb = SH3_BYTES;
-        switch (c->lpw) {
-        case 32:
-            k_lanes3<32><<<g, 32, sb, c->st>>>(l, cum, sel, in, off, out, bad, c->exact);
-            break;
-        case 16:
-            k_lanes3<16><<<g, 64, sb, c->st>>>(l, cum, sel, in, off, out, bad, c->exact);
-            break;
-        case 8: k_lanes3<8><<<g, 128, sb, c->st>>>(l, cum, sel, in, off, out, bad, c->exact); break;
-        case 2: k_lanes3<2><<<g, 512, sb, c->st>>>(l, cum, sel, in, off, out, bad, c->exact); break;
-        case 1:
-            k_lanes3<1><<<g, 1024, sb, c->st>>>(l, cum, sel, in, off, out, bad, c->exact);
-            break;
-        default:
-            k_lanes3<4><<<g, 256, sb, c->st>>>(l, cum, sel, in, off, out, bad, c->exact);
-            break;
-        }
+    if (c->ver >= 3) {
+        if (c->ver == 4)
+            launch3<4>(c, g, l, cum, sel, in, off, out, bad);
+        else
+            launch3<3>(c, g, l, cum, sel, in, off, out, bad);
         CK(c, cudaGetLastError());
         return 0;
     }
@@ -1227,7 +1374,7 @@ static int run(gmtf_gpu_lanes_ctx *c, size_t count, size_t)
         if (ver == 2) {
             stage_block(sh, gb, cum, sel, 0, 1);
             stage_wide(sh, 0, 1, wide);
-        } else if (ver == 3) {
+        } else if (ver >= 3) {
             stage_tabs(sh, cum, sel, 0, 1);
             stage_rows3(sh, gb, 0, 1);
             for (unsigned t = 0; t < NTAB; t++)
@@ -1241,6 +1388,8 @@ static int run(gmtf_gpu_lanes_ctx *c, size_t count, size_t)
             memcpy(s, g->list, 1024);
             if (ver == 1 ? lane_decode(g, s, cum, sel, in, out)
                 : ver == 2 ? lane_decode2(g, sh + SH_ROWS + j * SH_ROW, bt, in, out)
+                : ver == 4 ? (wide ? lane_decode4<true>(g, row, bt, in, out)
+                                   : lane_decode4<false>(g, row, bt, in, out))
                 : wide     ? lane_decode3<true>(g, row, bt, in, out)
                            : lane_decode3<false>(g, row, bt, in, out))
                 bad[b] = 1;
