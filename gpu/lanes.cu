@@ -288,7 +288,7 @@ static int lanes_version(void)
     if (e && *e == '1')
         return 1;
     e = getenv("GMTF_GPU_LANES_V");
-    return e && *e >= '1' && *e <= '5' && !e[1] ? *e - '0' : 3;
+    return e && *e >= '1' && *e <= '4' && !e[1] ? *e - '0' : 4;
 }
 
 /* GMTF_GPU_LANES_EXACT=1: every table takes sym2's exact count (to time
@@ -306,6 +306,8 @@ struct blk_tabs {
     const uint16_t *top;
     const uint8_t *sel;
     const uint8_t *wide; /* table t has a cum[0..15] of 0x8000 or more (sym2's exact count) */
+    const uint32_t *pair; /* versions 3, 4: symbol y of table t at 16 t + y: cum[y] | f << 16 */
+    const uint8_t *eq;    /* versions 3, 4: 256 bytes e_q[(v + 8) >> 4] * 9, then 256 * 5 */
 };
 
 /* Staging layout (bytes; each part 16-aligned): tables, tops, selectors,
@@ -606,7 +608,9 @@ static GMTF_HD inline void stage_wide(uint8_t *sh, unsigned tid, unsigned nt, in
 /* Lane rows of version 3: the list (256 bytes), then 256 history words. */
 #define SH3_HIST 256
 #define SH3_ROW 1296 /* 324 words: neighbouring lanes 4 banks apart */
-#define SH3_BYTES (SH_ROWS + GMTF_GPU_LANES * SH3_ROW)
+#define SH3_PAIR (SH_ROWS + GMTF_GPU_LANES * SH3_ROW) /* NTAB x 16 words */
+#define SH3_EQ (SH3_PAIR + NTAB * 64)                  /* 512 bytes */
+#define SH3_BYTES (SH3_EQ + 512)
 
 /* A history word: er, el, the rank context's part from er and hr, and the
  * length context's part from el. */
@@ -614,6 +618,16 @@ static GMTF_HD inline uint32_t hist_pack(unsigned er, unsigned el, unsigned hr)
 {
     unsigned rp = (pk4(PK_EQ, ((er + 8) >> 4) & 15) * 3 + hq(hr)) * 3; /* 0..105 */
     unsigned lp = pk4(PK_EQ, ((el + 8) >> 4) & 15) * 5;                /* 0..55 */
+    return er | el << 8 | rp << 16 | lp << 24;
+}
+
+/* hist_pack of a run's update, the e_q parts from the staged tables (eq:
+ * stage_eq): er and el are bytes here. */
+static GMTF_HD inline uint32_t hist_next(const uint8_t *eq, uint32_t hc, unsigned rv,
+                                         unsigned lsym)
+{
+    unsigned er = ((hc & 255) + (rv << 4)) >> 1, el = (((hc >> 8) & 255) + (lsym << 4)) >> 1;
+    unsigned rp = eq[er] + hq(rv) * 3, lp = eq[256 + el];
     return er | el << 8 | rp << 16 | lp << 24;
 }
 
@@ -630,10 +644,11 @@ static GMTF_HD inline unsigned sym3(uint64_t &x, const blk_tabs &bt, unsigned t)
     w[0] = a.x, w[1] = a.y, w[2] = a.z, w[3] = a.w;
     w[4] = b.x, w[5] = b.y, w[6] = b.z, w[7] = b.w;
 #endif
-    uint32_t top = bt.top[t];
     uint32_t slot = (uint32_t)x & ((1u << PROB_BITS) - 1);
     unsigned y = 0;
     if (!EXACT) {
+        /* the bounds from the staged pair: lo and hi - lo (both under
+         * 0x8000 in a table that is not wide, its top included) */
         uint32_t s8 = (slot | slot << 16) | 0x80008000u, acc = 0;
 #ifndef GMTF_LANES_EMU
 #pragma unroll
@@ -641,7 +656,12 @@ static GMTF_HD inline unsigned sym3(uint64_t &x, const blk_tabs &bt, unsigned t)
         for (unsigned k = 0; k < 8; k++)
             acc |= ((s8 - w[k]) >> k) & (0x80008000u >> k);
         y = (unsigned)popc32(acc) - (((s8 - w[0]) >> 15) & 1);
-    } else {
+        uint32_t p = bt.pair[(size_t)t * 16 + y];
+        x = (uint64_t)(int64_t)((int32_t)p >> 16) * (x >> PROB_BITS) + slot - (uint64_t)(p & 0xffff);
+        return y;
+    }
+    uint32_t top = bt.top[t];
+    {
 #ifndef GMTF_LANES_EMU
 #pragma unroll
 #endif
@@ -766,7 +786,7 @@ static GMTF_HD int lane_decode3(const gmtf_gpu_lane *g, uint8_t *row, const blk_
         head = move3(L, head, r, c);
         active -= retire;
         unsigned rv = retire ? 15 : rsym;
-        H[c] = hist_pack(((hc & 255) + (rv << 4)) >> 1, (((hc >> 8) & 255) + (lsym << 4)) >> 1, rv);
+        H[c] = hist_next(bt.eq, hc, rv, lsym);
         c = cn;
         hc = hn;
         if (pos < end) {
@@ -889,8 +909,7 @@ static GMTF_HD int lane_decode4(const gmtf_gpu_lane *g, uint8_t *row, const blk_
             head = move3(L, head, r, c);
             active -= retire;
             unsigned rv = retire ? 15 : rsym;
-            H[c] = hist_pack(((hc & 255) + (rv << 4)) >> 1, (((hc >> 8) & 255) + (lsym << 4)) >> 1,
-                             rv);
+            H[c] = hist_next(bt.eq, hc, rv, lsym);
             if (pos >= end) {
                 xa = xs; /* no run k+1 */
                 break;
@@ -960,210 +979,28 @@ static GMTF_HD inline unsigned used_sets(const gmtf_gpu_lane *lanes, const uint8
 static GMTF_HD inline int tab_wide(const uint8_t *sh, unsigned t)
 {
     const uint32_t *tab = (const uint32_t *)(sh + SH_TAB) + t * 8;
-    uint32_t v = 0;
+    uint32_t v = ((const uint16_t *)(sh + SH_TOP))[t];
     for (unsigned w = 0; w < 8; w++)
         v |= tab[w];
     return (v & 0x80008000u) != 0;
 }
 
-/* ---- version 5: eight threads a lane ------------------------------------------
- * Version 4's run is ~400 instructions, most waiting on the one before
- * (Nsight Compute, 2026-11-25: "wait" 40% of the stall samples, 32%
- * issuing): the 15-compare count, the bounds' selects, the list's move
- * (9 of 12.5 million warp steps had a lane with a rank of 4 or more) and
- * the fills. Version 5 gives each lane 8 threads (a warp holds 4 lanes)
- * that keep identical copies of its state and decode its runs in step,
- * sharing the parts that have width: helper h compares the table's
- * cum[2h] and cum[2h+1] with the slot and a warp reduction counts them
- * (exact for any table: no fast-count flag), the bounds come by two
- * shuffles; a move of rank 4 or more shifts the list's words 1.. eight at
- * a time, one a helper; a run's bytes are stored by the 8 helpers side by
- * side (words for long runs); helper 0 writes the history word. Otherwise
- * version 4's schedule (run k+1's A symbols beside run k's B part). */
-#ifndef GMTF_LANES_EMU
-
-#define HELPERS 8
-
-/* get_sym on staged table t, helpers of mask gm, this one h. */
-static __device__ __forceinline__ unsigned sym5(uint64_t &x, const blk_tabs &bt, unsigned t,
-                                                unsigned h, unsigned gm)
+/* Versions 3 and 4: each table's symbols as pairs cum[y] | (cum[y + 1] -
+ * cum[y]) << 16 (the difference's low 16 bits: exact for the tables that
+ * are not wide, the only ones sym3 reads them for), and the e_q parts of
+ * the history words. */
+static GMTF_HD inline void stage_pairs(uint8_t *sh, const uint16_t *cum, unsigned tid, unsigned nt)
 {
-    uint32_t wk = bt.tab[(size_t)t * 8 + h];
-    uint32_t top = bt.top[t];
-    uint32_t slot = (uint32_t)x & ((1u << PROB_BITS) - 1);
-    unsigned n = (unsigned)(h != 0 && (wk & 0xffff) <= slot) + (unsigned)((wk >> 16) <= slot);
-    unsigned y = __reduce_add_sync(gm, n);
-    uint32_t a = __shfl_sync(gm, wk, (int)(y >> 1), HELPERS);
-    uint32_t b = __shfl_sync(gm, wk, (int)(((y + 1) >> 1) & 7), HELPERS);
-    uint32_t lo = y & 1 ? a >> 16 : a & 0xffff;
-    uint32_t hi = y & 1 ? (y == 15 ? top : b & 0xffff) : a >> 16;
-    x = (uint64_t)((int)hi - (int)lo) * (x >> PROB_BITS) + slot - (uint64_t)lo;
-    return y;
-}
-
-/* move3 by the helpers: words 1.. of L shifted eight at a time. */
-static __device__ __forceinline__ uint32_t move5(uint32_t *L, uint32_t head, unsigned r, unsigned c,
-                                                 unsigned h, unsigned gm)
-{
-    if (r < 4) {
-        uint32_t keep = r == 3 ? 0 : ~0u << (8 * r + 8);
-        uint32_t low = (head >> 8) & ((1u << (8 * r)) - 1);
-        return (head & keep) | low | c << (8 * r);
+    uint32_t *pr = (uint32_t *)(sh + SH3_PAIR);
+    for (unsigned q = tid; q < NTAB * 16; q += nt) {
+        const uint16_t *r = cum + (size_t)(q >> 4) * GMTF_GPU_LANES_CUM + (q & 15);
+        pr[q] = r[0] | (uint32_t)(uint16_t)(r[1] - r[0]) << 16;
     }
-    unsigned nwd = r >> 2, k = r & 3;
-    uint32_t keep = k == 3 ? 0 : ~0u << (8 * k + 8);
-    uint32_t lowm = (1u << (8 * k)) - 1, l1 = 0;
-    for (unsigned w0 = 1; w0 <= nwd; w0 += HELPERS) {
-        unsigned w = w0 + h;
-        uint32_t cur = L[w < 63 ? w : 63];
-        uint32_t nx = __shfl_down_sync(gm, cur, 1, HELPERS);
-        if (h == HELPERS - 1)
-            nx = L[w + 1 < 63 ? w + 1 : 63];
-        if (w0 == 1)
-            l1 = __shfl_sync(gm, cur, 0, HELPERS);
-        uint32_t nv = w < nwd ? cur >> 8 | nx << 24 : (cur & keep) | ((cur >> 8) & lowm) | c << (8 * k);
-        if (w <= nwd)
-            L[w] = nv;
+    for (unsigned v = tid; v < 256; v += nt) {
+        sh[SH3_EQ + v] = (uint8_t)(pk4(PK_EQ, ((v + 8) >> 4) & 15) * 9);
+        sh[SH3_EQ + 256 + v] = (uint8_t)(pk4(PK_EQ, ((v + 8) >> 4) & 15) * 5);
     }
-    return head >> 8 | l1 << 24;
 }
-
-/* len bytes c at o by the helpers: bytes side by side, long runs as words. */
-static __device__ __forceinline__ void fill5(uint8_t *o, unsigned c, uint32_t len, unsigned h)
-{
-    if (len <= HELPERS) {
-        if (h < len)
-            o[h] = (uint8_t)c;
-        return;
-    }
-    uint32_t a = (uint32_t)(0u - (uint32_t)(uintptr_t)o) & 3; /* bytes to a word boundary */
-    if (h < a)
-        o[h] = (uint8_t)c;
-    uint32_t nw = (len - a) >> 2, cw = c * 0x01010101u;
-    uint32_t *ow = (uint32_t *)(o + a);
-    for (uint32_t k = h; k < nw; k += HELPERS)
-        ow[k] = cw;
-    uint32_t tb = a + nw * 4;
-    if (h < len - tb)
-        o[tb + h] = (uint8_t)c;
-}
-
-#define RENORM5 RENORM4
-
-static __device__ int lane_decode5(const gmtf_gpu_lane *g, uint8_t *row, const blk_tabs &bt,
-                                   const uint8_t *in, uint8_t *out, unsigned h, unsigned gm)
-{
-    uint64_t xa = g->x[0], xb = g->x[1];
-    uint64_t left64 = g->in_end - g->in;
-    uint32_t left = left64 > 0xffffffffu ? 0xffffffffu : (uint32_t)left64;
-    const uint32_t *wp = (const uint32_t *)(in + (g->in & ~(uint64_t)3));
-    const unsigned sh = (unsigned)(g->in & 3) * 8;
-    uint32_t w0 = wp[0], w1 = wp[1], w2 = wp[2];
-    uint32_t pos = g->pos;
-    const uint32_t end = g->end, start = g->start, gbase = g->group_base;
-    uint32_t active = g->active, c = g->c, over = 0;
-    uint32_t *L = (uint32_t *)row, *H = (uint32_t *)(row + SH3_HIST);
-    uint32_t head = L[0], hc = H[c];
-    uint32_t gk = (pos - start) / GROUP_BYTES, gi = gbase + gk;
-    uint32_t setoff = (bt.sel[gi < MAX_GROUPS ? gi : MAX_GROUPS - 1] & (MAX_SETS - 1)) * TPS;
-    uint32_t gend = start + (gk + 1) * GROUP_BYTES;
-    if (pos < end) {
-        unsigned rsym = sym5(xa, bt, g->rtab, h, gm);
-        unsigned lsym = sym5(xa, bt, g->ltab + pk4(PK_RQ, rsym), h, gm);
-        RENORM5(xa);
-        for (;;) {
-            unsigned cn = (head >> 8) & 255;
-            uint32_t hn = H[cn];
-            unsigned pq1 = pq(rsym);
-            uint32_t rt1 = setoff + ((hn >> 16) & 127) + pq1, lt1 = setoff + NRCTX + (hn >> 24);
-            unsigned o = sym5(xb, bt, offtab(rsym), h, gm);
-            uint64_t xs = xa;
-            unsigned rsym1 = sym5(xa, bt, rt1, h, gm);
-            unsigned lsym1 = sym5(xa, bt, lt1 + pk4(PK_RQ, rsym1), h, gm);
-            unsigned rb = pk8(PK_RBASE_LO, PK_RBASE_HI, rsym);
-            unsigned big = rsym >= RSYM_BIG_FIRST ? 2 : 0;
-            unsigned r = rb + (o << big | ((unsigned)xb & ((1u << big) - 1)));
-            xb >>= big;
-            unsigned retire = rsym == RSYM_RETIRE;
-            r = retire ? active - 1 : r;
-            uint32_t len;
-            if (lsym == LSYM_ESC) {
-                RENORM5(xb);
-                unsigned eb = LBIG_MIN + sym5(xb, bt, T_LBIG, h, gm);
-                unsigned lo_bits = eb < 16 ? eb : 16;
-                uint32_t hi = (uint32_t)xb & ((1u << lo_bits) - 1);
-                xb >>= lo_bits;
-                RENORM5(xb);
-                unsigned nb = eb - lo_bits;
-                uint32_t low = (uint32_t)xb & ((1u << nb) - 1);
-                xb >>= nb;
-                len = 1u << eb | hi << (eb - lo_bits) | low;
-            } else {
-                unsigned nb = pk4(PK_LBITS, lsym);
-                len = pk8(PK_LBASE_LO, PK_LBASE_HI, lsym) + ((uint32_t)xb & ((1u << nb) - 1));
-                xb >>= nb;
-            }
-            RENORM5(xb);
-            if (r >= active || len > end - pos)
-                return 1;
-            fill5(out + pos, c, len, h);
-            pos += len;
-            head = move5(L, head, r, c, h, gm);
-            active -= retire;
-            unsigned rv = retire ? 15 : rsym;
-            if (h == 0)
-                H[c] = hist_pack(((hc & 255) + (rv << 4)) >> 1,
-                                 (((hc >> 8) & 255) + (lsym << 4)) >> 1, rv);
-            __syncwarp(gm); /* the history word before the next run's loads */
-            if (pos >= end) {
-                xa = xs;
-                break;
-            }
-            if (pos >= gend) {
-                gk = (pos - start) / GROUP_BYTES, gi = gbase + gk;
-                uint32_t so = (bt.sel[gi < MAX_GROUPS ? gi : MAX_GROUPS - 1] & (MAX_SETS - 1)) * TPS;
-                gend = start + (gk + 1) * GROUP_BYTES;
-                if (so != setoff) {
-                    setoff = so;
-                    xa = xs;
-                    rsym1 = sym5(xa, bt, so + ((hn >> 16) & 127) + pq1, h, gm);
-                    lsym1 = sym5(xa, bt, so + NRCTX + (hn >> 24) + pk4(PK_RQ, rsym1), h, gm);
-                }
-            }
-            RENORM5(xa);
-            c = cn;
-            hc = hn;
-            rsym = rsym1;
-            lsym = lsym1;
-        }
-    }
-    return active != 0 || xa != RANS_L || xb != RANS_L || left != 0 || over;
-}
-
-/* Version 5: 8 threads a lane, 4 lanes a warp, 32 lanes a CTA (256
- * threads); staging as version 3's. */
-__global__ void __launch_bounds__(GMTF_GPU_LANES * HELPERS)
-    k_lanes5(const gmtf_gpu_lane *lanes, const uint16_t *cum, const uint8_t *sel,
-             const uint8_t *__restrict__ in, const uint64_t *off, uint8_t *out, uint8_t *bad)
-{
-    extern __shared__ uint4 sh4[];
-    uint8_t *sh = (uint8_t *)sh4;
-    uint32_t b = blockIdx.x;
-    stage_tabs(sh, cum + (size_t)b * NTAB * GMTF_GPU_LANES_CUM, sel + (size_t)b * MAX_GROUPS,
-               threadIdx.x, blockDim.x);
-    stage_rows3(sh, lanes + (size_t)b * GMTF_GPU_LANES, threadIdx.x, blockDim.x);
-    __syncthreads();
-    unsigned h = threadIdx.x % HELPERS, j = threadIdx.x / HELPERS;
-    unsigned gm = 0xffu << (threadIdx.x & 24);
-    blk_tabs bt = {(const uint32_t *)(sh + SH_TAB), (const uint16_t *)(sh + SH_TOP), sh + SH_SEL,
-                   NULL};
-    const gmtf_gpu_lane *g = &lanes[(size_t)b * GMTF_GPU_LANES + j];
-    if (lane_decode5(g, sh + SH_ROWS + j * SH3_ROW, bt, in, out + (off[b] - off[0]), h, gm) &&
-        h == 0)
-        bad[b] = 1;
-}
-
-#endif
 
 /* ---- context -------------------------------------------------------------- */
 
@@ -1299,6 +1136,7 @@ __global__ void __launch_bounds__(GMTF_GPU_LANES / LPW * 32)
     stage_tabs(sh, cum + (size_t)b * NTAB * GMTF_GPU_LANES_CUM, sel + (size_t)b * MAX_GROUPS,
                threadIdx.x, blockDim.x);
     stage_rows3(sh, lanes + (size_t)b * GMTF_GPU_LANES, threadIdx.x, blockDim.x);
+    stage_pairs(sh, cum + (size_t)b * NTAB * GMTF_GPU_LANES_CUM, threadIdx.x, blockDim.x);
     __shared__ unsigned sets;
     if (threadIdx.x == 0)
         sets = 0;
@@ -1316,7 +1154,7 @@ __global__ void __launch_bounds__(GMTF_GPU_LANES / LPW * 32)
         return;
     uint32_t j = threadIdx.x / 32 * LPW + t;
     blk_tabs bt = {(const uint32_t *)(sh + SH_TAB), (const uint16_t *)(sh + SH_TOP), sh + SH_SEL,
-                   NULL};
+                   NULL, (const uint32_t *)(sh + SH3_PAIR), sh + SH3_EQ};
     const gmtf_gpu_lane *g = &lanes[(size_t)b * GMTF_GPU_LANES + j];
     uint8_t *row = sh + SH_ROWS + j * SH3_ROW, *o = out + (off[b] - off[0]);
     int e = V == 4 ? (wide ? lane_decode4<true>(g, row, bt, in, o)
@@ -1372,7 +1210,6 @@ static int v2_attrs(void)
 {
     int n = SH_BYTES, n3 = SH3_BYTES;
     return set_attr3<3>(n3) || set_attr3<4>(n3) ||
-           cudaFuncSetAttribute(k_lanes5, cudaFuncAttributeMaxDynamicSharedMemorySize, n3) ||
            cudaFuncSetAttribute(k_lanes2<32>, cudaFuncAttributeMaxDynamicSharedMemorySize, n) ||
            cudaFuncSetAttribute(k_lanes2<16>, cudaFuncAttributeMaxDynamicSharedMemorySize, n) ||
            cudaFuncSetAttribute(k_lanes2<8>, cudaFuncAttributeMaxDynamicSharedMemorySize, n) ||
@@ -1463,11 +1300,6 @@ static int run(gmtf_gpu_lanes_ctx *c, size_t count, size_t nout)
     const uint64_t *off = (const uint64_t *)c->off.p;
     uint8_t *out = (uint8_t *)c->out.p, *bad = (uint8_t *)c->bad.p;
     unsigned g = (unsigned)count;
-    if (c->ver == 5) {
-        k_lanes5<<<g, GMTF_GPU_LANES * HELPERS, SH3_BYTES, c->st>>>(l, cum, sel, in, off, out, bad);
-        CK(c, cudaGetLastError());
-        return 0;
-    }
     if (c->ver >= 3) {
         if (c->ver == 4)
             launch3<4>(c, g, l, cum, sel, in, off, out, bad);
@@ -1615,20 +1447,21 @@ static int run(gmtf_gpu_lanes_ctx *c, size_t count, size_t)
         } else if (ver >= 3) {
             stage_tabs(sh, cum, sel, 0, 1);
             stage_rows3(sh, gb, 0, 1);
+            stage_pairs(sh, cum, 0, 1);
             unsigned sets = used_sets(gb, sh + SH_SEL, 0, 1);
             for (unsigned t = 0; t < NTAB; t++)
                 if (t >= T_OFF || (sets >> (t / TPS) & 1))
                     wide |= tab_wide(sh, t);
         }
         blk_tabs bt = {(const uint32_t *)(sh + SH_TAB), (const uint16_t *)(sh + SH_TOP),
-                       sh + SH_SEL, sh + SH_WIDE};
+                       sh + SH_SEL, sh + SH_WIDE, (const uint32_t *)(sh + SH3_PAIR), sh + SH3_EQ};
         for (unsigned j = 0; j < GMTF_GPU_LANES; j++) {
             const gmtf_gpu_lane *g = gb + j;
             uint8_t s[1024], *row = sh + SH_ROWS + j * SH3_ROW;
             memcpy(s, g->list, 1024);
             if (ver == 1 ? lane_decode(g, s, cum, sel, in, out)
                 : ver == 2 ? lane_decode2(g, sh + SH_ROWS + j * SH_ROW, bt, in, out)
-                : ver >= 4 ? (wide ? lane_decode4<true>(g, row, bt, in, out)
+                : ver == 4 ? (wide ? lane_decode4<true>(g, row, bt, in, out)
                                    : lane_decode4<false>(g, row, bt, in, out))
                 : wide     ? lane_decode3<true>(g, row, bt, in, out)
                            : lane_decode3<false>(g, row, bt, in, out))
