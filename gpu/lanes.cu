@@ -2,10 +2,11 @@
  * threads a block, one thread a lane; each thread runs its lane's runs to
  * the end exactly as codec/entropy_lanes.c's lane_run does (the model's
  * constants are repeated below; gpu_lanes.h's layout macros let the codec
- * check the layout at compile time). Version 2 (lane_decode2, the default)
+ * check the layout at compile time). Version 4 (lane_decode4, the default)
  * stages the block's tables, selectors and the lanes' lists and histories
- * in shared memory and shortens each run's chain of dependent steps;
- * version 1 (lane_decode, GMTF_GPU_LANES_V1=1) is kept for comparison.
+ * in shared memory and cuts the instructions a run's path takes; versions
+ * 2 (lane_decode2, GMTF_GPU_LANES_V=2) and 1 (lane_decode,
+ * GMTF_GPU_LANES_V=1) are kept for comparison.
  *
  * The same source builds for the CPU with GMTF_LANES_EMU: tests/gpu runs
  * the device code path without a GPU. */
@@ -280,7 +281,7 @@ static_assert(pack_bytes(k_rbase, NSYM, 0) == PK_RBASE_LO &&
               "packed model tables");
 #endif
 
-/* The kernel: version 3, or GMTF_GPU_LANES_V=1 / 2 (GMTF_GPU_LANES_V1=1:
+/* The kernel: version 4, or GMTF_GPU_LANES_V=1 / 2 (GMTF_GPU_LANES_V1=1:
  * the first), for timings and comparisons. */
 static int lanes_version(void)
 {
@@ -288,7 +289,7 @@ static int lanes_version(void)
     if (e && *e == '1')
         return 1;
     e = getenv("GMTF_GPU_LANES_V");
-    return e && *e >= '1' && *e <= '4' && !e[1] ? *e - '0' : 4;
+    return e && (*e == '1' || *e == '2') && !e[1] ? *e - '0' : 4;
 }
 
 /* GMTF_GPU_LANES_EXACT=1: every table takes sym2's exact count (to time
@@ -305,9 +306,9 @@ struct blk_tabs {
     const uint32_t *tab;
     const uint16_t *top;
     const uint8_t *sel;
-    const uint8_t *wide; /* table t has a cum[0..15] of 0x8000 or more (sym2's exact count) */
-    const uint32_t *pair; /* versions 3, 4: symbol y of table t at 16 t + y: cum[y] | f << 16 */
-    const uint8_t *eq;    /* versions 3, 4: 256 bytes e_q[(v + 8) >> 4] * 9, then 256 * 5 */
+    const uint8_t *wide;  /* table t has a cum[0..15] of 0x8000 or more (sym2's exact count) */
+    const uint32_t *pair; /* version 4: symbol y of table t at 16 t + y: cum[y] | f << 16 */
+    const uint8_t *eq;    /* version 4: 256 bytes e_q[(v + 8) >> 4] * 9, then 256 * 5 */
 };
 
 /* Staging layout (bytes; each part 16-aligned): tables, tops, selectors,
@@ -339,10 +340,9 @@ static GMTF_HD inline uint32_t pick8(const uint32_t *w, unsigned i)
     return i & 4 ? b1 : b0;
 }
 
-/* get_sym on the staged table t: the same symbol and state. */
-static GMTF_HD inline unsigned sym2(uint64_t &x, const blk_tabs &bt, unsigned t)
+/* Table t's row (cum[0..15]) into w. */
+static GMTF_HD inline void load_row(uint32_t *w, const blk_tabs &bt, unsigned t)
 {
-    uint32_t w[8];
 #ifdef GMTF_LANES_EMU
     memcpy(w, bt.tab + (size_t)t * 8, 32);
 #else
@@ -351,36 +351,72 @@ static GMTF_HD inline unsigned sym2(uint64_t &x, const blk_tabs &bt, unsigned t)
     w[0] = a.x, w[1] = a.y, w[2] = a.z, w[3] = a.w;
     w[4] = b.x, w[5] = b.y, w[6] = b.z, w[7] = b.w;
 #endif
-    uint32_t top = bt.top[t];
-    uint32_t slot = (uint32_t)x & ((1u << PROB_BITS) - 1);
+}
+
+/* The symbol of slot in row w: how many of cum[1..15] are <= slot. Fast:
+ * both halves of a word at once: bit 15 of each half of (0x8000 + slot)
+ * - cum is cum <= slot (no borrow: every cum[0..15] under 0x8000, else the
+ * table is wide); word k's two bits shifted to 15 - k and 31 - k, then
+ * counted. Exact: 15 compares (any table). */
+static GMTF_HD inline unsigned count_fast(const uint32_t *w, uint32_t slot)
+{
+    uint32_t s8 = (slot | slot << 16) | 0x80008000u, acc = 0;
+#ifndef GMTF_LANES_EMU
+#pragma unroll
+#endif
+    for (unsigned k = 0; k < 8; k++)
+        acc |= ((s8 - w[k]) >> k) & (0x80008000u >> k);
+    return (unsigned)popc32(acc) - (((s8 - w[0]) >> 15) & 1);
+}
+
+static GMTF_HD inline unsigned count_exact(const uint32_t *w, uint32_t slot)
+{
     unsigned y = 0;
-    if (!bt.wide[t]) {
-        /* both halves of a word at once: bit 15 of each half of
-         * (0x8000 + slot) - cum is cum <= slot (no borrow: the table's
-         * cum[0..15] are under 0x8000, else it is flagged wide); word k's
-         * two bits shifted to 15 - k and 31 - k, then counted */
-        uint32_t s8 = (slot | slot << 16) | 0x80008000u, acc = 0;
 #ifndef GMTF_LANES_EMU
 #pragma unroll
 #endif
-        for (unsigned k = 0; k < 8; k++)
-            acc |= ((s8 - w[k]) & 0x80008000u) >> k;
-        y = (unsigned)popc32(acc) - (((s8 - w[0]) >> 15) & 1);
-    } else {
-#ifndef GMTF_LANES_EMU
-#pragma unroll
-#endif
-        for (unsigned k = 0; k < 8; k++) {
-            if (k)
-                y += (w[k] & 0xffff) <= slot;
-            y += (w[k] >> 16) <= slot;
-        }
+    for (unsigned k = 0; k < 8; k++) {
+        if (k)
+            y += (w[k] & 0xffff) <= slot;
+        y += (w[k] >> 16) <= slot;
     }
+    return y;
+}
+
+/* x's table step for symbol y of row w, top its cum[16]: the bounds by
+ * selects. */
+static GMTF_HD inline void step_row(uint64_t &x, const uint32_t *w, uint32_t top, unsigned y,
+                                    uint32_t slot)
+{
     uint32_t w0 = pick8(w, y >> 1), w1 = (y >> 1) == 7 ? top : pick8(w, ((y >> 1) + 1) & 7);
     uint32_t lo = y & 1 ? w0 >> 16 : w0 & 0xffff;
     uint32_t hi = y & 1 ? w1 & 0xffff : w0 >> 16;
     x = (uint64_t)((int)hi - (int)lo) * (x >> PROB_BITS) + slot - (uint64_t)lo;
+}
+
+/* get_sym on the staged table t: the same symbol and state. */
+static GMTF_HD inline unsigned sym2(uint64_t &x, const blk_tabs &bt, unsigned t)
+{
+    uint32_t w[8];
+    load_row(w, bt, t);
+    uint32_t slot = (uint32_t)x & ((1u << PROB_BITS) - 1);
+    unsigned y = bt.wide[t] ? count_exact(w, slot) : count_fast(w, slot);
+    step_row(x, w, bt.top[t], y, slot);
     return y;
+}
+
+/* x's low nb bits, taken (a raw step). */
+static GMTF_HD inline uint32_t take_bits(uint64_t &x, unsigned nb)
+{
+    uint32_t v = (uint32_t)x & ((1u << nb) - 1);
+    x >>= nb;
+    return v;
+}
+
+/* A length of symbol lsym < 15: its base and its bits from x. */
+static GMTF_HD inline uint32_t len_short(unsigned lsym, uint64_t &x)
+{
+    return pk8(PK_LBASE_LO, PK_LBASE_HI, lsym) + take_bits(x, pk4(PK_LBITS, lsym));
 }
 
 static GMTF_HD inline uint32_t load_word(const uint8_t *p)
@@ -495,19 +531,12 @@ static GMTF_HD int lane_decode2(const gmtf_gpu_lane *g, uint8_t *s, const blk_ta
         uint32_t len;
         if (lsym == LSYM_ESC) {
             RENORM2(xb);
-            unsigned eb = LBIG_MIN + sym2(xb, bt, T_LBIG);
-            unsigned lo_bits = eb < 16 ? eb : 16;
-            uint32_t hi = (uint32_t)xb & ((1u << lo_bits) - 1);
-            xb >>= lo_bits;
+            unsigned eb = LBIG_MIN + sym2(xb, bt, T_LBIG), hb = eb < 16 ? eb : 16;
+            len = 1u << eb | take_bits(xb, hb) << (eb - hb);
             RENORM2(xb);
-            unsigned nb = eb - lo_bits;
-            uint32_t low = (uint32_t)xb & ((1u << nb) - 1);
-            xb >>= nb;
-            len = 1u << eb | hi << (eb - lo_bits) | low;
+            len |= take_bits(xb, eb - hb);
         } else {
-            unsigned nb = pk4(PK_LBITS, lsym);
-            len = pk8(PK_LBASE_LO, PK_LBASE_HI, lsym) + ((uint32_t)xb & ((1u << nb) - 1));
-            xb >>= nb;
+            len = len_short(lsym, xb);
         }
         RENORM2(xb);
         if (len > end - pos)
@@ -583,34 +612,48 @@ static GMTF_HD inline void stage_wide(uint8_t *sh, unsigned tid, unsigned nt, in
     }
 }
 
-/* ---- version 3: a run's chain with fewer stalls ----------------------------
- * Version 2 spends ~2,000 cycles a run on a lane: a warp's instructions
- * issue in order, and most wait on the one before. Version 3 keeps what
- * the next run needs off that chain and takes branches out of it:
- * - the histories of byte v are one word a lane (er, el and the two
- *   context parts they give: the next run's tables are an add away), and
- *   the next run's word (byte list[1]) is loaded at the start of this run:
- *   list[1] is not this run's byte while the lane is valid (the list's
- *   live bytes are distinct; a run that leaves one live byte ends the lane
- *   or the next run breaks the rules), so the store of this run's word
- *   cannot change it;
- * - the list's first word stays in a register: ranks 1..3 (most runs)
- *   move it there; longer moves go through shared memory as before;
+/* ---- version 4: fewer instructions a run, two runs in flight -------------------
+ * Version 2 spends ~2,000 cycles a run on a lane (52.4 ms for 256 MiB of
+ * the Linux tar): a warp's instructions issue in order and most wait on
+ * the one before (Nsight Compute: ~400 instructions a warp step, a warp
+ * issuing every ~3.4 cycles), so what counts is the instructions on a
+ * run's path and their dependences. Version 4 (docs/gpu.md, gpu8):
+ * - the histories of byte v are one word a lane (er, el and the context
+ *   parts they give: the next run's tables are an add away), and the next
+ *   run's word (byte list[1]) is loaded at the start of this run: list[1]
+ *   is not this run's byte while the lane is valid (the list's live bytes
+ *   are distinct; a run that leaves one live byte ends the lane or the
+ *   next run breaks the rules), so the store of this run's word cannot
+ *   change it; the word's e_q parts come from two staged tables;
+ * - the list's first word stays in a register: ranks 1..3 move it there;
+ *   longer moves go through shared memory as before;
  * - the word stream is read as aligned words (the device copy of the
  *   input is padded by 16 bytes), two words ahead, joined by a funnel
- *   shift: one 4-byte load a word, issued two words before it is needed;
- * - the table count takes no per-table branch: a block with any table of
- *   cum[0..15] >= 0x8000 runs the exact count everywhere (a template
- *   choice per block); the big ranks' two raw bits take no branch; the
- *   run's checks are one branch.
+ *   shift, and renormalised by selects;
+ * - a symbol is the count on the table's row (two 16-byte loads) and one
+ *   staged pair, cum[y] and cum[y + 1] - cum[y]; no per-table branch: a
+ *   block with a table of a half >= 0x8000 in a set its lanes can read
+ *   (used_sets) runs the exact count and the bounds' selects instead (a
+ *   template choice per block: the codec's unused sets hold stale tables,
+ *   never read); the big ranks' raw bits take no branch; the run's checks
+ *   are one branch; runs under 8 bytes are stored by predicated stores;
+ * - two runs in flight: run k+1's A symbols need only A's state, the next
+ *   byte's histories and run k's rank symbol (and the group's table set,
+ *   which changes only at a 4 KiB group boundary), so each step decodes
+ *   run k's B part and run k+1's A symbols side by side, with the set of
+ *   run k's group; when run k ends in a group of another set, run k+1's A
+ *   symbols are decoded again from the saved state. The words are still
+ *   read in the stream's order: A's renormalisation for run k+1 follows
+ *   B's for run k.
  * Same results as lane_decode above, rule for rule. */
 
-/* Lane rows of version 3: the list (256 bytes), then 256 history words. */
-#define SH3_HIST 256
-#define SH3_ROW 1296 /* 324 words: neighbouring lanes 4 banks apart */
-#define SH3_PAIR (SH_ROWS + GMTF_GPU_LANES * SH3_ROW) /* NTAB x 16 words */
-#define SH3_EQ (SH3_PAIR + NTAB * 64)                  /* 512 bytes */
-#define SH3_BYTES (SH3_EQ + 512)
+/* Lane rows of version 4: the list (256 bytes), then 256 history words;
+ * then each table's 16 pairs and the two e_q tables. */
+#define SH4_HIST 256
+#define SH4_ROW 1296 /* 324 words: neighbouring lanes 4 banks apart */
+#define SH4_PAIR (SH_ROWS + GMTF_GPU_LANES * SH4_ROW) /* NTAB x 16 words */
+#define SH4_EQ (SH4_PAIR + NTAB * 64)                 /* 512 bytes */
+#define SH4_BYTES (SH4_EQ + 512)
 
 /* A history word: er, el, the rank context's part from er and hr, and the
  * length context's part from el. */
@@ -623,58 +666,31 @@ static GMTF_HD inline uint32_t hist_pack(unsigned er, unsigned el, unsigned hr)
 
 /* hist_pack of a run's update, the e_q parts from the staged tables (eq:
  * stage_eq): er and el are bytes here. */
-static GMTF_HD inline uint32_t hist_next(const uint8_t *eq, uint32_t hc, unsigned rv,
-                                         unsigned lsym)
+static GMTF_HD inline uint32_t hist_next(const uint8_t *eq, uint32_t hc, unsigned rv, unsigned lsym)
 {
     unsigned er = ((hc & 255) + (rv << 4)) >> 1, el = (((hc >> 8) & 255) + (lsym << 4)) >> 1;
     unsigned rp = eq[er] + hq(rv) * 3, lp = eq[256 + el];
     return er | el << 8 | rp << 16 | lp << 24;
 }
 
-/* sym2 without the per-table choice: EXACT, the 15-compare count. */
+/* get_sym on staged table t: EXACT, the exact count and the bounds'
+ * selects (any table); else the fast count and the staged pair, lo and
+ * hi - lo (tables whose halves and top are under 0x8000). */
 template <bool EXACT>
-static GMTF_HD inline unsigned sym3(uint64_t &x, const blk_tabs &bt, unsigned t)
+static GMTF_HD inline unsigned sym4(uint64_t &x, const blk_tabs &bt, unsigned t)
 {
     uint32_t w[8];
-#ifdef GMTF_LANES_EMU
-    memcpy(w, bt.tab + (size_t)t * 8, 32);
-#else
-    const uint4 *rw = (const uint4 *)(bt.tab + (size_t)t * 8);
-    uint4 a = rw[0], b = rw[1];
-    w[0] = a.x, w[1] = a.y, w[2] = a.z, w[3] = a.w;
-    w[4] = b.x, w[5] = b.y, w[6] = b.z, w[7] = b.w;
-#endif
+    load_row(w, bt, t);
     uint32_t slot = (uint32_t)x & ((1u << PROB_BITS) - 1);
-    unsigned y = 0;
     if (!EXACT) {
-        /* the bounds from the staged pair: lo and hi - lo (both under
-         * 0x8000 in a table that is not wide, its top included) */
-        uint32_t s8 = (slot | slot << 16) | 0x80008000u, acc = 0;
-#ifndef GMTF_LANES_EMU
-#pragma unroll
-#endif
-        for (unsigned k = 0; k < 8; k++)
-            acc |= ((s8 - w[k]) >> k) & (0x80008000u >> k);
-        y = (unsigned)popc32(acc) - (((s8 - w[0]) >> 15) & 1);
+        unsigned y = count_fast(w, slot);
         uint32_t p = bt.pair[(size_t)t * 16 + y];
-        x = (uint64_t)(int64_t)((int32_t)p >> 16) * (x >> PROB_BITS) + slot - (uint64_t)(p & 0xffff);
+        x = (uint64_t)(int64_t)((int32_t)p >> 16) * (x >> PROB_BITS) + slot -
+            (uint64_t)(p & 0xffff);
         return y;
     }
-    uint32_t top = bt.top[t];
-    {
-#ifndef GMTF_LANES_EMU
-#pragma unroll
-#endif
-        for (unsigned k = 0; k < 8; k++) {
-            if (k)
-                y += (w[k] & 0xffff) <= slot;
-            y += (w[k] >> 16) <= slot;
-        }
-    }
-    uint32_t w0 = pick8(w, y >> 1), w1 = (y >> 1) == 7 ? top : pick8(w, ((y >> 1) + 1) & 7);
-    uint32_t lo = y & 1 ? w0 >> 16 : w0 & 0xffff;
-    uint32_t hi = y & 1 ? w1 & 0xffff : w0 >> 16;
-    x = (uint64_t)((int)hi - (int)lo) * (x >> PROB_BITS) + slot - (uint64_t)lo;
+    unsigned y = count_exact(w, slot);
+    step_row(x, w, bt.top[t], y, slot);
     return y;
 }
 
@@ -686,25 +702,6 @@ static GMTF_HD inline uint32_t funnel(uint32_t lo, uint32_t hi, unsigned sh)
     return __funnelshift_r(lo, hi, sh);
 #endif
 }
-
-/* renorm: left bytes of the stream, the word at its front is
- * funnel(w0, w1, sh); wp points at w0 (aligned), w2 follows w1. */
-#define RENORM3(x)                                                                                 \
-    do {                                                                                           \
-        if ((uint32_t)((x) >> 32) == 0) {                                                          \
-            if (left >= 4) {                                                                       \
-                (x) = (x) << 32 | funnel(w0, w1, sh);                                              \
-                left -= 4;                                                                         \
-                w0 = w1;                                                                           \
-                w1 = w2;                                                                           \
-                w2 = wp[3];                                                                        \
-                wp++;                                                                              \
-            } else {                                                                               \
-                over++;                                                                            \
-                (x) <<= 32;                                                                        \
-            }                                                                                      \
-        }                                                                                          \
-    } while (0)
 
 /* The list after a run of c with rank r, its first word in head (returned;
  * L[0] in memory is not kept): bytes 0..r-1 take bytes 1..r, byte r takes c. */
@@ -729,94 +726,9 @@ static GMTF_HD inline uint32_t move3(uint32_t *L, uint32_t head, unsigned r, uns
     return nh;
 }
 
-/* lane_decode on the staged block, version 3: row is g's (list, then the
- * history words: stage_rows3). in is padded by 16 bytes. */
-template <bool EXACT>
-static GMTF_HD int lane_decode3(const gmtf_gpu_lane *g, uint8_t *row, const blk_tabs &bt,
-                                const uint8_t *in, uint8_t *out)
-{
-    uint64_t xa = g->x[0], xb = g->x[1];
-    uint64_t left64 = g->in_end - g->in;
-    /* a stream of 4 GiB or more cannot be read to its end: it stays unread */
-    uint32_t left = left64 > 0xffffffffu ? 0xffffffffu : (uint32_t)left64;
-    const uint32_t *wp = (const uint32_t *)(in + (g->in & ~(uint64_t)3));
-    const unsigned sh = (unsigned)(g->in & 3) * 8;
-    uint32_t w0 = wp[0], w1 = wp[1], w2 = wp[2];
-    uint32_t pos = g->pos;
-    const uint32_t end = g->end, start = g->start, gbase = g->group_base;
-    uint32_t active = g->active, c = g->c, rtab = g->rtab, ltab = g->ltab, over = 0;
-    uint32_t *L = (uint32_t *)row, *H = (uint32_t *)(row + SH3_HIST);
-    uint32_t head = L[0], hc = H[c];
-    uint32_t gend = 0, setoff = 0; /* the selector's set (times TPS) while pos < gend */
-    while (pos < end) {
-        unsigned cn = (head >> 8) & 255;
-        uint32_t hn = H[cn]; /* the next run's histories, early */
-        unsigned rsym = sym3<EXACT>(xa, bt, rtab);
-        unsigned lsym = sym3<EXACT>(xa, bt, ltab + pk4(PK_RQ, rsym));
-        RENORM3(xa);
-        unsigned rb = pk8(PK_RBASE_LO, PK_RBASE_HI, rsym);
-        unsigned o = sym3<EXACT>(xb, bt, offtab(rsym));
-        unsigned big = rsym >= RSYM_BIG_FIRST ? 2 : 0;
-        unsigned r = rb + (o << big | ((unsigned)xb & ((1u << big) - 1)));
-        xb >>= big;
-        unsigned retire = rsym == RSYM_RETIRE;
-        r = retire ? active - 1 : r; /* active 0: r >= active below */
-        uint32_t len;
-        if (lsym == LSYM_ESC) {
-            RENORM3(xb);
-            unsigned eb = LBIG_MIN + sym3<EXACT>(xb, bt, T_LBIG);
-            unsigned lo_bits = eb < 16 ? eb : 16;
-            uint32_t hi = (uint32_t)xb & ((1u << lo_bits) - 1);
-            xb >>= lo_bits;
-            RENORM3(xb);
-            unsigned nb = eb - lo_bits;
-            uint32_t low = (uint32_t)xb & ((1u << nb) - 1);
-            xb >>= nb;
-            len = 1u << eb | hi << (eb - lo_bits) | low;
-        } else {
-            unsigned nb = pk4(PK_LBITS, lsym);
-            len = pk8(PK_LBASE_LO, PK_LBASE_HI, lsym) + ((uint32_t)xb & ((1u << nb) - 1));
-            xb >>= nb;
-        }
-        RENORM3(xb);
-        if (r >= active || len > end - pos)
-            return 1;
-        fill(out + pos, c, len);
-        pos += len;
-        head = move3(L, head, r, c);
-        active -= retire;
-        unsigned rv = retire ? 15 : rsym;
-        H[c] = hist_next(bt.eq, hc, rv, lsym);
-        c = cn;
-        hc = hn;
-        if (pos < end) {
-            if (pos >= gend) {
-                uint32_t k = (pos - start) / GROUP_BYTES, gi = gbase + k;
-                setoff = (bt.sel[gi < MAX_GROUPS ? gi : MAX_GROUPS - 1] & (MAX_SETS - 1)) * TPS;
-                gend = start + (k + 1) * GROUP_BYTES;
-            }
-            rtab = setoff + ((hn >> 16) & 127) + pq(rsym);
-            ltab = setoff + NRCTX + (hn >> 24);
-        }
-    }
-    return active != 0 || xa != RANS_L || xb != RANS_L || left != 0 || over;
-}
-
-/* ---- version 4: two runs in flight -------------------------------------------
- * Version 3's run is still one chain: state A's two symbols, then state
- * B's offset and length bits, then the next run. But the next run's A
- * symbols need only A's state, the next byte's histories (loaded early, as
- * in version 3) and this run's rank symbol; its table set is the group's,
- * which changes only at a 4 KiB group boundary. So each step decodes run
- * k's B part and run k+1's A symbols side by side (one straight block for
- * the compiler to interleave), taking the set of run k's group; when run
- * k ends in another group whose set differs, run k+1's A symbols are
- * decoded again from the saved state. The words are still read in the
- * stream's order: A's renormalisation for run k+1 follows B's for run k.
- * Renormalisation takes no branch (selects; the next word's load is made
- * every time, from the padded input); runs under 8 bytes are stored by
- * predicated byte stores. Same results as lane_decode, rule for rule. */
-
+/* renorm: left bytes of the stream, the word at its front is
+ * funnel(w0, w1, sh); wp points at w0 (aligned), w2 follows w1. By
+ * selects: the next word's load is made every time (from the padded input). */
 #define RENORM4(x)                                                                                 \
     do {                                                                                           \
         uint32_t need_ = (uint32_t)((x) >> 32) == 0;                                               \
@@ -859,14 +771,14 @@ static GMTF_HD int lane_decode4(const gmtf_gpu_lane *g, uint8_t *row, const blk_
     uint32_t pos = g->pos;
     const uint32_t end = g->end, start = g->start, gbase = g->group_base;
     uint32_t active = g->active, c = g->c, over = 0;
-    uint32_t *L = (uint32_t *)row, *H = (uint32_t *)(row + SH3_HIST);
+    uint32_t *L = (uint32_t *)row, *H = (uint32_t *)(row + SH4_HIST);
     uint32_t head = L[0], hc = H[c];
     uint32_t gk = (pos - start) / GROUP_BYTES, gi = gbase + gk;
     uint32_t setoff = (bt.sel[gi < MAX_GROUPS ? gi : MAX_GROUPS - 1] & (MAX_SETS - 1)) * TPS;
     uint32_t gend = start + (gk + 1) * GROUP_BYTES;
     if (pos < end) {
-        unsigned rsym = sym3<EXACT>(xa, bt, g->rtab);
-        unsigned lsym = sym3<EXACT>(xa, bt, g->ltab + pk4(PK_RQ, rsym));
+        unsigned rsym = sym4<EXACT>(xa, bt, g->rtab);
+        unsigned lsym = sym4<EXACT>(xa, bt, g->ltab + pk4(PK_RQ, rsym));
         RENORM4(xa);
         for (;;) {
             unsigned cn = (head >> 8) & 255;
@@ -874,10 +786,10 @@ static GMTF_HD int lane_decode4(const gmtf_gpu_lane *g, uint8_t *row, const blk_
             unsigned pq1 = pq(rsym);
             uint32_t rt1 = setoff + ((hn >> 16) & 127) + pq1, lt1 = setoff + NRCTX + (hn >> 24);
             /* run k's B symbol and run k+1's A symbols: independent */
-            unsigned o = sym3<EXACT>(xb, bt, offtab(rsym));
+            unsigned o = sym4<EXACT>(xb, bt, offtab(rsym));
             uint64_t xs = xa;
-            unsigned rsym1 = sym3<EXACT>(xa, bt, rt1);
-            unsigned lsym1 = sym3<EXACT>(xa, bt, lt1 + pk4(PK_RQ, rsym1));
+            unsigned rsym1 = sym4<EXACT>(xa, bt, rt1);
+            unsigned lsym1 = sym4<EXACT>(xa, bt, lt1 + pk4(PK_RQ, rsym1));
             unsigned rb = pk8(PK_RBASE_LO, PK_RBASE_HI, rsym);
             unsigned big = rsym >= RSYM_BIG_FIRST ? 2 : 0;
             unsigned r = rb + (o << big | ((unsigned)xb & ((1u << big) - 1)));
@@ -887,19 +799,12 @@ static GMTF_HD int lane_decode4(const gmtf_gpu_lane *g, uint8_t *row, const blk_
             uint32_t len;
             if (lsym == LSYM_ESC) {
                 RENORM4(xb);
-                unsigned eb = LBIG_MIN + sym3<EXACT>(xb, bt, T_LBIG);
-                unsigned lo_bits = eb < 16 ? eb : 16;
-                uint32_t hi = (uint32_t)xb & ((1u << lo_bits) - 1);
-                xb >>= lo_bits;
+                unsigned eb = LBIG_MIN + sym4<EXACT>(xb, bt, T_LBIG), hb = eb < 16 ? eb : 16;
+                len = 1u << eb | take_bits(xb, hb) << (eb - hb);
                 RENORM4(xb);
-                unsigned nb = eb - lo_bits;
-                uint32_t low = (uint32_t)xb & ((1u << nb) - 1);
-                xb >>= nb;
-                len = 1u << eb | hi << (eb - lo_bits) | low;
+                len |= take_bits(xb, eb - hb);
             } else {
-                unsigned nb = pk4(PK_LBITS, lsym);
-                len = pk8(PK_LBASE_LO, PK_LBASE_HI, lsym) + ((uint32_t)xb & ((1u << nb) - 1));
-                xb >>= nb;
+                len = len_short(lsym, xb);
             }
             RENORM4(xb);
             if (r >= active || len > end - pos)
@@ -916,13 +821,14 @@ static GMTF_HD int lane_decode4(const gmtf_gpu_lane *g, uint8_t *row, const blk_
             }
             if (pos >= gend) {
                 gk = (pos - start) / GROUP_BYTES, gi = gbase + gk;
-                uint32_t so = (bt.sel[gi < MAX_GROUPS ? gi : MAX_GROUPS - 1] & (MAX_SETS - 1)) * TPS;
+                uint32_t so =
+                    (bt.sel[gi < MAX_GROUPS ? gi : MAX_GROUPS - 1] & (MAX_SETS - 1)) * TPS;
                 gend = start + (gk + 1) * GROUP_BYTES;
                 if (so != setoff) { /* run k+1 is in a group of another set */
                     setoff = so;
                     xa = xs;
-                    rsym1 = sym3<EXACT>(xa, bt, so + ((hn >> 16) & 127) + pq1);
-                    lsym1 = sym3<EXACT>(xa, bt, so + NRCTX + (hn >> 24) + pk4(PK_RQ, rsym1));
+                    rsym1 = sym4<EXACT>(xa, bt, so + ((hn >> 16) & 127) + pq1);
+                    lsym1 = sym4<EXACT>(xa, bt, so + NRCTX + (hn >> 24) + pk4(PK_RQ, rsym1));
                 }
             }
             RENORM4(xa);
@@ -935,17 +841,17 @@ static GMTF_HD int lane_decode4(const gmtf_gpu_lane *g, uint8_t *row, const blk_
     return active != 0 || xa != RANS_L || xb != RANS_L || left != 0 || over;
 }
 
-/* Version 3's lane rows: each lane's list and its history words. */
-static GMTF_HD inline void stage_rows3(uint8_t *sh, const gmtf_gpu_lane *lanes, unsigned tid,
+/* Version 4's lane rows: each lane's list and its history words. */
+static GMTF_HD inline void stage_rows4(uint8_t *sh, const gmtf_gpu_lane *lanes, unsigned tid,
                                        unsigned nt)
 {
     for (unsigned q = tid; q < GMTF_GPU_LANES * 256; q += nt) {
         unsigned j = q / 256, v = q % 256;
         const gmtf_gpu_lane *l = &lanes[j];
-        uint8_t *row = sh + SH_ROWS + j * SH3_ROW;
+        uint8_t *row = sh + SH_ROWS + j * SH4_ROW;
         if (v < 64)
             ((uint32_t *)row)[v] = ((const uint32_t *)l->list)[v];
-        ((uint32_t *)(row + SH3_HIST))[v] = hist_pack(l->er[v], l->el[v], l->hr[v]);
+        ((uint32_t *)(row + SH4_HIST))[v] = hist_pack(l->er[v], l->el[v], l->hr[v]);
     }
 }
 
@@ -985,26 +891,26 @@ static GMTF_HD inline int tab_wide(const uint8_t *sh, unsigned t)
     return (v & 0x80008000u) != 0;
 }
 
-/* Versions 3 and 4: each table's symbols as pairs cum[y] | (cum[y + 1] -
+/* Version 4: each table's symbols as pairs cum[y] | (cum[y + 1] -
  * cum[y]) << 16 (the difference's low 16 bits: exact for the tables that
- * are not wide, the only ones sym3 reads them for), and the e_q parts of
+ * are not wide, the only ones sym4 reads them for), and the e_q parts of
  * the history words. */
 static GMTF_HD inline void stage_pairs(uint8_t *sh, const uint16_t *cum, unsigned tid, unsigned nt)
 {
-    uint32_t *pr = (uint32_t *)(sh + SH3_PAIR);
+    uint32_t *pr = (uint32_t *)(sh + SH4_PAIR);
     for (unsigned q = tid; q < NTAB * 16; q += nt) {
         const uint16_t *r = cum + (size_t)(q >> 4) * GMTF_GPU_LANES_CUM + (q & 15);
         pr[q] = r[0] | (uint32_t)(uint16_t)(r[1] - r[0]) << 16;
     }
     for (unsigned v = tid; v < 256; v += nt) {
-        sh[SH3_EQ + v] = (uint8_t)(pk4(PK_EQ, ((v + 8) >> 4) & 15) * 9);
-        sh[SH3_EQ + 256 + v] = (uint8_t)(pk4(PK_EQ, ((v + 8) >> 4) & 15) * 5);
+        sh[SH4_EQ + v] = (uint8_t)(pk4(PK_EQ, ((v + 8) >> 4) & 15) * 9);
+        sh[SH4_EQ + 256 + v] = (uint8_t)(pk4(PK_EQ, ((v + 8) >> 4) & 15) * 5);
     }
 }
 
 /* ---- context -------------------------------------------------------------- */
 
-/* The device copy of the input is padded (zeros): version 3 reads aligned
+/* The device copy of the input is padded (zeros): version 4 reads aligned
  * words up to 15 bytes past a lane's stream. */
 #define IN_PAD 16
 
@@ -1121,12 +1027,13 @@ __global__ void __launch_bounds__(GMTF_GPU_LANES / LPW * 32)
         bad[b] = 1;
 }
 
-/* Version 3 (lane_decode3): the CTA stages the block (tables, selectors,
- * lane rows: SH3_BYTES), then LPW threads a warp run a lane each, all with
- * the exact count when any table of the block needs it (or exact). */
-template <int LPW, int V>
+/* Version 4 (lane_decode4): the CTA stages the block (tables, pairs,
+ * selectors, lane rows: SH4_BYTES), then LPW threads a warp run a lane
+ * each, all with the exact count when a table its lanes can read needs it
+ * (or exact). */
+template <int LPW>
 __global__ void __launch_bounds__(GMTF_GPU_LANES / LPW * 32)
-    k_lanes3(const gmtf_gpu_lane *lanes, const uint16_t *cum, const uint8_t *sel,
+    k_lanes4(const gmtf_gpu_lane *lanes, const uint16_t *cum, const uint8_t *sel,
              const uint8_t *__restrict__ in, const uint64_t *off, uint8_t *out, uint8_t *bad,
              int exact)
 {
@@ -1135,14 +1042,14 @@ __global__ void __launch_bounds__(GMTF_GPU_LANES / LPW * 32)
     uint32_t b = blockIdx.x;
     stage_tabs(sh, cum + (size_t)b * NTAB * GMTF_GPU_LANES_CUM, sel + (size_t)b * MAX_GROUPS,
                threadIdx.x, blockDim.x);
-    stage_rows3(sh, lanes + (size_t)b * GMTF_GPU_LANES, threadIdx.x, blockDim.x);
+    stage_rows4(sh, lanes + (size_t)b * GMTF_GPU_LANES, threadIdx.x, blockDim.x);
     stage_pairs(sh, cum + (size_t)b * NTAB * GMTF_GPU_LANES_CUM, threadIdx.x, blockDim.x);
     __shared__ unsigned sets;
     if (threadIdx.x == 0)
         sets = 0;
     __syncthreads();
-    atomicOr(&sets, used_sets(lanes + (size_t)b * GMTF_GPU_LANES, sh + SH_SEL, threadIdx.x,
-                              blockDim.x));
+    atomicOr(&sets,
+             used_sets(lanes + (size_t)b * GMTF_GPU_LANES, sh + SH_SEL, threadIdx.x, blockDim.x));
     __syncthreads();
     int wide = exact;
     for (unsigned t = threadIdx.x; t < NTAB; t += blockDim.x)
@@ -1153,15 +1060,15 @@ __global__ void __launch_bounds__(GMTF_GPU_LANES / LPW * 32)
     if (t >= LPW)
         return;
     uint32_t j = threadIdx.x / 32 * LPW + t;
-    blk_tabs bt = {(const uint32_t *)(sh + SH_TAB), (const uint16_t *)(sh + SH_TOP), sh + SH_SEL,
-                   NULL, (const uint32_t *)(sh + SH3_PAIR), sh + SH3_EQ};
+    blk_tabs bt = {(const uint32_t *)(sh + SH_TAB),
+                   (const uint16_t *)(sh + SH_TOP),
+                   sh + SH_SEL,
+                   NULL,
+                   (const uint32_t *)(sh + SH4_PAIR),
+                   sh + SH4_EQ};
     const gmtf_gpu_lane *g = &lanes[(size_t)b * GMTF_GPU_LANES + j];
-    uint8_t *row = sh + SH_ROWS + j * SH3_ROW, *o = out + (off[b] - off[0]);
-    int e = V == 4 ? (wide ? lane_decode4<true>(g, row, bt, in, o)
-                           : lane_decode4<false>(g, row, bt, in, o))
-                   : (wide ? lane_decode3<true>(g, row, bt, in, o)
-                           : lane_decode3<false>(g, row, bt, in, o));
-    if (e)
+    uint8_t *row = sh + SH_ROWS + j * SH4_ROW, *o = out + (off[b] - off[0]);
+    if (wide ? lane_decode4<true>(g, row, bt, in, o) : lane_decode4<false>(g, row, bt, in, o))
         bad[b] = 1;
 }
 
@@ -1178,38 +1085,32 @@ static int lanes_per_warp(int v2)
     return v == 32 || v == 16 || v == 8 || v == 4 || (v2 && (v == 2 || v == 1)) ? v : d;
 }
 
-
-template <int V> static int set_attr3(int n3)
-{
-    return cudaFuncSetAttribute(k_lanes3<32, V>, cudaFuncAttributeMaxDynamicSharedMemorySize, n3) ||
-           cudaFuncSetAttribute(k_lanes3<16, V>, cudaFuncAttributeMaxDynamicSharedMemorySize, n3) ||
-           cudaFuncSetAttribute(k_lanes3<8, V>, cudaFuncAttributeMaxDynamicSharedMemorySize, n3) ||
-           cudaFuncSetAttribute(k_lanes3<4, V>, cudaFuncAttributeMaxDynamicSharedMemorySize, n3) ||
-           cudaFuncSetAttribute(k_lanes3<2, V>, cudaFuncAttributeMaxDynamicSharedMemorySize, n3) ||
-           cudaFuncSetAttribute(k_lanes3<1, V>, cudaFuncAttributeMaxDynamicSharedMemorySize, n3);
-}
-
-template <int V>
-static void launch3(gmtf_gpu_lanes_ctx *c, unsigned g, const gmtf_gpu_lane *l, const uint16_t *cum,
+/* Version 4 with LPW lanes a warp (lanes_per_warp). */
+static void launch4(gmtf_gpu_lanes_ctx *c, unsigned g, const gmtf_gpu_lane *l, const uint16_t *cum,
                     const uint8_t *sel, const uint8_t *in, const uint64_t *off, uint8_t *out,
                     uint8_t *bad)
 {
-    size_t sb = SH3_BYTES;
+    size_t sb = SH4_BYTES;
     int x = c->exact;
     switch (c->lpw) {
-    case 32: k_lanes3<32, V><<<g, 32, sb, c->st>>>(l, cum, sel, in, off, out, bad, x); break;
-    case 16: k_lanes3<16, V><<<g, 64, sb, c->st>>>(l, cum, sel, in, off, out, bad, x); break;
-    case 8: k_lanes3<8, V><<<g, 128, sb, c->st>>>(l, cum, sel, in, off, out, bad, x); break;
-    case 2: k_lanes3<2, V><<<g, 512, sb, c->st>>>(l, cum, sel, in, off, out, bad, x); break;
-    case 1: k_lanes3<1, V><<<g, 1024, sb, c->st>>>(l, cum, sel, in, off, out, bad, x); break;
-    default: k_lanes3<4, V><<<g, 256, sb, c->st>>>(l, cum, sel, in, off, out, bad, x); break;
+    case 32: k_lanes4<32><<<g, 32, sb, c->st>>>(l, cum, sel, in, off, out, bad, x); break;
+    case 16: k_lanes4<16><<<g, 64, sb, c->st>>>(l, cum, sel, in, off, out, bad, x); break;
+    case 8: k_lanes4<8><<<g, 128, sb, c->st>>>(l, cum, sel, in, off, out, bad, x); break;
+    case 2: k_lanes4<2><<<g, 512, sb, c->st>>>(l, cum, sel, in, off, out, bad, x); break;
+    case 1: k_lanes4<1><<<g, 1024, sb, c->st>>>(l, cum, sel, in, off, out, bad, x); break;
+    default: k_lanes4<4><<<g, 256, sb, c->st>>>(l, cum, sel, in, off, out, bad, x); break;
     }
 }
 
 static int v2_attrs(void)
 {
-    int n = SH_BYTES, n3 = SH3_BYTES;
-    return set_attr3<3>(n3) || set_attr3<4>(n3) ||
+    int n = SH_BYTES, n4 = SH4_BYTES;
+    return cudaFuncSetAttribute(k_lanes4<32>, cudaFuncAttributeMaxDynamicSharedMemorySize, n4) ||
+           cudaFuncSetAttribute(k_lanes4<16>, cudaFuncAttributeMaxDynamicSharedMemorySize, n4) ||
+           cudaFuncSetAttribute(k_lanes4<8>, cudaFuncAttributeMaxDynamicSharedMemorySize, n4) ||
+           cudaFuncSetAttribute(k_lanes4<4>, cudaFuncAttributeMaxDynamicSharedMemorySize, n4) ||
+           cudaFuncSetAttribute(k_lanes4<2>, cudaFuncAttributeMaxDynamicSharedMemorySize, n4) ||
+           cudaFuncSetAttribute(k_lanes4<1>, cudaFuncAttributeMaxDynamicSharedMemorySize, n4) ||
            cudaFuncSetAttribute(k_lanes2<32>, cudaFuncAttributeMaxDynamicSharedMemorySize, n) ||
            cudaFuncSetAttribute(k_lanes2<16>, cudaFuncAttributeMaxDynamicSharedMemorySize, n) ||
            cudaFuncSetAttribute(k_lanes2<8>, cudaFuncAttributeMaxDynamicSharedMemorySize, n) ||
@@ -1300,11 +1201,8 @@ static int run(gmtf_gpu_lanes_ctx *c, size_t count, size_t nout)
     const uint64_t *off = (const uint64_t *)c->off.p;
     uint8_t *out = (uint8_t *)c->out.p, *bad = (uint8_t *)c->bad.p;
     unsigned g = (unsigned)count;
-    if (c->ver >= 3) {
-        if (c->ver == 4)
-            launch3<4>(c, g, l, cum, sel, in, off, out, bad);
-        else
-            launch3<3>(c, g, l, cum, sel, in, off, out, bad);
+    if (c->ver == 4) {
+        launch4(c, g, l, cum, sel, in, off, out, bad);
         CK(c, cudaGetLastError());
         return 0;
     }
@@ -1430,7 +1328,7 @@ static int run(gmtf_gpu_lanes_ctx *c, size_t count, size_t)
     const uint64_t *off = (const uint64_t *)c->off.p;
     uint8_t *bad = (uint8_t *)c->bad.p;
     int ver = lanes_version();
-    uint8_t *sh = (uint8_t *)malloc(SH3_BYTES); /* the CTA's shared memory */
+    uint8_t *sh = (uint8_t *)malloc(SH4_BYTES); /* the CTA's shared memory */
     if (!sh)
         return set_err(c, -ENOMEM, "malloc", "out of memory");
     for (size_t b = 0; b < count; b++) {
@@ -1444,27 +1342,29 @@ static int run(gmtf_gpu_lanes_ctx *c, size_t count, size_t)
         if (ver == 2) {
             stage_block(sh, gb, cum, sel, 0, 1);
             stage_wide(sh, 0, 1, wide);
-        } else if (ver >= 3) {
+        } else {
             stage_tabs(sh, cum, sel, 0, 1);
-            stage_rows3(sh, gb, 0, 1);
+            stage_rows4(sh, gb, 0, 1);
             stage_pairs(sh, cum, 0, 1);
             unsigned sets = used_sets(gb, sh + SH_SEL, 0, 1);
             for (unsigned t = 0; t < NTAB; t++)
                 if (t >= T_OFF || (sets >> (t / TPS) & 1))
                     wide |= tab_wide(sh, t);
         }
-        blk_tabs bt = {(const uint32_t *)(sh + SH_TAB), (const uint16_t *)(sh + SH_TOP),
-                       sh + SH_SEL, sh + SH_WIDE, (const uint32_t *)(sh + SH3_PAIR), sh + SH3_EQ};
+        blk_tabs bt = {(const uint32_t *)(sh + SH_TAB),
+                       (const uint16_t *)(sh + SH_TOP),
+                       sh + SH_SEL,
+                       sh + SH_WIDE,
+                       (const uint32_t *)(sh + SH4_PAIR),
+                       sh + SH4_EQ};
         for (unsigned j = 0; j < GMTF_GPU_LANES; j++) {
             const gmtf_gpu_lane *g = gb + j;
-            uint8_t s[1024], *row = sh + SH_ROWS + j * SH3_ROW;
+            uint8_t s[1024], *row = sh + SH_ROWS + j * SH4_ROW;
             memcpy(s, g->list, 1024);
             if (ver == 1 ? lane_decode(g, s, cum, sel, in, out)
                 : ver == 2 ? lane_decode2(g, sh + SH_ROWS + j * SH_ROW, bt, in, out)
-                : ver == 4 ? (wide ? lane_decode4<true>(g, row, bt, in, out)
-                                   : lane_decode4<false>(g, row, bt, in, out))
-                : wide     ? lane_decode3<true>(g, row, bt, in, out)
-                           : lane_decode3<false>(g, row, bt, in, out))
+                : wide ? lane_decode4<true>(g, row, bt, in, out)
+                       : lane_decode4<false>(g, row, bt, in, out))
                 bad[b] = 1;
         }
     }
@@ -1562,8 +1462,7 @@ static int check(const gmtf_gpu_lane *lanes, size_t count, uint64_t nin, const u
             uint64_t groups = ((uint64_t)l->end - l->start + GROUP_BYTES - 1) / GROUP_BYTES;
             if (l->in > l->in_end || l->in_end > nin || l->start > l->pos || l->pos > l->end ||
                 l->end > n || l->active > 256 || l->c > 255 || l->rtab >= NTAB ||
-                l->ltab + 4 >= NTAB ||
-                (uint64_t)l->group_base + groups > MAX_GROUPS)
+                l->ltab + 4 >= NTAB || (uint64_t)l->group_base + groups > MAX_GROUPS)
                 return -EINVAL;
         }
     }
