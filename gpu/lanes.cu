@@ -764,6 +764,7 @@ static GMTF_HD int lane_decode4(const gmtf_gpu_lane *g, uint8_t *row, const blk_
 {
     uint64_t xa = g->x[0], xb = g->x[1];
     uint64_t left64 = g->in_end - g->in;
+    /* a stream of 4 GiB or more cannot be read to its end: left stays over 0 */
     uint32_t left = left64 > 0xffffffffu ? 0xffffffffu : (uint32_t)left64;
     const uint32_t *wp = (const uint32_t *)(in + (g->in & ~(uint64_t)3));
     const unsigned sh = (unsigned)(g->in & 3) * 8;
