@@ -1193,16 +1193,26 @@ static int enc_pipeline(struct dev_batch *d)
             struct enc_devs v = {.on = {0, 0}};
             enc_range(e, r - 2, &q.p0, &q.p1);
             enc_range(e, r, &q.c0, &q.c1);
+            double t0 = prof_on() ? prof_ms() : 0, t1 = t0, t2 = t0;
             enc_devs_start(&q, &v, 0, r >= 1 && r - 1 < (int)chunks);
             if (q.p1 > q.p0)
                 gmtf_pool_run(c->pool, enc_round_task, &q, q.p1 - q.p0);
+            if (prof_on())
+                t1 = prof_ms();
             enc_devs_start(&q, &v, 1, r >= 2 && r - 2 < (int)chunks);
             q.late = 1;
             enc_range(e, r - 3, &q.f0, &q.f1);
             size_t tasks = (q.p1 - q.p0) + (q.f1 - q.f0) + (q.c1 - q.c0);
             if (tasks)
                 gmtf_pool_run(c->pool, enc_round_task, &q, tasks);
+            if (prof_on())
+                t2 = prof_ms();
             enc_devs_finish(&q, &v);
+            if (prof_on()) /* the pool's two phases, then its wait on the device */
+                fprintf(stderr,
+                        "profile: encode round %d: plan %.2f, late+finish+copy %.2f, "
+                        "device wait %.2f ms\n",
+                        r, t1 - t0, t2 - t1, prof_ms() - t2);
         }
         for (int r = 0; r < (int)chunks + 4 && !e->tight; r++) {
             struct enc_round q = {.d = d, .r = r};
@@ -1247,8 +1257,11 @@ static int batch_encode_dev(gmtf_codec *c, const uint8_t *src, const uint64_t *o
     if (rc == 0) {
         for (size_t i = 0; i < count; i++)
             size[i] = off[i + 1] - off[i];
+        double t0 = prof_on() ? prof_ms() : 0;
         gmtf_pool_run(c->pool, dev_encode_prep, &d, count);
         rc = dev_batch_pack(&d, count, size);
+        if (prof_on())
+            fprintf(stderr, "profile: encode prep+pack %.2f ms\n", prof_ms() - t0);
     }
     if (rc == 0 && d.nsel) {
         int big = 0; /* a block that method 2 may code */

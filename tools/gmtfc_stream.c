@@ -11,6 +11,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
 #include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
@@ -262,6 +263,8 @@ int gmtfc_stream_create(gmtfc_stream **out, const gmtfc_config *cfg)
     s->cfg = *cfg;
     if (s->cfg.threads == 0)
         s->cfg.threads = 1;
+    if (prof_on())
+        fprintf(stderr, "gmtfc profile: create at %.3f s\n", prof_wall());
     int rc = ensure_codec(s, cfg->block_size);
     if (rc < 0) {
         free(s);
@@ -277,9 +280,15 @@ void gmtfc_stream_destroy(gmtfc_stream *s)
         return;
     double t0 = prof_on() ? prof_ms() : 0;
     gmtf_codec_destroy(s->codec);
-    if (prof_on())
-        fprintf(stderr, "gmtfc profile: codec destroyed in %.1f ms, at %.3f s\n", prof_ms() - t0,
-                prof_wall());
+    if (prof_on()) {
+        struct rusage ru;
+        getrusage(RUSAGE_SELF, &ru);
+        fprintf(stderr,
+                "gmtfc profile: codec destroyed in %.1f ms, at %.3f s; user %.3f s, sys %.3f s, "
+                "minor faults %ld\n",
+                prof_ms() - t0, prof_wall(), ru.ru_utime.tv_sec + ru.ru_utime.tv_usec / 1e6,
+                ru.ru_stime.tv_sec + ru.ru_stime.tv_usec / 1e6, ru.ru_minflt);
+    }
     free(s->in);
     free(s->out);
     free(s->off);
@@ -486,9 +495,10 @@ int gmtfc_compress(gmtfc_stream *s, int in_fd, int out_fd, gmtfc_totals *t, gmtf
             return rc;
         if (prof_on())
             fprintf(stderr,
-                    "gmtfc profile: %zu blocks: read+crc %.1f, encode%s %.1f, crc+write %.1f ms\n",
+                    "gmtfc profile: %zu blocks: read+crc %.1f, encode%s %.1f, crc+write %.1f ms, "
+                    "done at %.3f s\n",
                     count, t1 - t0, threaded ? " (the next read beside it)" : "", t2 - t1,
-                    prof_ms() - t2);
+                    prof_ms() - t2, prof_wall());
         t->in_bytes += (uint64_t)got;
         t->frames += count;
         report_progress(s, t);
