@@ -144,7 +144,8 @@ int codec_decode_range(gmtf_fs *fs, uint32_t id, const uint8_t *src, size_t len,
 int gmtf_fs_codec_prepare(gmtf_fs *fs)
 {
     pthread_mutex_lock(&fs->codec_lock);
-    int rc = gmtf_codec_prepare(fs->codec, FLUSH_BATCH_BYTES, 1);
+    int rc = gmtf_codec_prepare(fs->codec,
+                                fs->opt.no_flush ? FLUSH_MKFS_ENCODE_BYTES : FLUSH_BATCH_BYTES, 1);
     pthread_mutex_unlock(&fs->codec_lock);
     return rc;
 }

@@ -36,6 +36,8 @@
 #define GMTFC_BATCH_MIN_BYTES (16u << 20)
 #define GMTFC_BATCH_MAX_BYTES (256u << 20)
 #define GMTFC_BATCH_MAX_BLOCKS 65536u
+/* Batches of a compression in flight at most (read, coded, written). */
+#define GMTFC_SLOTS_MAX 3
 
 typedef struct gmtfc_config {
     uint32_t block_size; /* compression block size, 1 .. GMTF_BLOCK_MAX */
@@ -80,6 +82,8 @@ typedef struct gmtfc_stream gmtfc_stream;
 int gmtfc_stream_create(gmtfc_stream **out, const gmtfc_config *cfg);
 void gmtfc_stream_destroy(gmtfc_stream *s);
 void gmtfc_stream_set_progress(gmtfc_stream *s, gmtfc_progress_fn fn, void *arg);
+/* 1 when the stream's batches go to a GPU (gmtf_codec_batch_device). */
+int gmtfc_stream_device(const gmtfc_stream *s);
 /* Resolved MTF backend name of the codec in use. */
 const char *gmtfc_stream_mtf_name(const gmtfc_stream *s);
 

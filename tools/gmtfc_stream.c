@@ -36,13 +36,20 @@ struct gmtfc_stream {
     uint64_t *off2; /* count+1 entries */
     int *status;
     size_t off_cap; /* entries in off, off2, status */
-    /* compression: the second set of buffers, the next batch read into
-     * them while this one is coded (in2 and out2 as in and out, off3 and
-     * off4 as off and off2) */
-    uint8_t *in2, *out2;
-    size_t in2_cap, out2_cap;
-    uint64_t *off3, *off4;
-    size_t off34_cap;
+    /* compression: the batches in flight (read, being coded, coded and
+     * not yet written), and the second codec of a GPU pipeline */
+    struct cslot {
+        uint8_t *in, *out;
+        size_t in_cap, out_cap;
+        uint64_t *off, *off2; /* blocks in in, frames in out (count + 1) */
+        size_t off_cap;
+        size_t count; /* blocks */
+        long got;     /* bytes */
+        int state;    /* SLOT_* */
+        int rc;       /* the encode's */
+    } cs[GMTFC_SLOTS_MAX];
+    gmtf_codec *codec2;
+    uint32_t codec2_max_block;
 };
 
 /* ---- errors -------------------------------------------------------------- */
@@ -294,10 +301,13 @@ void gmtfc_stream_destroy(gmtfc_stream *s)
     free(s->off);
     free(s->off2);
     free(s->status);
-    free(s->in2);
-    free(s->out2);
-    free(s->off3);
-    free(s->off4);
+    gmtf_codec_destroy(s->codec2);
+    for (int i = 0; i < GMTFC_SLOTS_MAX; i++) {
+        free(s->cs[i].in);
+        free(s->cs[i].out);
+        free(s->cs[i].off);
+        free(s->cs[i].off2);
+    }
     free(s);
 }
 
@@ -305,6 +315,14 @@ void gmtfc_stream_set_progress(gmtfc_stream *s, gmtfc_progress_fn fn, void *arg)
 {
     s->progress = fn;
     s->progress_arg = arg;
+}
+
+int gmtfc_stream_device(const gmtfc_stream *s)
+{
+    int dev = gmtf_codec_batch_device(s->codec);
+    if (prof_on())
+        fprintf(stderr, "gmtfc profile: leaving at %.3f s\n", prof_wall());
+    return dev;
 }
 
 const char *gmtfc_stream_mtf_name(const gmtfc_stream *s)
@@ -353,45 +371,6 @@ static size_t cut_blocks(uint64_t *off, size_t len, uint32_t bs)
     return count;
 }
 
-static int compress_buffers(gmtfc_stream *s, size_t batch, int two)
-{
-    size_t in_need = batch * (size_t)s->cfg.block_size;
-    if (grow((void **)&s->in, &s->in_cap, in_need, 1) < 0 || ensure_offsets(s, batch) < 0)
-        return -ENOMEM;
-    cut_blocks(s->off, in_need, s->cfg.block_size);
-    uint64_t bound = gmtf_batch_bound(s->off, batch);
-    if (bound > SIZE_MAX || grow((void **)&s->out, &s->out_cap, (size_t)bound, 1) < 0)
-        return -ENOMEM;
-    if (two) {
-        size_t c3 = s->off34_cap;
-        if (grow((void **)&s->in2, &s->in2_cap, in_need, 1) < 0 ||
-            grow((void **)&s->out2, &s->out2_cap, (size_t)bound, 1) < 0 ||
-            grow((void **)&s->off3, &c3, batch + 1, sizeof *s->off3) < 0 ||
-            grow((void **)&s->off4, &s->off34_cap, batch + 1, sizeof *s->off4) < 0)
-            return -ENOMEM;
-    }
-    return 0;
-}
-
-/* One batch's encode, on a helper thread while the next batch is read. */
-struct enc_job {
-    gmtf_codec *codec;
-    const uint8_t *in;
-    const uint64_t *off;
-    size_t count;
-    uint8_t *out;
-    size_t cap;
-    uint64_t *off2;
-    int rc;
-};
-
-static void *enc_job_run(void *arg)
-{
-    struct enc_job *j = arg;
-    j->rc = gmtf_batch_encode(j->codec, j->in, j->off, j->count, j->out, j->cap, j->off2);
-    return NULL;
-}
-
 /* The codec readied (workspaces; with a GPU its start, contexts and pinned
  * staging) on a thread beside the first read: on unless GMTFC_PREPARE=0
  * (measurements). */
@@ -418,18 +397,176 @@ static int prep_start(gmtfc_stream *s, uint64_t bytes, int encode, struct prep_j
     return pthread_create(th, NULL, prep_run, j) == 0;
 }
 
+/* ---- the compression pipeline ----
+ *
+ * Batches go through slots: the caller's thread reads batch b into slot
+ * b % nslots (and checksums it), encoders code the batches in order of
+ * their numbers, each as soon as it is free, and the caller's thread
+ * writes the coded batches in order. One encoder (the stream's codec) and
+ * two slots: the next batch is read while this one is coded. On a GPU with
+ * a big input (big_input), two encoders, each with a codec of its own (its
+ * device contexts, streams and pinned staging on the same GPU), and three
+ * slots: while one batch's blocks are coded on the host (the blocks the
+ * device does not code, the frames put together: 80-90 ms of a 256 MiB
+ * batch's 245 on the H100, docs/gpu.md), the next one is on the device.
+ * Frames depend on the blocks' bytes only: the stream is the same. */
+
+enum { SLOT_FREE, SLOT_READY, SLOT_DONE };
+
+struct cpipe {
+    gmtfc_stream *s;
+    pthread_mutex_t mtx;
+    pthread_cond_t cond;
+    unsigned nslots;
+    uint64_t nread;    /* batches read (slot READY or later) */
+    uint64_t next_enc; /* the next batch an encoder takes */
+    int eof;           /* no batch after nread */
+    int stop;          /* encoders leave */
+    uint64_t batch_bytes;
+};
+
+struct cenc {
+    struct cpipe *p;
+    gmtf_codec *codec; /* NULL: encoder 1 makes the stream's second codec */
+    pthread_t th;
+    int started;
+};
+
+/* The second codec (made once a stream, for blocks of the stream's size),
+ * readied for a batch: on encoder 1's thread, while encoder 0 codes. */
+static gmtf_codec *second_codec(gmtfc_stream *s, uint64_t batch_bytes)
+{
+    if (!s->codec2 || s->codec2_max_block < s->codec_max_block) {
+        gmtf_codec_options opt = {
+            .threads = s->cfg.threads,
+            .mtf = s->cfg.mtf,
+            .max_block = s->codec_max_block,
+            .gpus = s->cfg.gpus,
+        };
+        gmtf_codec *c;
+        if (gmtf_codec_create(&c, &opt) < 0)
+            return NULL;
+        gmtf_codec_destroy(s->codec2);
+        s->codec2 = c;
+        s->codec2_max_block = s->codec_max_block;
+    }
+    if (!gmtf_codec_batch_device(s->codec2))
+        return NULL; /* a second CPU codec would only share the cores */
+    (void)gmtf_codec_prepare(s->codec2, batch_bytes, 1); /* a failure: the batch's to find */
+    return s->codec2;
+}
+
+static void *cenc_main(void *arg)
+{
+    struct cenc *e = arg;
+    struct cpipe *p = e->p;
+    gmtfc_stream *s = p->s;
+    gmtf_codec *c = e->codec ? e->codec : second_codec(s, p->batch_bytes);
+    if (prof_on() && !e->codec)
+        fprintf(stderr, "gmtfc profile: second codec %s at %.3f s\n", c ? "ready" : "not made",
+                prof_wall());
+    pthread_mutex_lock(&p->mtx);
+    while (c) {
+        while (!p->stop && p->next_enc >= p->nread && !p->eof)
+            pthread_cond_wait(&p->cond, &p->mtx);
+        if (p->stop || p->next_enc >= p->nread)
+            break;
+        struct cslot *sl = &s->cs[p->next_enc++ % p->nslots];
+        pthread_mutex_unlock(&p->mtx);
+        double t0 = prof_on() ? prof_ms() : 0;
+        int rc = gmtf_batch_encode(c, sl->in, sl->off, sl->count, sl->out, sl->out_cap, sl->off2);
+        if (prof_on())
+            fprintf(stderr, "gmtfc profile: encoder %d: %zu blocks in %.1f ms, done at %.3f s\n",
+                    e->codec ? 0 : 1, sl->count, prof_ms() - t0, prof_wall());
+        pthread_mutex_lock(&p->mtx);
+        sl->rc = rc;
+        sl->state = SLOT_DONE;
+        pthread_cond_broadcast(&p->cond);
+    }
+    pthread_mutex_unlock(&p->mtx);
+    return NULL;
+}
+
+/* Grows slot i for batches of `batch` blocks of bs bytes. */
+static int slot_buffers(gmtfc_stream *s, unsigned i, size_t batch)
+{
+    struct cslot *sl = &s->cs[i];
+    size_t in_need = batch * (size_t)s->cfg.block_size, oc = sl->off_cap;
+    if (grow((void **)&sl->in, &sl->in_cap, in_need, 1) < 0 ||
+        grow((void **)&sl->off, &oc, batch + 1, sizeof *sl->off) < 0 ||
+        grow((void **)&sl->off2, &sl->off_cap, batch + 1, sizeof *sl->off2) < 0)
+        return -ENOMEM;
+    cut_blocks(sl->off, in_need, s->cfg.block_size);
+    uint64_t bound = gmtf_batch_bound(sl->off, batch);
+    if (bound > SIZE_MAX || grow((void **)&sl->out, &sl->out_cap, (size_t)bound, 1) < 0)
+        return -ENOMEM;
+    sl->state = SLOT_FREE;
+    return 0;
+}
+
+/* Pages of fresh buffers touched beside the GPU's start (CUDA's start
+ * and the pinned staging take 0.3-0.6 s on the H100 with the host's cores
+ * idle) rather than at their first use in the pipeline: the slots' outputs,
+ * and the inputs of all slots but the first (read into now). */
+struct touch_job {
+    gmtfc_stream *s;
+    unsigned nslots, part, parts;
+    pthread_t th;
+    int started;
+};
+
+static void touch(uint8_t *p, size_t n, unsigned part, unsigned parts)
+{
+    const size_t page = 4096;
+    for (size_t i = (n / parts * part) & ~(page - 1); i < n / parts * (part + 1); i += page)
+        p[i] = 0;
+}
+
+static void *touch_main(void *arg)
+{
+    struct touch_job *j = arg;
+    for (unsigned i = 0; i < j->nslots; i++) {
+        if (i > 0)
+            touch(j->s->cs[i].in, j->s->cs[i].in_cap, j->part, j->parts);
+        touch(j->s->cs[i].out, j->s->cs[i].out_cap, j->part, j->parts);
+    }
+    return NULL;
+}
+
+/* Encoders: GMTFC_ENCODERS=1 or 2 when set (measurements), else 2 on a
+ * GPU with a big input, else 1. */
+static unsigned encoders_for(const gmtfc_stream *s, int big)
+{
+    const char *e = getenv("GMTFC_ENCODERS");
+    if (e && (*e == '1' || *e == '2') && !e[1])
+        return (unsigned)(*e - '0');
+    return big && gmtf_codec_batch_device(s->codec) ? 2 : 1;
+}
+
 /* Reading the next batch while this one is coded (two sets of buffers):
- * on unless GMTFC_OVERLAP=0 (measurements). */
+ * on unless GMTFC_OVERLAP=0 (measurements: one batch at a time). */
 static int overlap_on(void)
 {
     const char *e = getenv("GMTFC_OVERLAP");
     return !(e && *e == '0');
 }
 
+/* Reads batch p->nread into its slot (the caller's thread, unlocked). */
+static long read_batch(struct cpipe *p, int in_fd, uint32_t *crc, size_t full, uint32_t bs)
+{
+    struct cslot *sl = &p->s->cs[p->nread % p->nslots];
+    long got = read_full(in_fd, sl->in, full);
+    if (got > 0) {
+        *crc = gmtf_crc32c(*crc, sl->in, (size_t)got);
+        sl->count = cut_blocks(sl->off, (size_t)got, bs);
+    }
+    sl->got = got;
+    return got;
+}
+
 int gmtfc_compress(gmtfc_stream *s, int in_fd, int out_fd, gmtfc_totals *t, gmtfc_error *err)
 {
     const uint32_t bs = s->cfg.block_size;
-    const int two = overlap_on();
     uint8_t hdr[GMTFC_TRAILER_LEN];
     uint32_t crc = 0, frames_crc = 0;
     int rc;
@@ -440,83 +577,116 @@ int gmtfc_compress(gmtfc_stream *s, int in_fd, int out_fd, gmtfc_totals *t, gmtf
         fprintf(stderr, "gmtfc profile: start at %.3f s\n", prof_wall());
     if ((rc = ensure_codec(s, bs)) < 0)
         return set_error(err, GMTFC_ERR_CODEC, rc, 0, "%s", gmtf_strerror(rc));
-    const size_t batch = stream_batch(s, bs, big_input(in_fd, 0));
+    const int big = big_input(in_fd, 0);
+    const size_t batch = stream_batch(s, bs, big);
     const size_t full = batch * (size_t)bs;
-    if ((rc = compress_buffers(s, batch, two)) < 0)
-        return set_error(err, GMTFC_ERR_CODEC, rc, 0, "%s", gmtf_strerror(rc));
+    const unsigned nenc = overlap_on() ? encoders_for(s, big) : 1;
+    struct cpipe p = {.s = s, .nslots = overlap_on() ? nenc + 1 : 1, .batch_bytes = full};
+    for (unsigned i = 0; i < p.nslots; i++)
+        if ((rc = slot_buffers(s, i, batch)) < 0)
+            return set_error(err, GMTFC_ERR_CODEC, rc, 0, "%s", gmtf_strerror(rc));
     if (prof_on())
-        fprintf(stderr, "gmtfc profile: ready at %.3f s\n", prof_wall());
+        fprintf(stderr, "gmtfc profile: ready at %.3f s (%u encoders, %u slots)\n", prof_wall(),
+                nenc, p.nslots);
     make_header(hdr, bs);
     if ((rc = write_out(out_fd, hdr, GMTFC_HEADER_LEN, t, err)) < 0)
         return rc;
-    /* cur: the batch being coded; nxt: where the next one is read meanwhile */
-    struct {
-        uint8_t *in, *out;
-        uint64_t *off, *off2;
-        size_t cap;
-    } cur = {s->in, s->out, s->off, s->off2, s->out_cap},
-      nxt = {s->in2, s->out2, s->off3, s->off4, s->out2_cap}, tmp;
-    if (!two)
-        nxt = cur; /* one set of buffers: the next batch is read after this one is written */
     double t0 = prof_on() ? prof_ms() : 0;
     struct prep_job pj;
     pthread_t pt;
     int prep = prep_start(s, full, 1, &pj, &pt);
-    long got = read_full(in_fd, cur.in, full);
-    if (got > 0)
-        crc = gmtf_crc32c(crc, cur.in, (size_t)got);
+    struct touch_job tj[4] = {{0}};
+    for (unsigned i = 0; i < 4 && nenc > 1; i++) {
+        tj[i] = (struct touch_job){.s = s, .nslots = p.nslots, .part = i, .parts = 4};
+        tj[i].started = pthread_create(&tj[i].th, NULL, touch_main, &tj[i]) == 0;
+        if (!tj[i].started)
+            touch_main(&tj[i]);
+    }
+    long got = read_batch(&p, in_fd, &crc, full, bs);
     if (prep)
         pthread_join(pt, NULL);
-    while (got != 0) {
-        if (got < 0)
-            return set_error(err, GMTFC_ERR_READ, (int)got, t->in_bytes, "read error: %s",
-                             strerror((int)-got));
-        double t1 = prof_on() ? prof_ms() : 0;
-        size_t count = cut_blocks(cur.off, (size_t)got, bs);
-        struct enc_job job = {s->codec, cur.in, cur.off, count, cur.out, cur.cap, cur.off2, 0};
-        pthread_t th;
-        int threaded =
-            two && (size_t)got == full && pthread_create(&th, NULL, enc_job_run, &job) == 0;
-        long next = 0;
-        if (threaded) { /* the next batch read and checksummed meanwhile */
-            next = read_full(in_fd, nxt.in, full);
-            if (next > 0)
-                crc = gmtf_crc32c(crc, nxt.in, (size_t)next);
-            pthread_join(th, NULL);
-        } else {
-            enc_job_run(&job);
-        }
-        double t2 = prof_on() ? prof_ms() : 0;
-        if (job.rc < 0)
-            return set_error(err, GMTFC_ERR_CODEC, job.rc, t->in_bytes, "encoding failed: %s",
-                             gmtf_strerror(job.rc));
-        frames_crc = gmtf_crc32c(frames_crc, cur.out, (size_t)cur.off2[count]);
-        if ((rc = write_out(out_fd, cur.out, (size_t)cur.off2[count], t, err)) < 0)
-            return rc;
-        if (prof_on())
-            fprintf(stderr,
-                    "gmtfc profile: %zu blocks: read+crc %.1f, encode%s %.1f, crc+write %.1f ms, "
-                    "done at %.3f s\n",
-                    count, t1 - t0, threaded ? " (the next read beside it)" : "", t2 - t1,
-                    prof_ms() - t2, prof_wall());
-        t->in_bytes += (uint64_t)got;
-        t->frames += count;
-        report_progress(s, t);
-        if ((size_t)got < full)
-            break;
-        t0 = prof_on() ? prof_ms() : 0;
-        if (!threaded) {
-            next = read_full(in_fd, nxt.in, full);
-            if (next > 0)
-                crc = gmtf_crc32c(crc, nxt.in, (size_t)next);
-        }
-        got = next;
-        if (two) {
-            tmp = cur;
-            cur = nxt;
-            nxt = tmp;
-        }
+    for (unsigned i = 0; i < 4; i++)
+        if (tj[i].started)
+            pthread_join(tj[i].th, NULL);
+    if (prof_on())
+        fprintf(stderr, "gmtfc profile: first read+crc (the prepare beside it) %.1f ms, at %.3f s\n",
+                prof_ms() - t0, prof_wall());
+    if (got < 0)
+        return set_error(err, GMTFC_ERR_READ, (int)got, 0, "read error: %s", strerror((int)-got));
+    pthread_mutex_init(&p.mtx, NULL);
+    pthread_cond_init(&p.cond, NULL);
+    p.eof = (size_t)got < full;
+    if (got > 0) {
+        s->cs[0].state = SLOT_READY;
+        p.nread = 1;
     }
+    struct cenc enc[2] = {{.p = &p, .codec = s->codec}, {.p = &p, .codec = NULL}};
+    for (unsigned i = 0; i < nenc && got > 0; i++)
+        enc[i].started = pthread_create(&enc[i].th, NULL, cenc_main, &enc[i]) == 0;
+    uint64_t written = 0;
+    rc = 0;
+    pthread_mutex_lock(&p.mtx);
+    while (rc == 0 && (written < p.nread || !p.eof)) {
+        struct cslot *w = &s->cs[written % p.nslots];
+        if (w->state == SLOT_DONE) { /* the oldest batch coded: out in order */
+            pthread_mutex_unlock(&p.mtx);
+            if (w->rc < 0) {
+                rc = set_error(err, GMTFC_ERR_CODEC, w->rc, t->in_bytes, "encoding failed: %s",
+                               gmtf_strerror(w->rc));
+            } else {
+                size_t n = (size_t)w->off2[w->count];
+                frames_crc = gmtf_crc32c(frames_crc, w->out, n);
+                rc = write_out(out_fd, w->out, n, t, err);
+                t->in_bytes += (uint64_t)w->got;
+                t->frames += w->count;
+                report_progress(s, t);
+            }
+            pthread_mutex_lock(&p.mtx);
+            w->state = SLOT_FREE;
+            written++;
+            continue;
+        }
+        struct cslot *r = &s->cs[p.nread % p.nslots];
+        if (!p.eof && r->state == SLOT_FREE) { /* the next batch read meanwhile */
+            pthread_mutex_unlock(&p.mtx);
+            got = read_batch(&p, in_fd, &crc, full, bs);
+            pthread_mutex_lock(&p.mtx);
+            if (got < 0) {
+                rc = set_error(err, GMTFC_ERR_READ, (int)got, t->in_bytes, "read error: %s",
+                               strerror((int)-got));
+                break;
+            }
+            p.eof = (size_t)got < full;
+            if (got > 0) {
+                r->state = SLOT_READY;
+                p.nread++;
+            }
+            pthread_cond_broadcast(&p.cond);
+            continue;
+        }
+        if (!enc[0].started && p.next_enc < p.nread) { /* no encoder thread: code here */
+            struct cslot *sl = &s->cs[p.next_enc++ % p.nslots];
+            pthread_mutex_unlock(&p.mtx);
+            sl->rc = gmtf_batch_encode(s->codec, sl->in, sl->off, sl->count, sl->out,
+                                       sl->out_cap, sl->off2);
+            pthread_mutex_lock(&p.mtx);
+            sl->state = SLOT_DONE;
+            continue;
+        }
+        pthread_cond_wait(&p.cond, &p.mtx);
+    }
+    p.stop = 1;
+    pthread_cond_broadcast(&p.cond);
+    pthread_mutex_unlock(&p.mtx);
+    for (unsigned i = 0; i < 2; i++)
+        if (enc[i].started)
+            pthread_join(enc[i].th, NULL);
+    for (unsigned i = 0; i < p.nslots; i++)
+        s->cs[i].state = SLOT_FREE;
+    pthread_cond_destroy(&p.cond);
+    pthread_mutex_destroy(&p.mtx);
+    if (rc < 0)
+        return rc;
     make_trailer(hdr, t->in_bytes, t->frames, crc, frames_crc);
     t->streams = 1;
     if (prof_on())
