@@ -124,7 +124,8 @@ int fs_new(gmtf_image *img, const gmtf_fs_options *opt, uint32_t bs, gmtf_fs **o
 void fs_destroy(gmtf_fs *fs, int close_img)
 {
     meta_free_all(fs);
-    gmtf_codec_destroy(fs->codec);
+    if (!fs->opt.exit_after || !gmtf_codec_batch_device(fs->codec))
+        gmtf_codec_destroy(fs->codec);
     for (unsigned i = 0; i < fs->ndpool; i++)
         gmtf_codec_destroy(fs->dpool[i]);
     pthread_mutex_destroy(&fs->dpool_mtx);

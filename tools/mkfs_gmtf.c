@@ -293,6 +293,7 @@ int main(int argc, char **argv)
                            * (docs/format.md, Packing) */
                           .pack_write_order = 1,
                           .mkfs_finish = mo.incomplete,
+                          .exit_after = 1,
                           .write_time = mo.time};
     gmtf_fs *fs;
     rc = gmtf_fs_mount(img, &fo, &fs);
