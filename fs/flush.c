@@ -8,6 +8,7 @@
  * buffer. */
 #include <stdio.h>
 #include <sys/stat.h>
+#include <time.h>
 
 #include "fs_internal.h"
 
@@ -508,8 +509,25 @@ static int pieces_record(gmtf_fs *fs, struct piece *p, size_t np, struct group *
     return rc;
 }
 
+/* GMTF_FLUSH_PROFILE=1: one line a flush on stderr, its phases in ms
+ * (measurements, docs/gpu.md). */
+static double flush_prof_ms(void)
+{
+    static int on = -1;
+    if (on < 0) {
+        const char *e = getenv("GMTF_FLUSH_PROFILE");
+        on = e && *e == '1';
+    }
+    if (!on)
+        return -1;
+    struct timespec t;
+    clock_gettime(CLOCK_MONOTONIC, &t);
+    return t.tv_sec * 1e3 + t.tv_nsec / 1e6;
+}
+
 static int flush_pieces(gmtf_fs *fs, struct piece *p, size_t np, int unlocked)
 {
+    double t0 = flush_prof_ms(), t1 = t0, t2 = t0;
     pieces_note(p, np);
     int rc = pieces_dedup(fs, p, np);
     if (rc)
@@ -518,11 +536,21 @@ static int flush_pieces(gmtf_fs *fs, struct piece *p, size_t np, int unlocked)
     if (!g)
         return -ENOMEM;
     size_t ng = pieces_group(fs, p, np, g), stored;
+    if (t0 >= 0)
+        t1 = flush_prof_ms();
     rc = groups_encode_store(fs, p, np, g, ng, unlocked, &stored);
+    if (t0 >= 0)
+        t2 = flush_prof_ms();
     if (!rc) {
         pieces_recheck(fs, p, np, g, ng, stored, unlocked);
         rc = pieces_record(fs, p, np, g, ng, stored);
     }
+    if (t0 >= 0)
+        fprintf(stderr,
+                "flush profile: %zu pieces, %zu frames, %llu bytes: dedup+group %.1f, "
+                "copy+encode+store %.1f, record %.1f ms\n",
+                np, ng, ng ? (unsigned long long)(g[ng - 1].raw_off + g[ng - 1].len) : 0ull,
+                t1 - t0, t2 - t1, flush_prof_ms() - t2);
     free(g);
     return rc;
 }

@@ -592,6 +592,14 @@ int gmtfc_compress(gmtfc_stream *s, int in_fd, int out_fd, gmtfc_totals *t, gmtf
     if ((rc = write_out(out_fd, hdr, GMTFC_HEADER_LEN, t, err)) < 0)
         return rc;
     double t0 = prof_on() ? prof_ms() : 0;
+    pthread_mutex_init(&p.mtx, NULL);
+    pthread_cond_init(&p.cond, NULL);
+    struct cenc enc[2] = {{.p = &p, .codec = s->codec}, {.p = &p, .codec = NULL}};
+    /* GMTFC_CODEC2=early (measurements): the second codec made and readied
+     * beside the first one's prepare, not once the first batch is coded */
+    const char *c2 = getenv("GMTFC_CODEC2");
+    if (nenc > 1 && c2 && strcmp(c2, "early") == 0)
+        enc[1].started = pthread_create(&enc[1].th, NULL, cenc_main, &enc[1]) == 0;
     struct prep_job pj;
     pthread_t pt;
     int prep = prep_start(s, full, 1, &pj, &pt);
@@ -611,20 +619,21 @@ int gmtfc_compress(gmtfc_stream *s, int in_fd, int out_fd, gmtfc_totals *t, gmtf
     if (prof_on())
         fprintf(stderr, "gmtfc profile: first read+crc (the prepare beside it) %.1f ms, at %.3f s\n",
                 prof_ms() - t0, prof_wall());
+    rc = 0;
+    pthread_mutex_lock(&p.mtx);
     if (got < 0)
-        return set_error(err, GMTFC_ERR_READ, (int)got, 0, "read error: %s", strerror((int)-got));
-    pthread_mutex_init(&p.mtx, NULL);
-    pthread_cond_init(&p.cond, NULL);
-    p.eof = (size_t)got < full;
+        rc = set_error(err, GMTFC_ERR_READ, (int)got, 0, "read error: %s", strerror((int)-got));
+    p.eof = got < 0 || (size_t)got < full;
     if (got > 0) {
         s->cs[0].state = SLOT_READY;
         p.nread = 1;
     }
-    struct cenc enc[2] = {{.p = &p, .codec = s->codec}, {.p = &p, .codec = NULL}};
+    pthread_cond_broadcast(&p.cond);
+    pthread_mutex_unlock(&p.mtx);
     for (unsigned i = 0; i < nenc && got > 0; i++)
-        enc[i].started = pthread_create(&enc[i].th, NULL, cenc_main, &enc[i]) == 0;
+        if (!enc[i].started)
+            enc[i].started = pthread_create(&enc[i].th, NULL, cenc_main, &enc[i]) == 0;
     uint64_t written = 0;
-    rc = 0;
     pthread_mutex_lock(&p.mtx);
     while (rc == 0 && (written < p.nread || !p.eof)) {
         struct cslot *w = &s->cs[written % p.nslots];

@@ -4,6 +4,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <getopt.h>
+#include <time.h>
 #include <inttypes.h>
 #include <locale.h>
 #include <pthread.h>
@@ -133,6 +134,18 @@ static void usage(FILE *f, const char *prog)
             "SOURCE_DATE_EPOCH (seconds) sets the image's times and clamps every file time\n"
             "to it: with -U, the same input gives the same image bytes.\n",
             prog);
+}
+
+/* GMTF_MKFS_PROFILE=1: when each step ended, on stderr (seconds of the
+ * realtime clock, measurements: docs/gpu.md). */
+static void mkfs_prof(const char *what)
+{
+    const char *e = getenv("GMTF_MKFS_PROFILE");
+    if (!e || *e != '1')
+        return;
+    struct timespec t;
+    clock_gettime(CLOCK_REALTIME, &t);
+    fprintf(stderr, "mkfs profile: %s at %.3f s\n", what, (double)t.tv_sec + t.tv_nsec / 1e9);
 }
 
 static void *prepare_run(void *fs)
@@ -296,7 +309,9 @@ int main(int argc, char **argv)
                           .exit_after = 1,
                           .write_time = mo.time};
     gmtf_fs *fs;
+    mkfs_prof("mount");
     rc = gmtf_fs_mount(img, &fo, &fs);
+    mkfs_prof("mounted");
     if (rc) {
         fprintf(stderr, "%s: %s: %s\n", prog, path, rc < -1000 ? gmtf_strerror(rc) : strerror(-rc));
         return CLI_EXIT_FAIL;
@@ -315,9 +330,11 @@ int main(int argc, char **argv)
         fprintf(stderr, "%s: %s\n", prog, strerror(-fill));
     else if (from)
         fill = mkfs_import_from(&c, from);
+    mkfs_prof("imported");
     if (prepping)
         pthread_join(prep, NULL);
     int synced = fill < 0 || interrupted ? 0 : mkfs_import_sync(&c);
+    mkfs_prof("synced");
     mkfs_import_progress_end(&c);
     gmtf_fs_info info;
     gmtf_fs_get_info(fs, &info);
@@ -329,6 +346,7 @@ int main(int argc, char **argv)
     } else {
         rc = synced;
         int urc = gmtf_fs_unmount(fs);
+        mkfs_prof("unmounted");
         if (!rc)
             rc = urc;
     }
