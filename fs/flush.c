@@ -325,7 +325,10 @@ static int groups_encode_store(gmtf_fs *fs, struct piece *p, size_t np, struct g
 {
     int rc = 0;
     size_t done = 0, pi = 0;
-    const uint64_t span = !unlocked && fs->opt.no_flush ? FLUSH_MKFS_ENCODE_BYTES : BATCH_BYTES;
+    uint64_t span = !unlocked && fs->opt.no_flush ? FLUSH_MKFS_ENCODE_BYTES : BATCH_BYTES;
+    const char *e = getenv("GMTF_MKFS_ENCODE_MIB"); /* measurements: 64 = as before */
+    if (span != BATCH_BYTES && e && *e)
+        span = (uint64_t)strtoul(e, NULL, 10) << 20;
     while (!rc && done < ng) {
         if (unlocked && done) /* dblocks may be gone now: one round only */
             break;
