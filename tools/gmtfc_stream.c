@@ -517,8 +517,9 @@ struct touch_job {
 
 static void touch(uint8_t *p, size_t n, unsigned part, unsigned parts)
 {
-    const size_t page = 4096;
-    for (size_t i = (n / parts * part) & ~(page - 1); i < n / parts * (part + 1); i += page)
+    const size_t page = 4096, lo = (n / parts * part) & ~(page - 1),
+                 hi = part + 1 == parts ? n : (n / parts * (part + 1)) & ~(page - 1);
+    for (size_t i = lo; i < hi; i += page)
         p[i] = 0;
 }
 
