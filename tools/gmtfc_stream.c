@@ -11,6 +11,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 #include <sys/resource.h>
 #include <sys/stat.h>
 #include <time.h>
@@ -249,6 +250,37 @@ static int grow(void **p, size_t *cap, size_t need, size_t elem)
     return 0;
 }
 
+/* A slot's input or output buffer (contents not kept when it grows): on
+ * Linux in 2 MiB pages where the kernel gives them (MADV_HUGEPAGE), so that
+ * a fresh 256 MiB buffer takes 128 page faults instead of 65,536 and the
+ * exit unmaps it in as few; GMTFC_HUGE=0: plain pages (measurements). */
+static int grow_big(uint8_t **p, size_t *cap, size_t need)
+{
+    if (*cap >= need)
+        return 0;
+    free(*p);
+    *p = NULL;
+    *cap = 0;
+#ifdef MADV_HUGEPAGE
+    const char *e = getenv("GMTFC_HUGE");
+    const size_t huge = (size_t)2 << 20;
+    if (need >= huge && !(e && *e == '0')) {
+        size_t n = (need + huge - 1) & ~(huge - 1);
+        void *q;
+        if (posix_memalign(&q, huge, n) == 0) {
+            (void)madvise(q, n, MADV_HUGEPAGE); /* advice: plain pages if refused */
+            *p = q;
+            *cap = n;
+            return 0;
+        }
+    }
+#endif
+    if ((*p = malloc(need ? need : 1)) == NULL)
+        return -ENOMEM;
+    *cap = need;
+    return 0;
+}
+
 static int ensure_offsets(gmtfc_stream *s, size_t count)
 {
     if (s->off_cap >= count + 1)
@@ -320,8 +352,13 @@ void gmtfc_stream_set_progress(gmtfc_stream *s, gmtfc_progress_fn fn, void *arg)
 int gmtfc_stream_device(const gmtfc_stream *s)
 {
     int dev = gmtf_codec_batch_device(s->codec);
-    if (prof_on())
-        fprintf(stderr, "gmtfc profile: leaving at %.3f s\n", prof_wall());
+    if (prof_on()) {
+        struct rusage ru;
+        getrusage(RUSAGE_SELF, &ru);
+        fprintf(stderr, "gmtfc profile: leaving at %.3f s; user %.3f s, sys %.3f s, minor faults %ld\n",
+                prof_wall(), ru.ru_utime.tv_sec + ru.ru_utime.tv_usec / 1e6,
+                ru.ru_stime.tv_sec + ru.ru_stime.tv_usec / 1e6, ru.ru_minflt);
+    }
     return dev;
 }
 
@@ -403,12 +440,12 @@ static int prep_start(gmtfc_stream *s, uint64_t bytes, int encode, struct prep_j
  * b % nslots (and checksums it), encoders code the batches in order of
  * their numbers, each as soon as it is free, and the caller's thread
  * writes the coded batches in order. One encoder (the stream's codec) and
- * two slots: the next batch is read while this one is coded. On a GPU with
- * a big input (big_input), two encoders, each with a codec of its own (its
- * device contexts, streams and pinned staging on the same GPU), and three
- * slots: while one batch's blocks are coded on the host (the blocks the
- * device does not code, the frames put together: 80-90 ms of a 256 MiB
- * batch's 245 on the H100, docs/gpu.md), the next one is on the device.
+ * two slots: the next batch is read and the last one written while this
+ * one is coded. GMTFC_ENCODERS=2 (measurements, encoders_for): a second
+ * encoder with a codec of its own on the GPU (its device contexts, streams
+ * and pinned staging) and three slots, so that one batch's host steps (the
+ * blocks the device does not code, the frames put together: 80-90 ms of a
+ * 256 MiB batch's 245 on the H100) run beside the next one's device steps.
  * Frames depend on the blocks' bytes only: the stream is the same. */
 
 enum { SLOT_FREE, SLOT_READY, SLOT_DONE };
@@ -492,22 +529,24 @@ static int slot_buffers(gmtfc_stream *s, unsigned i, size_t batch)
 {
     struct cslot *sl = &s->cs[i];
     size_t in_need = batch * (size_t)s->cfg.block_size, oc = sl->off_cap;
-    if (grow((void **)&sl->in, &sl->in_cap, in_need, 1) < 0 ||
+    if (grow_big(&sl->in, &sl->in_cap, in_need) < 0 ||
         grow((void **)&sl->off, &oc, batch + 1, sizeof *sl->off) < 0 ||
         grow((void **)&sl->off2, &sl->off_cap, batch + 1, sizeof *sl->off2) < 0)
         return -ENOMEM;
     cut_blocks(sl->off, in_need, s->cfg.block_size);
     uint64_t bound = gmtf_batch_bound(sl->off, batch);
-    if (bound > SIZE_MAX || grow((void **)&sl->out, &sl->out_cap, (size_t)bound, 1) < 0)
+    if (bound > SIZE_MAX || grow_big(&sl->out, &sl->out_cap, (size_t)bound) < 0)
         return -ENOMEM;
     sl->state = SLOT_FREE;
     return 0;
 }
 
-/* Pages of fresh buffers touched beside the GPU's start (CUDA's start
- * and the pinned staging take 0.3-0.6 s on the H100 with the host's cores
- * idle) rather than at their first use in the pipeline: the slots' outputs,
- * and the inputs of all slots but the first (read into now). */
+/* Pages of fresh buffers touched beside the GPU's start (the prepare's
+ * device contexts and pinned staging take 0.35-0.45 s on the H100, the
+ * host's cores idle but the first read's) rather than at their first use
+ * in the pipeline, the outputs' in the codec's last steps: on a GPU with
+ * a big input, the slots' outputs and the inputs of all slots but the
+ * first (read into now); GMTFC_TOUCH=0 off (measurements). */
 struct touch_job {
     gmtfc_stream *s;
     unsigned nslots, part, parts;
@@ -534,14 +573,15 @@ static void *touch_main(void *arg)
     return NULL;
 }
 
-/* Encoders: GMTFC_ENCODERS=1 or 2 when set (measurements), else 2 on a
- * GPU with a big input, else 1. */
-static unsigned encoders_for(const gmtfc_stream *s, int big)
+/* Encoders: one, or GMTFC_ENCODERS=2 (measurements; only a GPU codec gets a
+ * second one). Two on one H100 were slower (docs/gpu.md, pipe8: 1280 MiB
+ * in 2.134 s against 1.938 with one): two batches on the device at once
+ * each took longer than one alone (628 and 336 ms against 245-297), their
+ * device steps sharing the GPU, and the exit ended two codecs. */
+static unsigned encoders_for(void)
 {
     const char *e = getenv("GMTFC_ENCODERS");
-    if (e && (*e == '1' || *e == '2') && !e[1])
-        return (unsigned)(*e - '0');
-    return big && gmtf_codec_batch_device(s->codec) ? 2 : 1;
+    return e && *e == '2' && !e[1] ? 2 : 1;
 }
 
 /* Reading the next batch while this one is coded (two sets of buffers):
@@ -581,7 +621,7 @@ int gmtfc_compress(gmtfc_stream *s, int in_fd, int out_fd, gmtfc_totals *t, gmtf
     const int big = big_input(in_fd, 0);
     const size_t batch = stream_batch(s, bs, big);
     const size_t full = batch * (size_t)bs;
-    const unsigned nenc = overlap_on() ? encoders_for(s, big) : 1;
+    const unsigned nenc = overlap_on() ? encoders_for() : 1;
     struct cpipe p = {.s = s, .nslots = overlap_on() ? nenc + 1 : 1, .batch_bytes = full};
     for (unsigned i = 0; i < p.nslots; i++)
         if ((rc = slot_buffers(s, i, batch)) < 0)
@@ -605,7 +645,9 @@ int gmtfc_compress(gmtfc_stream *s, int in_fd, int out_fd, gmtfc_totals *t, gmtf
     pthread_t pt;
     int prep = prep_start(s, full, 1, &pj, &pt);
     struct touch_job tj[4] = {{0}};
-    for (unsigned i = 0; i < 4 && nenc > 1; i++) {
+    const char *te = getenv("GMTFC_TOUCH"); /* measurements: 0 = off */
+    const int touching = big && gmtf_codec_batch_device(s->codec) && !(te && *te == '0');
+    for (unsigned i = 0; i < 4 && touching; i++) {
         tj[i] = (struct touch_job){.s = s, .nslots = p.nslots, .part = i, .parts = 4};
         tj[i].started = pthread_create(&tj[i].th, NULL, touch_main, &tj[i]) == 0;
         if (!tj[i].started)
@@ -756,7 +798,7 @@ static int decompress_buffers(gmtfc_stream *s, uint32_t bs, size_t batch)
     size_t fb = gmtf_frame_bound(bs);
     size_t in_need = (batch + 1) * fb + GMTFC_TRAILER_LEN + GMTFC_HEADER_LEN;
     if (grow((void **)&s->in, &s->in_cap, in_need, 1) < 0 ||
-        grow((void **)&s->out, &s->out_cap, batch * (size_t)bs, 1) < 0 ||
+        grow_big(&s->out, &s->out_cap, batch * (size_t)bs) < 0 ||
         ensure_offsets(s, batch) < 0)
         return -ENOMEM;
     return 0;
