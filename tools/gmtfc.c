@@ -571,18 +571,14 @@ int main(int argc, char **argv)
     for (int i = first; i < argc; i++)
         if ((r = -process_file(&a, argv[i])) > status)
             status = r;
-    /* With a GPU the codecs' teardown (their device memory and pinned
-     * staging freed: 0.10 s for one codec of 256 MiB batches on the H100,
-     * 0.23 s at 512 MiB, docs/gpu.md) is left to the exit, which ends the
-     * driver's context and the process's memory anyway. */
-    if (!gmtfc_stream_device(a.stream)) {
+    /* With a GPU the codec's teardown (its device memory and pinned
+     * staging freed: 0.10 s for 256 MiB batches on the H100, 0.23 s at 512
+     * MiB) is left to the exit, which ends the driver's context and the
+     * process's memory anyway (docs/gpu.md, pipe8: the exit then takes
+     * 0.22-0.24 s, against 0.14 s after the teardown; _exit, skipping
+     * CUDA's atexit handler, gained nothing). */
+    if (!gmtfc_stream_device(a.stream))
         gmtfc_stream_destroy(a.stream);
-    } else if (getenv("GMTFC_QUICK_EXIT") && *getenv("GMTFC_QUICK_EXIT") == '1') {
-        /* measurements: no atexit handlers (CUDA's runtime ends its
-         * context in one), the kernel ends the driver's */
-        fflush(NULL);
-        _exit(status);
-    }
     if (a.prog.name)
         cli_progress_free(&a.prog.line);
     return status;

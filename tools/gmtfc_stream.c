@@ -574,10 +574,11 @@ static void *touch_main(void *arg)
 }
 
 /* Encoders: one, or GMTFC_ENCODERS=2 (measurements; only a GPU codec gets a
- * second one). Two on one H100 were slower (docs/gpu.md, pipe8: 1280 MiB
- * in 2.134 s against 1.938 with one): two batches on the device at once
- * each took longer than one alone (628 and 336 ms against 245-297), their
- * device steps sharing the GPU, and the exit ended two codecs. */
+ * second one). Two on one H100 were slower on 1280 MiB (docs/gpu.md,
+ * pipe8: 2.134 s against 1.938 with one): later batches did code two in
+ * ~330 ms (against 245 for one alone), but the first took 628 ms beside
+ * the second codec's prepare (its pinned staging) and the exit, ending two
+ * codecs' device memory and staging, took 0.45 s instead of 0.26. */
 static unsigned encoders_for(void)
 {
     const char *e = getenv("GMTFC_ENCODERS");
@@ -636,11 +637,6 @@ int gmtfc_compress(gmtfc_stream *s, int in_fd, int out_fd, gmtfc_totals *t, gmtf
     pthread_mutex_init(&p.mtx, NULL);
     pthread_cond_init(&p.cond, NULL);
     struct cenc enc[2] = {{.p = &p, .codec = s->codec}, {.p = &p, .codec = NULL}};
-    /* GMTFC_CODEC2=early (measurements): the second codec made and readied
-     * beside the first one's prepare, not once the first batch is coded */
-    const char *c2 = getenv("GMTFC_CODEC2");
-    if (nenc > 1 && c2 && strcmp(c2, "early") == 0)
-        enc[1].started = pthread_create(&enc[1].th, NULL, cenc_main, &enc[1]) == 0;
     struct prep_job pj;
     pthread_t pt;
     int prep = prep_start(s, full, 1, &pj, &pt);
@@ -674,8 +670,7 @@ int gmtfc_compress(gmtfc_stream *s, int in_fd, int out_fd, gmtfc_totals *t, gmtf
     pthread_cond_broadcast(&p.cond);
     pthread_mutex_unlock(&p.mtx);
     for (unsigned i = 0; i < nenc && got > 0; i++)
-        if (!enc[i].started)
-            enc[i].started = pthread_create(&enc[i].th, NULL, cenc_main, &enc[i]) == 0;
+        enc[i].started = pthread_create(&enc[i].th, NULL, cenc_main, &enc[i]) == 0;
     uint64_t written = 0;
     pthread_mutex_lock(&p.mtx);
     while (rc == 0 && (written < p.nread || !p.eof)) {
