@@ -383,9 +383,10 @@ int fs_compact(gmtf_fs *fs, int force);
 /* ---- flush.c, stage.c ---- */
 int flush_dirty(gmtf_fs *fs, uint64_t only_ino); /* 0 = all */
 #define FLUSH_BATCH_BYTES (64u << 20) /* the most bytes one encode batch of a flush holds */
-#define FLUSH_MKFS_ENCODE_BYTES (256u << 20) /* mkfs (no_flush): sub-batches encoded together */
 #define FLUSH_UNLOCKED 1              /* flush_some: encode without the lock */
 #define FLUSH_STAGED 2                /* flush_some: only blocks holding staged (fsync'ed) bytes */
+/* mkfs (no_flush): the most bytes of a flush's sub-batches encoded together */
+#define FLUSH_MKFS_ENCODE_BYTES (256u << 20)
 /* Flushes the oldest dirty blocks, up to max_bytes (0 = all). With
  * FLUSH_UNLOCKED: drops fs->lock while encoding (one sub-batch), then keeps
  * only pieces that did not change meanwhile; the caller must not rely on

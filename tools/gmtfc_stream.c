@@ -355,7 +355,8 @@ int gmtfc_stream_device(const gmtfc_stream *s)
     if (prof_on()) {
         struct rusage ru;
         getrusage(RUSAGE_SELF, &ru);
-        fprintf(stderr, "gmtfc profile: leaving at %.3f s; user %.3f s, sys %.3f s, minor faults %ld\n",
+        fprintf(stderr,
+                "gmtfc profile: leaving at %.3f s; user %.3f s, sys %.3f s, minor faults %ld\n",
                 prof_wall(), ru.ru_utime.tv_sec + ru.ru_utime.tv_usec / 1e6,
                 ru.ru_stime.tv_sec + ru.ru_stime.tv_usec / 1e6, ru.ru_minflt);
     }
@@ -656,7 +657,8 @@ int gmtfc_compress(gmtfc_stream *s, int in_fd, int out_fd, gmtfc_totals *t, gmtf
         if (tj[i].started)
             pthread_join(tj[i].th, NULL);
     if (prof_on())
-        fprintf(stderr, "gmtfc profile: first read+crc (the prepare beside it) %.1f ms, at %.3f s\n",
+        fprintf(stderr,
+                "gmtfc profile: first read+crc (the prepare beside it) %.1f ms, at %.3f s\n",
                 prof_ms() - t0, prof_wall());
     rc = 0;
     pthread_mutex_lock(&p.mtx);
@@ -714,8 +716,8 @@ int gmtfc_compress(gmtfc_stream *s, int in_fd, int out_fd, gmtfc_totals *t, gmtf
         if (!enc[0].started && p.next_enc < p.nread) { /* no encoder thread: code here */
             struct cslot *sl = &s->cs[p.next_enc++ % p.nslots];
             pthread_mutex_unlock(&p.mtx);
-            sl->rc = gmtf_batch_encode(s->codec, sl->in, sl->off, sl->count, sl->out,
-                                       sl->out_cap, sl->off2);
+            sl->rc = gmtf_batch_encode(s->codec, sl->in, sl->off, sl->count, sl->out, sl->out_cap,
+                                       sl->off2);
             pthread_mutex_lock(&p.mtx);
             sl->state = SLOT_DONE;
             continue;
@@ -793,8 +795,7 @@ static int decompress_buffers(gmtfc_stream *s, uint32_t bs, size_t batch)
     size_t fb = gmtf_frame_bound(bs);
     size_t in_need = (batch + 1) * fb + GMTFC_TRAILER_LEN + GMTFC_HEADER_LEN;
     if (grow((void **)&s->in, &s->in_cap, in_need, 1) < 0 ||
-        grow_big(&s->out, &s->out_cap, batch * (size_t)bs) < 0 ||
-        ensure_offsets(s, batch) < 0)
+        grow_big(&s->out, &s->out_cap, batch * (size_t)bs) < 0 || ensure_offsets(s, batch) < 0)
         return -ENOMEM;
     return 0;
 }

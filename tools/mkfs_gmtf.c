@@ -150,7 +150,8 @@ static void mkfs_prof(const char *what)
     getrusage(RUSAGE_SELF, &ru);
     fprintf(stderr, "mkfs profile: %s at %.3f s; cpu %.3f s\n", what,
             (double)t.tv_sec + t.tv_nsec / 1e9,
-            ru.ru_utime.tv_sec + ru.ru_stime.tv_sec + (ru.ru_utime.tv_usec + ru.ru_stime.tv_usec) / 1e6);
+            ru.ru_utime.tv_sec + ru.ru_stime.tv_sec +
+                (ru.ru_utime.tv_usec + ru.ru_stime.tv_usec) / 1e6);
 }
 
 static void *prepare_run(void *fs)
