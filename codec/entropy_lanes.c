@@ -1153,6 +1153,38 @@ static inline __attribute__((always_inline)) uint32_t rans_get_raw(lane_dec *l, 
     return v;
 }
 
+/* An escaped length (state B, after the run's offset): its bit count eb
+ * by table, then its eb bits below the leading one raw, the high part
+ * first. */
+static inline __attribute__((always_inline)) uint32_t lane_escape(const lanes_dec_ws *w,
+                                                                  lane_dec *l, int safe)
+{
+    lane_renorm(l, XB, safe);
+    unsigned eb = LBIG_MIN + rans_get(l, XB, w->cum[T_LBIG]);
+    unsigned lo_bits = eb < 16 ? eb : 16;
+    uint32_t hi = rans_get_raw(l, XB, lo_bits);
+    lane_renorm(l, XB, safe);
+    uint32_t low = rans_get_raw(l, XB, eb - lo_bits);
+    return 1u << eb | hi << (eb - lo_bits) | low;
+}
+
+/* A run of byte c at o: four 8-byte stores for a run of at most 32 where
+ * 32 bytes of the lane are left (later runs write what is past the run),
+ * else memset. */
+static inline __attribute__((always_inline)) void lane_put_run(uint8_t *o, unsigned c,
+                                                               uint32_t len, uint32_t room)
+{
+    if (len <= 32 && room >= 32) {
+        uint64_t v = 0x0101010101010101ull * c;
+        memcpy(o, &v, 8);
+        memcpy(o + 8, &v, 8);
+        memcpy(o + 16, &v, 8);
+        memcpy(o + 24, &v, 8);
+    } else {
+        memset(o, (int)c, len);
+    }
+}
+
 /* What the next run of a lane needs before its first symbol: its byte,
  * its rank table and the base of its length tables. Done at the end of
  * the previous run, off the next run's critical path: the byte c is the
@@ -1196,13 +1228,7 @@ static inline __attribute__((always_inline)) int lane_run(const lanes_dec_ws *w,
         return GMTF_E_CORRUPT;
     uint32_t len;
     if (__builtin_expect(lsym == LSYM_ESC, 0)) {
-        lane_renorm(l, XB, safe);
-        unsigned eb = LBIG_MIN + rans_get(l, XB, cum[T_LBIG]);
-        unsigned lo_bits = eb < 16 ? eb : 16;
-        uint32_t hi = rans_get_raw(l, XB, lo_bits);
-        lane_renorm(l, XB, safe);
-        uint32_t low = rans_get_raw(l, XB, eb - lo_bits);
-        len = 1u << eb | hi << (eb - lo_bits) | low;
+        len = lane_escape(w, l, safe);
     } else {
         len = lbase[lsym] + rans_get_raw(l, XB, lbits[lsym]);
     }
@@ -1332,13 +1358,7 @@ static inline __attribute__((always_inline)) int lanes_run_batch(const lanes_dec
         r[k] = rsym[k] == RSYM_RETIRE ? l->active - 1 : rr;
         bad |= (r[k] >= l->active) | (l->active == 0);
         if (__builtin_expect(lsym[k] == LSYM_ESC, 0)) {
-            lane_renorm(l, XB, 1);
-            unsigned eb = LBIG_MIN + rans_get(l, XB, cum[T_LBIG]);
-            unsigned lo_bits = eb < 16 ? eb : 16;
-            uint32_t hi = rans_get_raw(l, XB, lo_bits);
-            lane_renorm(l, XB, 1);
-            uint32_t low = rans_get_raw(l, XB, eb - lo_bits);
-            len[k] = 1u << eb | hi << (eb - lo_bits) | low;
+            len[k] = lane_escape(w, l, 1);
         } else {
             len[k] = lbase[lsym[k]] + rans_get_raw(l, XB, lbits[lsym[k]]);
         }
@@ -1351,16 +1371,7 @@ static inline __attribute__((always_inline)) int lanes_run_batch(const lanes_dec
     for (unsigned k = 0; k < BATCH; k++) {
         lane_dec *l = &lb[k];
         unsigned c = l->c;
-        uint8_t *o = out + l->pos;
-        if (len[k] <= 32 && l->end - l->pos >= 32) {
-            uint64_t v = 0x0101010101010101ull * c;
-            memcpy(o, &v, 8);
-            memcpy(o + 8, &v, 8);
-            memcpy(o + 16, &v, 8);
-            memcpy(o + 24, &v, 8);
-        } else {
-            memset(o, (int)c, len[k]);
-        }
+        lane_put_run(out + l->pos, c, len[k], l->end - l->pos);
         l->pos += len[k];
         l->cnt[c] += len[k];
         qlfc_list_reinsert(l->h.list, r[k], c);
@@ -1560,13 +1571,7 @@ static AVX512_FN int lanes_decode_avx512(lanes_dec_ws *w, const uint8_t *src, ui
             if (__builtin_expect(ls == LSYM_ESC, 0)) {
                 l->x[XB] = v.xb[i];
                 l->in = src + v.in[i];
-                lane_renorm(l, XB, 1);
-                unsigned eb = LBIG_MIN + rans_get(l, XB, w->cum[T_LBIG]);
-                unsigned lo_bits = eb < 16 ? eb : 16;
-                uint32_t hi = rans_get_raw(l, XB, lo_bits);
-                lane_renorm(l, XB, 1);
-                uint32_t low = rans_get_raw(l, XB, eb - lo_bits);
-                len = 1u << eb | hi << (eb - lo_bits) | low;
+                len = lane_escape(w, l, 1);
                 lane_renorm(l, XB, 1);
                 v.xb[i] = l->x[XB];
                 v.in[i] = (uint32_t)(l->in - src);
@@ -1576,16 +1581,7 @@ static AVX512_FN int lanes_decode_avx512(lanes_dec_ws *w, const uint8_t *src, ui
             if ((r >= l->active) | (l->active == 0) | (len > l->end - l->pos))
                 return GMTF_E_CORRUPT;
             unsigned c = l->c, cn = l->h.list[1];
-            uint8_t *o = out + l->pos;
-            if (len <= 32 && l->end - l->pos >= 32) {
-                uint64_t b8 = 0x0101010101010101ull * c;
-                memcpy(o, &b8, 8);
-                memcpy(o + 8, &b8, 8);
-                memcpy(o + 16, &b8, 8);
-                memcpy(o + 24, &b8, 8);
-            } else {
-                memset(o, (int)c, len);
-            }
+            lane_put_run(out + l->pos, c, len, l->end - l->pos);
             l->pos += len;
             l->cnt[c] += len;
             qlfc_list_reinsert(l->h.list, r, c);
