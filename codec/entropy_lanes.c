@@ -26,8 +26,8 @@
  * frequencies by both sides.
  *
  * Each lane has its own two 64-bit rANS states and word stream, so lanes
- * decode in any order: one GPU thread or SIMD lane per lane, or two at a
- * time on a CPU core. */
+ * decode in any order: one GPU thread or SIMD lane per lane, two at a time
+ * on a CPU core, or 8 to a vector with AVX-512 (lanes_decode_avx512). */
 #include <errno.h>
 #include <stdatomic.h>
 #include <stdlib.h>
