@@ -26,9 +26,10 @@
  * frequencies by both sides.
  *
  * Each lane has its own two 64-bit rANS states and word stream, so lanes
- * decode in any order: one GPU thread or SIMD lane per lane, or two at a
- * time on a CPU core. */
+ * decode in any order: one GPU thread or SIMD lane per lane, two at a time
+ * on a CPU core, or 8 to a vector with AVX-512 (lanes_decode_avx512). */
 #include <errno.h>
+#include <stdatomic.h>
 #include <stdlib.h>
 #include <string.h>
 #if defined(__SSE2__)
@@ -232,6 +233,7 @@ typedef struct {
 
 typedef struct {
     uint16_t cum[NTABLES + 1][NSYM + 2]; /* + T_NONE */
+    uint64_t row4[NTABLES + 1];          /* decoder (AVX-512): cum[4], cum[8], cum[12], 4096 */
     uint8_t emq[NTABLES][NSYM];          /* decoder: count bit lengths (contexts) */
     uint8_t sel[MAX_GROUPS];
     lane_dec lane[GMTF_QLFC_NLANES];
@@ -1151,6 +1153,38 @@ static inline __attribute__((always_inline)) uint32_t rans_get_raw(lane_dec *l, 
     return v;
 }
 
+/* An escaped length (state B, after the run's offset): its bit count eb
+ * by table, then its eb bits below the leading one raw, the high part
+ * first. */
+static inline __attribute__((always_inline)) uint32_t lane_escape(const lanes_dec_ws *w,
+                                                                  lane_dec *l, int safe)
+{
+    lane_renorm(l, XB, safe);
+    unsigned eb = LBIG_MIN + rans_get(l, XB, w->cum[T_LBIG]);
+    unsigned lo_bits = eb < 16 ? eb : 16;
+    uint32_t hi = rans_get_raw(l, XB, lo_bits);
+    lane_renorm(l, XB, safe);
+    uint32_t low = rans_get_raw(l, XB, eb - lo_bits);
+    return 1u << eb | hi << (eb - lo_bits) | low;
+}
+
+/* A run of byte c at o: four 8-byte stores for a run of at most 32 where
+ * 32 bytes of the lane are left (later runs write what is past the run),
+ * else memset. */
+static inline __attribute__((always_inline)) void lane_put_run(uint8_t *o, unsigned c,
+                                                               uint32_t len, uint32_t room)
+{
+    if (len <= 32 && room >= 32) {
+        uint64_t v = 0x0101010101010101ull * c;
+        memcpy(o, &v, 8);
+        memcpy(o + 8, &v, 8);
+        memcpy(o + 16, &v, 8);
+        memcpy(o + 24, &v, 8);
+    } else {
+        memset(o, (int)c, len);
+    }
+}
+
 /* What the next run of a lane needs before its first symbol: its byte,
  * its rank table and the base of its length tables. Done at the end of
  * the previous run, off the next run's critical path: the byte c is the
@@ -1194,13 +1228,7 @@ static inline __attribute__((always_inline)) int lane_run(const lanes_dec_ws *w,
         return GMTF_E_CORRUPT;
     uint32_t len;
     if (__builtin_expect(lsym == LSYM_ESC, 0)) {
-        lane_renorm(l, XB, safe);
-        unsigned eb = LBIG_MIN + rans_get(l, XB, cum[T_LBIG]);
-        unsigned lo_bits = eb < 16 ? eb : 16;
-        uint32_t hi = rans_get_raw(l, XB, lo_bits);
-        lane_renorm(l, XB, safe);
-        uint32_t low = rans_get_raw(l, XB, eb - lo_bits);
-        len = 1u << eb | hi << (eb - lo_bits) | low;
+        len = lane_escape(w, l, safe);
     } else {
         len = lbase[lsym] + rans_get_raw(l, XB, lbits[lsym]);
     }
@@ -1330,13 +1358,7 @@ static inline __attribute__((always_inline)) int lanes_run_batch(const lanes_dec
         r[k] = rsym[k] == RSYM_RETIRE ? l->active - 1 : rr;
         bad |= (r[k] >= l->active) | (l->active == 0);
         if (__builtin_expect(lsym[k] == LSYM_ESC, 0)) {
-            lane_renorm(l, XB, 1);
-            unsigned eb = LBIG_MIN + rans_get(l, XB, cum[T_LBIG]);
-            unsigned lo_bits = eb < 16 ? eb : 16;
-            uint32_t hi = rans_get_raw(l, XB, lo_bits);
-            lane_renorm(l, XB, 1);
-            uint32_t low = rans_get_raw(l, XB, eb - lo_bits);
-            len[k] = 1u << eb | hi << (eb - lo_bits) | low;
+            len[k] = lane_escape(w, l, 1);
         } else {
             len[k] = lbase[lsym[k]] + rans_get_raw(l, XB, lbits[lsym[k]]);
         }
@@ -1349,16 +1371,7 @@ static inline __attribute__((always_inline)) int lanes_run_batch(const lanes_dec
     for (unsigned k = 0; k < BATCH; k++) {
         lane_dec *l = &lb[k];
         unsigned c = l->c;
-        uint8_t *o = out + l->pos;
-        if (len[k] <= 32 && l->end - l->pos >= 32) {
-            uint64_t v = 0x0101010101010101ull * c;
-            memcpy(o, &v, 8);
-            memcpy(o + 8, &v, 8);
-            memcpy(o + 16, &v, 8);
-            memcpy(o + 24, &v, 8);
-        } else {
-            memset(o, (int)c, len[k]);
-        }
+        lane_put_run(out + l->pos, c, len[k], l->end - l->pos);
         l->pos += len[k];
         l->cnt[c] += len[k];
         qlfc_list_reinsert(l->h.list, r[k], c);
@@ -1374,6 +1387,250 @@ static inline int lane_fits_batch(const lane_dec *l)
 {
     return l->pos < l->end && l->in_end - l->in >= 16;
 }
+
+/* ---- AVX-512 decoder: the same lanes, 8 to a vector ---------------------- */
+
+/* Where the CPU has AVX-512 (F, DQ, VL, BW), gmtf_lanes_decode runs the
+ * lanes' rANS steps 8 lanes to a vector, four vectors a round: every live
+ * lane's rank and length symbols (state A), offset and length bits (state
+ * B) and renormalisations, each table step by two gathers (vec_get_q);
+ * then each lane's run (the write, its list, its histories, the next run's
+ * tables) in scalar code, as lanes_run_batch does. Per lane the same
+ * arithmetic in the same order, so the same bytes and the same errors. A
+ * lane leaves the vectors when it ends or has fewer than 16 bytes of words
+ * left, and the last live lane takes its slot; below LANES_VEC_MIN live
+ * lanes the scalar loop finishes them all. Escaped lengths are finished in
+ * scalar code. GMTF_LANES_SIMD=0 in the environment, or
+ * gmtf_lanes_decode_isa(..., 0), takes the scalar path (same output). */
+#if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__)) && !defined(GMTF_LANES_NO_SIMD)
+#define LANES_AVX512 1
+#include <immintrin.h>
+#define AVX512_FN __attribute__((target("avx512f,avx512dq,avx512vl,avx512bw")))
+
+/* The live lanes' vector state, by slot (lanes_decode_avx512). */
+typedef struct {
+    uint64_t xa[GMTF_QLFC_NLANES], xb[GMTF_QLFC_NLANES];
+    uint32_t in[GMTF_QLFC_NLANES]; /* the next word's offset from src */
+    uint32_t rtab[GMTF_QLFC_NLANES], ltab[GMTF_QLFC_NLANES];
+    uint32_t rsym[GMTF_QLFC_NLANES], lsym[GMTF_QLFC_NLANES];
+    uint32_t off[GMTF_QLFC_NLANES], len[GMTF_QLFC_NLANES];
+} lanes_vec;
+
+/* rans_get for 8 lanes (tables tab, states x), in two 8-byte gathers (the
+ * lanes' tables differ, so the table search is not one compare as in
+ * find_symbol): row4 gives the quarter k of the row that
+ * holds the symbol (the number of cum[4], cum[8], cum[12] <= slot), the
+ * quarter cum[4k..4k+3] the symbol 4k + j and both bounds (the upper one
+ * from row4 when j = 3). */
+static inline __attribute__((always_inline)) AVX512_FN __m256i vec_get_q(__m512i *x, __m256i tab,
+                                                                        const long long *cumq,
+                                                                        const long long *row4)
+{
+    const __m512i ones = _mm512_set1_epi64(0x0001000100010001ll);
+    const __m512i m16 = _mm512_set1_epi64(0xFFFF), three = _mm512_set1_epi64(3);
+    __m512i slot = _mm512_and_si512(*x, _mm512_set1_epi64(4095));
+    __m512i s4 = _mm512_mullo_epi64(slot, ones);
+    __m512i r4 = _mm512_i32gather_epi64(tab, row4, 8);
+    __m512i k = _mm512_srli_epi64(
+        _mm512_mullo_epi64(_mm512_maskz_mov_epi16(_mm512_cmple_epu16_mask(r4, s4), ones), ones), 48);
+    __m256i base = _mm256_add_epi32(_mm256_mullo_epi32(tab, _mm256_set1_epi32((NSYM + 2) * 2)),
+                                    _mm256_slli_epi32(_mm512_cvtepi64_epi32(k), 3));
+    __m512i q = _mm512_i32gather_epi64(base, cumq, 1);
+    __m512i j = _mm512_sub_epi64(
+        _mm512_srli_epi64(
+            _mm512_mullo_epi64(_mm512_maskz_mov_epi16(_mm512_cmple_epu16_mask(q, s4), ones), ones),
+            48),
+        _mm512_set1_epi64(1));
+    __m512i lo = _mm512_and_si512(_mm512_srlv_epi64(q, _mm512_slli_epi64(j, 4)), m16);
+    __m512i hi = _mm512_and_si512(
+        _mm512_srlv_epi64(q, _mm512_slli_epi64(_mm512_add_epi64(j, _mm512_set1_epi64(1)), 4)), m16);
+    __m512i hk = _mm512_and_si512(_mm512_srlv_epi64(r4, _mm512_slli_epi64(k, 4)), m16);
+    hi = _mm512_mask_mov_epi64(hi, _mm512_cmpeq_epi64_mask(j, three), hk);
+    __m512i q2 = _mm512_mullo_epi64(_mm512_sub_epi64(hi, lo), _mm512_srli_epi64(*x, QLFC_PROB_BITS));
+    *x = _mm512_add_epi64(q2, _mm512_sub_epi64(slot, lo));
+    return _mm512_cvtepi64_epi32(_mm512_add_epi64(_mm512_slli_epi64(k, 2), j));
+}
+
+/* lane_renorm for the lanes of mask k (each has 16 bytes of words). */
+static inline __attribute__((always_inline)) AVX512_FN void vec_renorm(__m512i *x, __m256i *in,
+                                                                      const int *src, __mmask8 k)
+{
+    __mmask8 need = _mm512_mask_cmplt_epu64_mask(k, *x, _mm512_set1_epi64((long long)RANS_L));
+    __m256i wd = _mm256_mmask_i32gather_epi32(_mm256_setzero_si256(), need, *in, src, 1);
+    *x = _mm512_mask_or_epi64(*x, need, _mm512_slli_epi64(*x, 32), _mm512_cvtepu32_epi64(wd));
+    *in = _mm256_mask_add_epi32(*in, need, *in, _mm256_set1_epi32(4));
+}
+
+/* The symbol steps of one round for the lanes in slots 0..live-1; the
+ * other slots' tables are valid table numbers, their results unused. */
+#define VEC_GET(x, t) vec_get_q(x, t, (const long long *)(const void *)cumb, row4)
+#define NG (GMTF_QLFC_NLANES / 8)
+static inline __attribute__((always_inline)) AVX512_FN void vec_round(lanes_vec *v, unsigned live,
+                                                                     const int *cumb,
+                                                                     const long long *row4,
+                                                                     const int *src)
+{
+    static const uint32_t rq[NSYM] = {0, 1, 2, 3, 3, 4, 4, 4, 4, 4, 4, 4, 4, 4, 4, 4};
+    static const uint32_t ot[NSYM] = {
+        T_NONE,    T_NONE,    T_NONE,    T_NONE,    T_NONE,    T_OFF + 0, T_OFF + 1, T_OFF + 2,
+        T_OFF + 3, T_OFF + 4, T_OFF + 5, T_OFF + 6, T_OFF + 7, T_OFF + 8, T_OFF + 9, T_OFF + 10,
+    };
+    static const uint32_t lb[NSYM] = {1, 2, 3, 4, 6, 8, 12, 16, 24, 32, 48, 64, 96, 128, 192, 0};
+    static const uint32_t ln[NSYM] = {0, 0, 0, 1, 1, 2, 2, 3, 3, 4, 4, 5, 5, 6, 6, 0};
+    __m512i xa[NG], xb[NG];
+    __m256i in[NG], rs[NG], ls[NG], off[NG];
+    __mmask8 k[NG];
+#pragma GCC unroll 4
+    for (unsigned g = 0; g < NG; g++) {
+        if (8 * g >= live)
+            break;
+        k[g] = (__mmask8)(live >= 8 * g + 8 ? 0xFF : live > 8 * g ? (1u << (live - 8 * g)) - 1 : 0);
+        xa[g] = _mm512_loadu_si512(v->xa + 8 * g);
+        xb[g] = _mm512_loadu_si512(v->xb + 8 * g);
+        in[g] = _mm256_loadu_si256((const __m256i *)(v->in + 8 * g));
+        rs[g] = VEC_GET(&xa[g], _mm256_loadu_si256((const __m256i *)(v->rtab + 8 * g)));
+    }
+#pragma GCC unroll 4
+    for (unsigned g = 0; g < NG; g++) {
+        if (8 * g >= live)
+            break;
+        __m512i rs5 = _mm512_castsi256_si512(rs[g]);
+        __m256i lt = _mm256_add_epi32(
+            _mm256_loadu_si256((const __m256i *)(v->ltab + 8 * g)),
+            _mm512_castsi512_si256(_mm512_permutexvar_epi32(rs5, _mm512_loadu_si512(rq))));
+        ls[g] = VEC_GET(&xa[g], lt);
+        off[g] = VEC_GET(
+            &xb[g], _mm512_castsi512_si256(_mm512_permutexvar_epi32(rs5, _mm512_loadu_si512(ot))));
+    }
+#pragma GCC unroll 4
+    for (unsigned g = 0; g < NG; g++) {
+        if (8 * g >= live)
+            break;
+        vec_renorm(&xa[g], &in[g], src, k[g]);
+        __mmask8 big = _mm256_mask_cmpge_epu32_mask(k[g], rs[g], _mm256_set1_epi32(RSYM_BIG_FIRST));
+        __m256i raw = _mm256_and_si256(_mm512_cvtepi64_epi32(xb[g]), _mm256_set1_epi32(3));
+        off[g] = _mm256_mask_or_epi32(off[g], big, _mm256_slli_epi32(off[g], 2), raw);
+        xb[g] = _mm512_mask_srli_epi64(xb[g], big, xb[g], 2);
+        __mmask8 esc = _mm256_mask_cmpeq_epu32_mask(k[g], ls[g], _mm256_set1_epi32(LSYM_ESC));
+        __m512i ls5 = _mm512_castsi256_si512(ls[g]);
+        __m256i nb = _mm512_castsi512_si256(_mm512_permutexvar_epi32(ls5, _mm512_loadu_si512(ln)));
+        __m256i lbv = _mm512_castsi512_si256(_mm512_permutexvar_epi32(ls5, _mm512_loadu_si512(lb)));
+        __m256i msk =
+            _mm256_sub_epi32(_mm256_sllv_epi32(_mm256_set1_epi32(1), nb), _mm256_set1_epi32(1));
+        __m256i len = _mm256_add_epi32(lbv, _mm256_and_si256(_mm512_cvtepi64_epi32(xb[g]), msk));
+        xb[g] = _mm512_mask_srlv_epi64(xb[g], (__mmask8)~esc, xb[g], _mm512_cvtepu32_epi64(nb));
+        vec_renorm(&xb[g], &in[g], src, (__mmask8)(k[g] & ~esc));
+        _mm512_mask_storeu_epi64(v->xa + 8 * g, k[g], xa[g]);
+        _mm512_mask_storeu_epi64(v->xb + 8 * g, k[g], xb[g]);
+        _mm256_mask_storeu_epi32(v->in + 8 * g, k[g], in[g]);
+        _mm256_storeu_si256((__m256i *)(v->rsym + 8 * g), rs[g]);
+        _mm256_storeu_si256((__m256i *)(v->lsym + 8 * g), ls[g]);
+        _mm256_storeu_si256((__m256i *)(v->off + 8 * g), off[g]);
+        _mm256_storeu_si256((__m256i *)(v->len + 8 * g), len);
+    }
+}
+
+/* Lanes in the vectors until fewer than LANES_VEC_MIN are live; the rest
+ * (and every lane that left) stay for the scalar loop, their states
+ * written back. 0 or GMTF_E_CORRUPT. */
+#ifndef LANES_VEC_MIN
+#define LANES_VEC_MIN 8
+#endif
+static AVX512_FN int lanes_decode_avx512(lanes_dec_ws *w, const uint8_t *src, uint8_t *out)
+{
+    /* slots 0..live-1 hold the live lanes (lane[] their numbers): a lane
+     * that leaves gives its slot to the last one, so the vectors stay full
+     * while the lanes end at different times */
+    lanes_vec v;
+    memset(&v, 0, sizeof v);
+    uint8_t lane[GMTF_QLFC_NLANES];
+    unsigned live = 0;
+    for (unsigned j = 0; j < GMTF_QLFC_NLANES; j++) {
+        lane_dec *l = &w->lane[j];
+        if (!lane_fits_batch(l))
+            continue;
+        v.xa[live] = l->x[XA];
+        v.xb[live] = l->x[XB];
+        v.in[live] = (uint32_t)(l->in - src);
+        v.rtab[live] = l->rtab;
+        v.ltab[live] = l->ltab;
+        lane[live++] = (uint8_t)j;
+    }
+    const int *cumb = (const int *)(const void *)w->cum, *srcb = (const int *)(const void *)src;
+    for (unsigned t = 0; t <= NTABLES; t++)
+        w->row4[t] = (uint64_t)w->cum[t][4] | (uint64_t)w->cum[t][8] << 16 |
+                     (uint64_t)w->cum[t][12] << 32 | (uint64_t)QLFC_PROB_ONE << 48;
+    const long long *row4 = (const long long *)(const void *)w->row4;
+    while (live >= LANES_VEC_MIN) {
+        vec_round(&v, live, cumb, row4, srcb);
+        /* backwards, so that a slot given away has had its run */
+        for (unsigned i = live; i-- > 0;) {
+            lane_dec *l = &w->lane[lane[i]];
+            unsigned rs = v.rsym[i], ls = v.lsym[i];
+            uint32_t len = v.len[i];
+            if (__builtin_expect(ls == LSYM_ESC, 0)) {
+                l->x[XB] = v.xb[i];
+                l->in = src + v.in[i];
+                len = lane_escape(w, l, 1);
+                lane_renorm(l, XB, 1);
+                v.xb[i] = l->x[XB];
+                v.in[i] = (uint32_t)(l->in - src);
+            }
+            unsigned retire = rs == RSYM_RETIRE;
+            unsigned r = retire ? l->active - 1 : rbase[rs] + v.off[i];
+            if ((r >= l->active) | (l->active == 0) | (len > l->end - l->pos))
+                return GMTF_E_CORRUPT;
+            unsigned c = l->c, cn = l->h.list[1];
+            lane_put_run(out + l->pos, c, len, l->end - l->pos);
+            l->pos += len;
+            l->cnt[c] += len;
+            qlfc_list_reinsert(l->h.list, r, c);
+            l->active -= retire;
+            hist_update(&l->h, c, rs, ls);
+            if (l->pos < l->end)
+                lane_next(w, l, rs, cn);
+            if (l->pos < l->end && l->in_end - (src + v.in[i]) >= 16) {
+                v.rtab[i] = l->rtab;
+                v.ltab[i] = l->ltab;
+            } else { /* out of the vectors, its state back in *l */
+                l->x[XA] = v.xa[i];
+                l->x[XB] = v.xb[i];
+                l->in = src + v.in[i];
+                unsigned last = --live;
+                v.xa[i] = v.xa[last];
+                v.xb[i] = v.xb[last];
+                v.in[i] = v.in[last];
+                v.rtab[i] = v.rtab[last];
+                v.ltab[i] = v.ltab[last];
+                lane[i] = lane[last];
+            }
+        }
+    }
+    /* the rest to the scalar loop */
+    for (unsigned i = 0; i < live; i++) {
+        lane_dec *l = &w->lane[lane[i]];
+        l->x[XA] = v.xa[i];
+        l->x[XB] = v.xb[i];
+        l->in = src + v.in[i];
+    }
+    return 0;
+}
+
+static int lanes_simd_ok(void)
+{
+    static _Atomic int ok = -1; /* every thread computes the same */
+    int v = atomic_load_explicit(&ok, memory_order_relaxed);
+    if (v < 0) {
+        const char *e = getenv("GMTF_LANES_SIMD");
+        __builtin_cpu_init();
+        v = (!e || strcmp(e, "0") != 0) && __builtin_cpu_supports("avx512f") &&
+            __builtin_cpu_supports("avx512dq") && __builtin_cpu_supports("avx512vl") &&
+            __builtin_cpu_supports("avx512bw");
+        atomic_store_explicit(&ok, v, memory_order_relaxed);
+    }
+    return v;
+}
+#endif
 
 int gmtf_lanes_decode_counted(const uint8_t *src, size_t len, uint8_t *out, size_t n, void *ws,
                               gmtf_bwt_counts *counts)
@@ -1394,6 +1651,12 @@ int gmtf_lanes_decode_counted(const uint8_t *src, size_t len, uint8_t *out, size
 
 int gmtf_lanes_decode(const uint8_t *src, size_t len, uint8_t *out, size_t n, void *ws)
 {
+    return gmtf_lanes_decode_isa(src, len, out, n, ws, 1);
+}
+
+int gmtf_lanes_decode_isa(const uint8_t *src, size_t len, uint8_t *out, size_t n, void *ws,
+                          int simd)
+{
     if (len < 1 || src[0] != GMTF_QLFC_METHOD_LANES || n == 0 || n > GMTF_BLOCK_MAX)
         return GMTF_E_CORRUPT;
     lanes_dec_ws *w = ws;
@@ -1401,6 +1664,15 @@ int gmtf_lanes_decode(const uint8_t *src, size_t len, uint8_t *out, size_t n, vo
     int err = lanes_read_header(w, src, len, n, &at);
     if (err)
         return err;
+#ifdef LANES_AVX512
+    if (simd && lanes_simd_ok()) {
+        err = lanes_decode_avx512(w, src, out);
+        if (err)
+            return err;
+    }
+#else
+    (void)simd;
+#endif
     /* Round robin, one run per live lane: the lanes' dependency chains
      * overlap in the core. */
     unsigned live = 0;

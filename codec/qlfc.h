@@ -53,7 +53,9 @@
 #endif
 #define GMTF_QLFC_BIG_RANK 65
 #define GMTF_QLFC_BIG_DIV 4
+#ifndef GMTF_QLFC_SPARSE /* a build may move it, for comparisons */
 #define GMTF_QLFC_SPARSE 16
+#endif
 #define GMTF_QLFC_NLANES 32
 /* Blocks that method 3 would take are stored raw, uncoded, when every
  * segment of about GMTF_QLFC_RAW_SEG bytes has ranks of order-0 entropy

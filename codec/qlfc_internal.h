@@ -36,6 +36,10 @@ long gmtf_lanes_encode_or_defer(const uint8_t *bwt, size_t n, uint8_t *dst, size
  * (-EXDEV): the incompressibility rule, then method 3. */
 long gmtf_qlfc_encode_deferred(const uint8_t *bwt, size_t n, uint8_t *dst, size_t cap, void *ws);
 
+/* gmtf_lanes_decode with simd = 0: the scalar decoder even where the CPU
+ * has AVX-512 (tests and measurements compare the two); 1: the best. */
+int gmtf_lanes_decode_isa(const uint8_t *src, size_t len, uint8_t *out, size_t n, void *ws,
+                          int simd);
 size_t gmtf_lanes_workspace_size(size_t max_block);
 size_t gmtf_lanes_decode_workspace_size(void);
 size_t gmtf_cm_workspace_size(size_t max_block);

@@ -20,6 +20,7 @@
 #include "bwt.h"
 #include "gmtf_codec.h"
 #include "qlfc.h"
+#include "qlfc_internal.h"
 #include "test_util.h"
 
 #define KIB 1024u
@@ -480,6 +481,75 @@ static void test_mutations(void **state)
     mutations(CODER_CML8, 100 * KIB, 4, count / 4);
 }
 
+/* The lanes decoder's two paths (gmtf_lanes_decode_isa: the scalar one,
+ * and the AVX-512 one where the CPU has it): the same bytes and the same
+ * result on valid payloads (text, escaped lengths, big ranks, a block
+ * whose lanes end far apart) and on mutations of one (bit flips and
+ * truncations: an error from both, or the same bytes from both). */
+static int isa_pair(const uint8_t *enc, size_t len, size_t n, uint8_t *o0, uint8_t *o1, void *ws)
+{
+    memset(o0, 0x11, n);
+    memset(o1, 0x22, n);
+    int r0 = gmtf_lanes_decode_isa(enc, len, o0, n, ws, 0);
+    int r1 = gmtf_lanes_decode_isa(enc, len, o1, n, ws, 1);
+    assert_int_equal(r0, r1);
+    if (r0 == 0)
+        assert_memory_equal(o0, o1, n);
+    return r0;
+}
+
+static void test_lanes_isa(void **state)
+{
+    (void)state;
+    size_t n = tu_scale() > 1 ? 200 * KIB + 17 : 600 * KIB + 17; /* sanitizers: smaller */
+    uint8_t *s = tu_malloc(n), *o0 = tu_malloc(n), *o1 = tu_malloc(n);
+    uint8_t *enc = tu_malloc(enc_cap(n)), *m = tu_malloc(enc_cap(n));
+    void *ws = tu_malloc(gmtf_qlfc_workspace_size(n));
+    for (int kind = 0; kind < 3; kind++) {
+        size_t i = 0;
+        if (kind == 0) { /* text */
+            tu_fill_text_like(s, n, 31);
+        } else if (kind == 1) { /* ranks up to 255, runs up to 600 (escapes) */
+            for (unsigned step = 0; i < n; step++)
+                for (unsigned v = 0; v <= 1 + step % 255 && i < n; v++)
+                    for (unsigned k = 0; k < 1 + (step * 37 + v) % 600 && i < n; k++)
+                        s[i++] = (uint8_t)(v + step);
+        } else { /* lanes that end far apart: short runs first, long ones after */
+            for (unsigned step = 0; i < n; step++)
+                for (unsigned k = 0; k < (i < n / 3 ? 1u : 1 + step % 300) && i < n; k++)
+                    s[i++] = (uint8_t)(step % 7);
+        }
+        uint8_t *b = kind == 0 ? bwt_of(s, n) : s;
+        long len = gmtf_lanes_encode(b, n, enc, enc_cap(n), ws);
+        assert_true(len > 0);
+        assert_int_equal(isa_pair(enc, (size_t)len, n, o0, o1, ws), 0);
+        assert_memory_equal(o0, b, n);
+        if (kind == 0)
+            free(b);
+    }
+    /* mutations of a 160 KiB block (32 lanes of 5 KiB) */
+    size_t mn = 160 * KIB;
+    tu_fill_text_like(s, mn, 32);
+    uint8_t *b = bwt_of(s, mn);
+    long len = gmtf_lanes_encode(b, mn, enc, enc_cap(mn), ws);
+    assert_true(len > 0);
+    uint64_t st = 77;
+    unsigned errors = 0;
+    unsigned count = tu_scale() > 1 ? 40 : 100;
+    for (unsigned t = 0; t < count; t++) {
+        size_t ml = (size_t)len;
+        memcpy(m, enc, ml);
+        if (t % 2)
+            ml = (size_t)tu_rand_below(&st, ml);
+        else
+            m[5 + tu_rand_below(&st, ml - 5)] ^= (uint8_t)(1u << tu_rand_below(&st, 8));
+        errors += isa_pair(m, ml, mn, o0, o1, ws) != 0;
+    }
+    assert_true(errors > count * 9 / 10);
+    free(b);
+    free(ws), free(m), free(enc), free(o1), free(o0), free(s);
+}
+
 /* Method 4's layout: the lane count in byte 1 (fewer lanes when the block
  * is too short for each to hold a byte), L - 1 stream lengths, and each
  * lane's stream is method 3's payload (after its method byte) of the
@@ -597,6 +667,7 @@ int main(int argc, char **argv)
         cmocka_unit_test(test_real_data),       cmocka_unit_test(test_method_rule),
         cmocka_unit_test(test_capacity),        cmocka_unit_test(test_mutations),
         cmocka_unit_test(test_garbage),         cmocka_unit_test(test_cm_lanes_layout),
+        cmocka_unit_test(test_lanes_isa),
     };
     return cmocka_run_group_tests_name("qlfc", tests, NULL, NULL);
 }
