@@ -1171,8 +1171,8 @@ static inline __attribute__((always_inline)) uint32_t lane_escape(const lanes_de
 /* A run of byte c at o: four 8-byte stores for a run of at most 32 where
  * 32 bytes of the lane are left (later runs write what is past the run),
  * else memset. */
-static inline __attribute__((always_inline)) void lane_put_run(uint8_t *o, unsigned c,
-                                                               uint32_t len, uint32_t room)
+static inline __attribute__((always_inline)) void lane_put_run(uint8_t *o, unsigned c, uint32_t len,
+                                                               uint32_t room)
 {
     if (len <= 32 && room >= 32) {
         uint64_t v = 0x0101010101010101ull * c;
@@ -1423,8 +1423,8 @@ typedef struct {
  * quarter cum[4k..4k+3] the symbol 4k + j and both bounds (the upper one
  * from row4 when j = 3). */
 static inline __attribute__((always_inline)) AVX512_FN __m256i vec_get_q(__m512i *x, __m256i tab,
-                                                                        const long long *cumq,
-                                                                        const long long *row4)
+                                                                         const long long *cumq,
+                                                                         const long long *row4)
 {
     const __m512i ones = _mm512_set1_epi64(0x0001000100010001ll);
     const __m512i m16 = _mm512_set1_epi64(0xFFFF), three = _mm512_set1_epi64(3);
@@ -1432,7 +1432,8 @@ static inline __attribute__((always_inline)) AVX512_FN __m256i vec_get_q(__m512i
     __m512i s4 = _mm512_mullo_epi64(slot, ones);
     __m512i r4 = _mm512_i32gather_epi64(tab, row4, 8);
     __m512i k = _mm512_srli_epi64(
-        _mm512_mullo_epi64(_mm512_maskz_mov_epi16(_mm512_cmple_epu16_mask(r4, s4), ones), ones), 48);
+        _mm512_mullo_epi64(_mm512_maskz_mov_epi16(_mm512_cmple_epu16_mask(r4, s4), ones), ones),
+        48);
     __m256i base = _mm256_add_epi32(_mm256_mullo_epi32(tab, _mm256_set1_epi32((NSYM + 2) * 2)),
                                     _mm256_slli_epi32(_mm512_cvtepi64_epi32(k), 3));
     __m512i q = _mm512_i32gather_epi64(base, cumq, 1);
@@ -1446,14 +1447,15 @@ static inline __attribute__((always_inline)) AVX512_FN __m256i vec_get_q(__m512i
         _mm512_srlv_epi64(q, _mm512_slli_epi64(_mm512_add_epi64(j, _mm512_set1_epi64(1)), 4)), m16);
     __m512i hk = _mm512_and_si512(_mm512_srlv_epi64(r4, _mm512_slli_epi64(k, 4)), m16);
     hi = _mm512_mask_mov_epi64(hi, _mm512_cmpeq_epi64_mask(j, three), hk);
-    __m512i q2 = _mm512_mullo_epi64(_mm512_sub_epi64(hi, lo), _mm512_srli_epi64(*x, QLFC_PROB_BITS));
+    __m512i q2 =
+        _mm512_mullo_epi64(_mm512_sub_epi64(hi, lo), _mm512_srli_epi64(*x, QLFC_PROB_BITS));
     *x = _mm512_add_epi64(q2, _mm512_sub_epi64(slot, lo));
     return _mm512_cvtepi64_epi32(_mm512_add_epi64(_mm512_slli_epi64(k, 2), j));
 }
 
 /* lane_renorm for the lanes of mask k (each has 16 bytes of words). */
 static inline __attribute__((always_inline)) AVX512_FN void vec_renorm(__m512i *x, __m256i *in,
-                                                                      const int *src, __mmask8 k)
+                                                                       const int *src, __mmask8 k)
 {
     __mmask8 need = _mm512_mask_cmplt_epu64_mask(k, *x, _mm512_set1_epi64((long long)RANS_L));
     __m256i wd = _mm256_mmask_i32gather_epi32(_mm256_setzero_si256(), need, *in, src, 1);
@@ -1465,10 +1467,8 @@ static inline __attribute__((always_inline)) AVX512_FN void vec_renorm(__m512i *
  * other slots' tables are valid table numbers, their results unused. */
 #define VEC_GET(x, t) vec_get_q(x, t, (const long long *)(const void *)cumb, row4)
 #define NG (GMTF_QLFC_NLANES / 8)
-static inline __attribute__((always_inline)) AVX512_FN void vec_round(lanes_vec *v, unsigned live,
-                                                                     const int *cumb,
-                                                                     const long long *row4,
-                                                                     const int *src)
+static inline __attribute__((always_inline)) AVX512_FN void
+vec_round(lanes_vec *v, unsigned live, const int *cumb, const long long *row4, const int *src)
 {
     static const uint32_t rq[NSYM] = {0, 1, 2, 3, 3, 4, 4, 4, 4, 4, 4, 4, 4, 4, 4, 4};
     static const uint32_t ot[NSYM] = {
