@@ -1649,6 +1649,15 @@ int gmtf_lanes_decode_counted(const uint8_t *src, size_t len, uint8_t *out, size
     return rc;
 }
 
+int gmtf_lanes_decode_simd(void)
+{
+#ifdef LANES_AVX512
+    return lanes_simd_ok();
+#else
+    return 0;
+#endif
+}
+
 int gmtf_lanes_decode(const uint8_t *src, size_t len, uint8_t *out, size_t n, void *ws)
 {
     return gmtf_lanes_decode_isa(src, len, out, n, ws, 1);

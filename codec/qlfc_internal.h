@@ -40,6 +40,9 @@ long gmtf_qlfc_encode_deferred(const uint8_t *bwt, size_t n, uint8_t *dst, size_
  * has AVX-512 (tests and measurements compare the two); 1: the best. */
 int gmtf_lanes_decode_isa(const uint8_t *src, size_t len, uint8_t *out, size_t n, void *ws,
                           int simd);
+/* 1 when gmtf_lanes_decode_isa(..., 1) takes the AVX-512 path here (the
+ * build has it, the CPU has it, GMTF_LANES_SIMD is not 0), else 0. */
+int gmtf_lanes_decode_simd(void);
 size_t gmtf_lanes_workspace_size(size_t max_block);
 size_t gmtf_lanes_decode_workspace_size(void);
 size_t gmtf_cm_workspace_size(size_t max_block);
