@@ -585,18 +585,42 @@ static void dev_batch_free(struct dev_batch *d)
     free(d->s.sb);
 }
 
-/* Packs the marked blocks (sb[i].bwt) of size[i] bytes; sizes the staging. */
-static int dev_batch_pack(struct dev_batch *d, size_t count, const uint64_t *size)
+struct cost_of {
+    uint64_t cost;
+    size_t i;
+};
+
+static int cost_cmp(const void *a, const void *b)
+{
+    const struct cost_of *x = a, *y = b;
+    return x->cost != y->cost ? (x->cost < y->cost ? -1 : 1) : (x->i > y->i) - (x->i < y->i);
+}
+
+/* Packs the marked blocks (sb[i].bwt) of size[i] bytes; sizes the staging.
+ * cost (decode, may be NULL): the method 2 blocks in ascending cost, so
+ * that the decode's groups (dev_decode_groups) are cut from the cheapest
+ * to the costliest. */
+static int dev_batch_pack_by(struct dev_batch *d, size_t count, const uint64_t *size,
+                             const uint64_t *cost)
 {
     gmtf_codec *c = d->s.c;
     d->nsel = 0;
     d->coff[0] = 0;
     d->ioff[0] = 0;
+    struct cost_of *ord = cost ? malloc(count * sizeof *ord) : NULL;
+    size_t nord = 0;
+    if (ord)
+        for (size_t i = 0; i < count; i++)
+            if (d->s.sb[i].bwt && d->s.sb[i].m2)
+                ord[nord++] = (struct cost_of){cost[i], i};
+    if (nord)
+        qsort(ord, nord, sizeof *ord, cost_cmp);
     /* the blocks whose payload says method 2 first (decode; none in encode),
      * then the others: the decode's pipeline cuts after them (dev_pipeline) */
     for (int pass = 1; pass >= 0; pass--) {
-        for (size_t i = 0; i < count; i++) {
-            if (!d->s.sb[i].bwt || d->s.sb[i].m2 != pass)
+        for (size_t q = 0; q < count; q++) {
+            size_t i = pass && ord ? (q < nord ? ord[q].i : count) : q;
+            if (i >= count || !d->s.sb[i].bwt || d->s.sb[i].m2 != pass)
                 continue;
             size_t n = size[i], j = d->nsel++;
             d->sel[j] = i;
@@ -607,10 +631,16 @@ static int dev_batch_pack(struct dev_batch *d, size_t count, const uint64_t *siz
         if (pass == 1)
             d->split = d->nsel;
     }
+    free(ord);
     if (d->nsel == 0)
         return 0;
     int rc = stage_reserve(c, d->coff[d->nsel]);
     return rc ? rc : stage_idx_reserve(c, d->ioff[d->nsel]);
+}
+
+static int dev_batch_pack(struct dev_batch *d, size_t count, const uint64_t *size)
+{
+    return dev_batch_pack_by(d, count, size, NULL);
 }
 
 /* ---- the chunk pipeline ---- */
@@ -1370,7 +1400,7 @@ static void dev_decode_cpu(void *ctx, size_t i, unsigned worker)
 
 /* The checksum of the device's output, then into place; when the device
  * failed, codec/bwt.c's inverse from the staged BWT output instead. */
-static void dev_decode_end(struct dev_batch *d, size_t j, unsigned worker)
+static void dev_decode_end_as(struct dev_batch *d, size_t j, unsigned worker, int failed)
 {
     struct staged *s = &d->s;
     size_t i = d->sel[j];
@@ -1378,7 +1408,7 @@ static void dev_decode_end(struct dev_batch *d, size_t j, unsigned worker)
     if (!b->bwt)
         return;
     size_t n = b->fi.orig_len;
-    if (d->dev_failed) {
+    if (failed) {
         gmtf_workspace *w = gmtf_codec_workspace(s->c, worker);
         long r = -ENOMEM;
         if (w && b->lanes) { /* its BWT bytes never came: the whole frame here */
@@ -1406,6 +1436,122 @@ static void dev_decode_end(struct dev_batch *d, size_t j, unsigned worker)
     s->status[i] = crc == b->fi.data_crc ? 0 : GMTF_E_CHECKSUM;
 }
 
+static void dev_decode_end(struct dev_batch *d, size_t j, unsigned worker)
+{
+    dev_decode_end_as(d, j, worker, d->dev_failed);
+}
+
+/* ---- decode in groups (use_groups) ----
+ * The method 2 blocks (packed first, by ascending cost) in groups of about
+ * equal counts; the device runs every group's lanes at once, each on its
+ * own stream, and each group's inverse behind its own lanes, so that the
+ * cheap groups' inverses run while the costly groups' lanes still run.
+ * One pool run then does the other blocks' first step and, group by
+ * group, the checksums and copies (the first worker at a group waits for
+ * it; the others wait on its lock). */
+struct dec_group {
+    pthread_mutex_t mu;
+    int done, failed;
+};
+
+struct dec_groups {
+    struct dev_batch *d;
+    size_t m2, ng, gend[GMTF_GPU_LANES_GROUPS_MAX];
+    struct dec_group g[GMTF_GPU_LANES_GROUPS_MAX];
+};
+
+/* Group g waited (once) and its lanes' verdicts applied: 1 when it failed
+ * (its blocks decode on the CPU). */
+static int dec_group_ready(struct dec_groups *q, size_t g)
+{
+    struct dev_batch *d = q->d;
+    struct dec_group *e = &q->g[g];
+    pthread_mutex_lock(&e->mu);
+    if (!e->done) {
+        size_t j0 = g ? q->gend[g - 1] : 0;
+        /* d->dev_failed: the start failed; nothing is queued */
+        int rc = d->dev_failed ? -EIO
+                               : gmtf_bwt_dev_dec_group_wait(&d->s.c->bwt_dev, g, q->gend[g] - j0,
+                                                             d->bad + j0);
+        for (size_t j = j0; j < q->gend[g] && rc == 0; j++) {
+            struct stage_block *b = &d->s.sb[d->sel[j]];
+            if (!b->lanes || !d->bad[j])
+                continue;
+            b->bwt = 0;
+            d->s.status[d->sel[j]] = GMTF_E_CORRUPT;
+        }
+        e->failed = rc != 0;
+        e->done = 1;
+    }
+    int failed = e->failed;
+    pthread_mutex_unlock(&e->mu);
+    return failed;
+}
+
+/* Items [0, nsel - m2): the other blocks' first step; then the method 2
+ * blocks' last step, group by group. */
+static void dec_groups_item(void *ctx, size_t t, unsigned worker)
+{
+    struct dec_groups *q = ctx;
+    struct dev_batch *d = q->d;
+    size_t rest = d->nsel - q->m2;
+    if (t < rest) {
+        dev_decode_begin(d, q->m2 + t, worker);
+        return;
+    }
+    size_t j = t - rest, g = 0;
+    while (j >= q->gend[g])
+        g++;
+    dev_decode_end_as(d, j, worker, dec_group_ready(q, g));
+}
+
+/* 0 when the batch does not go this way (the caller runs dev_pipeline). */
+static int dev_decode_groups(struct dev_batch *d)
+{
+    gmtf_codec *c = d->s.c;
+    gmtf_bwt_dev *bd = &c->bwt_dev;
+    size_t m2 = d->split;
+    if (!bd->use_groups || !bd->split_m3 || !d->lanes || m2 < 2)
+        return 0;
+    struct dec_groups q = {.d = d, .m2 = m2, .ng = bd->dec_groups < m2 ? bd->dec_groups : m2};
+    for (size_t g = 0; g < q.ng; g++) {
+        q.gend[g] = m2 * (g + 1) / q.ng;
+        pthread_mutex_init(&q.g[g].mu, NULL);
+    }
+    double t0 = prof_on() ? prof_ms() : 0;
+    dev_run(d, dev_decode_begin, 0, m2);
+    if (prof_on())
+        fprintf(stderr, "profile: groups: lane setups %.2f ms\n", prof_ms() - t0);
+    gmtf_bwt_dev_hold(bd, 1);
+    int rc = gmtf_bwt_dev_dec_groups(bd, d->in, d->s.off[d->count], m2, d->lanes, d->cum,
+                                     d->selectors, d->coff, c->stage_a, q.ng, q.gend, d->step,
+                                     c->stage_idx, d->ioff, c->stage_b);
+    if (rc)
+        d->dev_failed = 1;
+    if (prof_on())
+        fprintf(stderr, "profile: groups: %zu queued %.2f ms\n", q.ng, prof_ms() - t0);
+    gmtf_pool_run(c->pool, dec_groups_item, &q, d->nsel);
+    for (size_t g = 0; g < q.ng; g++) { /* groups with no block left to end */
+        if (dec_group_ready(&q, g))
+            d->dev_failed = 1;
+        pthread_mutex_destroy(&q.g[g].mu);
+    }
+    if (prof_on())
+        fprintf(stderr, "profile: groups: ends %.2f ms\n", prof_ms() - t0);
+    if (m2 < d->nsel) { /* the others: the inverse of their staged bytes */
+        if (!d->dev_failed) {
+            struct dev_job job = {d, GMTF_BWT_DEV_INV, m2, d->nsel, 0};
+            dev_job_run(&job);
+            d->dev_failed = job.rc != 0;
+        }
+        dev_run(d, dev_decode_end, m2, d->nsel);
+    }
+    gmtf_bwt_dev_hold(bd, 0);
+    if (prof_on())
+        fprintf(stderr, "profile: groups: others %.2f ms\n", prof_ms() - t0);
+    return 1;
+}
+
 /* Version 2 BWT frames: QLFC decoding on the CPU, the inverse BWT on the
  * device; every other frame on the CPU. Returns 1 when the device part
  * could not start (the caller decodes on the CPU), else the first error
@@ -1416,7 +1562,9 @@ static int batch_decode_dev(gmtf_codec *c, const uint8_t *src, const uint64_t *f
     struct dev_batch d = {
         .s = {.c = c, .src = src, .off = foff, .dst = dst, .slot = doff, .status = status}};
     double t0 = prof_on() ? prof_ms() : 0;
-    uint64_t *size = malloc((count + 1) * sizeof *size);
+    /* size[i], then (grouped decode) cost[i] = size[count + 1 + i]: the
+     * payload's bytes, the proxy of its slowest lane's runs */
+    uint64_t *size = malloc((2 * count + 1) * sizeof *size);
     int rc = size ? dev_batch_alloc(&d, count) : -ENOMEM;
     /* pass 0: which frames go to the device (headers only) */
     for (size_t i = 0; i < count && rc == 0; i++) {
@@ -1432,10 +1580,11 @@ static int batch_decode_dev(gmtf_codec *c, const uint8_t *src, const uint64_t *f
             d.s.sb[i].bwt = 1;
             /* a hint for the packing order only: the payload is checked later */
             d.s.sb[i].m2 = fi.frame_len > h && src[foff[i] + h] == GMTF_QLFC_METHOD_LANES;
+            size[count + 1 + i] = fi.frame_len;
         }
     }
     if (rc == 0)
-        rc = dev_batch_pack(&d, count, size);
+        rc = dev_batch_pack_by(&d, count, size, c->bwt_dev.use_groups ? size + count + 1 : NULL);
     d.count = count;
     if (rc == 0 && d.nsel && c->bwt_dev.use_lanes) {
         d.lanes = hbuf_reserve(c, &c->dec_lanes, d.nsel * GMTF_GPU_LANES * sizeof *d.lanes);
@@ -1458,7 +1607,7 @@ static int batch_decode_dev(gmtf_codec *c, const uint8_t *src, const uint64_t *f
     gmtf_pool_run(c->pool, dev_decode_cpu, &d, count);
     if (prof_on())
         fprintf(stderr, "profile: decode cpu frames %.2f ms\n", prof_ms() - t0);
-    if (d.nsel)
+    if (d.nsel && !dev_decode_groups(&d))
         dev_pipeline(&d, GMTF_BWT_DEV_INV, dev_decode_begin, dev_decode_end);
     if (prof_on())
         fprintf(stderr,

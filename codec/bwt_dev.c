@@ -28,6 +28,10 @@
 #define DEV_PIPE_FWD 1
 #define DEV_PIPE_INV 1
 #define DEV_CHUNK_MIN (32u << 20)
+/* Decode: method 2's blocks in groups by cost (batch.c), each group's
+ * inverse behind its own lanes, so that the inverse of the cheap groups
+ * runs while the costly ones' lanes still run (docs/gpu.md, gpu9). */
+#define DEV_DEC_GROUPS 4
 
 static uint64_t env_u64(const char *name, uint64_t def)
 {
@@ -70,6 +74,10 @@ void gmtf_bwt_dev_init_on(gmtf_bwt_dev *d, const gmtf_bwt_dev_ops *ops, int devi
         d->use_lanes && ops->lanes_keep && ops->inv_dev && env_u64("GMTF_GPU_INV_DEV", 1) != 0;
     d->copy_in = env_u64("GMTF_GPU_DEC_COPY_IN", 1) != 0;
     d->split_m3 = env_u64("GMTF_GPU_DEC_SPLIT", 1) != 0;
+    uint64_t g = env_u64("GMTF_GPU_DEC_GROUPS", DEV_DEC_GROUPS);
+    d->dec_groups = g < 1 ? 1 : g > GMTF_GPU_LANES_GROUPS_MAX ? GMTF_GPU_LANES_GROUPS_MAX : (unsigned)g;
+    d->use_groups = d->use_inv_dev && d->split_m3 && ops->lanes_groups && ops->inv_group_start &&
+                    ops->inv_group_wait && d->dec_groups > 1;
 }
 
 static void dev_close(gmtf_bwt_dev *d)
@@ -78,6 +86,10 @@ static void dev_close(gmtf_bwt_dev *d)
         return;
     if (d->ctx[GMTF_BWT_DEV_FWD])
         d->ops->fwd_destroy(d->ctx[GMTF_BWT_DEV_FWD]);
+    for (unsigned g = 1; g < GMTF_GPU_LANES_GROUPS_MAX; g++)
+        if (d->inv_grp[g])
+            d->ops->inv_destroy(d->inv_grp[g]);
+    memset(d->inv_grp, 0, sizeof d->inv_grp);
     if (d->ctx[GMTF_BWT_DEV_INV])
         d->ops->inv_destroy(d->ctx[GMTF_BWT_DEV_INV]);
     if (d->ctx[GMTF_BWT_DEV_LANES])
@@ -119,6 +131,22 @@ static int dev_make(gmtf_bwt_dev *d, int i)
     return rc;
 }
 
+/* Group g's inverse context (caller holds the lock). */
+static int grp_make(gmtf_bwt_dev *d, unsigned g)
+{
+    if (g == 0 || d->inv_grp[g])
+        return 0;
+    int rc = d->ops->inv_create(d->device, &d->inv_grp[g]);
+    if (rc < 0)
+        d->inv_grp[g] = NULL;
+    return rc;
+}
+
+static void *grp_ctx(gmtf_bwt_dev *d, size_t g)
+{
+    return g == 0 ? d->ctx[GMTF_BWT_DEV_INV] : d->inv_grp[g];
+}
+
 int gmtf_bwt_dev_prepare(gmtf_bwt_dev *d, int dir)
 {
     pthread_mutex_lock(&d->lock);
@@ -134,6 +162,8 @@ int gmtf_bwt_dev_prepare(gmtf_bwt_dev *d, int dir)
         rc = dev_make(d, GMTF_BWT_DEV_INV);
         if (rc == 0 && d->use_lanes)
             rc = dev_make(d, GMTF_BWT_DEV_LANES);
+        for (unsigned g = 1; g < d->dec_groups && d->use_groups && rc == 0; g++)
+            rc = grp_make(d, g);
     }
     pthread_mutex_unlock(&d->lock);
     return rc;
@@ -316,6 +346,49 @@ int gmtf_bwt_dev_inverse_lanes(gmtf_bwt_dev *d, const uint64_t *off, size_t coun
     return dev_leave(d, GMTF_BWT_DEV_INV, rc, count, t0);
 }
 
+int gmtf_bwt_dev_dec_groups(gmtf_bwt_dev *d, const uint8_t *in, uint64_t nin, size_t count,
+                            const gmtf_gpu_lane *lanes, const uint16_t *cum, const uint8_t *sel,
+                            const uint64_t *out_off, const uint8_t *fill, size_t ngroups,
+                            const size_t *gend, const uint32_t *step, const uint32_t *idx,
+                            const uint64_t *ioff, uint8_t *dst)
+{
+    if (!d->use_groups || ngroups < 1 || ngroups > d->dec_groups)
+        return -ENOTSUP;
+    uint64_t t0 = now_ns();
+    int rc = dev_enter(d, GMTF_BWT_DEV_LANES);
+    if (rc == 0) {
+        pthread_mutex_lock(&d->lock);
+        rc = dev_make(d, GMTF_BWT_DEV_INV);
+        for (unsigned g = 1; g < ngroups && rc == 0; g++)
+            rc = grp_make(d, g);
+        pthread_mutex_unlock(&d->lock);
+    }
+    void *lc = d->ctx[GMTF_BWT_DEV_LANES];
+    if (rc == 0)
+        rc = d->ops->lanes_groups(lc, in, nin, count, lanes, cum, sel, out_off, fill, ngroups,
+                                  gend);
+    size_t started = 0;
+    for (size_t g = 0; g < ngroups && rc == 0; g++, started++) {
+        size_t a = g ? gend[g - 1] : 0;
+        rc = d->ops->inv_group_start(grp_ctx(d, g), lc, g, out_off[0], out_off + a, gend[g] - a,
+                                     step + a, idx + ioff[a], dst);
+    }
+    /* a failure after some groups were queued: nothing may still run when
+     * the caller goes on without them */
+    for (size_t g = 0; rc && g < started; g++)
+        (void)d->ops->inv_group_wait(grp_ctx(d, g), lc, g, NULL);
+    return dev_leave(d, GMTF_BWT_DEV_LANES, rc, count, t0);
+}
+
+int gmtf_bwt_dev_dec_group_wait(gmtf_bwt_dev *d, size_t g, size_t count, uint8_t *bad)
+{
+    uint64_t t0 = now_ns();
+    int rc = dev_enter(d, GMTF_BWT_DEV_INV);
+    if (rc == 0)
+        rc = d->ops->inv_group_wait(grp_ctx(d, g), d->ctx[GMTF_BWT_DEV_LANES], g, bad);
+    return dev_leave(d, GMTF_BWT_DEV_INV, rc, count, t0);
+}
+
 /* ---- the GPU's ops -------------------------------------------------------- */
 
 #if GMTF_HAVE_CUDA
@@ -388,6 +461,33 @@ static int gpu_inv_dev(void *ctx, void *lanes_ctx, const uint64_t *off, size_t c
     return rc ? rc : gmtf_gpu_ibwt_batch_dev(ctx, bwt, off, count, step, idx, dst);
 }
 
+static int gpu_lanes_groups(void *ctx, const uint8_t *in, uint64_t nin, size_t count,
+                            const gmtf_gpu_lane *lanes, const uint16_t *cum, const uint8_t *sel,
+                            const uint64_t *out_off, const uint8_t *fill, size_t ngroups,
+                            const size_t *gend)
+{
+    return gmtf_gpu_lanes_decode_groups(ctx, in, nin, count, lanes, cum, sel, out_off, fill,
+                                        ngroups, gend);
+}
+
+static int gpu_inv_group_start(void *ctx, void *lanes_ctx, size_t g, uint64_t base,
+                               const uint64_t *off, size_t count, const uint32_t *step,
+                               const uint32_t *idx, uint8_t *dst)
+{
+    void *bwt = NULL;
+    int rc = gmtf_gpu_lanes_out_device(lanes_ctx, &bwt);
+    return rc ? rc
+              : gmtf_gpu_ibwt_batch_dev_start(ctx, (uint8_t *)bwt + (off[0] - base),
+                                              gmtf_gpu_lanes_group_event(lanes_ctx, g), off,
+                                              count, step, idx, dst);
+}
+
+static int gpu_inv_group_wait(void *ctx, void *lanes_ctx, size_t g, uint8_t *bad)
+{
+    int rc = gmtf_gpu_ibwt_wait(ctx);
+    return rc ? rc : gmtf_gpu_lanes_group_wait(lanes_ctx, g, bad);
+}
+
 static int gpu_enc_create(int dev, void **ctx)
 {
     return gmtf_gpu_lanes_enc_create_on(dev, (gmtf_gpu_lanes_enc **)ctx);
@@ -445,6 +545,9 @@ static const gmtf_bwt_dev_ops gpu_ops = {
     .enc_scan_plan = gpu_enc_scan_plan,
     .lanes_keep = gpu_lanes_keep,
     .inv_dev = gpu_inv_dev,
+    .lanes_groups = gpu_lanes_groups,
+    .inv_group_start = gpu_inv_group_start,
+    .inv_group_wait = gpu_inv_group_wait,
 };
 
 const gmtf_bwt_dev_ops *gmtf_bwt_dev_gpu(void)

@@ -58,6 +58,22 @@ typedef struct gmtf_bwt_dev_ops {
                       const uint64_t *out_off, const uint8_t *fill, uint8_t *bad);
     int (*inv_dev)(void *ctx, void *lanes_ctx, const uint64_t *off, size_t count,
                    const uint32_t *step, const uint32_t *idx, uint8_t *dst);
+    /* Optional: the lanes and the inverse in groups that end apart, each
+     * group's inverse queued behind its own lanes (gmtf_gpu_lanes_decode_groups,
+     * gmtf_gpu_ibwt_batch_dev_start): lanes_groups launches every group's
+     * lanes (lanes_keep's arguments and the groups' ends); inv_group_start
+     * queues group g's inverse on the inverse context ctx (off, step, idx:
+     * the group's blocks; their bytes on the device at off[0] - base of the
+     * lanes' output); inv_group_wait waits for it and gives the group's
+     * lanes verdicts (bad, as lanes'). */
+    int (*lanes_groups)(void *ctx, const uint8_t *in, uint64_t nin, size_t count,
+                        const gmtf_gpu_lane *lanes, const uint16_t *cum, const uint8_t *sel,
+                        const uint64_t *out_off, const uint8_t *fill, size_t ngroups,
+                        const size_t *gend);
+    int (*inv_group_start)(void *ctx, void *lanes_ctx, size_t g, uint64_t base,
+                           const uint64_t *off, size_t count, const uint32_t *step,
+                           const uint32_t *idx, uint8_t *dst);
+    int (*inv_group_wait)(void *ctx, void *lanes_ctx, size_t g, uint8_t *bad);
 } gmtf_bwt_dev_ops;
 
 /* Contexts: forward, inverse, lanes (decode), and three encoders (chunk k
@@ -95,6 +111,9 @@ typedef struct gmtf_bwt_dev {
     uint64_t ns[GMTF_BWT_DEV_NCTX];     /* wall time of each context's device calls */
     unsigned pipe[2];                   /* most chunks a batch is cut into, each direction */
     uint64_t chunk_min;                 /* fewest bytes a chunk holds */
+    unsigned dec_groups;                /* decode: groups of the lanes and inverse (1: none) */
+    int use_groups;                     /* ops->lanes_groups etc. and dec_groups > 1 */
+    void *inv_grp[GMTF_GPU_LANES_GROUPS_MAX]; /* inverse contexts of groups 1.. (0: ctx[INV]) */
 } gmtf_bwt_dev;
 
 /* The GPU's ops, or NULL in a build without CUDA. */
@@ -153,5 +172,19 @@ int gmtf_bwt_dev_enc_code(gmtf_bwt_dev *d, int e, size_t count, const uint8_t **
 /* The inverse BWT of the last lanes call's output (on the device). */
 int gmtf_bwt_dev_inverse_lanes(gmtf_bwt_dev *d, const uint64_t *off, size_t count,
                                const uint32_t *step, const uint32_t *idx, uint8_t *dst);
+/* use_groups: the lanes of count blocks in ngroups groups (gend as
+ * gmtf_gpu_lanes_decode_groups'), each group's inverse queued behind its
+ * lanes (block j's rows at idx + ioff[j], its output at dst + out_off[j]);
+ * returns once queued (one device call). Then group_wait(g), from any
+ * thread, once for each group: 0 when group g's output is in dst (bad: its
+ * count blocks' verdicts), else an error (the device retired: decode it on the
+ * CPU). The caller holds the device (gmtf_bwt_dev_hold) from the start to
+ * the last wait. */
+int gmtf_bwt_dev_dec_groups(gmtf_bwt_dev *d, const uint8_t *in, uint64_t nin, size_t count,
+                            const gmtf_gpu_lane *lanes, const uint16_t *cum, const uint8_t *sel,
+                            const uint64_t *out_off, const uint8_t *fill, size_t ngroups,
+                            const size_t *gend, const uint32_t *step, const uint32_t *idx,
+                            const uint64_t *ioff, uint8_t *dst);
+int gmtf_bwt_dev_dec_group_wait(gmtf_bwt_dev *d, size_t g, size_t count, uint8_t *bad);
 
 #endif

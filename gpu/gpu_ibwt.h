@@ -76,6 +76,18 @@ int gmtf_gpu_ibwt_batch(gmtf_gpu_ibwt_ctx *ctx, const uint8_t *bwt, const uint64
 int gmtf_gpu_ibwt_batch_dev(gmtf_gpu_ibwt_ctx *ctx, const void *dbwt, const uint64_t *off,
                             size_t count, const uint32_t *step, const uint32_t *idx, uint8_t *dst);
 
+/* batch_dev started, not waited: the device first waits for after (a
+ * cudaEvent_t as void *, e.g. gmtf_gpu_lanes_group_event's; NULL: none),
+ * then reads dbwt; the call returns once the work is queued (a batch over
+ * the piece bound: all its pieces but the last done). gmtf_gpu_ibwt_wait
+ * waits for it (dst complete, times and repairs counted: 0 or an error);
+ * it does nothing when nothing is pending. Any other call on the context
+ * waits for it first. */
+int gmtf_gpu_ibwt_batch_dev_start(gmtf_gpu_ibwt_ctx *ctx, const void *dbwt, void *after,
+                                  const uint64_t *off, size_t count, const uint32_t *step,
+                                  const uint32_t *idx, uint8_t *dst);
+int gmtf_gpu_ibwt_wait(gmtf_gpu_ibwt_ctx *ctx);
+
 /* Device time of the last batch by phase, ms (events; 0 in the CPU build):
  * [0] upload, [1] keys + sort, [2] table, [3] chain walk, [4] download. */
 #define GMTF_GPU_IBWT_PHASES 5

@@ -79,9 +79,27 @@ int gmtf_gpu_lanes_decode_keep(gmtf_gpu_lanes_ctx *ctx, const uint8_t *in, uint6
                                size_t count, const gmtf_gpu_lane *lanes, const uint16_t *cum,
                                const uint8_t *sel, const uint64_t *out_off, const uint8_t *fill,
                                uint8_t *bad);
-/* The device pointer of the last decode_keep's output (the bytes of
- * out_off[0]); -EINVAL after any other call. */
+/* The device pointer of the last decode_keep's or decode_groups' output
+ * (the bytes of out_off[0]); -EINVAL after any other call. */
 int gmtf_gpu_lanes_out_device(gmtf_gpu_lanes_ctx *ctx, void **out);
+
+/* decode_keep in groups that end apart: group g is the blocks
+ * [gend[g - 1], gend[g]) (gend[-1] = 0, ascending, gend[ngroups - 1] =
+ * count, 1 <= ngroups <= GMTF_GPU_LANES_GROUPS_MAX), launched on its own
+ * stream after the uploads; returns once all is launched, nothing waited
+ * (in the emulation: all done). The caller's buffers must stay as they
+ * are until every group is waited. group_event(g): a cudaEvent_t (as void
+ * *) recorded when group g's lanes are done, for another context's stream
+ * to wait on (NULL in the emulation or for no such group); group_wait(g):
+ * waits for group g and gives its blocks' verdicts (bad[0 .. its count),
+ * as decode's bad; bad may be NULL). */
+#define GMTF_GPU_LANES_GROUPS_MAX 8
+int gmtf_gpu_lanes_decode_groups(gmtf_gpu_lanes_ctx *ctx, const uint8_t *in, uint64_t nin,
+                                 size_t count, const gmtf_gpu_lane *lanes, const uint16_t *cum,
+                                 const uint8_t *sel, const uint64_t *out_off, const uint8_t *fill,
+                                 size_t ngroups, const size_t *gend);
+void *gmtf_gpu_lanes_group_event(gmtf_gpu_lanes_ctx *ctx, size_t g);
+int gmtf_gpu_lanes_group_wait(gmtf_gpu_lanes_ctx *ctx, size_t g, uint8_t *bad);
 
 /* ---- encoding ---------------------------------------------------------------
  * Method 2's encoder in two device steps around the codec's choices

@@ -86,6 +86,7 @@ struct gmtf_gpu_ibwt_ctx {
     double ms[GMTF_GPU_IBWT_PHASES];
     int bidir;         /* two chains a segment (GMTF_GPU_IBWT_BIDIR) */
     uint64_t repaired; /* segments walked again by the last batch */
+    int pending;       /* batch_dev_start's last piece not waited yet (1 + its acc) */
     uint32_t *h_rep;   /* the repair count read back */
     /* host: per piece block starts (nb + 1), primaries (nb), chains */
     uint32_t *h_start, *h_p;
@@ -349,6 +350,13 @@ static int copy_d2d(gmtf_gpu_ibwt_ctx *c, void *d, const void *s, size_t n)
     return 0;
 }
 
+static int wait_for(gmtf_gpu_ibwt_ctx *c, void *after)
+{
+    if (after)
+        CK(c, cudaStreamWaitEvent(c->st, (cudaEvent_t)after, 0));
+    return 0;
+}
+
 static int launched(gmtf_gpu_ibwt_ctx *c, const char *what)
 {
     cudaError_t e = cudaGetLastError();
@@ -463,6 +471,11 @@ static void dev_free(dbuf *b)
 }
 
 static int mark(gmtf_gpu_ibwt_ctx *, int)
+{
+    return 0;
+}
+
+static int wait_for(gmtf_gpu_ibwt_ctx *, void *)
 {
     return 0;
 }
@@ -665,9 +678,13 @@ static int host_grow(gmtf_gpu_ibwt_ctx *c, size_t nb, size_t nc)
 }
 
 /* Blocks [b0, b1) of the batch, their rows from idx + i0. */
+static int piece_end(gmtf_gpu_ibwt_ctx *c, int acc);
+
+/* after: an event (gpu_lanes.h's group_event) the device waits for before
+ * it reads bwt; async: the piece is not waited (gmtf_gpu_ibwt_wait). */
 static int run_piece(gmtf_gpu_ibwt_ctx *c, const uint8_t *bwt, const uint64_t *off, size_t b0,
                      size_t b1, const uint32_t *step, const uint32_t *idx, uint64_t i0,
-                     uint8_t *dst, int acc, int dev)
+                     uint8_t *dst, int acc, int dev, void *after, int async)
 {
     uint32_t nb = (uint32_t)(b1 - b0), np = (uint32_t)(off[b1] - off[b0]);
     uint64_t nseg = 0;
@@ -710,18 +727,31 @@ static int run_piece(gmtf_gpu_ibwt_ctx *c, const uint8_t *bwt, const uint64_t *o
         TRY(dev_reserve(c, &c->endrow, nc * 4));
         TRY(dev_reserve(c, &c->rep, 4));
     }
+    /* the small tables first (from pageable memory: copied before the
+     * stream waits on anything), then the bytes */
+    TRY(copy_h2d(c, c->start.p, c->h_start, ((size_t)nb + 1) * 4));
+    TRY(copy_h2d(c, c->prim.p, c->h_p, (size_t)nb * 4));
+    TRY(copy_h2d(c, c->ch.p, c->h_ch, nc * sizeof(chain)));
+    TRY(wait_for(c, after));
     TRY(mark(c, 0));
     if (dev) /* bwt: on the device, at off[0] */
         TRY(copy_d2d(c, c->in.p, bwt + (off[b0] - off[0]), np));
     else
         TRY(copy_h2d(c, c->in.p, bwt + off[b0], np));
-    TRY(copy_h2d(c, c->start.p, c->h_start, ((size_t)nb + 1) * 4));
-    TRY(copy_h2d(c, c->prim.p, c->h_p, (size_t)nb * 4));
-    TRY(copy_h2d(c, c->ch.p, c->h_ch, nc * sizeof(chain)));
     TRY(mark(c, 1));
     TRY(run_steps(c, np, nb, (uint32_t)nc));
     TRY(copy_d2h(c, dst + off[b0], c->out.p, np));
     TRY(mark(c, 5));
+    if (async) {
+        c->pending = 1 + acc;
+        return 0;
+    }
+    return piece_end(c, acc);
+}
+
+/* A piece's end: its times, its repairs. */
+static int piece_end(gmtf_gpu_ibwt_ctx *c, int acc)
+{
     TRY(sync_times(c, acc));
     if (c->bidir)
         c->repaired += *c->h_rep;
@@ -729,12 +759,15 @@ static int run_piece(gmtf_gpu_ibwt_ctx *c, const uint8_t *bwt, const uint64_t *o
 }
 
 static int batch_impl(gmtf_gpu_ibwt_ctx *c, const uint8_t *bwt, const uint64_t *off, size_t count,
-                      const uint32_t *step, const uint32_t *idx, uint8_t *dst, int dev)
+                      const uint32_t *step, const uint32_t *idx, uint8_t *dst, int dev,
+                      void *after, int async)
 {
     if (!c)
         return -ENODEV;
     if (!c->ok)
         return -EIO;
+    if (c->pending) /* a batch_dev_start not waited: wait for it first */
+        TRY(gmtf_gpu_ibwt_wait(c));
     if (count && (!bwt || !dst))
         return -EINVAL;
     int rc = gmtf_gpu_ibwt_check(off, count, step, idx);
@@ -748,7 +781,8 @@ static int batch_impl(gmtf_gpu_ibwt_ctx *c, const uint8_t *bwt, const uint64_t *
         size_t b1 = b0 + 1;
         while (b1 < count && off[b1 + 1] - off[b0] <= c->piece_bound)
             b1++;
-        TRY(run_piece(c, bwt, off, b0, b1, step, idx, i0, dst, acc, dev));
+        TRY(run_piece(c, bwt, off, b0, b1, step, idx, i0, dst, acc, dev, after,
+                      async && b1 == count));
         for (size_t i = b0; i < b1; i++)
             i0 += chains_of(off[i + 1] - off[i], step[i]);
         b0 = b1;
@@ -762,7 +796,7 @@ extern "C" int gmtf_gpu_ibwt_batch(gmtf_gpu_ibwt_ctx *c, const uint8_t *bwt, con
                                    uint8_t *dst)
 {
     int rc = c ? use_device(c) : 0;
-    return rc ? rc : batch_impl(c, bwt, off, count, step, idx, dst, 0);
+    return rc ? rc : batch_impl(c, bwt, off, count, step, idx, dst, 0, NULL, 0);
 }
 
 extern "C" int gmtf_gpu_ibwt_batch_dev(gmtf_gpu_ibwt_ctx *c, const void *dbwt, const uint64_t *off,
@@ -770,5 +804,27 @@ extern "C" int gmtf_gpu_ibwt_batch_dev(gmtf_gpu_ibwt_ctx *c, const void *dbwt, c
                                        uint8_t *dst)
 {
     int rc = c ? use_device(c) : 0;
-    return rc ? rc : batch_impl(c, (const uint8_t *)dbwt, off, count, step, idx, dst, 1);
+    return rc ? rc : batch_impl(c, (const uint8_t *)dbwt, off, count, step, idx, dst, 1, NULL, 0);
+}
+
+extern "C" int gmtf_gpu_ibwt_batch_dev_start(gmtf_gpu_ibwt_ctx *c, const void *dbwt, void *after,
+                                             const uint64_t *off, size_t count,
+                                             const uint32_t *step, const uint32_t *idx,
+                                             uint8_t *dst)
+{
+    int rc = c ? use_device(c) : 0;
+    return rc ? rc
+              : batch_impl(c, (const uint8_t *)dbwt, off, count, step, idx, dst, 1, after, 1);
+}
+
+extern "C" int gmtf_gpu_ibwt_wait(gmtf_gpu_ibwt_ctx *c)
+{
+    if (!c)
+        return -ENODEV;
+    if (!c->pending)
+        return 0;
+    int acc = c->pending - 1;
+    c->pending = 0;
+    TRY(use_device(c));
+    return piece_end(c, acc);
 }

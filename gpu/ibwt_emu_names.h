@@ -16,5 +16,7 @@
 #define gmtf_gpu_ibwt_last_repaired gmtf_gpu_ibwt_emu_last_repaired
 
 #define gmtf_gpu_ibwt_batch_dev gmtf_gpu_ibwt_emu_batch_dev
+#define gmtf_gpu_ibwt_batch_dev_start gmtf_gpu_ibwt_emu_batch_dev_start
+#define gmtf_gpu_ibwt_wait gmtf_gpu_ibwt_emu_wait
 
 #endif

@@ -928,8 +928,13 @@ struct gmtf_gpu_lanes_ctx {
     int lpw;   /* lanes a warp (the kernel's shape) */
     int ver;   /* the kernel's version: 3, or 1 / 2 (GMTF_GPU_LANES_V) */
     int exact; /* GMTF_GPU_LANES_EXACT=1 */
+    /* decode_groups: the groups' last blocks (gend[g], exclusive) */
+    size_t ngroups, gend[GMTF_GPU_LANES_GROUPS_MAX];
 #ifndef GMTF_LANES_EMU
     cudaStream_t st;
+    cudaStream_t gst[GMTF_GPU_LANES_GROUPS_MAX]; /* a group's stream (made at first use) */
+    cudaEvent_t gev[GMTF_GPU_LANES_GROUPS_MAX];  /* its lanes done */
+    cudaEvent_t up;                              /* the uploads of decode_groups done */
     int prof;          /* GMTF_GPU_LANES_PROFILE=1 */
     cudaEvent_t ev[4]; /* its marks */
 #endif
@@ -1087,19 +1092,19 @@ static int lanes_per_warp(int v2)
 }
 
 /* Version 4 with LPW lanes a warp (lanes_per_warp). */
-static void launch4(gmtf_gpu_lanes_ctx *c, unsigned g, const gmtf_gpu_lane *l, const uint16_t *cum,
-                    const uint8_t *sel, const uint8_t *in, const uint64_t *off, uint8_t *out,
-                    uint8_t *bad)
+static void launch4(gmtf_gpu_lanes_ctx *c, cudaStream_t st, unsigned g, const gmtf_gpu_lane *l,
+                    const uint16_t *cum, const uint8_t *sel, const uint8_t *in,
+                    const uint64_t *off, uint8_t *out, uint8_t *bad)
 {
     size_t sb = SH4_BYTES;
     int x = c->exact;
     switch (c->lpw) {
-    case 32: k_lanes4<32><<<g, 32, sb, c->st>>>(l, cum, sel, in, off, out, bad, x); break;
-    case 16: k_lanes4<16><<<g, 64, sb, c->st>>>(l, cum, sel, in, off, out, bad, x); break;
-    case 8: k_lanes4<8><<<g, 128, sb, c->st>>>(l, cum, sel, in, off, out, bad, x); break;
-    case 2: k_lanes4<2><<<g, 512, sb, c->st>>>(l, cum, sel, in, off, out, bad, x); break;
-    case 1: k_lanes4<1><<<g, 1024, sb, c->st>>>(l, cum, sel, in, off, out, bad, x); break;
-    default: k_lanes4<4><<<g, 256, sb, c->st>>>(l, cum, sel, in, off, out, bad, x); break;
+    case 32: k_lanes4<32><<<g, 32, sb, st>>>(l, cum, sel, in, off, out, bad, x); break;
+    case 16: k_lanes4<16><<<g, 64, sb, st>>>(l, cum, sel, in, off, out, bad, x); break;
+    case 8: k_lanes4<8><<<g, 128, sb, st>>>(l, cum, sel, in, off, out, bad, x); break;
+    case 2: k_lanes4<2><<<g, 512, sb, st>>>(l, cum, sel, in, off, out, bad, x); break;
+    case 1: k_lanes4<1><<<g, 1024, sb, st>>>(l, cum, sel, in, off, out, bad, x); break;
+    default: k_lanes4<4><<<g, 256, sb, st>>>(l, cum, sel, in, off, out, bad, x); break;
     }
 }
 
@@ -1156,6 +1161,16 @@ static void backend_close(gmtf_gpu_lanes_ctx *c)
     for (int i = 0; i < 4; i++)
         if (c->ev[i])
             cudaEventDestroy(c->ev[i]);
+    for (int g = 0; g < GMTF_GPU_LANES_GROUPS_MAX; g++) {
+        if (c->gst[g]) {
+            cudaStreamSynchronize(c->gst[g]);
+            cudaStreamDestroy(c->gst[g]);
+        }
+        if (c->gev[g])
+            cudaEventDestroy(c->gev[g]);
+    }
+    if (c->up)
+        cudaEventDestroy(c->up);
     if (c->st) {
         cudaStreamSynchronize(c->st);
         cudaStreamDestroy(c->st);
@@ -1193,17 +1208,23 @@ static int d2h(gmtf_gpu_lanes_ctx *c, void *h, const void *d, size_t n)
     return 0;
 }
 
-static int run(gmtf_gpu_lanes_ctx *c, size_t count, size_t nout)
+/* The kernel over the uploaded batch's blocks [b0, b1) on group q's stream
+ * (q < 0: the context's); out_off: the host's copy of the offsets. */
+static int run(gmtf_gpu_lanes_ctx *c, size_t b0, size_t b1, const uint64_t *out_off, int q)
 {
-    CK(c, cudaMemsetAsync(c->bad.p, 0, count, c->st));
-    const gmtf_gpu_lane *l = (const gmtf_gpu_lane *)c->lanes.p;
-    const uint16_t *cum = (const uint16_t *)c->cum.p;
-    const uint8_t *sel = (const uint8_t *)c->sel.p, *in = (const uint8_t *)c->in.p;
-    const uint64_t *off = (const uint64_t *)c->off.p;
-    uint8_t *out = (uint8_t *)c->out.p, *bad = (uint8_t *)c->bad.p;
+    cudaStream_t st = q < 0 ? c->st : c->gst[q];
+    size_t count = b1 - b0;
+    CK(c, cudaMemsetAsync((uint8_t *)c->bad.p + b0, 0, count, st));
+    const gmtf_gpu_lane *l = (const gmtf_gpu_lane *)c->lanes.p + b0 * GMTF_GPU_LANES;
+    const uint16_t *cum = (const uint16_t *)c->cum.p + b0 * NTAB * GMTF_GPU_LANES_CUM;
+    const uint8_t *sel = (const uint8_t *)c->sel.p + b0 * MAX_GROUPS,
+                  *in = (const uint8_t *)c->in.p;
+    const uint64_t *off = (const uint64_t *)c->off.p + b0;
+    uint8_t *out = (uint8_t *)c->out.p + (out_off[b0] - out_off[0]),
+            *bad = (uint8_t *)c->bad.p + b0;
     unsigned g = (unsigned)count;
     if (c->ver == 4) {
-        launch4(c, g, l, cum, sel, in, off, out, bad);
+        launch4(c, st, g, l, cum, sel, in, off, out, bad);
         CK(c, cudaGetLastError());
         return 0;
     }
@@ -1211,31 +1232,30 @@ static int run(gmtf_gpu_lanes_ctx *c, size_t count, size_t nout)
         size_t sb = SH_BYTES;
         switch (c->lpw) {
         case 32:
-            k_lanes2<32><<<g, 32, sb, c->st>>>(l, cum, sel, in, off, out, bad, c->exact);
+            k_lanes2<32><<<g, 32, sb, st>>>(l, cum, sel, in, off, out, bad, c->exact);
             break;
         case 16:
-            k_lanes2<16><<<g, 64, sb, c->st>>>(l, cum, sel, in, off, out, bad, c->exact);
+            k_lanes2<16><<<g, 64, sb, st>>>(l, cum, sel, in, off, out, bad, c->exact);
             break;
-        case 8: k_lanes2<8><<<g, 128, sb, c->st>>>(l, cum, sel, in, off, out, bad, c->exact); break;
-        case 2: k_lanes2<2><<<g, 512, sb, c->st>>>(l, cum, sel, in, off, out, bad, c->exact); break;
+        case 8: k_lanes2<8><<<g, 128, sb, st>>>(l, cum, sel, in, off, out, bad, c->exact); break;
+        case 2: k_lanes2<2><<<g, 512, sb, st>>>(l, cum, sel, in, off, out, bad, c->exact); break;
         case 1:
-            k_lanes2<1><<<g, 1024, sb, c->st>>>(l, cum, sel, in, off, out, bad, c->exact);
+            k_lanes2<1><<<g, 1024, sb, st>>>(l, cum, sel, in, off, out, bad, c->exact);
             break;
         default:
-            k_lanes2<4><<<g, 256, sb, c->st>>>(l, cum, sel, in, off, out, bad, c->exact);
+            k_lanes2<4><<<g, 256, sb, st>>>(l, cum, sel, in, off, out, bad, c->exact);
             break;
         }
         CK(c, cudaGetLastError());
         return 0;
     }
     switch (c->lpw) {
-    case 32: k_lanes<32><<<g, 32, 0, c->st>>>(l, cum, sel, in, off, out, bad); break;
-    case 16: k_lanes<16><<<g, 64, 0, c->st>>>(l, cum, sel, in, off, out, bad); break;
-    case 4: k_lanes<4><<<g, 256, 0, c->st>>>(l, cum, sel, in, off, out, bad); break;
-    default: k_lanes<8><<<g, 128, 0, c->st>>>(l, cum, sel, in, off, out, bad); break;
+    case 32: k_lanes<32><<<g, 32, 0, st>>>(l, cum, sel, in, off, out, bad); break;
+    case 16: k_lanes<16><<<g, 64, 0, st>>>(l, cum, sel, in, off, out, bad); break;
+    case 4: k_lanes<4><<<g, 256, 0, st>>>(l, cum, sel, in, off, out, bad); break;
+    default: k_lanes<8><<<g, 128, 0, st>>>(l, cum, sel, in, off, out, bad); break;
     }
     CK(c, cudaGetLastError());
-    (void)nout;
     return 0;
 }
 
@@ -1249,6 +1269,41 @@ static int sync(gmtf_gpu_lanes_ctx *c)
 {
     CK(c, cudaStreamSynchronize(c->st));
     return 0;
+}
+
+/* decode_groups' launches: group g's blocks on stream g after the
+ * uploads on the context's stream, its end recorded in gev[g]. */
+static int launch_groups(gmtf_gpu_lanes_ctx *c, const uint64_t *out_off, size_t ngroups,
+                         const size_t *gend)
+{
+    if (!c->up)
+        CK(c, cudaEventCreateWithFlags(&c->up, cudaEventDisableTiming));
+    for (size_t g = 0; g < ngroups; g++) {
+        if (!c->gst[g])
+            CK(c, cudaStreamCreateWithFlags(&c->gst[g], cudaStreamNonBlocking));
+        if (!c->gev[g])
+            CK(c, cudaEventCreateWithFlags(&c->gev[g], cudaEventDisableTiming));
+    }
+    CK(c, cudaEventRecord(c->up, c->st));
+    for (size_t g = 0; g < ngroups; g++) {
+        CK(c, cudaStreamWaitEvent(c->gst[g], c->up, 0));
+        TRY(run(c, g ? gend[g - 1] : 0, gend[g], out_off, (int)g));
+        CK(c, cudaEventRecord(c->gev[g], c->gst[g]));
+    }
+    return 0;
+}
+
+static int group_wait(gmtf_gpu_lanes_ctx *c, size_t g, const uint8_t *dbad, uint8_t *bad, size_t n)
+{
+    if (bad)
+        CK(c, cudaMemcpyAsync(bad, dbad, n, cudaMemcpyDeviceToHost, c->gst[g]));
+    CK(c, cudaStreamSynchronize(c->gst[g]));
+    return 0;
+}
+
+extern "C" void *gmtf_gpu_lanes_group_event(gmtf_gpu_lanes_ctx *c, size_t g)
+{
+    return c && g < c->ngroups ? (void *)c->gev[g] : NULL;
 }
 
 /* GMTF_GPU_LANES_PROFILE=1: uploads, kernel and the rest of each decode
@@ -1324,7 +1379,7 @@ static int d2h(gmtf_gpu_lanes_ctx *, void *h, const void *d, size_t n)
     return 0;
 }
 
-static int run(gmtf_gpu_lanes_ctx *c, size_t count, size_t)
+static int run(gmtf_gpu_lanes_ctx *c, size_t b0, size_t b1, const uint64_t *, int)
 {
     const uint64_t *off = (const uint64_t *)c->off.p;
     uint8_t *bad = (uint8_t *)c->bad.p;
@@ -1332,7 +1387,7 @@ static int run(gmtf_gpu_lanes_ctx *c, size_t count, size_t)
     uint8_t *sh = (uint8_t *)malloc(SH4_BYTES); /* the CTA's shared memory */
     if (!sh)
         return set_err(c, -ENOMEM, "malloc", "out of memory");
-    for (size_t b = 0; b < count; b++) {
+    for (size_t b = b0; b < b1; b++) {
         const gmtf_gpu_lane *gb = (const gmtf_gpu_lane *)c->lanes.p + b * GMTF_GPU_LANES;
         const uint16_t *cum = (const uint16_t *)c->cum.p + b * NTAB * GMTF_GPU_LANES_CUM;
         const uint8_t *sel = (const uint8_t *)c->sel.p + b * MAX_GROUPS;
@@ -1390,6 +1445,26 @@ static void prof_mark(gmtf_gpu_lanes_ctx *, int)
 
 static void prof_report(gmtf_gpu_lanes_ctx *, size_t)
 {
+}
+
+static int launch_groups(gmtf_gpu_lanes_ctx *c, const uint64_t *out_off, size_t ngroups,
+                         const size_t *gend)
+{
+    for (size_t g = 0; g < ngroups; g++)
+        TRY(run(c, g ? gend[g - 1] : 0, gend[g], out_off, (int)g));
+    return 0;
+}
+
+static int group_wait(gmtf_gpu_lanes_ctx *, size_t, const uint8_t *dbad, uint8_t *bad, size_t n)
+{
+    if (bad)
+        memcpy(bad, dbad, n);
+    return 0;
+}
+
+extern "C" void *gmtf_gpu_lanes_group_event(gmtf_gpu_lanes_ctx *, size_t)
+{
+    return NULL;
 }
 
 #endif
@@ -1470,21 +1545,11 @@ static int check(const gmtf_gpu_lane *lanes, size_t count, uint64_t nin, const u
     return 0;
 }
 
-/* keep: the output stays on the device (the blocks without work get
- * fill's bytes there instead), else the blocks with work come down to out. */
-static int decode_impl(gmtf_gpu_lanes_ctx *c, const uint8_t *in, uint64_t nin, size_t count,
-                       const gmtf_gpu_lane *lanes, const uint16_t *cum, const uint8_t *sel,
-                       const uint64_t *out_off, uint8_t *out, uint8_t *bad, int keep)
+/* The checks, the buffers and the uploads on the context's stream. */
+static int upload(gmtf_gpu_lanes_ctx *c, const uint8_t *in, uint64_t nin, size_t count,
+                  const gmtf_gpu_lane *lanes, const uint16_t *cum, const uint8_t *sel,
+                  const uint64_t *out_off)
 {
-    if (!c)
-        return -ENODEV;
-    if (!c->ok)
-        return -EIO;
-    c->kept = 0;
-    if (count == 0)
-        return 0;
-    if (!in || !lanes || !cum || !sel || !out_off || !out || !bad || count > (1u << 20))
-        return -EINVAL;
     if (check(lanes, count, nin, out_off))
         return set_err(c, -EINVAL, "lanes", "a lane's state is out of range");
     size_t nout = out_off[count] - out_off[0];
@@ -1497,18 +1562,21 @@ static int decode_impl(gmtf_gpu_lanes_ctx *c, const uint8_t *in, uint64_t nin, s
     TRY(dev_reserve(c, &c->off, (count + 1) * 8));
     TRY(dev_reserve(c, &c->out, nout ? nout : 1));
     TRY(dev_reserve(c, &c->bad, count));
-    prof_mark(c, 0);
     TRY(h2d(c, c->in.p, in, nin));
     TRY(zero(c, (uint8_t *)c->in.p + nin, IN_PAD));
     TRY(h2d(c, c->lanes.p, lanes, lbytes));
     TRY(h2d(c, c->cum.p, cum, cbytes));
     TRY(h2d(c, c->sel.p, sel, count * MAX_GROUPS));
     TRY(h2d(c, c->off.p, out_off, (count + 1) * 8));
-    prof_mark(c, 1);
-    TRY(run(c, count, nout));
-    prof_mark(c, 2);
-    /* keep: the blocks without work go up from fill; else only the blocks
-     * with work come down (the others' bytes in out stay the caller's) */
+    return 0;
+}
+
+/* After the kernel: keep: the blocks without work go up from out (the
+ * caller's fill); else only the blocks with work come down (the others'
+ * bytes in out stay the caller's). */
+static int standins(gmtf_gpu_lanes_ctx *c, size_t count, const gmtf_gpu_lane *lanes,
+                    const uint64_t *out_off, uint8_t *out, int keep)
+{
     for (size_t b = 0; b < count;) {
         int work = has_work(lanes + b * GMTF_GPU_LANES);
         size_t e = b + 1;
@@ -1521,6 +1589,37 @@ static int decode_impl(gmtf_gpu_lanes_ctx *c, const uint8_t *in, uint64_t nin, s
             TRY(d2h(c, out + out_off[b], dev, out_off[e] - out_off[b]));
         b = e;
     }
+    return 0;
+}
+
+static int args_ok(const uint8_t *in, const gmtf_gpu_lane *lanes, const uint16_t *cum,
+                   const uint8_t *sel, const uint64_t *out_off, const void *out, size_t count)
+{
+    return in && lanes && cum && sel && out_off && out && count <= (1u << 20);
+}
+
+/* keep: the output stays on the device (the blocks without work get
+ * fill's bytes there instead), else the blocks with work come down to out. */
+static int decode_impl(gmtf_gpu_lanes_ctx *c, const uint8_t *in, uint64_t nin, size_t count,
+                       const gmtf_gpu_lane *lanes, const uint16_t *cum, const uint8_t *sel,
+                       const uint64_t *out_off, uint8_t *out, uint8_t *bad, int keep)
+{
+    if (!c)
+        return -ENODEV;
+    if (!c->ok)
+        return -EIO;
+    c->kept = 0;
+    c->ngroups = 0;
+    if (count == 0)
+        return 0;
+    if (!args_ok(in, lanes, cum, sel, out_off, out, count) || !bad)
+        return -EINVAL;
+    prof_mark(c, 0);
+    TRY(upload(c, in, nin, count, lanes, cum, sel, out_off));
+    prof_mark(c, 1);
+    TRY(run(c, 0, count, out_off, -1));
+    prof_mark(c, 2);
+    TRY(standins(c, count, lanes, out_off, out, keep));
     TRY(d2h(c, bad, c->bad.p, count));
     prof_mark(c, 3);
     TRY(sync(c));
@@ -1557,4 +1656,43 @@ extern "C" int gmtf_gpu_lanes_out_device(gmtf_gpu_lanes_ctx *c, void **out)
         return -EINVAL;
     *out = c->out.p;
     return 0;
+}
+
+extern "C" int gmtf_gpu_lanes_decode_groups(gmtf_gpu_lanes_ctx *c, const uint8_t *in, uint64_t nin,
+                                            size_t count, const gmtf_gpu_lane *lanes,
+                                            const uint16_t *cum, const uint8_t *sel,
+                                            const uint64_t *out_off, const uint8_t *fill,
+                                            size_t ngroups, const size_t *gend)
+{
+    if (!c)
+        return -ENODEV;
+    TRY(use_device(c));
+    if (!c->ok)
+        return -EIO;
+    c->kept = 0;
+    c->ngroups = 0;
+    if (count == 0 || !args_ok(in, lanes, cum, sel, out_off, fill, count) || !gend ||
+        ngroups < 1 || ngroups > GMTF_GPU_LANES_GROUPS_MAX || gend[ngroups - 1] != count)
+        return -EINVAL;
+    for (size_t g = 0; g < ngroups; g++)
+        if (gend[g] <= (g ? gend[g - 1] : 0))
+            return -EINVAL;
+    TRY(upload(c, in, nin, count, lanes, cum, sel, out_off));
+    TRY(standins(c, count, lanes, out_off, (uint8_t *)fill, 1));
+    TRY(launch_groups(c, out_off, ngroups, gend));
+    c->ngroups = ngroups;
+    memcpy(c->gend, gend, ngroups * sizeof *gend);
+    c->kept = 1;
+    return 0;
+}
+
+extern "C" int gmtf_gpu_lanes_group_wait(gmtf_gpu_lanes_ctx *c, size_t g, uint8_t *bad)
+{
+    if (!c)
+        return -ENODEV;
+    if (g >= c->ngroups)
+        return -EINVAL;
+    TRY(use_device(c));
+    size_t b0 = g ? c->gend[g - 1] : 0;
+    return group_wait(c, g, (const uint8_t *)c->bad.p + b0, bad, c->gend[g] - b0);
 }

@@ -13,5 +13,8 @@
 
 #define gmtf_gpu_lanes_decode_keep gmtf_gpu_lanes_emu_decode_keep
 #define gmtf_gpu_lanes_out_device gmtf_gpu_lanes_emu_out_device
+#define gmtf_gpu_lanes_decode_groups gmtf_gpu_lanes_emu_decode_groups
+#define gmtf_gpu_lanes_group_event gmtf_gpu_lanes_emu_group_event
+#define gmtf_gpu_lanes_group_wait gmtf_gpu_lanes_emu_group_wait
 
 #endif

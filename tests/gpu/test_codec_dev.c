@@ -136,6 +136,30 @@ static int emu_inv_dev(void *ctx, void *lanes_ctx, const uint64_t *off, size_t c
     int rc = gmtf_gpu_lanes_out_device(lanes_ctx, &bwt);
     return rc ? rc : gmtf_gpu_ibwt_batch_dev(ctx, bwt, off, count, step, idx, dst);
 }
+static int emu_lanes_groups(void *ctx, const uint8_t *in, uint64_t nin, size_t count,
+                            const gmtf_gpu_lane *lanes, const uint16_t *cum, const uint8_t *sel,
+                            const uint64_t *out_off, const uint8_t *fill, size_t ngroups,
+                            const size_t *gend)
+{
+    return gmtf_gpu_lanes_decode_groups(ctx, in, nin, count, lanes, cum, sel, out_off, fill,
+                                        ngroups, gend);
+}
+static int emu_inv_group_start(void *ctx, void *lanes_ctx, size_t g, uint64_t base,
+                               const uint64_t *off, size_t count, const uint32_t *step,
+                               const uint32_t *idx, uint8_t *dst)
+{
+    void *bwt = NULL;
+    int rc = gmtf_gpu_lanes_out_device(lanes_ctx, &bwt);
+    return rc ? rc
+              : gmtf_gpu_ibwt_batch_dev_start(ctx, (uint8_t *)bwt + (off[0] - base),
+                                              gmtf_gpu_lanes_group_event(lanes_ctx, g), off,
+                                              count, step, idx, dst);
+}
+static int emu_inv_group_wait(void *ctx, void *lanes_ctx, size_t g, uint8_t *bad)
+{
+    int rc = gmtf_gpu_ibwt_wait(ctx);
+    return rc ? rc : gmtf_gpu_lanes_group_wait(lanes_ctx, g, bad);
+}
 static const gmtf_bwt_dev_ops emu_ops = {
     .name = "emu",
     .fwd_create = emu_fwd_create,
@@ -155,6 +179,9 @@ static const gmtf_bwt_dev_ops emu_ops = {
     .enc_scan_plan = emu_enc_scan_plan,
     .lanes_keep = emu_lanes_keep,
     .inv_dev = emu_inv_dev,
+    .lanes_groups = emu_lanes_groups,
+    .inv_group_start = emu_inv_group_start,
+    .inv_group_wait = emu_inv_group_wait,
 };
 static const gmtf_bwt_dev_ops *dev_ops(void)
 {
@@ -772,6 +799,7 @@ static void test_split_decode(void **state)
         gmtf_bwt_dev *d = gmtf_codec_bwt_dev(dev);
         d->pipe[1] = 1; /* the default: one chunk, cut in two by the split */
         d->split_m3 = split;
+        d->use_groups = 0; /* (test_group_decode) */
         assert_int_equal(decode(dev, &f, b.off, &out, &st), 0);
         assert_memory_equal(out, b.data, n);
         /* the lanes call: the method 2 blocks (and the method 3 one as a stand-in when
@@ -788,6 +816,7 @@ static void test_split_decode(void **state)
         gmtf_codec *flt = codec_new(1, 2);
         gmtf_bwt_dev *fd = gmtf_codec_bwt_dev(flt);
         fd->pipe[1] = 1;
+        fd->use_groups = 0;
         fd->fault_at = at;
         assert_int_equal(decode(flt, &f, b.off, &out, &st), 0);
         assert_memory_equal(out, b.data, n);
@@ -800,6 +829,59 @@ static void test_split_decode(void **state)
         gmtf_codec_destroy(flt);
     }
     printf("split decode: method 2 blocks first, 3 device calls; faults at each taken over\n");
+    frames_free(&f);
+    blocks_free(&b);
+    gmtf_codec_destroy(cpu);
+}
+
+/* The method 2 blocks' lanes and inverse in groups (use_groups): the
+ * bytes of a batch of three method 2 blocks and a method 3 one over 2 and
+ * 3 groups; the device calls (the start, a wait a group, the method 3
+ * block's inverse) and their blocks; a fault at each call taken over by
+ * the CPU without a lost block. */
+static void test_group_decode(void **state)
+{
+    (void)state;
+    size_t len[] = {1u << 20, 512u << 10, 1u << 20, 1u << 20};
+    size_t count = sizeof len / sizeof len[0];
+    blocks b = real_blocks(len, count, 92);
+    size_t n = b.off[count];
+    gmtf_codec *cpu = codec_new(0, 2);
+    frames f = encode(cpu, &b);
+    uint8_t *out;
+    int *st;
+    for (unsigned ng = 2; ng <= 3; ng++) {
+        gmtf_codec *dev = codec_new(1, 2);
+        gmtf_bwt_dev *d = gmtf_codec_bwt_dev(dev);
+        assert_int_equal(d->use_groups, 1);
+        d->dec_groups = ng;
+        assert_int_equal(decode(dev, &f, b.off, &out, &st), 0);
+        assert_memory_equal(out, b.data, n);
+        assert_int_equal(d->blocks[GMTF_BWT_DEV_LANES], 3);
+        assert_int_equal(d->blocks[GMTF_BWT_DEV_INV], 4);
+        assert_int_equal(d->calls, 1 + (long)ng + 1);
+        assert_int_equal(d->retired, 0);
+        free(out);
+        free(st);
+        gmtf_codec_destroy(dev);
+    }
+    for (long at = 1; at <= 4; at++) {
+        gmtf_codec *flt = codec_new(1, 2);
+        gmtf_bwt_dev *fd = gmtf_codec_bwt_dev(flt);
+        fd->dec_groups = 2;
+        fd->fault_at = at;
+        assert_int_equal(decode(flt, &f, b.off, &out, &st), 0);
+        assert_memory_equal(out, b.data, n);
+        for (size_t i = 0; i < count; i++)
+            assert_int_equal(st[i], 0);
+        assert_int_equal(fd->retired, 1);
+        assert_int_equal(fd->calls, at);
+        assert_null(fd->ctx[GMTF_BWT_DEV_INV]);
+        free(out);
+        free(st);
+        gmtf_codec_destroy(flt);
+    }
+    printf("group decode: 2 and 3 groups, faults at each of 4 calls taken over\n");
     frames_free(&f);
     blocks_free(&b);
     gmtf_codec_destroy(cpu);
@@ -1238,6 +1320,7 @@ int main(void)
         cmocka_unit_test(test_lanes),
         cmocka_unit_test(test_lanes_enc),
         cmocka_unit_test(test_split_decode),
+        cmocka_unit_test(test_group_decode),
         cmocka_unit_test(test_method4_to_cpu),
         cmocka_unit_test(test_real),
         cmocka_unit_test(test_backend_device),
