@@ -1451,13 +1451,18 @@ static void dev_decode_end(struct dev_batch *d, size_t j, unsigned worker)
  * it; the others wait on its lock). */
 struct dec_group {
     pthread_mutex_t mu;
+    pthread_cond_t cv; /* the others' group: its inverse done */
     int done, failed;
 };
 
+/* Groups 0 .. ng - 1; g[ng]: the other blocks (method 3), whose inverse
+ * the worker that ends their first steps runs on context ng. */
 struct dec_groups {
     struct dev_batch *d;
     size_t m2, ng, gend[GMTF_GPU_LANES_GROUPS_MAX];
     struct dec_group g[GMTF_GPU_LANES_GROUPS_MAX];
+    size_t begun; /* the others' first steps done (atomic) */
+    double t0;    /* GMTF_BATCH_PROFILE */
 };
 
 /* Group g waited (once) and its lanes' verdicts applied: 1 when it failed
@@ -1482,14 +1487,49 @@ static int dec_group_ready(struct dec_groups *q, size_t g)
         }
         e->failed = rc != 0;
         e->done = 1;
+        if (prof_on())
+            fprintf(stderr, "profile: groups: group %zu ready %.2f ms\n", g, prof_ms() - q->t0);
     }
     int failed = e->failed;
     pthread_mutex_unlock(&e->mu);
     return failed;
 }
 
-/* Items [0, nsel - m2): the other blocks' first step; then the method 2
- * blocks' last step, group by group. */
+/* The others' inverse, once their first steps are all done. */
+static void dec_others_inverse(struct dec_groups *q)
+{
+    struct dev_batch *d = q->d;
+    gmtf_codec *c = d->s.c;
+    int rc = -EIO;
+    if (!d->dev_failed)
+        rc = gmtf_bwt_dev_inverse_grp(&c->bwt_dev, q->ng, c->stage_a, d->coff + q->m2,
+                                      d->nsel - q->m2, d->step + q->m2,
+                                      c->stage_idx + d->ioff[q->m2], c->stage_b);
+    struct dec_group *e = &q->g[q->ng];
+    pthread_mutex_lock(&e->mu);
+    e->failed = rc != 0;
+    e->done = 1;
+    pthread_cond_broadcast(&e->cv);
+    pthread_mutex_unlock(&e->mu);
+    if (prof_on())
+        fprintf(stderr, "profile: groups: others' inverse done %.2f ms\n", prof_ms() - q->t0);
+}
+
+static int dec_others_ready(struct dec_groups *q)
+{
+    struct dec_group *e = &q->g[q->ng];
+    pthread_mutex_lock(&e->mu);
+    while (!e->done)
+        pthread_cond_wait(&e->cv, &e->mu);
+    int failed = e->failed;
+    pthread_mutex_unlock(&e->mu);
+    return failed;
+}
+
+/* Items [0, rest): the other blocks' first step (the last to finish runs
+ * their inverse); then the method 2 blocks' last step, group by group;
+ * then the others' last step. The pool hands out items in order, so the
+ * first steps are taken before any item waits. */
 static void dec_groups_item(void *ctx, size_t t, unsigned worker)
 {
     struct dec_groups *q = ctx;
@@ -1497,6 +1537,12 @@ static void dec_groups_item(void *ctx, size_t t, unsigned worker)
     size_t rest = d->nsel - q->m2;
     if (t < rest) {
         dev_decode_begin(d, q->m2 + t, worker);
+        if (__atomic_add_fetch(&q->begun, 1, __ATOMIC_ACQ_REL) == rest)
+            dec_others_inverse(q);
+        return;
+    }
+    if (t >= d->nsel) {
+        dev_decode_end_as(d, q->m2 + (t - d->nsel), worker, dec_others_ready(q));
         return;
     }
     size_t j = t - rest, g = 0;
@@ -1514,11 +1560,15 @@ static int dev_decode_groups(struct dev_batch *d)
     if (!bd->use_groups || !bd->split_m3 || !d->lanes || m2 < 2)
         return 0;
     struct dec_groups q = {.d = d, .m2 = m2, .ng = bd->dec_groups < m2 ? bd->dec_groups : m2};
-    for (size_t g = 0; g < q.ng; g++) {
-        q.gend[g] = m2 * (g + 1) / q.ng;
+    for (size_t g = 0; g <= q.ng; g++) {
+        if (g < q.ng)
+            q.gend[g] = m2 * (g + 1) / q.ng;
         pthread_mutex_init(&q.g[g].mu, NULL);
+        pthread_cond_init(&q.g[g].cv, NULL);
     }
+    q.g[q.ng].done = m2 == d->nsel; /* no others */
     double t0 = prof_on() ? prof_ms() : 0;
+    q.t0 = t0;
     dev_run(d, dev_decode_begin, 0, m2);
     if (prof_on())
         fprintf(stderr, "profile: groups: lane setups %.2f ms\n", prof_ms() - t0);
@@ -1530,25 +1580,16 @@ static int dev_decode_groups(struct dev_batch *d)
         d->dev_failed = 1;
     if (prof_on())
         fprintf(stderr, "profile: groups: %zu queued %.2f ms\n", q.ng, prof_ms() - t0);
-    gmtf_pool_run(c->pool, dec_groups_item, &q, d->nsel);
-    for (size_t g = 0; g < q.ng; g++) { /* groups with no block left to end */
-        if (dec_group_ready(&q, g))
-            d->dev_failed = 1;
+    gmtf_pool_run(c->pool, dec_groups_item, &q, d->nsel + (d->nsel - m2));
+    for (size_t g = 0; g <= q.ng; g++) { /* groups with no block left to end */
+        if (g < q.ng)
+            (void)dec_group_ready(&q, g);
         pthread_mutex_destroy(&q.g[g].mu);
-    }
-    if (prof_on())
-        fprintf(stderr, "profile: groups: ends %.2f ms\n", prof_ms() - t0);
-    if (m2 < d->nsel) { /* the others: the inverse of their staged bytes */
-        if (!d->dev_failed) {
-            struct dev_job job = {d, GMTF_BWT_DEV_INV, m2, d->nsel, 0};
-            dev_job_run(&job);
-            d->dev_failed = job.rc != 0;
-        }
-        dev_run(d, dev_decode_end, m2, d->nsel);
+        pthread_cond_destroy(&q.g[g].cv);
     }
     gmtf_bwt_dev_hold(bd, 0);
     if (prof_on())
-        fprintf(stderr, "profile: groups: others %.2f ms\n", prof_ms() - t0);
+        fprintf(stderr, "profile: groups: ends %.2f ms\n", prof_ms() - t0);
     return 1;
 }
 

@@ -75,7 +75,10 @@ void gmtf_bwt_dev_init_on(gmtf_bwt_dev *d, const gmtf_bwt_dev_ops *ops, int devi
     d->copy_in = env_u64("GMTF_GPU_DEC_COPY_IN", 1) != 0;
     d->split_m3 = env_u64("GMTF_GPU_DEC_SPLIT", 1) != 0;
     uint64_t g = env_u64("GMTF_GPU_DEC_GROUPS", DEV_DEC_GROUPS);
-    d->dec_groups = g < 1 ? 1 : g > GMTF_GPU_LANES_GROUPS_MAX ? GMTF_GPU_LANES_GROUPS_MAX : (unsigned)g;
+    /* (the last context: the other blocks' inverse beside the groups) */
+    d->dec_groups = g < 1                                 ? 1
+                    : g > GMTF_GPU_LANES_GROUPS_MAX - 1 ? GMTF_GPU_LANES_GROUPS_MAX - 1
+                                                        : (unsigned)g;
     d->use_groups = d->use_inv_dev && d->split_m3 && ops->lanes_groups && ops->inv_group_start &&
                     ops->inv_group_wait && d->dec_groups > 1;
 }
@@ -378,6 +381,23 @@ int gmtf_bwt_dev_dec_groups(gmtf_bwt_dev *d, const uint8_t *in, uint64_t nin, si
     for (size_t g = 0; rc && g < started; g++)
         (void)d->ops->inv_group_wait(grp_ctx(d, g), lc, g, NULL);
     return dev_leave(d, GMTF_BWT_DEV_LANES, rc, count, t0);
+}
+
+int gmtf_bwt_dev_inverse_grp(gmtf_bwt_dev *d, size_t g, const uint8_t *bwt, const uint64_t *off,
+                             size_t count, const uint32_t *step, const uint32_t *idx, uint8_t *dst)
+{
+    if (g >= GMTF_GPU_LANES_GROUPS_MAX)
+        return -EINVAL;
+    uint64_t t0 = now_ns();
+    int rc = dev_enter(d, GMTF_BWT_DEV_INV);
+    if (rc == 0) {
+        pthread_mutex_lock(&d->lock);
+        rc = grp_make(d, (unsigned)g);
+        pthread_mutex_unlock(&d->lock);
+    }
+    if (rc == 0)
+        rc = d->ops->inv(grp_ctx(d, g), bwt, off, count, step, idx, dst);
+    return dev_leave(d, GMTF_BWT_DEV_INV, rc, count, t0);
 }
 
 int gmtf_bwt_dev_dec_group_wait(gmtf_bwt_dev *d, size_t g, size_t count, uint8_t *bad)

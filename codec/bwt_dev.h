@@ -186,5 +186,9 @@ int gmtf_bwt_dev_dec_groups(gmtf_bwt_dev *d, const uint8_t *in, uint64_t nin, si
                             const size_t *gend, const uint32_t *step, const uint32_t *idx,
                             const uint64_t *ioff, uint8_t *dst);
 int gmtf_bwt_dev_dec_group_wait(gmtf_bwt_dev *d, size_t g, size_t count, uint8_t *bad);
+/* gmtf_bwt_dev_inverse on group g's inverse context (made if needed; g <
+ * GMTF_GPU_LANES_GROUPS_MAX): the blocks outside the groups, beside them. */
+int gmtf_bwt_dev_inverse_grp(gmtf_bwt_dev *d, size_t g, const uint8_t *bwt, const uint64_t *off,
+                             size_t count, const uint32_t *step, const uint32_t *idx, uint8_t *dst);
 
 #endif

@@ -87,6 +87,7 @@ struct gmtf_gpu_ibwt_ctx {
     int bidir;         /* two chains a segment (GMTF_GPU_IBWT_BIDIR) */
     uint64_t repaired; /* segments walked again by the last batch */
     int pending;       /* batch_dev_start's last piece not waited yet (1 + its acc) */
+    int prof;          /* GMTF_GPU_IBWT_PROFILE=1: each piece's phases on stderr */
     uint32_t *h_rep;   /* the repair count read back */
     /* host: per piece block starts (nb + 1), primaries (nb), chains */
     uint32_t *h_start, *h_p;
@@ -597,6 +598,8 @@ extern "C" int gmtf_gpu_ibwt_create_on(int dev, gmtf_gpu_ibwt_ctx **out)
     c->piece_bound = PIECE_DEFAULT;
     const char *bd = getenv("GMTF_GPU_IBWT_BIDIR");
     c->bidir = !(bd && bd[0] == '0');
+    const char *pe = getenv("GMTF_GPU_IBWT_PROFILE");
+    c->prof = pe && pe[0] == '1';
     c->h_rep = host_alloc_rep(c);
     if (!c->h_rep) {
         gmtf_gpu_ibwt_destroy(c);
@@ -753,6 +756,9 @@ static int run_piece(gmtf_gpu_ibwt_ctx *c, const uint8_t *bwt, const uint64_t *o
 static int piece_end(gmtf_gpu_ibwt_ctx *c, int acc)
 {
     TRY(sync_times(c, acc));
+    if (c->prof)
+        fprintf(stderr, "ibwt profile: upload %.2f, keys + sort %.2f, table %.2f, walk %.2f, "
+                "download %.2f ms\n", c->ms[0], c->ms[1], c->ms[2], c->ms[3], c->ms[4]);
     if (c->bidir)
         c->repaired += *c->h_rep;
     return 0;

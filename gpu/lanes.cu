@@ -1276,13 +1276,15 @@ static int sync(gmtf_gpu_lanes_ctx *c)
 static int launch_groups(gmtf_gpu_lanes_ctx *c, const uint64_t *out_off, size_t ngroups,
                          const size_t *gend)
 {
+    /* timed only for GMTF_GPU_LANES_PROFILE (group_wait's report) */
+    unsigned fl = c->prof ? cudaEventDefault : cudaEventDisableTiming;
     if (!c->up)
-        CK(c, cudaEventCreateWithFlags(&c->up, cudaEventDisableTiming));
+        CK(c, cudaEventCreateWithFlags(&c->up, fl));
     for (size_t g = 0; g < ngroups; g++) {
         if (!c->gst[g])
             CK(c, cudaStreamCreateWithFlags(&c->gst[g], cudaStreamNonBlocking));
         if (!c->gev[g])
-            CK(c, cudaEventCreateWithFlags(&c->gev[g], cudaEventDisableTiming));
+            CK(c, cudaEventCreateWithFlags(&c->gev[g], fl));
     }
     CK(c, cudaEventRecord(c->up, c->st));
     for (size_t g = 0; g < ngroups; g++) {
@@ -1298,6 +1300,11 @@ static int group_wait(gmtf_gpu_lanes_ctx *c, size_t g, const uint8_t *dbad, uint
     if (bad)
         CK(c, cudaMemcpyAsync(bad, dbad, n, cudaMemcpyDeviceToHost, c->gst[g]));
     CK(c, cudaStreamSynchronize(c->gst[g]));
+    float ms = 0;
+    if (c->prof && cudaEventElapsedTime(&ms, c->up, c->gev[g]) == cudaSuccess)
+        fprintf(stderr, "lanes profile: group %zu (%zu blocks): lanes done %.2f ms after the uploads\n",
+                g, n, ms);
+    cudaGetLastError();
     return 0;
 }
 
