@@ -1560,9 +1560,16 @@ static int dev_decode_groups(struct dev_batch *d)
     if (!bd->use_groups || !bd->split_m3 || !d->lanes || m2 < 2)
         return 0;
     struct dec_groups q = {.d = d, .m2 = m2, .ng = bd->dec_groups < m2 ? bd->dec_groups : m2};
+    /* equal counts, or (taper) shares ng + 1 - g: the costliest group, whose
+     * inverse is the batch's tail, the smallest */
+    size_t w = 0, ws = 0;
+    for (size_t g = 0; g < q.ng; g++)
+        ws += bd->dec_taper ? q.ng + 1 - g : 1;
     for (size_t g = 0; g <= q.ng; g++) {
+        w += g < q.ng ? (bd->dec_taper ? q.ng + 1 - g : 1) : 0;
+        size_t prev = g ? q.gend[g - 1] : 0, e = m2 * w / ws;
         if (g < q.ng)
-            q.gend[g] = m2 * (g + 1) / q.ng;
+            q.gend[g] = e > prev ? e : prev + 1; /* (ng <= m2: never past m2) */
         pthread_mutex_init(&q.g[g].mu, NULL);
         pthread_cond_init(&q.g[g].cv, NULL);
     }
