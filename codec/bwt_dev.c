@@ -76,7 +76,7 @@ void gmtf_bwt_dev_init_on(gmtf_bwt_dev *d, const gmtf_bwt_dev_ops *ops, int devi
     d->split_m3 = env_u64("GMTF_GPU_DEC_SPLIT", 1) != 0;
     uint64_t g = env_u64("GMTF_GPU_DEC_GROUPS", DEV_DEC_GROUPS);
     /* (the last context: the other blocks' inverse beside the groups) */
-    d->dec_groups = g < 1                                 ? 1
+    d->dec_groups = g < 1                               ? 1
                     : g > GMTF_GPU_LANES_GROUPS_MAX - 1 ? GMTF_GPU_LANES_GROUPS_MAX - 1
                                                         : (unsigned)g;
     d->dec_taper = env_u64("GMTF_GPU_DEC_TAPER", 0) != 0;
@@ -369,8 +369,8 @@ int gmtf_bwt_dev_dec_groups(gmtf_bwt_dev *d, const uint8_t *in, uint64_t nin, si
     }
     void *lc = d->ctx[GMTF_BWT_DEV_LANES];
     if (rc == 0)
-        rc = d->ops->lanes_groups(lc, in, nin, count, lanes, cum, sel, out_off, fill, ngroups,
-                                  gend);
+        rc =
+            d->ops->lanes_groups(lc, in, nin, count, lanes, cum, sel, out_off, fill, ngroups, gend);
     size_t started = 0;
     for (size_t g = 0; g < ngroups && rc == 0; g++, started++) {
         size_t a = g ? gend[g - 1] : 0;
@@ -499,8 +499,8 @@ static int gpu_inv_group_start(void *ctx, void *lanes_ctx, size_t g, uint64_t ba
     int rc = gmtf_gpu_lanes_out_device(lanes_ctx, &bwt);
     return rc ? rc
               : gmtf_gpu_ibwt_batch_dev_start(ctx, (uint8_t *)bwt + (off[0] - base),
-                                              gmtf_gpu_lanes_group_event(lanes_ctx, g), off,
-                                              count, step, idx, dst);
+                                              gmtf_gpu_lanes_group_event(lanes_ctx, g), off, count,
+                                              step, idx, dst);
 }
 
 static int gpu_inv_group_wait(void *ctx, void *lanes_ctx, size_t g, uint8_t *bad)

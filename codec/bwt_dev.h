@@ -70,9 +70,8 @@ typedef struct gmtf_bwt_dev_ops {
                         const gmtf_gpu_lane *lanes, const uint16_t *cum, const uint8_t *sel,
                         const uint64_t *out_off, const uint8_t *fill, size_t ngroups,
                         const size_t *gend);
-    int (*inv_group_start)(void *ctx, void *lanes_ctx, size_t g, uint64_t base,
-                           const uint64_t *off, size_t count, const uint32_t *step,
-                           const uint32_t *idx, uint8_t *dst);
+    int (*inv_group_start)(void *ctx, void *lanes_ctx, size_t g, uint64_t base, const uint64_t *off,
+                           size_t count, const uint32_t *step, const uint32_t *idx, uint8_t *dst);
     int (*inv_group_wait)(void *ctx, void *lanes_ctx, size_t g, uint8_t *bad);
 } gmtf_bwt_dev_ops;
 

@@ -757,16 +757,18 @@ static int piece_end(gmtf_gpu_ibwt_ctx *c, int acc)
 {
     TRY(sync_times(c, acc));
     if (c->prof)
-        fprintf(stderr, "ibwt profile: upload %.2f, keys + sort %.2f, table %.2f, walk %.2f, "
-                "download %.2f ms\n", c->ms[0], c->ms[1], c->ms[2], c->ms[3], c->ms[4]);
+        fprintf(stderr,
+                "ibwt profile: upload %.2f, keys + sort %.2f, table %.2f, walk %.2f, "
+                "download %.2f ms\n",
+                c->ms[0], c->ms[1], c->ms[2], c->ms[3], c->ms[4]);
     if (c->bidir)
         c->repaired += *c->h_rep;
     return 0;
 }
 
 static int batch_impl(gmtf_gpu_ibwt_ctx *c, const uint8_t *bwt, const uint64_t *off, size_t count,
-                      const uint32_t *step, const uint32_t *idx, uint8_t *dst, int dev,
-                      void *after, int async)
+                      const uint32_t *step, const uint32_t *idx, uint8_t *dst, int dev, void *after,
+                      int async)
 {
     if (!c)
         return -ENODEV;
@@ -819,8 +821,7 @@ extern "C" int gmtf_gpu_ibwt_batch_dev_start(gmtf_gpu_ibwt_ctx *c, const void *d
                                              uint8_t *dst)
 {
     int rc = c ? use_device(c) : 0;
-    return rc ? rc
-              : batch_impl(c, (const uint8_t *)dbwt, off, count, step, idx, dst, 1, after, 1);
+    return rc ? rc : batch_impl(c, (const uint8_t *)dbwt, off, count, step, idx, dst, 1, after, 1);
 }
 
 extern "C" int gmtf_gpu_ibwt_wait(gmtf_gpu_ibwt_ctx *c)

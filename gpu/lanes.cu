@@ -935,8 +935,8 @@ struct gmtf_gpu_lanes_ctx {
     cudaStream_t gst[GMTF_GPU_LANES_GROUPS_MAX]; /* a group's stream (made at first use) */
     cudaEvent_t gev[GMTF_GPU_LANES_GROUPS_MAX];  /* its lanes done */
     cudaEvent_t up;                              /* the uploads of decode_groups done */
-    int prof;          /* GMTF_GPU_LANES_PROFILE=1 */
-    cudaEvent_t ev[4]; /* its marks */
+    int prof;                                    /* GMTF_GPU_LANES_PROFILE=1 */
+    cudaEvent_t ev[4];                           /* its marks */
 #endif
     int dev; /* the CUDA device its memory and stream are on */
 };
@@ -1093,8 +1093,8 @@ static int lanes_per_warp(int v2)
 
 /* Version 4 with LPW lanes a warp (lanes_per_warp). */
 static void launch4(gmtf_gpu_lanes_ctx *c, cudaStream_t st, unsigned g, const gmtf_gpu_lane *l,
-                    const uint16_t *cum, const uint8_t *sel, const uint8_t *in,
-                    const uint64_t *off, uint8_t *out, uint8_t *bad)
+                    const uint16_t *cum, const uint8_t *sel, const uint8_t *in, const uint64_t *off,
+                    uint8_t *out, uint8_t *bad)
 {
     size_t sb = SH4_BYTES;
     int x = c->exact;
@@ -1231,20 +1231,12 @@ static int run(gmtf_gpu_lanes_ctx *c, size_t b0, size_t b1, const uint64_t *out_
     if (c->ver == 2) {
         size_t sb = SH_BYTES;
         switch (c->lpw) {
-        case 32:
-            k_lanes2<32><<<g, 32, sb, st>>>(l, cum, sel, in, off, out, bad, c->exact);
-            break;
-        case 16:
-            k_lanes2<16><<<g, 64, sb, st>>>(l, cum, sel, in, off, out, bad, c->exact);
-            break;
+        case 32: k_lanes2<32><<<g, 32, sb, st>>>(l, cum, sel, in, off, out, bad, c->exact); break;
+        case 16: k_lanes2<16><<<g, 64, sb, st>>>(l, cum, sel, in, off, out, bad, c->exact); break;
         case 8: k_lanes2<8><<<g, 128, sb, st>>>(l, cum, sel, in, off, out, bad, c->exact); break;
         case 2: k_lanes2<2><<<g, 512, sb, st>>>(l, cum, sel, in, off, out, bad, c->exact); break;
-        case 1:
-            k_lanes2<1><<<g, 1024, sb, st>>>(l, cum, sel, in, off, out, bad, c->exact);
-            break;
-        default:
-            k_lanes2<4><<<g, 256, sb, st>>>(l, cum, sel, in, off, out, bad, c->exact);
-            break;
+        case 1: k_lanes2<1><<<g, 1024, sb, st>>>(l, cum, sel, in, off, out, bad, c->exact); break;
+        default: k_lanes2<4><<<g, 256, sb, st>>>(l, cum, sel, in, off, out, bad, c->exact); break;
         }
         CK(c, cudaGetLastError());
         return 0;
@@ -1302,8 +1294,9 @@ static int group_wait(gmtf_gpu_lanes_ctx *c, size_t g, const uint8_t *dbad, uint
     CK(c, cudaStreamSynchronize(c->gst[g]));
     float ms = 0;
     if (c->prof && cudaEventElapsedTime(&ms, c->up, c->gev[g]) == cudaSuccess)
-        fprintf(stderr, "lanes profile: group %zu (%zu blocks): lanes done %.2f ms after the uploads\n",
-                g, n, ms);
+        fprintf(stderr,
+                "lanes profile: group %zu (%zu blocks): lanes done %.2f ms after the uploads\n", g,
+                n, ms);
     cudaGetLastError();
     return 0;
 }
@@ -1678,8 +1671,8 @@ extern "C" int gmtf_gpu_lanes_decode_groups(gmtf_gpu_lanes_ctx *c, const uint8_t
         return -EIO;
     c->kept = 0;
     c->ngroups = 0;
-    if (count == 0 || !args_ok(in, lanes, cum, sel, out_off, fill, count) || !gend ||
-        ngroups < 1 || ngroups > GMTF_GPU_LANES_GROUPS_MAX || gend[ngroups - 1] != count)
+    if (count == 0 || !args_ok(in, lanes, cum, sel, out_off, fill, count) || !gend || ngroups < 1 ||
+        ngroups > GMTF_GPU_LANES_GROUPS_MAX || gend[ngroups - 1] != count)
         return -EINVAL;
     for (size_t g = 0; g < ngroups; g++)
         if (gend[g] <= (g ? gend[g - 1] : 0))

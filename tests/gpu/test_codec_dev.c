@@ -152,8 +152,8 @@ static int emu_inv_group_start(void *ctx, void *lanes_ctx, size_t g, uint64_t ba
     int rc = gmtf_gpu_lanes_out_device(lanes_ctx, &bwt);
     return rc ? rc
               : gmtf_gpu_ibwt_batch_dev_start(ctx, (uint8_t *)bwt + (off[0] - base),
-                                              gmtf_gpu_lanes_group_event(lanes_ctx, g), off,
-                                              count, step, idx, dst);
+                                              gmtf_gpu_lanes_group_event(lanes_ctx, g), off, count,
+                                              step, idx, dst);
 }
 static int emu_inv_group_wait(void *ctx, void *lanes_ctx, size_t g, uint8_t *bad)
 {
