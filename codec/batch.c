@@ -1557,7 +1557,8 @@ static int dev_decode_groups(struct dev_batch *d)
     gmtf_codec *c = d->s.c;
     gmtf_bwt_dev *bd = &c->bwt_dev;
     size_t m2 = d->split;
-    if (!bd->use_groups || !bd->split_m3 || !d->lanes || m2 < 2)
+    /* (use_inv_dev, split_m3: cleared after the start, e.g. by a benchmark) */
+    if (!bd->use_groups || !bd->use_inv_dev || !bd->split_m3 || !d->lanes || m2 < 2)
         return 0;
     struct dec_groups q = {.d = d, .m2 = m2, .ng = bd->dec_groups < m2 ? bd->dec_groups : m2};
     /* equal counts, or (taper) shares ng + 1 - g: the costliest group, whose

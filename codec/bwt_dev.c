@@ -356,7 +356,7 @@ int gmtf_bwt_dev_dec_groups(gmtf_bwt_dev *d, const uint8_t *in, uint64_t nin, si
                             const size_t *gend, const uint32_t *step, const uint32_t *idx,
                             const uint64_t *ioff, uint8_t *dst)
 {
-    if (!d->use_groups || ngroups < 1 || ngroups > d->dec_groups)
+    if (!d->use_groups || !d->use_inv_dev || ngroups < 1 || ngroups > d->dec_groups)
         return -ENOTSUP;
     uint64_t t0 = now_ns();
     int rc = dev_enter(d, GMTF_BWT_DEV_LANES);
