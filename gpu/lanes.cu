@@ -1545,10 +1545,38 @@ static int check(const gmtf_gpu_lane *lanes, size_t count, uint64_t nin, const u
     return 0;
 }
 
-/* The checks, the buffers and the uploads on the context's stream. */
+/* Only the bytes the blocks' lanes read go up, block by block: from the
+ * word holding a block's first stream byte to 15 bytes past its last (the
+ * aligned reads of version 4; IN_PAD). The caller may still be filling
+ * the rest of in for later calls (the chunked decode: codec/batch.c copies
+ * the next chunk's payloads into the same pinned input while this one
+ * runs); the bytes around a block's streams are its own frame's header
+ * and the next frame's, which nobody writes. */
+static int upload_streams(gmtf_gpu_lanes_ctx *c, const uint8_t *in, uint64_t nin, size_t count,
+                          const gmtf_gpu_lane *lanes)
+{
+    for (size_t b = 0; b < count; b++) {
+        const gmtf_gpu_lane *l = lanes + b * GMTF_GPU_LANES;
+        uint64_t lo = UINT64_MAX, hi = 0;
+        for (unsigned j = 0; j < GMTF_GPU_LANES; j++)
+            if (l[j].in < l[j].in_end) {
+                lo = l[j].in < lo ? l[j].in : lo;
+                hi = l[j].in_end > hi ? l[j].in_end : hi;
+            }
+        if (lo >= hi)
+            continue;
+        lo &= ~(uint64_t)3;
+        hi = nin - hi > IN_PAD ? hi + IN_PAD : nin;
+        TRY(h2d(c, (uint8_t *)c->in.p + lo, in + lo, hi - lo));
+    }
+    return 0;
+}
+
+/* The checks, the buffers and the uploads on the context's stream; all of
+ * in[0..nin) when whole, else only the lanes' streams (upload_streams). */
 static int upload(gmtf_gpu_lanes_ctx *c, const uint8_t *in, uint64_t nin, size_t count,
                   const gmtf_gpu_lane *lanes, const uint16_t *cum, const uint8_t *sel,
-                  const uint64_t *out_off)
+                  const uint64_t *out_off, int whole)
 {
     if (check(lanes, count, nin, out_off))
         return set_err(c, -EINVAL, "lanes", "a lane's state is out of range");
@@ -1562,7 +1590,10 @@ static int upload(gmtf_gpu_lanes_ctx *c, const uint8_t *in, uint64_t nin, size_t
     TRY(dev_reserve(c, &c->off, (count + 1) * 8));
     TRY(dev_reserve(c, &c->out, nout ? nout : 1));
     TRY(dev_reserve(c, &c->bad, count));
-    TRY(h2d(c, c->in.p, in, nin));
+    if (whole)
+        TRY(h2d(c, c->in.p, in, nin));
+    else
+        TRY(upload_streams(c, in, nin, count, lanes));
     TRY(zero(c, (uint8_t *)c->in.p + nin, IN_PAD));
     TRY(h2d(c, c->lanes.p, lanes, lbytes));
     TRY(h2d(c, c->cum.p, cum, cbytes));
@@ -1615,7 +1646,7 @@ static int decode_impl(gmtf_gpu_lanes_ctx *c, const uint8_t *in, uint64_t nin, s
     if (!args_ok(in, lanes, cum, sel, out_off, out, count) || !bad)
         return -EINVAL;
     prof_mark(c, 0);
-    TRY(upload(c, in, nin, count, lanes, cum, sel, out_off));
+    TRY(upload(c, in, nin, count, lanes, cum, sel, out_off, 0));
     prof_mark(c, 1);
     TRY(run(c, 0, count, out_off, -1));
     prof_mark(c, 2);
@@ -1677,7 +1708,8 @@ extern "C" int gmtf_gpu_lanes_decode_groups(gmtf_gpu_lanes_ctx *c, const uint8_t
     for (size_t g = 0; g < ngroups; g++)
         if (gend[g] <= (g ? gend[g - 1] : 0))
             return -EINVAL;
-    TRY(upload(c, in, nin, count, lanes, cum, sel, out_off));
+    /* every block's setup is done: one copy of the whole input */
+    TRY(upload(c, in, nin, count, lanes, cum, sel, out_off, 1));
     TRY(standins(c, count, lanes, out_off, (uint8_t *)fill, 1));
     TRY(launch_groups(c, out_off, ngroups, gend));
     c->ngroups = ngroups;
