@@ -88,8 +88,9 @@ static void check_ranges(gmtf_codec *c, const frame *f, uint64_t seed, int few)
     tu_guarded g = tu_guarded_alloc(n ? n : 1);
     static const size_t lens[] = {1, 4096, 32769, 2, 17, 16383, 16384, 16385, 32767, 32768, 100000};
     /* GMTF_TEST_SCALE (the sanitizer pass) past the first 64 KiB: every
-     * scale-th boundary, still on 32 KiB chain boundaries */
-    size_t step = few ? 65536 : 16384, far_step = few ? step : step * tu_scale();
+     * scale-th boundary, still on 32 KiB chain boundaries (version 1: on
+     * 64 KiB steps, each range a whole decode) */
+    size_t step = few ? 65536 : 16384, far_step = step * tu_scale();
     for (size_t b = 0; b <= n; b += b < 65536 ? step : far_step)
         for (int d = -1; d <= 1; d++)
             for (size_t li = 0; li < (b < 65536 ? sizeof lens / sizeof *lens : 3); li++) {
