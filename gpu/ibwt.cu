@@ -85,6 +85,7 @@ struct gmtf_gpu_ibwt_ctx {
     uint64_t piece_bound;
     double ms[GMTF_GPU_IBWT_PHASES];
     int bidir;         /* two chains a segment (GMTF_GPU_IBWT_BIDIR) */
+    int lr;            /* the ruler walk, rulers 2^lr slots apart; 0: the chains */
     uint64_t repaired; /* segments walked again by the last batch */
     int pending;       /* batch_dev_start's last piece not waited yet (1 + its acc) */
     int prof;          /* GMTF_GPU_IBWT_PROFILE=1: each piece's phases on stderr */
@@ -93,7 +94,7 @@ struct gmtf_gpu_ibwt_ctx {
     uint32_t *h_start, *h_p;
     chain *h_ch;
     size_t h_blk_cap, h_ch_cap;
-    dbuf in, out, ka, kb, va, vb, start, prim, ch, tmp, lf, endrow, rep;
+    dbuf in, out, ka, kb, va, vb, start, prim, ch, tmp, lf, endrow, rep, rl, own, rw, bad;
 #ifndef GMTF_IBWT_EMU
     cudaStream_t st;
     cudaEvent_t ev[GMTF_GPU_IBWT_PHASES + 1];
@@ -194,6 +195,173 @@ static GMTF_HD inline int repair_one(const chain *ch, const uint32_t *start, con
     return 1;
 }
 
+/* ---- the ruler walk (the default) ---------------------------------------
+ *
+ * The chains above are latency-bound: a few thousand of them, a dependent
+ * load a byte each. The ruler walk splits every segment into many short
+ * chains. Rulers: one row a bucket of 2^lr table slots (a table slot T =
+ * start[b] + b + row), at a pseudo-random offset in the bucket (a hash of
+ * the bucket; a fixed residue would line up with periodic data), row 0 (a
+ * block's empty suffix) never one.
+ * 1. each ruler walks forward to the next ruler (or row 0, the block's end;
+ *    at most RULER_CAP(lr) steps), its length and next ruler recorded;
+ * 2. each segment walks from its sample row to its first ruler writing the
+ *    bytes, then follows the rulers' links (a hop a ruler: 2^lr times fewer
+ *    steps than the bytes) to its end, claiming each ruler (its position
+ *    and count, clamped to the segment) by a compare-and-swap;
+ * 3. each claimed ruler writes its bytes (a thread a ruler);
+ * 4. a segment whose walk met a ruler already claimed (by another segment
+ *    or itself), a capped ruler, or the block's end too early (garbage
+ *    bytes: the map then has other cycles) is walked again forward over its
+ *    whole length.
+ * A segment not walked again owns every ruler it used, at the positions of
+ * its own walk, so the output is the forward walk's (codec/bwt.c's) whatever
+ * the bytes and whatever the order of the claims. On a real BWT every walk
+ * is one cycle through all rows: no ruler is met twice, nothing walked again. */
+#define RULER_FREE 0xffffffffu
+#define RULER_CAPPED 0xffffffffu /* rl.x: the walk hit the cap */
+#define RULER_END 0xfffffffeu    /* rl.x: the walk reached row 0 */
+#define RULER_CAP(lr) (32u << (lr))
+
+struct rl2 {
+    uint32_t x, y; /* 1: next ruler's bucket (or RULER_*), length; 3: out offset, count */
+};
+
+static GMTF_HD inline uint32_t ruler_off(uint32_t bucket, int lr)
+{
+    return (bucket * 0x9E3779B1u) >> (32 - lr);
+}
+
+static GMTF_HD inline int is_ruler(uint32_t slot, int lr)
+{
+    return (slot & ((1u << lr) - 1)) == ruler_off(slot >> lr, lr);
+}
+
+/* The block whose table holds slot T: the last b with start[b] + b <= T. */
+static GMTF_HD inline uint32_t table_block(const uint32_t *start, uint32_t nb, uint32_t slot)
+{
+    uint32_t lo = 0, hi = nb;
+    while (hi - lo > 1) {
+        uint32_t mid = (lo + hi) / 2;
+        if (start[mid] + mid <= slot)
+            lo = mid;
+        else
+            hi = mid;
+    }
+    return lo;
+}
+
+/* atomicCAS on the device; the emulation's loops are sequential */
+static GMTF_HD inline uint32_t cas_u32(uint32_t *a, uint32_t cmp, uint32_t v)
+{
+#ifdef __CUDA_ARCH__
+    return atomicCAS(a, cmp, v);
+#else
+    uint32_t old = *a;
+    if (old == cmp)
+        *a = v;
+    return old;
+#endif
+}
+
+/* Step 1 for bucket i of a piece of ns table slots. */
+static GMTF_HD inline void ruler_walk_one(const uint32_t *start, const uint32_t *prim,
+                                          const uint32_t *e, uint32_t nb, uint32_t ns, int lr,
+                                          rl2 *rl, uint32_t i)
+{
+    uint32_t slot = (i << lr) + ruler_off(i, lr);
+    if (slot >= ns)
+        return;
+    uint32_t b = table_block(start, nb, slot), base = start[b] + b, row = slot - base;
+    if (row == 0) /* not a ruler: nothing reads its entry */
+        return;
+    const uint32_t *eb = e + base;
+    uint32_t p = prim[b], cap = RULER_CAP(lr), len = 0, next = RULER_CAPPED;
+    while (len < cap) {
+        uint32_t w = eb[row] & 0xffffff;
+        row = w + (w >= p);
+        len++;
+        if (row == 0) {
+            next = RULER_END;
+            break;
+        }
+        if (is_ruler(base + row, lr)) {
+            next = (base + row) >> lr;
+            break;
+        }
+    }
+    rl[i] = rl2{next, len};
+}
+
+/* Step 2 for segment t (chain t: one a segment). */
+static GMTF_HD inline void ruler_resolve_one(const chain *ch, const uint32_t *start,
+                                             const uint32_t *prim, const uint32_t *e, int lr,
+                                             const rl2 *rl, uint32_t *own, rl2 *rw, uint32_t *bad,
+                                             uint8_t *out, uint32_t t)
+{
+    chain c = ch[t];
+    uint32_t base = start[c.b] + c.b, p = prim[c.b], row = c.row, h = 0;
+    const uint32_t *eb = e + base;
+    uint8_t *o = out + start[c.b] + c.start;
+    while (h < c.len && (row == 0 || !is_ruler(base + row, lr))) {
+        uint32_t v = eb[row];
+        o[h++] = (uint8_t)(v >> 24);
+        uint32_t w = v & 0xffffff;
+        row = w + (w >= p);
+    }
+    uint32_t at = h, r = (base + row) >> lr;
+    while (at < c.len) {
+        uint32_t old = cas_u32(&own[r], RULER_FREE, t);
+        if (old != RULER_FREE) { /* its owner keeps it: the walk there was its own */
+            bad[t] = 1;
+            return;
+        }
+        rl2 x = rl[r];
+        uint32_t left = c.len - at;
+        rw[r] = rl2{start[c.b] + c.start + at, x.y < left ? x.y : left};
+        if (x.x == RULER_CAPPED || (x.x == RULER_END && x.y < left)) {
+            bad[t] = 1;
+            return;
+        }
+        at += x.y < left ? x.y : left;
+        r = x.x;
+    }
+}
+
+/* Step 3 for bucket i: a claimed ruler of a segment not walked again. */
+static GMTF_HD inline void ruler_write_one(const uint32_t *start, const uint32_t *prim,
+                                           const uint32_t *e, uint32_t nb, int lr,
+                                           const uint32_t *own, const rl2 *rw,
+                                           const uint32_t *bad, uint8_t *out, uint32_t i)
+{
+    uint32_t t = own[i];
+    if (t == RULER_FREE || bad[t])
+        return;
+    uint32_t slot = (i << lr) + ruler_off(i, lr);
+    uint32_t b = table_block(start, nb, slot), base = start[b] + b, row = slot - base;
+    const uint32_t *eb = e + base;
+    uint32_t p = prim[b];
+    rl2 x = rw[i];
+    uint8_t *o = out + x.x;
+    for (uint32_t k = 0; k < x.y; k++) {
+        uint32_t v = eb[row];
+        o[k] = (uint8_t)(v >> 24);
+        uint32_t w = v & 0xffffff;
+        row = w + (w >= p);
+    }
+}
+
+/* Step 4 for segment t: 1 if it was walked again. */
+static GMTF_HD inline int ruler_repair_one(const chain *ch, const uint32_t *start,
+                                           const uint32_t *prim, const uint32_t *e,
+                                           const uint32_t *bad, uint8_t *out, uint32_t t)
+{
+    if (!bad[t])
+        return 0;
+    walk_one(ch, start, prim, e, NULL, out, NULL, t);
+    return 1;
+}
+
 /* ---- backend: CUDA, or the CPU emulation -------------------------------- */
 
 #ifndef GMTF_IBWT_EMU
@@ -252,6 +420,43 @@ __global__ void __launch_bounds__(64)
 {
     uint32_t t = blockIdx.x * 64u + threadIdx.x;
     if (t < nseg && repair_one(ch, start, prim, e, endrow, out, nseg, t))
+        atomicAdd(rep, 1u);
+}
+
+__global__ void __launch_bounds__(256)
+    k_rulers(const uint32_t *start, const uint32_t *prim, const uint32_t *e, uint32_t nb,
+             uint32_t ns, int lr, rl2 *rl, uint32_t nr)
+{
+    uint32_t i = blockIdx.x * 256u + threadIdx.x;
+    if (i < nr)
+        ruler_walk_one(start, prim, e, nb, ns, lr, rl, i);
+}
+
+__global__ void __launch_bounds__(64)
+    k_resolve(const chain *ch, const uint32_t *start, const uint32_t *prim, const uint32_t *e,
+              int lr, const rl2 *rl, uint32_t *own, rl2 *rw, uint32_t *bad, uint8_t *out,
+              uint32_t nseg)
+{
+    uint32_t t = blockIdx.x * 64u + threadIdx.x;
+    if (t < nseg)
+        ruler_resolve_one(ch, start, prim, e, lr, rl, own, rw, bad, out, t);
+}
+
+__global__ void __launch_bounds__(256)
+    k_rwrite(const uint32_t *start, const uint32_t *prim, const uint32_t *e, uint32_t nb, int lr,
+             const uint32_t *own, const rl2 *rw, const uint32_t *bad, uint8_t *out, uint32_t nr)
+{
+    uint32_t i = blockIdx.x * 256u + threadIdx.x;
+    if (i < nr)
+        ruler_write_one(start, prim, e, nb, lr, own, rw, bad, out, i);
+}
+
+__global__ void __launch_bounds__(64)
+    k_rrepair(const chain *ch, const uint32_t *start, const uint32_t *prim, const uint32_t *e,
+              const uint32_t *bad, uint8_t *out, uint32_t nseg, uint32_t *rep)
+{
+    uint32_t t = blockIdx.x * 64u + threadIdx.x;
+    if (t < nseg && ruler_repair_one(ch, start, prim, e, bad, out, t))
         atomicAdd(rep, 1u);
 }
 
@@ -395,11 +600,34 @@ static int run_steps(gmtf_gpu_ibwt_ctx *c, uint32_t np, uint32_t nb, uint32_t nc
     const uint32_t *val = (const uint32_t *)(flip ? c->vb.p : c->va.p);
     uint32_t *e = (uint32_t *)(flip ? c->ka.p : c->kb.p); /* the free key buffer */
     const uint32_t *prim = (const uint32_t *)c->prim.p;
-    uint32_t *lf = c->bidir ? (uint32_t *)c->lf.p : NULL;
+    uint32_t *lf = c->bidir && !c->lr ? (uint32_t *)c->lf.p : NULL;
     k_table<<<(np + 255) / 256, 256, 0, c->st>>>(key, val, start, prim, np, e, lf);
     TRY(launched(c, "k_table"));
     TRY(mark(c, 3));
     const chain *ch = (const chain *)c->ch.p;
+    if (c->lr) {
+        uint32_t ns = np + nb, nr = (ns >> c->lr) + 1;
+        uint8_t *out = (uint8_t *)c->out.p;
+        rl2 *rl = (rl2 *)c->rl.p, *rw = (rl2 *)c->rw.p;
+        uint32_t *own = (uint32_t *)c->own.p, *bad = (uint32_t *)c->bad.p;
+        CK(c, cudaMemsetAsync(own, 0xff, (size_t)nr * 4, c->st));
+        CK(c, cudaMemsetAsync(bad, 0, (size_t)nc * 4, c->st));
+        CK(c, cudaMemsetAsync(c->rep.p, 0, 4, c->st));
+        k_rulers<<<(nr + 255) / 256, 256, 0, c->st>>>(start, prim, e, nb, ns, c->lr, rl, nr);
+        TRY(launched(c, "k_rulers"));
+        k_resolve<<<(nc + 63) / 64, 64, 0, c->st>>>(ch, start, prim, e, c->lr, rl, own, rw, bad,
+                                                    out, nc);
+        TRY(launched(c, "k_resolve"));
+        k_rwrite<<<(nr + 255) / 256, 256, 0, c->st>>>(start, prim, e, nb, c->lr, own, rw, bad,
+                                                      out, nr);
+        TRY(launched(c, "k_rwrite"));
+        k_rrepair<<<(nc + 63) / 64, 64, 0, c->st>>>(ch, start, prim, e, bad, out, nc,
+                                                    (uint32_t *)c->rep.p);
+        TRY(launched(c, "k_rrepair"));
+        CK(c, cudaMemcpyAsync(c->h_rep, c->rep.p, 4, cudaMemcpyDeviceToHost, c->st));
+        TRY(mark(c, 4));
+        return 0;
+    }
     uint32_t *endrow = c->bidir ? (uint32_t *)c->endrow.p : NULL;
     k_walk<<<(nc + 63) / 64, 64, 0, c->st>>>(ch, start, prim, e, lf, (uint8_t *)c->out.p, endrow,
                                              nc);
@@ -521,12 +749,30 @@ static int run_steps(gmtf_gpu_ibwt_ctx *c, uint32_t np, uint32_t nb, uint32_t nc
     }
     uint32_t *e = ka;
     const uint32_t *prim = (const uint32_t *)c->prim.p;
-    uint32_t *lf = c->bidir ? (uint32_t *)c->lf.p : NULL;
+    uint32_t *lf = c->bidir && !c->lr ? (uint32_t *)c->lf.p : NULL;
     for (uint32_t j = 0; j < np; j++)
         table_one(kb, vb, start, prim, j, e, lf);
     const chain *ch = (const chain *)c->ch.p;
-    uint32_t *endrow = c->bidir ? (uint32_t *)c->endrow.p : NULL;
     uint8_t *out = (uint8_t *)c->out.p;
+    if (c->lr) {
+        uint32_t ns = np + nb, nr = (ns >> c->lr) + 1;
+        rl2 *rl = (rl2 *)c->rl.p, *rw = (rl2 *)c->rw.p;
+        uint32_t *own = (uint32_t *)c->own.p, *bad = (uint32_t *)c->bad.p;
+        memset(own, 0xff, (size_t)nr * 4);
+        memset(bad, 0, (size_t)nc * 4);
+        for (uint32_t i = 0; i < nr; i++)
+            ruler_walk_one(start, prim, e, nb, ns, c->lr, rl, i);
+        /* the segments' claims last to first (the device's order is any) */
+        for (uint32_t k = nc; k-- > 0;)
+            ruler_resolve_one(ch, start, prim, e, c->lr, rl, own, rw, bad, out, k);
+        for (uint32_t i = 0; i < nr; i++)
+            ruler_write_one(start, prim, e, nb, c->lr, own, rw, bad, out, i);
+        *c->h_rep = 0;
+        for (uint32_t t = 0; t < nc; t++)
+            *c->h_rep += (uint32_t)ruler_repair_one(ch, start, prim, e, bad, out, t);
+        return 0;
+    }
+    uint32_t *endrow = c->bidir ? (uint32_t *)c->endrow.p : NULL;
     for (uint32_t t = 0; t < nc; t++)
         walk_one(ch, start, prim, e, lf, out, endrow, t);
     if (c->bidir) {
@@ -598,6 +844,11 @@ extern "C" int gmtf_gpu_ibwt_create_on(int dev, gmtf_gpu_ibwt_ctx **out)
     c->piece_bound = PIECE_DEFAULT;
     const char *bd = getenv("GMTF_GPU_IBWT_BIDIR");
     c->bidir = !(bd && bd[0] == '0');
+    /* GMTF_GPU_IBWT_RULER=k: rulers 2^k slots apart (4..10; default 6), 0: the
+     * two chains a segment; GMTF_GPU_IBWT_BIDIR=0: one chain a segment */
+    const char *rv = getenv("GMTF_GPU_IBWT_RULER");
+    int lr = rv && *rv ? atoi(rv) : 6;
+    c->lr = !c->bidir || lr <= 0 ? 0 : lr < 4 ? 4 : lr > 10 ? 10 : lr;
     const char *pe = getenv("GMTF_GPU_IBWT_PROFILE");
     c->prof = pe && pe[0] == '1';
     c->h_rep = host_alloc_rep(c);
@@ -615,8 +866,9 @@ extern "C" void gmtf_gpu_ibwt_destroy(gmtf_gpu_ibwt_ctx *c)
         return;
     (void)use_device(c);
     backend_close(c);
-    dbuf *b[] = {&c->in,   &c->out, &c->ka,  &c->kb, &c->va,     &c->vb, &c->start,
-                 &c->prim, &c->ch,  &c->tmp, &c->lf, &c->endrow, &c->rep};
+    dbuf *b[] = {&c->in, &c->out,    &c->ka,  &c->kb, &c->va,  &c->vb, &c->start,
+                 &c->prim, &c->ch, &c->tmp, &c->lf, &c->endrow, &c->rep, &c->rl,
+                 &c->own, &c->rw, &c->bad};
     for (size_t i = 0; i < sizeof b / sizeof b[0]; i++)
         dev_free(b[i]);
     free(c->h_start);
@@ -693,8 +945,9 @@ static int run_piece(gmtf_gpu_ibwt_ctx *c, const uint8_t *bwt, const uint64_t *o
     uint64_t nseg = 0;
     for (size_t i = b0; i < b1; i++)
         nseg += chains_of(off[i + 1] - off[i], step[i]);
-    /* bidir: forward chains 0 .. nseg - 1, backward nseg .. 2 nseg - 1 */
-    uint64_t nc = c->bidir ? 2 * nseg : nseg;
+    /* two: forward chains 0 .. nseg - 1, backward nseg .. 2 nseg - 1 */
+    int two = c->bidir && !c->lr;
+    uint64_t nc = two ? 2 * nseg : nseg;
     TRY(host_grow(c, nb, nc));
     uint64_t t = 0, k = i0;
     for (uint32_t b = 0; b < nb; b++) {
@@ -704,7 +957,7 @@ static int run_piece(gmtf_gpu_ibwt_ctx *c, const uint8_t *bwt, const uint64_t *o
         c->h_p[b] = idx[k];
         for (uint64_t j = 0; j * s < n; j++, t++, k++) {
             uint64_t from = j * s, len = n - from < s ? n - from : s;
-            if (!c->bidir) {
+            if (!two) {
                 c->h_ch[t] = chain{b, idx[k], (uint32_t)from, (uint32_t)len};
                 continue;
             }
@@ -725,11 +978,19 @@ static int run_piece(gmtf_gpu_ibwt_ctx *c, const uint8_t *bwt, const uint64_t *o
     TRY(dev_reserve(c, &c->start, ((size_t)nb + 1) * 4));
     TRY(dev_reserve(c, &c->prim, (size_t)nb * 4));
     TRY(dev_reserve(c, &c->ch, nc * sizeof(chain)));
-    if (c->bidir) {
+    if (two) {
         TRY(dev_reserve(c, &c->lf, ((size_t)np + nb) * 4));
         TRY(dev_reserve(c, &c->endrow, nc * 4));
-        TRY(dev_reserve(c, &c->rep, 4));
     }
+    if (c->lr) {
+        size_t nr = (((size_t)np + nb) >> c->lr) + 1;
+        TRY(dev_reserve(c, &c->rl, nr * sizeof(rl2)));
+        TRY(dev_reserve(c, &c->rw, nr * sizeof(rl2)));
+        TRY(dev_reserve(c, &c->own, nr * 4));
+        TRY(dev_reserve(c, &c->bad, nc * 4));
+    }
+    if (c->bidir)
+        TRY(dev_reserve(c, &c->rep, 4));
     /* the small tables first (from pageable memory: copied before the
      * stream waits on anything), then the bytes */
     TRY(copy_h2d(c, c->start.p, c->h_start, ((size_t)nb + 1) * 4));
