@@ -86,15 +86,18 @@ struct gmtf_gpu_ibwt_ctx {
     double ms[GMTF_GPU_IBWT_PHASES];
     int bidir;         /* two chains a segment (GMTF_GPU_IBWT_BIDIR) */
     int lr;            /* the ruler walk, rulers 2^lr slots apart; 0: the chains */
+    int count;         /* with the rulers: the table by counting (GMTF_GPU_IBWT_COUNT) */
     uint64_t repaired; /* segments walked again by the last batch */
     int pending;       /* batch_dev_start's last piece not waited yet (1 + its acc) */
     int prof;          /* GMTF_GPU_IBWT_PROFILE=1: each piece's phases on stderr */
     uint32_t *h_rep;   /* the repair count read back */
-    /* host: per piece block starts (nb + 1), primaries (nb), chains */
+    /* host: per piece block starts (nb + 1) and each block's first chunk
+     * (nb + 1, right after), primaries (nb), chains */
     uint32_t *h_start, *h_p;
     chain *h_ch;
     size_t h_blk_cap, h_ch_cap;
-    dbuf in, out, ka, kb, va, vb, start, prim, ch, tmp, lf, endrow, rep, rl, own, rw, bad;
+    dbuf in, out, ka, kb, va, vb, start, prim, ch, tmp, lf, endrow, rep, rl, own, rw, bad, cnt,
+        cbase;
 #ifndef GMTF_IBWT_EMU
     cudaStream_t st;
     cudaEvent_t ev[GMTF_GPU_IBWT_PHASES + 1];
@@ -362,6 +365,36 @@ static GMTF_HD inline int ruler_repair_one(const chain *ch, const uint32_t *star
     return 1;
 }
 
+/* ---- the table by counting (with the rulers) ----------------------------
+ *
+ * The table needs each block's positions in LF order (by byte, then by
+ * position), which the radix sort gives for all blocks at once. The ruler
+ * walk has no use for the sort's other output (LF), so its table comes from
+ * a counting sort a block instead: every block cut into chunks of CHUNK
+ * bytes; (a) a histogram a chunk; (b) a block's counts turned into each
+ * chunk's first slot for each byte (the bytes' starts in the block plus the
+ * same byte's count in the block's earlier chunks); (c) each chunk writes its
+ * positions' entries in order: slot = 1 + that start + the byte's rank in
+ * the chunk so far. The same table as the sort's, entry for entry. */
+#define CHUNK_LOG 12
+#define CHUNK (1u << CHUNK_LOG)
+
+/* The block of chunk k: the last b with cfirst[b] <= k. */
+static GMTF_HD inline uint32_t chunk_block(const uint32_t *cfirst, uint32_t nb, uint32_t k)
+{
+    return block_of(cfirst, nb, k);
+}
+
+/* Chunk k's bytes: [*lo, *hi) of the piece; its block's index. */
+static GMTF_HD inline uint32_t chunk_range(const uint32_t *start, const uint32_t *cfirst,
+                                           uint32_t nb, uint32_t k, uint32_t *lo, uint32_t *hi)
+{
+    uint32_t b = chunk_block(cfirst, nb, k);
+    *lo = start[b] + ((k - cfirst[b]) << CHUNK_LOG);
+    *hi = start[b + 1] - *lo > CHUNK ? *lo + CHUNK : start[b + 1];
+    return b;
+}
+
 /* ---- backend: CUDA, or the CPU emulation -------------------------------- */
 
 #ifndef GMTF_IBWT_EMU
@@ -421,6 +454,85 @@ __global__ void __launch_bounds__(64)
     uint32_t t = blockIdx.x * 64u + threadIdx.x;
     if (t < nseg && repair_one(ch, start, prim, e, endrow, out, nseg, t))
         atomicAdd(rep, 1u);
+}
+
+/* (a) chunk k's histogram */
+__global__ void __launch_bounds__(256) k_chist(const uint8_t *in, const uint32_t *start,
+                                               const uint32_t *cf, uint32_t nb, uint32_t *cnt)
+{
+    __shared__ uint32_t h[256];
+    uint32_t k = blockIdx.x, lo, hi;
+    h[threadIdx.x] = 0;
+    __syncthreads();
+    chunk_range(start, cf, nb, k, &lo, &hi);
+    for (uint32_t i = lo + threadIdx.x; i < hi; i += 256)
+        atomicAdd(&h[in[i]], 1u);
+    __syncthreads();
+    cnt[(size_t)k * 256 + threadIdx.x] = h[threadIdx.x];
+}
+
+/* (b) block b: each chunk's count of byte c becomes the count of c in the
+ * block's earlier chunks; cbase[b][c] = 1 + the block's bytes below c;
+ * row 0's entry */
+__global__ void __launch_bounds__(256) k_cscan(const uint32_t *start, const uint32_t *cf,
+                                               uint32_t *cnt, uint32_t *cbase, uint32_t *e)
+{
+    __shared__ uint32_t tot[256];
+    uint32_t b = blockIdx.x, c = threadIdx.x, run = 0, k = cf[b], k1 = cf[b + 1];
+    for (; k + 4 <= k1; k += 4) {
+        uint32_t *q = cnt + (size_t)k * 256 + c;
+        uint32_t v0 = q[0], v1 = q[256], v2 = q[512], v3 = q[768];
+        q[0] = run;
+        q[256] = run + v0;
+        q[512] = run + v0 + v1;
+        q[768] = run + v0 + v1 + v2;
+        run += v0 + v1 + v2 + v3;
+    }
+    for (; k < k1; k++) {
+        uint32_t *q = cnt + (size_t)k * 256 + c, v = *q;
+        *q = run;
+        run += v;
+    }
+    tot[c] = run;
+    __syncthreads();
+    for (uint32_t d = 1; d < 256; d <<= 1) { /* inclusive scan */
+        uint32_t v = c >= d ? tot[c - d] : 0;
+        __syncthreads();
+        tot[c] += v;
+        __syncthreads();
+    }
+    cbase[(size_t)b * 256 + c] = 1 + tot[c] - run;
+    if (c == 0)
+        e[start[b] + b] = 0;
+}
+
+/* (c) a warp a chunk: its positions' entries in order (the rank of a byte
+ * among its equals in the warp's 32 by a match) */
+__global__ void __launch_bounds__(128)
+    k_cscatter(const uint8_t *in, const uint32_t *start, const uint32_t *cf, uint32_t nb,
+               uint32_t nch, const uint32_t *cnt, const uint32_t *cbase, uint32_t *e)
+{
+    __shared__ uint32_t ctr[4][256];
+    uint32_t wp = threadIdx.x >> 5, lane = threadIdx.x & 31, k = blockIdx.x * 4 + wp, lo, hi;
+    if (k >= nch)
+        return;
+    uint32_t b = chunk_range(start, cf, nb, k, &lo, &hi), *x = ctr[wp];
+    for (uint32_t c = lane; c < 256; c += 32)
+        x[c] = cnt[(size_t)k * 256 + c] + cbase[(size_t)b * 256 + c];
+    __syncwarp();
+    uint32_t *eb = e + start[b] + b, lt = (1u << lane) - 1;
+    for (uint32_t i0 = lo; i0 < hi; i0 += 32) {
+        uint32_t i = i0 + lane, ok = i < hi, v = ok ? in[i] : 256 + lane;
+        uint32_t peers = __match_any_sync(0xffffffffu, v);
+        uint32_t slot = ok ? x[v] + __popc(peers & lt) : 0;
+        __syncwarp();
+        if (ok) {
+            eb[slot] = v << 24 | (i - start[b]);
+            if (lane == 31 - __clz(peers))
+                x[v] += __popc(peers);
+        }
+        __syncwarp();
+    }
 }
 
 __global__ void __launch_bounds__(256)
@@ -584,14 +696,33 @@ static int sort_pairs(gmtf_gpu_ibwt_ctx *c, uint32_t n, int bits, int *flip)
     return 0;
 }
 
-static int run_steps(gmtf_gpu_ibwt_ctx *c, uint32_t np, uint32_t nb, uint32_t nc)
+/* Steps 1-3: the table E (returned), by the radix sort (and LF beside it for
+ * the two chains) or, with the rulers, by counting. */
+static int make_table(gmtf_gpu_ibwt_ctx *c, uint32_t np, uint32_t nb, uint32_t **table)
 {
+    const uint32_t *start = (const uint32_t *)c->start.p;
+    const uint32_t *prim = (const uint32_t *)c->prim.p;
+    const uint8_t *in = (const uint8_t *)c->in.p;
+    if (c->count) {
+        const uint32_t *cf = start + nb + 1;
+        uint32_t nch = c->h_start[2 * nb + 1], *cnt = (uint32_t *)c->cnt.p;
+        uint32_t *cbase = (uint32_t *)c->cbase.p, *e = (uint32_t *)c->ka.p;
+        k_chist<<<nch, 256, 0, c->st>>>(in, start, cf, nb, cnt);
+        TRY(launched(c, "k_chist"));
+        k_cscan<<<nb, 256, 0, c->st>>>(start, cf, cnt, cbase, e);
+        TRY(launched(c, "k_cscan"));
+        TRY(mark(c, 2));
+        k_cscatter<<<(nch + 3) / 4, 128, 0, c->st>>>(in, start, cf, nb, nch, cnt, cbase, e);
+        TRY(launched(c, "k_cscatter"));
+        TRY(mark(c, 3));
+        *table = e;
+        return 0;
+    }
     int bits = 8;
     while (bits < 32 && (1ull << (bits - 8)) < nb)
         bits++;
-    const uint32_t *start = (const uint32_t *)c->start.p;
-    k_keys<<<(np + 255) / 256, 256, 0, c->st>>>((const uint8_t *)c->in.p, start, nb, np,
-                                                (uint32_t *)c->ka.p, (uint32_t *)c->va.p);
+    k_keys<<<(np + 255) / 256, 256, 0, c->st>>>(in, start, nb, np, (uint32_t *)c->ka.p,
+                                                (uint32_t *)c->va.p);
     TRY(launched(c, "k_keys"));
     int flip = 0;
     TRY(sort_pairs(c, np, bits, &flip));
@@ -599,15 +730,24 @@ static int run_steps(gmtf_gpu_ibwt_ctx *c, uint32_t np, uint32_t nb, uint32_t nc
     const uint32_t *key = (const uint32_t *)(flip ? c->kb.p : c->ka.p);
     const uint32_t *val = (const uint32_t *)(flip ? c->vb.p : c->va.p);
     uint32_t *e = (uint32_t *)(flip ? c->ka.p : c->kb.p); /* the free key buffer */
-    const uint32_t *prim = (const uint32_t *)c->prim.p;
     uint32_t *lf = c->bidir && !c->lr ? (uint32_t *)c->lf.p : NULL;
     k_table<<<(np + 255) / 256, 256, 0, c->st>>>(key, val, start, prim, np, e, lf);
     TRY(launched(c, "k_table"));
     TRY(mark(c, 3));
+    *table = e;
+    return 0;
+}
+
+static int run_steps(gmtf_gpu_ibwt_ctx *c, uint32_t np, uint32_t nb, uint32_t nc)
+{
+    const uint32_t *start = (const uint32_t *)c->start.p;
+    const uint32_t *prim = (const uint32_t *)c->prim.p;
     const chain *ch = (const chain *)c->ch.p;
-    if (c->lr) {
+    uint8_t *out = (uint8_t *)c->out.p;
+    uint32_t *e = NULL;
+    TRY(make_table(c, np, nb, &e));
+    if (c->lr) { /* the ruler walk's four steps */
         uint32_t ns = np + nb, nr = (ns >> c->lr) + 1;
-        uint8_t *out = (uint8_t *)c->out.p;
         rl2 *rl = (rl2 *)c->rl.p, *rw = (rl2 *)c->rw.p;
         uint32_t *own = (uint32_t *)c->own.p, *bad = (uint32_t *)c->bad.p;
         CK(c, cudaMemsetAsync(own, 0xff, (size_t)nr * 4, c->st));
@@ -615,8 +755,8 @@ static int run_steps(gmtf_gpu_ibwt_ctx *c, uint32_t np, uint32_t nb, uint32_t nc
         CK(c, cudaMemsetAsync(c->rep.p, 0, 4, c->st));
         k_rulers<<<(nr + 255) / 256, 256, 0, c->st>>>(start, prim, e, nb, ns, c->lr, rl, nr);
         TRY(launched(c, "k_rulers"));
-        k_resolve<<<(nc + 63) / 64, 64, 0, c->st>>>(ch, start, prim, e, c->lr, rl, own, rw, bad,
-                                                    out, nc);
+        k_resolve<<<(nc + 63) / 64, 64, 0, c->st>>>(ch, start, prim, e, c->lr, rl, own, rw,
+                                                    bad, out, nc);
         TRY(launched(c, "k_resolve"));
         k_rwrite<<<(nr + 255) / 256, 256, 0, c->st>>>(start, prim, e, nb, c->lr, own, rw, bad,
                                                       out, nr);
@@ -628,15 +768,15 @@ static int run_steps(gmtf_gpu_ibwt_ctx *c, uint32_t np, uint32_t nb, uint32_t nc
         TRY(mark(c, 4));
         return 0;
     }
+    uint32_t *lf = c->bidir ? (uint32_t *)c->lf.p : NULL;
     uint32_t *endrow = c->bidir ? (uint32_t *)c->endrow.p : NULL;
-    k_walk<<<(nc + 63) / 64, 64, 0, c->st>>>(ch, start, prim, e, lf, (uint8_t *)c->out.p, endrow,
-                                             nc);
+    k_walk<<<(nc + 63) / 64, 64, 0, c->st>>>(ch, start, prim, e, lf, out, endrow, nc);
     TRY(launched(c, "k_walk"));
     if (c->bidir) {
         uint32_t nseg = nc / 2;
         CK(c, cudaMemsetAsync(c->rep.p, 0, 4, c->st));
-        k_repair<<<(nseg + 63) / 64, 64, 0, c->st>>>(
-            ch, start, prim, e, endrow, (uint8_t *)c->out.p, nseg, (uint32_t *)c->rep.p);
+        k_repair<<<(nseg + 63) / 64, 64, 0, c->st>>>(ch, start, prim, e, endrow, out, nseg,
+                                                     (uint32_t *)c->rep.p);
         TRY(launched(c, "k_repair"));
         CK(c, cudaMemcpyAsync(c->h_rep, c->rep.p, 4, cudaMemcpyDeviceToHost, c->st));
     }
@@ -730,7 +870,44 @@ static int copy_d2d(gmtf_gpu_ibwt_ctx *, void *d, const void *s, size_t n)
     return 0;
 }
 
-static int run_steps(gmtf_gpu_ibwt_ctx *c, uint32_t np, uint32_t nb, uint32_t nc)
+/* The table by counting: the device's three steps as loops. */
+static void count_table(gmtf_gpu_ibwt_ctx *c, uint32_t nb)
+{
+    const uint32_t *start = (const uint32_t *)c->start.p, *cf = start + nb + 1;
+    const uint8_t *in = (const uint8_t *)c->in.p;
+    uint32_t nch = c->h_start[2 * nb + 1], *cnt = (uint32_t *)c->cnt.p;
+    uint32_t *cbase = (uint32_t *)c->cbase.p, *e = (uint32_t *)c->ka.p, lo, hi;
+    memset(cnt, 0, (size_t)nch * 256 * 4);
+    for (uint32_t k = 0; k < nch; k++) {
+        chunk_range(start, cf, nb, k, &lo, &hi);
+        for (uint32_t i = lo; i < hi; i++)
+            cnt[(size_t)k * 256 + in[i]]++;
+    }
+    for (uint32_t b = 0; b < nb; b++) {
+        uint32_t below = 1;
+        for (uint32_t v = 0; v < 256; v++) {
+            uint32_t run = 0;
+            for (uint32_t k = cf[b]; k < cf[b + 1]; k++) {
+                uint32_t x = cnt[(size_t)k * 256 + v];
+                cnt[(size_t)k * 256 + v] = run;
+                run += x;
+            }
+            cbase[(size_t)b * 256 + v] = below;
+            below += run;
+        }
+        e[start[b] + b] = 0;
+    }
+    for (uint32_t k = 0; k < nch; k++) {
+        uint32_t b = chunk_range(start, cf, nb, k, &lo, &hi), x[256];
+        for (uint32_t v = 0; v < 256; v++)
+            x[v] = cnt[(size_t)k * 256 + v] + cbase[(size_t)b * 256 + v];
+        for (uint32_t i = lo; i < hi; i++)
+            e[start[b] + b + x[in[i]]++] = (uint32_t)in[i] << 24 | (i - start[b]);
+    }
+}
+
+/* The table by the sort's order (std::stable_sort for CUB's). */
+static uint32_t *sort_table(gmtf_gpu_ibwt_ctx *c, uint32_t np, uint32_t nb)
 {
     const uint32_t *start = (const uint32_t *)c->start.p;
     uint32_t *ka = (uint32_t *)c->ka.p, *va = (uint32_t *)c->va.p;
@@ -747,13 +924,23 @@ static int run_steps(gmtf_gpu_ibwt_ctx *c, uint32_t np, uint32_t nb, uint32_t nc
         kb[j] = ka[ord[j]];
         vb[j] = va[ord[j]];
     }
-    uint32_t *e = ka;
-    const uint32_t *prim = (const uint32_t *)c->prim.p;
     uint32_t *lf = c->bidir && !c->lr ? (uint32_t *)c->lf.p : NULL;
     for (uint32_t j = 0; j < np; j++)
-        table_one(kb, vb, start, prim, j, e, lf);
+        table_one(kb, vb, start, (const uint32_t *)c->prim.p, j, ka, lf);
+    return ka;
+}
+
+static int run_steps(gmtf_gpu_ibwt_ctx *c, uint32_t np, uint32_t nb, uint32_t nc)
+{
+    const uint32_t *start = (const uint32_t *)c->start.p;
+    const uint32_t *prim = (const uint32_t *)c->prim.p;
     const chain *ch = (const chain *)c->ch.p;
     uint8_t *out = (uint8_t *)c->out.p;
+    uint32_t *e = (uint32_t *)c->ka.p;
+    if (c->count)
+        count_table(c, nb);
+    else
+        e = sort_table(c, np, nb);
     if (c->lr) {
         uint32_t ns = np + nb, nr = (ns >> c->lr) + 1;
         rl2 *rl = (rl2 *)c->rl.p, *rw = (rl2 *)c->rw.p;
@@ -772,6 +959,7 @@ static int run_steps(gmtf_gpu_ibwt_ctx *c, uint32_t np, uint32_t nb, uint32_t nc
             *c->h_rep += (uint32_t)ruler_repair_one(ch, start, prim, e, bad, out, t);
         return 0;
     }
+    uint32_t *lf = c->bidir ? (uint32_t *)c->lf.p : NULL;
     uint32_t *endrow = c->bidir ? (uint32_t *)c->endrow.p : NULL;
     for (uint32_t t = 0; t < nc; t++)
         walk_one(ch, start, prim, e, lf, out, endrow, t);
@@ -849,6 +1037,8 @@ extern "C" int gmtf_gpu_ibwt_create_on(int dev, gmtf_gpu_ibwt_ctx **out)
     const char *rv = getenv("GMTF_GPU_IBWT_RULER");
     int lr = rv && *rv ? atoi(rv) : 6;
     c->lr = !c->bidir || lr <= 0 ? 0 : lr < 4 ? 4 : lr > 10 ? 10 : lr;
+    const char *cv = getenv("GMTF_GPU_IBWT_COUNT"); /* 0: the radix sort's table */
+    c->count = c->lr && !(cv && cv[0] == '0');
     const char *pe = getenv("GMTF_GPU_IBWT_PROFILE");
     c->prof = pe && pe[0] == '1';
     c->h_rep = host_alloc_rep(c);
@@ -868,7 +1058,7 @@ extern "C" void gmtf_gpu_ibwt_destroy(gmtf_gpu_ibwt_ctx *c)
     backend_close(c);
     dbuf *b[] = {&c->in, &c->out,    &c->ka,  &c->kb, &c->va,  &c->vb, &c->start,
                  &c->prim, &c->ch, &c->tmp, &c->lf, &c->endrow, &c->rep, &c->rl,
-                 &c->own, &c->rw, &c->bad};
+                 &c->own, &c->rw, &c->bad, &c->cnt, &c->cbase};
     for (size_t i = 0; i < sizeof b / sizeof b[0]; i++)
         dev_free(b[i]);
     free(c->h_start);
@@ -916,7 +1106,7 @@ static int host_grow(gmtf_gpu_ibwt_ctx *c, size_t nb, size_t nc)
     if (nb > c->h_blk_cap) {
         free(c->h_start);
         free(c->h_p);
-        c->h_start = (uint32_t *)malloc((nb + 1) * sizeof *c->h_start);
+        c->h_start = (uint32_t *)malloc(2 * (nb + 1) * sizeof *c->h_start);
         c->h_p = (uint32_t *)malloc(nb * sizeof *c->h_p);
         c->h_blk_cap = c->h_start && c->h_p ? nb : 0;
         if (!c->h_blk_cap)
@@ -969,13 +1159,24 @@ static int run_piece(gmtf_gpu_ibwt_ctx *c, const uint8_t *bwt, const uint64_t *o
         }
     }
     c->h_start[nb] = np;
+    uint32_t *cf = c->h_start + nb + 1, nch = 0; /* each block's first chunk */
+    for (uint32_t b = 0; b < nb; b++) {
+        cf[b] = nch;
+        nch += (c->h_start[b + 1] - c->h_start[b] + CHUNK - 1) >> CHUNK_LOG;
+    }
+    cf[nb] = nch;
     TRY(dev_reserve(c, &c->in, np));
     TRY(dev_reserve(c, &c->out, np));
     TRY(dev_reserve(c, &c->ka, ((size_t)np + nb) * 4));
-    TRY(dev_reserve(c, &c->kb, ((size_t)np + nb) * 4));
-    TRY(dev_reserve(c, &c->va, (size_t)np * 4));
-    TRY(dev_reserve(c, &c->vb, (size_t)np * 4));
-    TRY(dev_reserve(c, &c->start, ((size_t)nb + 1) * 4));
+    if (c->count) { /* the table by counting */
+        TRY(dev_reserve(c, &c->cnt, (size_t)nch * 256 * 4));
+        TRY(dev_reserve(c, &c->cbase, (size_t)nb * 256 * 4));
+    } else {
+        TRY(dev_reserve(c, &c->kb, ((size_t)np + nb) * 4));
+        TRY(dev_reserve(c, &c->va, (size_t)np * 4));
+        TRY(dev_reserve(c, &c->vb, (size_t)np * 4));
+    }
+    TRY(dev_reserve(c, &c->start, 2 * ((size_t)nb + 1) * 4));
     TRY(dev_reserve(c, &c->prim, (size_t)nb * 4));
     TRY(dev_reserve(c, &c->ch, nc * sizeof(chain)));
     if (two) {
@@ -993,7 +1194,7 @@ static int run_piece(gmtf_gpu_ibwt_ctx *c, const uint8_t *bwt, const uint64_t *o
         TRY(dev_reserve(c, &c->rep, 4));
     /* the small tables first (from pageable memory: copied before the
      * stream waits on anything), then the bytes */
-    TRY(copy_h2d(c, c->start.p, c->h_start, ((size_t)nb + 1) * 4));
+    TRY(copy_h2d(c, c->start.p, c->h_start, 2 * ((size_t)nb + 1) * 4));
     TRY(copy_h2d(c, c->prim.p, c->h_p, (size_t)nb * 4));
     TRY(copy_h2d(c, c->ch.p, c->h_ch, nc * sizeof(chain)));
     TRY(wait_for(c, after));
