@@ -87,6 +87,8 @@ struct gmtf_gpu_ibwt_ctx {
     int bidir;         /* two chains a segment (GMTF_GPU_IBWT_BIDIR) */
     int lr;            /* the ruler walk, rulers 2^lr slots apart; 0: the chains */
     int count;         /* with the rulers: the table by counting (GMTF_GPU_IBWT_COUNT) */
+    int ldm;           /* the ruler walk's loads (ld_e; GMTF_GPU_IBWT_LD) */
+    int scr;           /* step 1 keeps the rulers' bytes for step 3 (GMTF_GPU_IBWT_SCRATCH) */
     uint64_t repaired; /* segments walked again by the last batch */
     int pending;       /* batch_dev_start's last piece not waited yet (1 + its acc) */
     int prof;          /* GMTF_GPU_IBWT_PROFILE=1: each piece's phases on stderr */
@@ -97,7 +99,7 @@ struct gmtf_gpu_ibwt_ctx {
     chain *h_ch;
     size_t h_blk_cap, h_ch_cap;
     dbuf in, out, ka, kb, va, vb, start, prim, ch, tmp, lf, endrow, rep, rl, own, rw, bad, cnt,
-        cbase;
+        cbase, scr_b;
 #ifndef GMTF_IBWT_EMU
     cudaStream_t st;
     cudaEvent_t ev[GMTF_GPU_IBWT_PHASES + 1];
@@ -267,10 +269,25 @@ static GMTF_HD inline uint32_t cas_u32(uint32_t *a, uint32_t cmp, uint32_t v)
 #endif
 }
 
-/* Step 1 for bucket i of a piece of ns table slots. */
+/* A table entry for the ruler walk: ldm 1 marks it evict-first in the caches
+ * (ld.global.cs: the walk's reads are scattered over tables larger than L2,
+ * and the lanes kernels of later groups run beside it), 2 skips L1
+ * (ld.global.cg), 0 a plain load (GMTF_GPU_IBWT_LD). */
+static GMTF_HD inline uint32_t ld_e(const uint32_t *p, int ldm)
+{
+#ifdef __CUDA_ARCH__
+    return ldm == 1 ? __ldcs(p) : ldm == 2 ? __ldcg(p) : *p;
+#else
+    (void)ldm;
+    return *p;
+#endif
+}
+
+/* Step 1 for bucket i of a piece of ns table slots. With scr (2^lr words a
+ * ruler), its first 4 * 2^lr bytes too, four to a word, for step 3. */
 static GMTF_HD inline void ruler_walk_one(const uint32_t *start, const uint32_t *prim,
                                           const uint32_t *e, uint32_t nb, uint32_t ns, int lr,
-                                          rl2 *rl, uint32_t i)
+                                          int ldm, uint32_t *scr, rl2 *rl, uint32_t i)
 {
     uint32_t slot = (i << lr) + ruler_off(i, lr);
     if (slot >= ns)
@@ -279,9 +296,16 @@ static GMTF_HD inline void ruler_walk_one(const uint32_t *start, const uint32_t 
     if (row == 0) /* not a ruler: nothing reads its entry */
         return;
     const uint32_t *eb = e + base;
-    uint32_t p = prim[b], cap = RULER_CAP(lr), len = 0, next = RULER_CAPPED;
+    uint32_t p = prim[b], cap = RULER_CAP(lr), len = 0, next = RULER_CAPPED, acc = 0;
+    uint32_t *sw = scr ? scr + ((size_t)i << lr) : NULL, nw = sw ? 1u << lr : 0;
     while (len < cap) {
-        uint32_t w = eb[row] & 0xffffff;
+        uint32_t v = ld_e(eb + row, ldm), w = v & 0xffffff;
+        acc |= (v >> 24) << 8 * (len & 3);
+        if ((len & 3) == 3) {
+            if ((len >> 2) < nw)
+                sw[len >> 2] = acc;
+            acc = 0;
+        }
         row = w + (w >= p);
         len++;
         if (row == 0) {
@@ -293,21 +317,23 @@ static GMTF_HD inline void ruler_walk_one(const uint32_t *start, const uint32_t 
             break;
         }
     }
+    if ((len & 3) && (len >> 2) < nw)
+        sw[len >> 2] = acc;
     rl[i] = rl2{next, len};
 }
 
 /* Step 2 for segment t (chain t: one a segment). */
 static GMTF_HD inline void ruler_resolve_one(const chain *ch, const uint32_t *start,
                                              const uint32_t *prim, const uint32_t *e, int lr,
-                                             const rl2 *rl, uint32_t *own, rl2 *rw, uint32_t *bad,
-                                             uint8_t *out, uint32_t t)
+                                             int ldm, const rl2 *rl, uint32_t *own, rl2 *rw,
+                                             uint32_t *bad, uint8_t *out, uint32_t t)
 {
     chain c = ch[t];
     uint32_t base = start[c.b] + c.b, p = prim[c.b], row = c.row, h = 0;
     const uint32_t *eb = e + base;
     uint8_t *o = out + start[c.b] + c.start;
     while (h < c.len && (row == 0 || !is_ruler(base + row, lr))) {
-        uint32_t v = eb[row];
+        uint32_t v = ld_e(eb + row, ldm);
         o[h++] = (uint8_t)(v >> 24);
         uint32_t w = v & 0xffffff;
         row = w + (w >= p);
@@ -331,15 +357,26 @@ static GMTF_HD inline void ruler_resolve_one(const chain *ch, const uint32_t *st
     }
 }
 
-/* Step 3 for bucket i: a claimed ruler of a segment not walked again. */
+/* Step 3 for bucket i: a claimed ruler of a segment not walked again (its
+ * bytes from scr when step 1 kept them all). */
 static GMTF_HD inline void ruler_write_one(const uint32_t *start, const uint32_t *prim,
-                                           const uint32_t *e, uint32_t nb, int lr,
-                                           const uint32_t *own, const rl2 *rw,
+                                           const uint32_t *e, uint32_t nb, int lr, int ldm,
+                                           const uint32_t *scr, const uint32_t *own, const rl2 *rw,
                                            const uint32_t *bad, uint8_t *out, uint32_t i)
 {
     uint32_t t = own[i];
     if (t == RULER_FREE || bad[t])
         return;
+    if (scr && rw[i].y <= 4u << lr) {
+        const uint32_t *sw = scr + ((size_t)i << lr);
+        uint8_t *o = out + rw[i].x;
+        for (uint32_t k = 0, n = rw[i].y; k < n; k += 4) {
+            uint32_t wd = sw[k >> 2];
+            for (uint32_t j = 0; j < 4 && k + j < n; j++)
+                o[k + j] = (uint8_t)(wd >> 8 * j);
+        }
+        return;
+    }
     uint32_t slot = (i << lr) + ruler_off(i, lr);
     uint32_t b = table_block(start, nb, slot), base = start[b] + b, row = slot - base;
     const uint32_t *eb = e + base;
@@ -347,7 +384,7 @@ static GMTF_HD inline void ruler_write_one(const uint32_t *start, const uint32_t
     rl2 x = rw[i];
     uint8_t *o = out + x.x;
     for (uint32_t k = 0; k < x.y; k++) {
-        uint32_t v = eb[row];
+        uint32_t v = ld_e(eb + row, ldm);
         o[k] = (uint8_t)(v >> 24);
         uint32_t w = v & 0xffffff;
         row = w + (w >= p);
@@ -474,8 +511,8 @@ __global__ void __launch_bounds__(256) k_chist(const uint8_t *in, const uint32_t
 /* (b) block b: each chunk's count of byte c becomes the count of c in the
  * block's earlier chunks; cbase[b][c] = 1 + the block's bytes below c;
  * row 0's entry */
-__global__ void __launch_bounds__(256) k_cscan(const uint32_t *start, const uint32_t *cf,
-                                               uint32_t *cnt, uint32_t *cbase, uint32_t *e)
+__global__ void __launch_bounds__(256)
+    k_cscan(const uint32_t *start, const uint32_t *cf, uint32_t *cnt, uint32_t *cbase, uint32_t *e)
 {
     __shared__ uint32_t tot[256];
     uint32_t b = blockIdx.x, c = threadIdx.x, run = 0, k = cf[b], k1 = cf[b + 1];
@@ -537,30 +574,31 @@ __global__ void __launch_bounds__(128)
 
 __global__ void __launch_bounds__(256)
     k_rulers(const uint32_t *start, const uint32_t *prim, const uint32_t *e, uint32_t nb,
-             uint32_t ns, int lr, rl2 *rl, uint32_t nr)
+             uint32_t ns, int lr, int ldm, uint32_t *scr, rl2 *rl, uint32_t nr)
 {
     uint32_t i = blockIdx.x * 256u + threadIdx.x;
     if (i < nr)
-        ruler_walk_one(start, prim, e, nb, ns, lr, rl, i);
+        ruler_walk_one(start, prim, e, nb, ns, lr, ldm, scr, rl, i);
 }
 
 __global__ void __launch_bounds__(64)
     k_resolve(const chain *ch, const uint32_t *start, const uint32_t *prim, const uint32_t *e,
-              int lr, const rl2 *rl, uint32_t *own, rl2 *rw, uint32_t *bad, uint8_t *out,
+              int lr, int ldm, const rl2 *rl, uint32_t *own, rl2 *rw, uint32_t *bad, uint8_t *out,
               uint32_t nseg)
 {
     uint32_t t = blockIdx.x * 64u + threadIdx.x;
     if (t < nseg)
-        ruler_resolve_one(ch, start, prim, e, lr, rl, own, rw, bad, out, t);
+        ruler_resolve_one(ch, start, prim, e, lr, ldm, rl, own, rw, bad, out, t);
 }
 
 __global__ void __launch_bounds__(256)
     k_rwrite(const uint32_t *start, const uint32_t *prim, const uint32_t *e, uint32_t nb, int lr,
-             const uint32_t *own, const rl2 *rw, const uint32_t *bad, uint8_t *out, uint32_t nr)
+             int ldm, const uint32_t *scr, const uint32_t *own, const rl2 *rw, const uint32_t *bad,
+             uint8_t *out, uint32_t nr)
 {
     uint32_t i = blockIdx.x * 256u + threadIdx.x;
     if (i < nr)
-        ruler_write_one(start, prim, e, nb, lr, own, rw, bad, out, i);
+        ruler_write_one(start, prim, e, nb, lr, ldm, scr, own, rw, bad, out, i);
 }
 
 __global__ void __launch_bounds__(64)
@@ -753,13 +791,15 @@ static int run_steps(gmtf_gpu_ibwt_ctx *c, uint32_t np, uint32_t nb, uint32_t nc
         CK(c, cudaMemsetAsync(own, 0xff, (size_t)nr * 4, c->st));
         CK(c, cudaMemsetAsync(bad, 0, (size_t)nc * 4, c->st));
         CK(c, cudaMemsetAsync(c->rep.p, 0, 4, c->st));
-        k_rulers<<<(nr + 255) / 256, 256, 0, c->st>>>(start, prim, e, nb, ns, c->lr, rl, nr);
+        uint32_t *scr = c->scr ? (uint32_t *)c->scr_b.p : NULL;
+        k_rulers<<<(nr + 255) / 256, 256, 0, c->st>>>(start, prim, e, nb, ns, c->lr, c->ldm, scr,
+                                                      rl, nr);
         TRY(launched(c, "k_rulers"));
-        k_resolve<<<(nc + 63) / 64, 64, 0, c->st>>>(ch, start, prim, e, c->lr, rl, own, rw,
+        k_resolve<<<(nc + 63) / 64, 64, 0, c->st>>>(ch, start, prim, e, c->lr, c->ldm, rl, own, rw,
                                                     bad, out, nc);
         TRY(launched(c, "k_resolve"));
-        k_rwrite<<<(nr + 255) / 256, 256, 0, c->st>>>(start, prim, e, nb, c->lr, own, rw, bad,
-                                                      out, nr);
+        k_rwrite<<<(nr + 255) / 256, 256, 0, c->st>>>(start, prim, e, nb, c->lr, c->ldm, scr, own,
+                                                      rw, bad, out, nr);
         TRY(launched(c, "k_rwrite"));
         k_rrepair<<<(nc + 63) / 64, 64, 0, c->st>>>(ch, start, prim, e, bad, out, nc,
                                                     (uint32_t *)c->rep.p);
@@ -945,15 +985,16 @@ static int run_steps(gmtf_gpu_ibwt_ctx *c, uint32_t np, uint32_t nb, uint32_t nc
         uint32_t ns = np + nb, nr = (ns >> c->lr) + 1;
         rl2 *rl = (rl2 *)c->rl.p, *rw = (rl2 *)c->rw.p;
         uint32_t *own = (uint32_t *)c->own.p, *bad = (uint32_t *)c->bad.p;
+        uint32_t *scr = c->scr ? (uint32_t *)c->scr_b.p : NULL;
         memset(own, 0xff, (size_t)nr * 4);
         memset(bad, 0, (size_t)nc * 4);
         for (uint32_t i = 0; i < nr; i++)
-            ruler_walk_one(start, prim, e, nb, ns, c->lr, rl, i);
+            ruler_walk_one(start, prim, e, nb, ns, c->lr, 0, scr, rl, i);
         /* the segments' claims last to first (the device's order is any) */
         for (uint32_t k = nc; k-- > 0;)
-            ruler_resolve_one(ch, start, prim, e, c->lr, rl, own, rw, bad, out, k);
+            ruler_resolve_one(ch, start, prim, e, c->lr, 0, rl, own, rw, bad, out, k);
         for (uint32_t i = 0; i < nr; i++)
-            ruler_write_one(start, prim, e, nb, c->lr, own, rw, bad, out, i);
+            ruler_write_one(start, prim, e, nb, c->lr, 0, scr, own, rw, bad, out, i);
         *c->h_rep = 0;
         for (uint32_t t = 0; t < nc; t++)
             *c->h_rep += (uint32_t)ruler_repair_one(ch, start, prim, e, bad, out, t);
@@ -1039,6 +1080,10 @@ extern "C" int gmtf_gpu_ibwt_create_on(int dev, gmtf_gpu_ibwt_ctx **out)
     c->lr = !c->bidir || lr <= 0 ? 0 : lr < 4 ? 4 : lr > 10 ? 10 : lr;
     const char *cv = getenv("GMTF_GPU_IBWT_COUNT"); /* 0: the radix sort's table */
     c->count = c->lr && !(cv && cv[0] == '0');
+    const char *lv = getenv("GMTF_GPU_IBWT_LD");
+    c->ldm = lv && *lv ? atoi(lv) & 3 : 1;
+    const char *sv = getenv("GMTF_GPU_IBWT_SCRATCH");
+    c->scr = c->lr && sv && sv[0] == '1';
     const char *pe = getenv("GMTF_GPU_IBWT_PROFILE");
     c->prof = pe && pe[0] == '1';
     c->h_rep = host_alloc_rep(c);
@@ -1056,9 +1101,9 @@ extern "C" void gmtf_gpu_ibwt_destroy(gmtf_gpu_ibwt_ctx *c)
         return;
     (void)use_device(c);
     backend_close(c);
-    dbuf *b[] = {&c->in, &c->out,    &c->ka,  &c->kb, &c->va,  &c->vb, &c->start,
-                 &c->prim, &c->ch, &c->tmp, &c->lf, &c->endrow, &c->rep, &c->rl,
-                 &c->own, &c->rw, &c->bad, &c->cnt, &c->cbase};
+    dbuf *b[] = {&c->in,   &c->out, &c->ka,  &c->kb,  &c->va,     &c->vb,   &c->start,
+                 &c->prim, &c->ch,  &c->tmp, &c->lf,  &c->endrow, &c->rep,  &c->rl,
+                 &c->own,  &c->rw,  &c->bad, &c->cnt, &c->cbase,  &c->scr_b};
     for (size_t i = 0; i < sizeof b / sizeof b[0]; i++)
         dev_free(b[i]);
     free(c->h_start);
@@ -1189,6 +1234,8 @@ static int run_piece(gmtf_gpu_ibwt_ctx *c, const uint8_t *bwt, const uint64_t *o
         TRY(dev_reserve(c, &c->rw, nr * sizeof(rl2)));
         TRY(dev_reserve(c, &c->own, nr * 4));
         TRY(dev_reserve(c, &c->bad, nc * 4));
+        if (c->scr) /* 2^lr words a ruler */
+            TRY(dev_reserve(c, &c->scr_b, (nr << c->lr) * 4));
     }
     if (c->bidir)
         TRY(dev_reserve(c, &c->rep, 4));
