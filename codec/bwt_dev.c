@@ -31,7 +31,7 @@
 /* Decode: method 2's blocks in groups by cost (batch.c), each group's
  * inverse behind its own lanes, so that the inverse of the cheap groups
  * runs while the costly ones' lanes still run (docs/gpu.md, gpu9). */
-#define DEV_DEC_GROUPS 4
+#define DEV_DEC_GROUPS 5
 
 static uint64_t env_u64(const char *name, uint64_t def)
 {
@@ -79,7 +79,7 @@ void gmtf_bwt_dev_init_on(gmtf_bwt_dev *d, const gmtf_bwt_dev_ops *ops, int devi
     d->dec_groups = g < 1                               ? 1
                     : g > GMTF_GPU_LANES_GROUPS_MAX - 1 ? GMTF_GPU_LANES_GROUPS_MAX - 1
                                                         : (unsigned)g;
-    d->dec_taper = env_u64("GMTF_GPU_DEC_TAPER", 0) != 0;
+    d->dec_taper = env_u64("GMTF_GPU_DEC_TAPER", 1) != 0;
     d->use_groups = d->use_inv_dev && d->split_m3 && ops->lanes_groups && ops->inv_group_start &&
                     ops->inv_group_wait && d->dec_groups > 1;
 }

@@ -112,7 +112,7 @@ typedef struct gmtf_bwt_dev {
     uint64_t chunk_min;                 /* fewest bytes a chunk holds */
     unsigned dec_groups;                /* decode: groups of the lanes and inverse (1: none) */
     int use_groups;                     /* ops->lanes_groups etc. and dec_groups > 1 */
-    int dec_taper;                      /* groups' shares tapered (GMTF_GPU_DEC_TAPER=1) */
+    int dec_taper;                      /* groups' shares tapered (GMTF_GPU_DEC_TAPER; 1) */
     void *inv_grp[GMTF_GPU_LANES_GROUPS_MAX]; /* inverse contexts of groups 1.. (0: ctx[INV]) */
 } gmtf_bwt_dev;
 

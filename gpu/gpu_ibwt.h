@@ -7,9 +7,11 @@
  * rows in idx: idx[k] = the row (1..n) of the suffix starting at
  * k * step[i]; idx[0] is the primary index. The rows of block 0 come first,
  * then block 1's, and so on. The original bytes go to dst at the same
- * offsets. The device builds each block's LF table (a stable sort of the
- * positions by byte, the blocks side by side) and follows every chain of
- * every block at once, two threads a sample segment (one from each end).
+ * offsets. The device builds each block's LF table (a stable counting sort
+ * of its positions by byte, all blocks at once) and walks it from rulers:
+ * rows spread over the table whose short chains it walks first, then each
+ * sample segment follows them (gpu/ibwt.cu; GMTF_GPU_IBWT_RULER=0: two
+ * chains a sample segment, one from each end, on a radix-sorted table).
  *
  * Untrusted input: the rows are checked on the host before anything is
  * launched (-EUCLEAN when one is 0 or over n); any bytes with in-range
@@ -25,8 +27,9 @@
  *   -EIO     a CUDA call failed; the context stays usable only if
  *            gmtf_gpu_ibwt_ok() says so.
  *
- * Device memory: about 26 bytes per byte of the largest piece (input,
- * sort keys and values twice, the two tables, output); batches over the piece
+ * Device memory: about 11 bytes per byte of the largest piece with the
+ * rulers (input, table, the rulers' scratch, output), about 26 with the two
+ * chains (sort keys and values twice, the two tables); batches over the piece
  * bound (512 MiB) run in pieces of whole blocks. A context owns its device
  * buffers and stream, grown to the largest piece seen; not thread-safe: one
  * context per thread. bwt and dst from pinned host memory copy fastest. */
@@ -94,9 +97,10 @@ int gmtf_gpu_ibwt_wait(gmtf_gpu_ibwt_ctx *ctx);
 int gmtf_gpu_ibwt_last_ms(const gmtf_gpu_ibwt_ctx *ctx, double ms[GMTF_GPU_IBWT_PHASES]);
 
 /* Sample segments of the last batch that were walked again forward because
- * its two chains (one from each end) did not meet: 0 for a real BWT, most
- * segments for garbage bytes (the output is the same either way); 0 with
- * GMTF_GPU_IBWT_BIDIR=0 (one chain a segment) or a NULL context. */
+ * the fast walk could not vouch for them (rulers: a ruler met twice, capped,
+ * or the block's end too early; two chains: they did not meet): 0 for a real
+ * BWT, many segments for garbage bytes (the output is the same either way);
+ * 0 with GMTF_GPU_IBWT_BIDIR=0 (one chain a segment) or a NULL context. */
 uint64_t gmtf_gpu_ibwt_last_repaired(const gmtf_gpu_ibwt_ctx *ctx);
 
 #ifdef __cplusplus

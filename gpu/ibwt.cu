@@ -16,7 +16,11 @@
  *    the bytes: the walk never leaves its block's table.
  * The rows are checked on the host first (gmtf_gpu_ibwt_check).
  *
- * Two chains a sample segment (the default; GMTF_GPU_IBWT_BIDIR=0: one):
+ * The default since gpu10 is the ruler walk on a table by counting (steps
+ * 2-4 replaced; both described where they are defined below);
+ * GMTF_GPU_IBWT_RULER=0 gives the steps above with
+ *
+ * two chains a sample segment (GMTF_GPU_IBWT_BIDIR=0: one):
  * the walk is a dependent load a byte, latency-bound with a few thousand
  * chains, so each segment [s, e) is walked from both ends: forward from its
  * own sample row over the first half, backward from the next sample's row
@@ -84,11 +88,11 @@ struct gmtf_gpu_ibwt_ctx {
     char err[256];
     uint64_t piece_bound;
     double ms[GMTF_GPU_IBWT_PHASES];
-    int bidir;         /* two chains a segment (GMTF_GPU_IBWT_BIDIR) */
-    int lr;            /* the ruler walk, rulers 2^lr slots apart; 0: the chains */
-    int count;         /* with the rulers: the table by counting (GMTF_GPU_IBWT_COUNT) */
-    int ldm;           /* the ruler walk's loads (ld_e; GMTF_GPU_IBWT_LD) */
-    int scr;           /* step 1 keeps the rulers' bytes for step 3 (GMTF_GPU_IBWT_SCRATCH) */
+    int bidir; /* two chains a segment (GMTF_GPU_IBWT_BIDIR) */
+    int lr;    /* the ruler walk, rulers 2^lr slots apart; 0: the chains */
+    int count; /* with the rulers: the table by counting (GMTF_GPU_IBWT_COUNT) */
+    int ldm;   /* the ruler walk's loads (ld_e; GMTF_GPU_IBWT_LD) */
+    int scr;   /* step 1 keeps the rulers' bytes for step 3 (GMTF_GPU_IBWT_SCRATCH=0: not) */
     uint64_t repaired; /* segments walked again by the last batch */
     int pending;       /* batch_dev_start's last piece not waited yet (1 + its acc) */
     int prof;          /* GMTF_GPU_IBWT_PROFILE=1: each piece's phases on stderr */
@@ -269,10 +273,11 @@ static GMTF_HD inline uint32_t cas_u32(uint32_t *a, uint32_t cmp, uint32_t v)
 #endif
 }
 
-/* A table entry for the ruler walk: ldm 1 marks it evict-first in the caches
- * (ld.global.cs: the walk's reads are scattered over tables larger than L2,
- * and the lanes kernels of later groups run beside it), 2 skips L1
- * (ld.global.cg), 0 a plain load (GMTF_GPU_IBWT_LD). */
+/* A table entry for the ruler walk (GMTF_GPU_IBWT_LD): 2, the default, skips
+ * L1 (ld.global.cg), 1 marks it evict-first (ld.global.cs), 0 a plain load.
+ * The walk's reads are scattered over tables larger than L2 and the lanes
+ * kernels of later groups run beside it: plain loads evict their words from
+ * L1 and slowed them (docs/gpu.md, "The inverse by rulers"). */
 static GMTF_HD inline uint32_t ld_e(const uint32_t *p, int ldm)
 {
 #ifdef __CUDA_ARCH__
@@ -1080,10 +1085,10 @@ extern "C" int gmtf_gpu_ibwt_create_on(int dev, gmtf_gpu_ibwt_ctx **out)
     c->lr = !c->bidir || lr <= 0 ? 0 : lr < 4 ? 4 : lr > 10 ? 10 : lr;
     const char *cv = getenv("GMTF_GPU_IBWT_COUNT"); /* 0: the radix sort's table */
     c->count = c->lr && !(cv && cv[0] == '0');
-    const char *lv = getenv("GMTF_GPU_IBWT_LD");
-    c->ldm = lv && *lv ? atoi(lv) & 3 : 1;
+    const char *lv = getenv("GMTF_GPU_IBWT_LD"); /* ld_e */
+    c->ldm = lv && *lv ? atoi(lv) & 3 : 2;
     const char *sv = getenv("GMTF_GPU_IBWT_SCRATCH");
-    c->scr = c->lr && sv && sv[0] == '1';
+    c->scr = c->lr && !(sv && sv[0] == '0');
     const char *pe = getenv("GMTF_GPU_IBWT_PROFILE");
     c->prof = pe && pe[0] == '1';
     c->h_rep = host_alloc_rep(c);
