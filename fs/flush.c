@@ -248,12 +248,28 @@ static int pieces_dedup(gmtf_fs *fs, struct piece *p, size_t np)
             busy[nbusy++] = e->frame;
     }
     qsort(busy, nbusy, sizeof *busy, u32_cmp);
+    /* Inside the flush: the nearest of the 4096 pieces before that is
+     * stored itself (not a duplicate, not in an earlier frame) and holds
+     * the same bytes. Such pieces are chained by hash slot, latest first,
+     * so the first match on a chain is that nearest one. */
+    size_t cap = 64;
+    while (cap < 2 * np)
+        cap *= 2;
+    int32_t *head = malloc(cap * sizeof *head), *next = malloc((np + 1) * sizeof *next);
+    if (!head || !next) {
+        free(head);
+        free(next);
+        free(busy);
+        return -ENOMEM;
+    }
+    memset(head, 0xff, cap * sizeof *head);
     for (size_t i = 0; i < np; i++) {
         p[i].hash = hash_bytes(p[i].d->buf, p[i].len, 0);
-        for (size_t j = i; j-- > 0 && i - j < 4096;)
-            if (p[j].dup_of < 0 && p[j].group != -1 && p[j].hash == p[i].hash &&
-                p[j].len == p[i].len && !memcmp(p[j].d->buf, p[i].d->buf, p[i].len)) {
-                p[i].dup_of = (int32_t)j;
+        size_t slot = (size_t)(p[i].hash ^ p[i].hash >> 32) & (cap - 1);
+        for (int32_t j = head[slot]; j >= 0 && i - (size_t)j < 4096; j = next[j])
+            if (p[j].hash == p[i].hash && p[j].len == p[i].len &&
+                !memcmp(p[j].d->buf, p[i].d->buf, p[i].len)) {
+                p[i].dup_of = j;
                 break;
             }
         if (p[i].dup_of < 0 && dedup_lookup(fs, p[i].d->buf, p[i].len, p[i].hash, busy, nbusy,
@@ -261,7 +277,13 @@ static int pieces_dedup(gmtf_fs *fs, struct piece *p, size_t np)
             p[i].group = -1;
             p[i].dsnap = fs->frames[p[i].dframe];
         }
+        if (p[i].dup_of < 0 && p[i].group != -1) {
+            next[i] = head[slot];
+            head[slot] = (int32_t)i;
+        }
     }
+    free(head);
+    free(next);
     free(busy);
     return 0;
 }
@@ -310,52 +332,94 @@ static size_t sub_batch_end(const struct group *g, size_t ng, size_t k, uint64_t
     return e;
 }
 
-/* Encodes and writes the groups in sub-batches, copying only one
- * sub-batch's pieces at a time: memory stays at the dirty cache plus one
- * sub-batch in and out. unlocked: one sub-batch only, encoded without the
- * lock. mkfs (no_flush) encodes sub-batches together, up to
- * FLUSH_MKFS_ENCODE_BYTES a codec call (the whole flush of its 256 MiB
- * cache: on a GPU one batch of 256 MiB codes in far less time than four
- * of 64, whose device steps each wait on their slowest blocks), and
- * stores them one by one as before: the same allocations, the same image.
- * *stored gets the number of groups written (all, unless unlocked); on
- * failure nothing stays allocated. */
+/* The most bytes one codec call of a flush encodes: mkfs (no_flush)
+ * encodes sub-batches together, up to FLUSH_MKFS_ENCODE_BYTES (the whole
+ * flush of its 256 MiB cache: on a GPU one batch of 256 MiB codes in far
+ * less time than four of 64, whose device steps each wait on their slowest
+ * blocks), and stores them one by one as before: the same allocations, the
+ * same image. */
+static uint64_t flush_span(const gmtf_fs *fs, int unlocked)
+{
+    uint64_t span = !unlocked && fs->opt.no_flush ? FLUSH_MKFS_ENCODE_BYTES : BATCH_BYTES;
+    const char *e = getenv("GMTF_MKFS_ENCODE_MIB"); /* measurements: 64 = as before */
+    if (span != BATCH_BYTES && e && *e)
+        span = (uint64_t)strtoul(e, NULL, 10) << 20;
+    return span;
+}
+
+/* The end of the round (one codec call) that starts at group done: whole
+ * sub-batches while the round's bytes stay within span; *bytes gets them. */
+static size_t round_end(const struct group *g, size_t ng, size_t done, uint64_t span,
+                        uint64_t *bytes)
+{
+    *bytes = 0;
+    size_t k = sub_batch_end(g, ng, done, bytes);
+    while (k < ng) {
+        uint64_t more = *bytes;
+        size_t e = sub_batch_end(g, ng, k, &more);
+        if (more > span)
+            break;
+        *bytes = more;
+        k = e;
+    }
+    return k;
+}
+
+/* Copies the pieces of groups [.., k) from *pi on into src (the bytes of
+ * the round that starts at group done). */
+static void round_copy(const struct piece *p, size_t np, size_t *pi, const struct group *g,
+                       size_t done, size_t k, uint8_t *src)
+{
+    uint64_t base = g[done].raw_off;
+    for (; *pi < np; (*pi)++) {
+        const struct piece *q = &p[*pi];
+        if (q->dup_of >= 0 || q->group < 0)
+            continue;
+        if ((size_t)q->group >= k)
+            break;
+        memcpy(src + g[q->group].raw_off - base + q->goff, q->d->buf, q->len);
+    }
+}
+
+/* Stores a round's groups [*done, k) sub-batch by sub-batch, as they were
+ * encoded before (dst and doff from encode_groups for groups from first). */
+static int round_store(gmtf_fs *fs, struct group *g, size_t ng, size_t *done, size_t k,
+                       size_t first, const uint8_t *dst, const uint64_t *doff)
+{
+    int rc = 0;
+    while (!rc && *done < k) {
+        uint64_t unused = 0;
+        size_t e = sub_batch_end(g, ng, *done, &unused);
+        rc = store_groups(fs, g + *done, e - *done, dst + doff[*done - first],
+                          doff + (*done - first));
+        if (!rc)
+            *done = e;
+    }
+    return rc;
+}
+
+/* Encodes and writes the groups in rounds, copying only one round's
+ * pieces at a time: memory stays at the dirty cache plus one round in and
+ * out. unlocked: one sub-batch only, encoded without the lock. *stored
+ * gets the number of groups written (all, unless unlocked); on failure
+ * nothing stays allocated. */
 static int groups_encode_store(gmtf_fs *fs, struct piece *p, size_t np, struct group *g, size_t ng,
                                int unlocked, size_t *stored)
 {
     int rc = 0;
     size_t done = 0, pi = 0;
-    uint64_t span = !unlocked && fs->opt.no_flush ? FLUSH_MKFS_ENCODE_BYTES : BATCH_BYTES;
-    const char *e = getenv("GMTF_MKFS_ENCODE_MIB"); /* measurements: 64 = as before */
-    if (span != BATCH_BYTES && e && *e)
-        span = (uint64_t)strtoul(e, NULL, 10) << 20;
+    uint64_t span = flush_span(fs, unlocked);
     while (!rc && done < ng) {
         if (unlocked && done) /* dblocks may be gone now: one round only */
             break;
-        /* whole sub-batches while the encode's bytes stay within span */
-        uint64_t bytes = 0;
-        size_t k = sub_batch_end(g, ng, done, &bytes);
-        while (k < ng) {
-            uint64_t more = bytes;
-            size_t e = sub_batch_end(g, ng, k, &more);
-            if (more > span)
-                break;
-            bytes = more;
-            k = e;
-        }
+        uint64_t bytes;
+        size_t k = round_end(g, ng, done, span, &bytes);
         uint8_t *src = malloc(bytes);
         if (!src) {
             rc = -ENOMEM;
             break;
         }
-        uint64_t base = g[done].raw_off;
-        for (; pi < np; pi++) {
-            if (p[pi].dup_of >= 0 || p[pi].group < 0)
-                continue;
-            if ((size_t)p[pi].group >= k)
-                break;
-            memcpy(src + g[p[pi].group].raw_off - base + p[pi].goff, p[pi].d->buf, p[pi].len);
-        }
+        round_copy(p, np, &pi, g, done, k, src);
         if (unlocked) {
             /* Everything this round needs is copied: let readers and other
              * writers in while the codec works. One round = one sub-batch. */
@@ -373,16 +437,8 @@ static int groups_encode_store(gmtf_fs *fs, struct piece *p, size_t np, struct g
                     p[i].d->inflight = 0;
         }
         free(src);
-        /* stored sub-batch by sub-batch, as they were encoded before */
-        size_t first = done;
-        while (!rc && done < k) {
-            uint64_t unused = 0;
-            size_t e = sub_batch_end(g, ng, done, &unused);
-            rc = store_groups(fs, g + done, e - done, dst + doff[done - first],
-                              doff + (done - first));
-            if (!rc)
-                done = e;
-        }
+        if (!rc)
+            rc = round_store(fs, g, ng, &done, k, done, dst, doff);
         free(dst);
         free(doff);
         if (rc) { /* give back what earlier sub-batches took */
@@ -468,7 +524,7 @@ static int pieces_reserve(gmtf_fs *fs, struct piece *p, size_t np, size_t nframe
  * recorded, the pieces stay dirty and the frames' space is free again at
  * once: nothing leaks until remount. */
 static int pieces_record(gmtf_fs *fs, struct piece *p, size_t np, struct group *g, size_t ng,
-                         size_t stored)
+                         size_t stored, int detached)
 {
     size_t nframes = 0;
     for (size_t i = 0; i < stored; i++)
@@ -506,7 +562,7 @@ static int pieces_record(gmtf_fs *fs, struct piece *p, size_t np, struct group *
             frame = p[i].dframe;
         }
         rc = rec_ext(fs, p[i].ino, p[i].blk, frame, off, p[i].len);
-        if (!rc)
+        if (!rc && !detached) /* (detached: out of the cache since the cut) */
             dirty_drop(fs, p[i].d);
     }
     return rc;
@@ -528,7 +584,12 @@ static double flush_prof_ms(void)
     return t.tv_sec * 1e3 + t.tv_nsec / 1e6;
 }
 
-static int flush_pieces(gmtf_fs *fs, struct piece *p, size_t np, int unlocked)
+static int job_start(gmtf_fs *fs, struct piece *p, size_t np, struct group *g, size_t ng);
+
+/* Flushes the pieces; with async (FLUSH_ASYNC, allowed) the encode may go
+ * to a thread: then *taken is set, and the job owns p. */
+static int flush_pieces(gmtf_fs *fs, struct piece *p, size_t np, int unlocked, int async,
+                        int *taken)
 {
     double t0 = flush_prof_ms(), t1 = t0, t2 = t0;
     pieces_note(p, np);
@@ -541,12 +602,20 @@ static int flush_pieces(gmtf_fs *fs, struct piece *p, size_t np, int unlocked)
     size_t ng = pieces_group(fs, p, np, g), stored;
     if (t0 >= 0)
         t1 = flush_prof_ms();
+    if (async && job_start(fs, p, np, g, ng)) {
+        *taken = 1;
+        if (t0 >= 0)
+            fprintf(stderr, "flush profile: %zu pieces, %zu frames, %llu bytes: dedup+group %.1f ms, "
+                    "encoding on a thread\n", np, ng,
+                    ng ? (unsigned long long)(g[ng - 1].raw_off + g[ng - 1].len) : 0ull, t1 - t0);
+        return 0;
+    }
     rc = groups_encode_store(fs, p, np, g, ng, unlocked, &stored);
     if (t0 >= 0)
         t2 = flush_prof_ms();
     if (!rc) {
         pieces_recheck(fs, p, np, g, ng, stored, unlocked);
-        rc = pieces_record(fs, p, np, g, ng, stored);
+        rc = pieces_record(fs, p, np, g, ng, stored, 0);
     }
     if (t0 >= 0)
         fprintf(stderr,
@@ -556,6 +625,211 @@ static int flush_pieces(gmtf_fs *fs, struct piece *p, size_t np, int unlocked)
                 t1 - t0, t2 - t1, flush_prof_ms() - t2);
     free(g);
     return rc;
+}
+
+/* ---- async_flush (mkfs): the encode on a thread beside the writer ---- */
+
+/* A flush cut and encoding on its thread. Its pieces' dirty blocks left
+ * the write-back cache at the cut (detached, still holding their bytes);
+ * flush_join stores and records it as the flush would have at the cut. */
+struct flush_job {
+    gmtf_fs *fs;
+    struct piece *p;
+    size_t np;
+    struct group *g;
+    size_t ng;
+    struct round {
+        size_t first, end; /* groups [first, end) */
+        uint8_t *dst;
+        uint64_t *doff;
+    } *r;
+    size_t nr;
+    int rc, threaded;
+    pthread_t th;
+    uint32_t *tab; /* (ino, blk) -> piece index + 1, open addressing */
+    size_t tcap;
+    uint64_t span, bound;
+    double enc_ms; /* the thread's copy + encode (GMTF_FLUSH_PROFILE) */
+};
+
+static size_t job_slot(const struct flush_job *j, uint64_t ino, uint32_t blk)
+{
+    uint64_t h = (ino * 0x9e3779b97f4a7c15ull) ^ (blk * 0xbf58476d1ce4e5b9ull);
+    return (size_t)(h ^ (h >> 31)) & (j->tcap - 1);
+}
+
+/* The thread: each round's pieces copied and encoded. Touches no state of
+ * the filesystem but the codec (under its lock). */
+static void *job_run(void *arg)
+{
+    struct flush_job *j = arg;
+    double t0 = flush_prof_ms();
+    size_t done = 0, pi = 0;
+    while (!j->rc && done < j->ng) {
+        uint64_t bytes;
+        size_t k = round_end(j->g, j->ng, done, j->span, &bytes);
+        uint8_t *src = malloc(bytes), *dst = NULL;
+        uint64_t *doff = NULL;
+        if (!src) {
+            j->rc = -ENOMEM;
+            break;
+        }
+        round_copy(j->p, j->np, &pi, j->g, done, k, src);
+        j->rc = encode_groups(j->fs, j->g + done, k - done, src, &dst, &doff);
+        free(src);
+        if (!j->rc)
+            j->r[j->nr++] = (struct round){done, k, dst, doff};
+        done = k;
+    }
+    if (t0 >= 0)
+        j->enc_ms = flush_prof_ms() - t0;
+    return NULL;
+}
+
+static void job_free(gmtf_fs *fs, struct flush_job *j)
+{
+    (void)fs;
+    for (size_t i = 0; i < j->nr; i++) {
+        free(j->r[i].dst);
+        free(j->r[i].doff);
+    }
+    for (size_t i = 0; i < j->np; i++)
+        dirty_free(j->p[i].d);
+    free(j->r);
+    free(j->tab);
+    free(j->g);
+    free(j->p);
+    free(j);
+}
+
+const uint8_t *flush_pending_block(gmtf_fs *fs, uint64_t ino, uint32_t blk, uint32_t *len)
+{
+    const struct flush_job *j = fs->pend;
+    if (!j)
+        return NULL;
+    for (size_t s = job_slot(j, ino, blk); j->tab[s]; s = (s + 1) & (j->tcap - 1)) {
+        const struct piece *q = &j->p[j->tab[s] - 1];
+        if (q->ino == ino && q->blk == blk) {
+            *len = q->len;
+            return q->d->buf;
+        }
+    }
+    return NULL;
+}
+
+uint64_t flush_pending_bound(const gmtf_fs *fs)
+{
+    return fs->pend ? fs->pend->bound : 0;
+}
+
+int flush_join(gmtf_fs *fs)
+{
+    struct flush_job *j = fs->pend;
+    if (!j)
+        return 0;
+    fs->pend = NULL;
+    uint64_t released = fs->released;
+    double t0 = flush_prof_ms(), t1 = t0;
+    if (j->threaded)
+        pthread_join(j->th, NULL);
+    if (t0 >= 0)
+        t1 = flush_prof_ms();
+    int rc = j->rc;
+    size_t done = 0;
+    for (size_t i = 0; !rc && i < j->nr; i++)
+        rc = round_store(fs, j->g, j->ng, &done, j->r[i].end, j->r[i].first, j->r[i].dst,
+                         j->r[i].doff);
+    if (rc) { /* nothing stays allocated */
+        for (size_t i = 0; i < done; i++)
+            alloc_release_now(fs, j->g[i].img_off, j->g[i].clen);
+    } else {
+        pieces_recheck(fs, j->p, j->np, j->g, j->ng, done, 0);
+        rc = pieces_record(fs, j->p, j->np, j->g, j->ng, done, 1);
+    }
+    if (t0 >= 0)
+        fprintf(stderr,
+                "flush profile: joined %zu pieces, %zu frames: thread's copy+encode %.1f, "
+                "waited %.1f, store+record %.1f ms\n",
+                j->np, j->ng, j->enc_ms, t1 - t0, flush_prof_ms() - t1);
+    /* The pieces left the cache at the cut: lost with a failure, which
+     * stays the filesystem's error (mkfs then abandons the image). */
+    if (rc) {
+        fs_log(fs, "flush failed: %s", strerror(-rc));
+        if (!fs->err)
+            fs->err = rc;
+    }
+    job_free(fs, j);
+    fs->released = released; /* its own frees, as at the cut */
+    return rc;
+}
+
+void flush_job_drop(gmtf_fs *fs)
+{
+    struct flush_job *j = fs->pend;
+    if (!j)
+        return;
+    fs->pend = NULL;
+    if (j->threaded)
+        pthread_join(j->th, NULL);
+    job_free(fs, j);
+}
+
+/* The cut of an async flush (pieces deduplicated and grouped): 1 when the
+ * job took p (the encode started on its thread), 0 when the flush must go
+ * on at once: space may be short (the store's allocations would then
+ * depend on when it runs), or no memory. */
+static int job_start(gmtf_fs *fs, struct piece *p, size_t np, struct group *g, size_t ng)
+{
+    uint64_t *off = malloc((ng + 1) * sizeof *off);
+    if (!off || !ng) {
+        free(off);
+        return 0;
+    }
+    for (size_t i = 0; i < ng; i++)
+        off[i] = g[i].raw_off;
+    off[ng] = g[ng - 1].raw_off + g[ng - 1].len;
+    uint64_t bound = gmtf_batch_bound(off, ng);
+    free(off);
+    if (fs->room / 4 < bound + 8 * alloc_ckpt_need(fs) || fs->room < bound + (1ull << 30))
+        return 0;
+    struct flush_job *j = calloc(1, sizeof *j);
+    size_t tcap = 64;
+    while (tcap < 2 * np)
+        tcap *= 2;
+    if (j) {
+        j->r = calloc(ng, sizeof *j->r);
+        j->tab = calloc(tcap, sizeof *j->tab);
+    }
+    if (!j || !j->r || !j->tab) {
+        if (j) {
+            free(j->r);
+            free(j->tab);
+        }
+        free(j);
+        return 0;
+    }
+    *j = (struct flush_job){.fs = fs,
+                            .p = p,
+                            .np = np,
+                            .g = g,
+                            .ng = ng,
+                            .r = j->r,
+                            .tab = j->tab,
+                            .tcap = tcap,
+                            .span = flush_span(fs, 0),
+                            .bound = bound};
+    for (size_t i = 0; i < np; i++) {
+        size_t s = job_slot(j, p[i].ino, p[i].blk);
+        while (j->tab[s])
+            s = (s + 1) & (tcap - 1);
+        j->tab[s] = (uint32_t)(i + 1);
+        dirty_detach(fs, p[i].d);
+    }
+    fs->pend = j;
+    j->threaded = pthread_create(&j->th, NULL, job_run, j) == 0;
+    if (!j->threaded)
+        job_run(j); /* no thread: encoded now, stored at the join all the same */
+    return 1;
 }
 
 int flush_dirty(gmtf_fs *fs, uint64_t only_ino)
@@ -570,18 +844,23 @@ int flush_some(gmtf_fs *fs, uint64_t only_ino, uint64_t max_bytes, unsigned flag
         max_bytes = BATCH_BYTES - fs->bs; /* one sub-batch: see flush_pieces */
     if (fs->ro)
         return 0;
+    /* A flush still encoding on its thread came first: stored first. */
+    int rc = flush_join(fs);
+    if (rc)
+        return rc;
     size_t n = 0, cap = 0;
     struct dblock *tail = NULL;
     for (struct dblock *d = fs->dlist; d; d = d->gnext) {
         cap++;
         tail = d;
     }
-    if (!cap)
+    if (!cap) {
+        fs->released_flushed = fs->released;
         return 0;
+    }
     struct piece *p = malloc(cap * sizeof *p);
     if (!p)
         return -ENOMEM;
-    int rc = 0;
     uint64_t taken = 0;
     /* Oldest first (the list grows at its head). */
     struct dblock *d = tail;
@@ -639,8 +918,18 @@ int flush_some(gmtf_fs *fs, uint64_t only_ino, uint64_t max_bytes, unsigned flag
             else if (fs->opt.pack_write_order)
                 p[i].key = i + 2;
         qsort(p, n, sizeof *p, piece_cmp);
-        rc = flush_pieces(fs, p, n, unlocked);
+        /* The encode may go to a thread (mkfs) unless space was freed
+         * since the last flush (outside its records): the next commit
+         * would free it, and this flush's store, later than the commit
+         * then, could take it, which the flush at once could not. */
+        int async = (flags & FLUSH_ASYNC) && fs->opt.async_flush && fs->opt.no_flush &&
+                    !only_ino && !max_bytes && !unlocked && fs->released == fs->released_flushed;
+        int owned = 0;
+        rc = flush_pieces(fs, p, n, unlocked, async, &owned);
+        if (owned)
+            p = NULL;
     }
+    fs->released_flushed = fs->released;
     free(p);
     if (rc)
         fs_log(fs, "flush failed: %s", strerror(-rc));
