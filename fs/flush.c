@@ -128,9 +128,10 @@ static void dedup_insert(gmtf_fs *fs, uint64_t hash, uint32_t frame, uint32_t of
     fs->dedup_n++;
 }
 
-/* Encodes groups g[0..n) whose bytes lie back to back in src. */
-static int encode_groups(gmtf_fs *fs, struct group *g, size_t n, const uint8_t *src, uint8_t **dstp,
-                         uint64_t **doffp)
+/* Encodes groups g[0..n) whose bytes lie back to back in src, on codec
+ * c (NULL: the filesystem's, under its lock). */
+static int encode_groups(gmtf_fs *fs, gmtf_codec *c, struct group *g, size_t n,
+                         const uint8_t *src, uint8_t **dstp, uint64_t **doffp)
 {
     uint64_t *off = malloc((n + 1) * sizeof *off), *doff = malloc((n + 1) * sizeof *doff);
     uint32_t *crc = malloc(n * sizeof *crc);
@@ -142,7 +143,8 @@ static int encode_groups(gmtf_fs *fs, struct group *g, size_t n, const uint8_t *
     for (size_t i = 0; i < n; i++)
         off[i] = g[i].raw_off - base;
     off[n] = g[n - 1].raw_off + g[n - 1].len - base;
-    rc = codec_encode(fs, src, off, n, &dst, doff, crc);
+    rc = c ? codec_encode_on(fs, c, src, off, n, &dst, doff, crc)
+           : codec_encode(fs, src, off, n, &dst, doff, crc);
     if (rc)
         goto out;
     for (size_t i = 0; i < n; i++) {
@@ -231,6 +233,42 @@ static void pieces_note(struct piece *p, size_t np)
     }
 }
 
+/* The earlier frames that dedup_lookup may read to compare bytes, decoded
+ * ahead in batches (on the codec's threads or its GPU) rather than one by
+ * one as the pieces meet them, as many as half the cache holds. The same
+ * lookups follow: only faster. */
+static void dedup_prefetch(gmtf_fs *fs, const struct piece *p, size_t np, const uint32_t *busy,
+                           size_t nbusy)
+{
+    if (!fs->dedup || np < 2)
+        return;
+    uint32_t *ids = malloc(np * sizeof *ids);
+    if (!ids)
+        return;
+    size_t n = 0;
+    for (size_t i = 0; i < np; i++) {
+        const struct dedup_ent *e = &fs->dedup[p[i].hash & (fs->dedup_cap - 1)];
+        if (e->hash == p[i].hash && e->len == p[i].len && frame_valid(fs, e->frame) &&
+            !bsearch(&e->frame, busy, nbusy, sizeof *busy, u32_cmp) &&
+            fs->frames[e->frame].live * 2 >= fs->frames[e->frame].dlen)
+            ids[n++] = e->frame;
+    }
+    qsort(ids, n, sizeof *ids, u32_cmp);
+    size_t u = 0;
+    uint64_t bytes = 0;
+    for (size_t i = 0; i < n; i++) {
+        if (u && ids[u - 1] == ids[i])
+            continue;
+        bytes += fs->frames[ids[i]].dlen;
+        if (bytes > fs->cache_limit / 2)
+            break;
+        ids[u++] = ids[i];
+    }
+    for (size_t i = 0; u > 1 && i < u; i += 64)
+        (void)frames_prefetch(fs, ids + i, u - i < 64 ? u - i : 64); /* errors: the lookup's */
+    free(ids);
+}
+
 /* Finds pieces stored already: inside this flush (dup_of), then in earlier
  * frames (group -1, dframe), but not in a frame that a block of this flush
  * maps now: the records go out in piece order, and the one remapping that
@@ -263,8 +301,10 @@ static int pieces_dedup(gmtf_fs *fs, struct piece *p, size_t np)
         return -ENOMEM;
     }
     memset(head, 0xff, cap * sizeof *head);
-    for (size_t i = 0; i < np; i++) {
+    for (size_t i = 0; i < np; i++)
         p[i].hash = hash_bytes(p[i].d->buf, p[i].len, 0);
+    dedup_prefetch(fs, p, np, busy, nbusy);
+    for (size_t i = 0; i < np; i++) {
         size_t slot = (size_t)(p[i].hash ^ p[i].hash >> 32) & (cap - 1);
         for (int32_t j = head[slot]; j >= 0 && i - (size_t)j < 4096; j = next[j])
             if (p[j].hash == p[i].hash && p[j].len == p[i].len &&
@@ -429,7 +469,7 @@ static int groups_encode_store(gmtf_fs *fs, struct piece *p, size_t np, struct g
         }
         uint8_t *dst = NULL;
         uint64_t *doff = NULL;
-        rc = encode_groups(fs, g + done, k - done, src, &dst, &doff);
+        rc = encode_groups(fs, NULL, g + done, k - done, src, &dst, &doff);
         if (unlocked) {
             FS_WRLOCK(fs);
             for (size_t i = 0; i < np; i++)
@@ -658,8 +698,127 @@ static size_t job_slot(const struct flush_job *j, uint64_t ino, uint32_t blk)
     return (size_t)(h ^ (h >> 31)) & (j->tcap - 1);
 }
 
+static double now_ms(void)
+{
+    struct timespec t;
+    clock_gettime(CLOCK_MONOTONIC, &t);
+    return t.tv_sec * 1e3 + t.tv_nsec / 1e6;
+}
+
+/* The CPU codec's part of a split round, on a thread of its own. */
+struct split_part {
+    gmtf_fs *fs;
+    struct group *g;
+    size_t n;
+    const uint8_t *src;
+    uint8_t *dst;
+    uint64_t *doff;
+    int rc;
+    double ms;
+};
+
+static void *split_run(void *arg)
+{
+    struct split_part *s = arg;
+    double t0 = now_ms();
+    s->rc = encode_groups(s->fs, s->fs->split_codec, s->g, s->n, s->src, &s->dst, &s->doff);
+    s->ms = now_ms() - t0;
+    return NULL;
+}
+
+/* Encodes a round's groups [done, k) (bytes in src). With the codec on a
+ * GPU the host's cores code the round's last groups beside it with a CPU
+ * codec, a share of the bytes by the last round's speeds: the frames are
+ * the same whichever codes a block (GMTF_MKFS_SPLIT=0: the GPU alone). */
+static int job_encode(struct flush_job *j, size_t done, size_t k, const uint8_t *src,
+                      uint8_t **dst, uint64_t **doff)
+{
+    gmtf_fs *fs = j->fs;
+    const char *e = getenv("GMTF_MKFS_SPLIT");
+    int split = !(e && *e == '0');
+    if (split) {
+        pthread_mutex_lock(&fs->codec_lock);
+        split = gmtf_codec_batch_device(fs->codec);
+        pthread_mutex_unlock(&fs->codec_lock);
+    }
+    if (split && !fs->split_codec) {
+        gmtf_codec_options co = {.threads = gmtf_codec_threads(fs->codec),
+                                 .mtf = "simd",
+                                 .gpus = fs->opt.gpus,
+                                 .max_block = fs->bs};
+        if (gmtf_codec_create(&fs->split_codec, &co))
+            fs->split_codec = NULL;
+        fs->split_share = 0.15;
+    }
+    struct group *g = j->g;
+    uint64_t total = g[k - 1].raw_off + g[k - 1].len - g[done].raw_off, cpu = 0;
+    size_t m = k; /* the CPU codes [m, k) */
+    while (split && fs->split_codec && m > done + 1 &&
+           cpu + g[m - 1].len <= (uint64_t)(fs->split_share * (double)total)) {
+        cpu += g[m - 1].len;
+        m--;
+    }
+    if (m == k)
+        return encode_groups(fs, NULL, g + done, k - done, src, dst, doff);
+    struct split_part sp = {.fs = fs, .g = g + m, .n = k - m,
+                            .src = src + (g[m].raw_off - g[done].raw_off)};
+    pthread_t th;
+    int threaded = pthread_create(&th, NULL, split_run, &sp) == 0;
+    double t0 = now_ms();
+    uint8_t *ga = NULL;
+    uint64_t *da = NULL;
+    int rc = encode_groups(fs, NULL, g + done, m - done, src, &ga, &da);
+    double gpu_ms = now_ms() - t0;
+    if (threaded)
+        pthread_join(th, NULL);
+    else
+        split_run(&sp);
+    if (!rc)
+        rc = sp.rc;
+    /* one buffer and offsets for the round, as one call would give */
+    size_t na = m - done, nb = k - m;
+    uint64_t la = rc ? 0 : da[na] - da[0], lb = rc ? 0 : sp.doff[nb] - sp.doff[0];
+    uint8_t *out = rc ? NULL : malloc(la + lb + 1);
+    uint64_t *off = rc ? NULL : malloc((na + nb + 1) * sizeof *off);
+    if (!rc && (!out || !off))
+        rc = -ENOMEM;
+    if (!rc) {
+        memcpy(out, ga + da[0], la);
+        memcpy(out + la, sp.dst + sp.doff[0], lb);
+        for (size_t i = 0; i <= na; i++)
+            off[i] = da[i] - da[0];
+        for (size_t i = 1; i <= nb; i++)
+            off[na + i] = la + sp.doff[i] - sp.doff[0];
+        /* the next share: each side's bytes a millisecond */
+        double rg = (double)(total - cpu) / (gpu_ms > 1 ? gpu_ms : 1);
+        double rcpu = (double)cpu / (sp.ms > 1 ? sp.ms : 1);
+        fs->split_share = rcpu / (rg + rcpu);
+        if (fs->split_share > 0.5)
+            fs->split_share = 0.5;
+        if (getenv("GMTF_FLUSH_PROFILE"))
+            fprintf(stderr,
+                    "flush profile: split round: GPU %llu bytes %.1f ms, CPU %llu bytes %.1f ms; "
+                    "next share %.3f\n",
+                    (unsigned long long)(total - cpu), gpu_ms, (unsigned long long)cpu, sp.ms,
+                    fs->split_share);
+    }
+    free(ga);
+    free(da);
+    free(sp.dst);
+    free(sp.doff);
+    if (rc) {
+        free(out);
+        free(off);
+        return rc;
+    }
+    *dst = out;
+    *doff = off;
+    return 0;
+}
+
 /* The thread: each round's pieces copied and encoded. Touches no state of
- * the filesystem but the codec (under its lock). */
+ * the filesystem but the codecs (the filesystem's under its lock) and the
+ * split's share. */
 static void *job_run(void *arg)
 {
     struct flush_job *j = arg;
@@ -675,7 +834,7 @@ static void *job_run(void *arg)
             break;
         }
         round_copy(j->p, j->np, &pi, j->g, done, k, src);
-        j->rc = encode_groups(j->fs, j->g + done, k - done, src, &dst, &doff);
+        j->rc = job_encode(j, done, k, src, &dst, &doff);
         free(src);
         if (!j->rc)
             j->r[j->nr++] = (struct round){done, k, dst, doff};

@@ -191,6 +191,11 @@ struct gmtf_fs {
     pthread_rwlock_t lock; /* readers: lookups and reads; writers: every change */
 
     gmtf_codec *codec; /* multi-threaded: flush batches, big read batches */
+    /* async_flush with codec on a GPU: a CPU codec coding part of each
+     * round beside it (the same frames), and that part's share of the bytes
+     * (from the last round's speeds). Used by the flush's thread only. */
+    gmtf_codec *split_codec;
+    double split_share;
     pthread_mutex_t codec_lock;
     /* Single-threaded codecs, one per concurrent decoder: readers decode
      * in parallel (a gmtf_codec serves one call at a time). */
@@ -535,6 +540,9 @@ void cache_free_all(gmtf_fs *fs);
  * crc (may be NULL): each block's CRC-32C, as its frame carries it. */
 int codec_encode(gmtf_fs *fs, const uint8_t *src, const uint64_t *off, size_t n, uint8_t **dst,
                  uint64_t *doff, uint32_t *crc);
+/* codec_encode on codec c, which the caller holds alone (no lock). */
+int codec_encode_on(gmtf_fs *fs, gmtf_codec *c, const uint8_t *src, const uint64_t *off, size_t n,
+                    uint8_t **dst, uint64_t *doff, uint32_t *crc);
 int codec_decode_batch(gmtf_fs *fs, size_t n, const uint8_t *src, const uint64_t *foff,
                        uint8_t *dst, const uint64_t *doff, int *status);
 int codec_decode_one(gmtf_fs *fs, const uint8_t *src, size_t len, uint8_t *dst, size_t dlen);

@@ -124,6 +124,8 @@ int fs_new(gmtf_image *img, const gmtf_fs_options *opt, uint32_t bs, gmtf_fs **o
 void fs_destroy(gmtf_fs *fs, int close_img)
 {
     flush_job_drop(fs); /* an abandoned mkfs: a flush still encoding */
+    if (fs->split_codec)
+        gmtf_codec_destroy(fs->split_codec);
     meta_free_all(fs);
     if (!fs->opt.exit_after || !gmtf_codec_batch_device(fs->codec))
         gmtf_codec_destroy(fs->codec);

@@ -304,7 +304,9 @@ int main(int argc, char **argv)
                           .gpus = gpus,
                           .threads = threads,
                           .dirty_bytes = 256u << 20,
-                          .cache_bytes = 16u << 20,
+                          /* decoded frames: those the flush's dedup
+                           * compares with, decoded ahead in batches */
+                          .cache_bytes = 256u << 20,
                           .journal_bytes = 64u << 10,
                           .no_flush = 1,
                           /* small files in input order: a third of a
