@@ -726,16 +726,19 @@ static void *split_run(void *arg)
     return NULL;
 }
 
-/* Encodes a round's groups [done, k) (bytes in src). With the codec on a
- * GPU the host's cores code the round's last groups beside it with a CPU
- * codec, a share of the bytes by the last round's speeds: the frames are
- * the same whichever codes a block (GMTF_MKFS_SPLIT=0: the GPU alone). */
+/* Encodes a round's groups [done, k) (bytes in src). GMTF_MKFS_SPLIT=1
+ * (measurements; off by default): with the codec on a GPU the host's cores
+ * code the round's last groups beside it with a CPU codec, a share of the
+ * bytes by the last round's speeds; the frames are the same whichever codes
+ * a block. On the H100 host it lost (docs/gpu.md, mkfs10: the whole tar in
+ * 7.214 s against 6.285 s with the GPU alone; the CPU codec's 16 threads
+ * beside the GPU codec's own host work and the import slowed both). */
 static int job_encode(struct flush_job *j, size_t done, size_t k, const uint8_t *src,
                       uint8_t **dst, uint64_t **doff)
 {
     gmtf_fs *fs = j->fs;
     const char *e = getenv("GMTF_MKFS_SPLIT");
-    int split = !(e && *e == '0');
+    int split = e && *e == '1';
     if (split) {
         pthread_mutex_lock(&fs->codec_lock);
         split = gmtf_codec_batch_device(fs->codec);

@@ -191,9 +191,10 @@ struct gmtf_fs {
     pthread_rwlock_t lock; /* readers: lookups and reads; writers: every change */
 
     gmtf_codec *codec; /* multi-threaded: flush batches, big read batches */
-    /* async_flush with codec on a GPU: a CPU codec coding part of each
-     * round beside it (the same frames), and that part's share of the bytes
-     * (from the last round's speeds). Used by the flush's thread only. */
+    /* async_flush with codec on a GPU and GMTF_MKFS_SPLIT=1: a CPU codec
+     * coding part of each round beside it (the same frames), and that
+     * part's share of the bytes (from the last round's speeds). Used by the
+     * flush's thread only. */
     gmtf_codec *split_codec;
     double split_share;
     pthread_mutex_t codec_lock;
