@@ -130,8 +130,8 @@ static void dedup_insert(gmtf_fs *fs, uint64_t hash, uint32_t frame, uint32_t of
 
 /* Encodes groups g[0..n) whose bytes lie back to back in src, on codec
  * c (NULL: the filesystem's, under its lock). */
-static int encode_groups(gmtf_fs *fs, gmtf_codec *c, struct group *g, size_t n,
-                         const uint8_t *src, uint8_t **dstp, uint64_t **doffp)
+static int encode_groups(gmtf_fs *fs, gmtf_codec *c, struct group *g, size_t n, const uint8_t *src,
+                         uint8_t **dstp, uint64_t **doffp)
 {
     uint64_t *off = malloc((n + 1) * sizeof *off), *doff = malloc((n + 1) * sizeof *doff);
     uint32_t *crc = malloc(n * sizeof *crc);
@@ -645,9 +645,11 @@ static int flush_pieces(gmtf_fs *fs, struct piece *p, size_t np, int unlocked, i
     if (async && job_start(fs, p, np, g, ng)) {
         *taken = 1;
         if (t0 >= 0)
-            fprintf(stderr, "flush profile: %zu pieces, %zu frames, %llu bytes: dedup+group %.1f ms, "
-                    "encoding on a thread\n", np, ng,
-                    ng ? (unsigned long long)(g[ng - 1].raw_off + g[ng - 1].len) : 0ull, t1 - t0);
+            fprintf(stderr,
+                    "flush profile: %zu pieces, %zu frames, %llu bytes: dedup+group %.1f ms, "
+                    "encoding on a thread\n",
+                    np, ng, ng ? (unsigned long long)(g[ng - 1].raw_off + g[ng - 1].len) : 0ull,
+                    t1 - t0);
         return 0;
     }
     rc = groups_encode_store(fs, p, np, g, ng, unlocked, &stored);
@@ -682,7 +684,7 @@ struct flush_job {
         size_t first, end; /* groups [first, end) */
         uint8_t *dst;
         uint64_t *doff;
-    } *r;
+    } * r;
     size_t nr;
     int rc, threaded;
     pthread_t th;
@@ -733,8 +735,8 @@ static void *split_run(void *arg)
  * a block. On the H100 host it lost (docs/gpu.md, mkfs10: the whole tar in
  * 7.214 s against 6.285 s with the GPU alone; the CPU codec's 16 threads
  * beside the GPU codec's own host work and the import slowed both). */
-static int job_encode(struct flush_job *j, size_t done, size_t k, const uint8_t *src,
-                      uint8_t **dst, uint64_t **doff)
+static int job_encode(struct flush_job *j, size_t done, size_t k, const uint8_t *src, uint8_t **dst,
+                      uint64_t **doff)
 {
     gmtf_fs *fs = j->fs;
     const char *e = getenv("GMTF_MKFS_SPLIT");
@@ -763,8 +765,8 @@ static int job_encode(struct flush_job *j, size_t done, size_t k, const uint8_t 
     }
     if (m == k)
         return encode_groups(fs, NULL, g + done, k - done, src, dst, doff);
-    struct split_part sp = {.fs = fs, .g = g + m, .n = k - m,
-                            .src = src + (g[m].raw_off - g[done].raw_off)};
+    struct split_part sp = {
+        .fs = fs, .g = g + m, .n = k - m, .src = src + (g[m].raw_off - g[done].raw_off)};
     pthread_t th;
     int threaded = pthread_create(&th, NULL, split_run, &sp) == 0;
     double t0 = now_ms();
@@ -1084,8 +1086,8 @@ int flush_some(gmtf_fs *fs, uint64_t only_ino, uint64_t max_bytes, unsigned flag
          * since the last flush (outside its records): the next commit
          * would free it, and this flush's store, later than the commit
          * then, could take it, which the flush at once could not. */
-        int async = (flags & FLUSH_ASYNC) && fs->opt.async_flush && fs->opt.no_flush &&
-                    !only_ino && !max_bytes && !unlocked && fs->released == fs->released_flushed;
+        int async = (flags & FLUSH_ASYNC) && fs->opt.async_flush && fs->opt.no_flush && !only_ino &&
+                    !max_bytes && !unlocked && fs->released == fs->released_flushed;
         int owned = 0;
         rc = flush_pieces(fs, p, n, unlocked, async, &owned);
         if (owned)
