@@ -279,6 +279,7 @@ void alloc_release(gmtf_fs *fs, uint64_t off, uint64_t len)
 {
     if (!len)
         return;
+    fs->released++; /* flush.c: whether an async flush may wait */
     if (ev_add(&fs->pending, off, len))
         fs_log(fs, "out of memory: %llu bytes at %llu leak until remount", (unsigned long long)len,
                (unsigned long long)off);

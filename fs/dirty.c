@@ -59,10 +59,17 @@ int dirty_get(gmtf_fs *fs, struct inode *in, uint32_t blk, uint32_t need, struct
     d->ino = in->ino;
     d->blk = blk;
     d->ver = ++fs->dver;
-    struct fref *e = blockmap_find(in, blk);
-    uint32_t base = e ? e->len : 0;
+    /* A block that a flush encoding on its thread took reads as what that
+     * flush will map it to (its bytes are the piece's), as it would once
+     * stored: a file written on across the flush's cut. */
+    uint32_t plen = 0;
+    const uint8_t *pend = fs->pend ? flush_pending_block(fs, in->ino, blk, &plen) : NULL;
+    struct fref *e = pend ? NULL : blockmap_find(in, blk);
+    uint32_t base = pend ? plen : e ? e->len : 0;
     int rc = dirty_grow(fs, d, need > base ? need : base);
-    if (!rc && e)
+    if (!rc && pend)
+        memcpy(d->buf, pend, plen);
+    else if (!rc && e)
         rc = frame_copy(fs, e->frame, in->ino, blk, e->off, e->len, d->buf, 0);
     if (rc) {
         fs->dirty_bytes -= d->cap;
@@ -85,6 +92,19 @@ int dirty_get(gmtf_fs *fs, struct inode *in, uint32_t blk, uint32_t need, struct
 
 void dirty_drop(gmtf_fs *fs, struct dblock *d)
 {
+    dirty_detach(fs, d);
+    dirty_free(d);
+}
+
+void dirty_free(struct dblock *d)
+{
+    free(d->pages);
+    free(d->buf);
+    free(d);
+}
+
+void dirty_detach(gmtf_fs *fs, struct dblock *d)
+{
     struct dblock **pp = &fs->dirty_tab[dirty_slot(fs, d->ino, d->blk)];
     while (*pp != d)
         pp = &(*pp)->hnext;
@@ -104,9 +124,7 @@ void dirty_drop(gmtf_fs *fs, struct dblock *d)
     if (d->gnext)
         d->gnext->gprev = d->gprev;
     fs->dirty_bytes -= d->cap;
-    free(d->pages);
-    free(d->buf);
-    free(d);
+    d->hnext = d->inext = d->gprev = d->gnext = NULL;
 }
 
 void dirty_drop_inode(gmtf_fs *fs, struct inode *in, uint32_t from_blk)

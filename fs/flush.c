@@ -128,9 +128,10 @@ static void dedup_insert(gmtf_fs *fs, uint64_t hash, uint32_t frame, uint32_t of
     fs->dedup_n++;
 }
 
-/* Encodes groups g[0..n) whose bytes lie back to back in src. */
-static int encode_groups(gmtf_fs *fs, struct group *g, size_t n, const uint8_t *src, uint8_t **dstp,
-                         uint64_t **doffp)
+/* Encodes groups g[0..n) whose bytes lie back to back in src, on codec
+ * c (NULL: the filesystem's, under its lock). */
+static int encode_groups(gmtf_fs *fs, gmtf_codec *c, struct group *g, size_t n, const uint8_t *src,
+                         uint8_t **dstp, uint64_t **doffp)
 {
     uint64_t *off = malloc((n + 1) * sizeof *off), *doff = malloc((n + 1) * sizeof *doff);
     uint32_t *crc = malloc(n * sizeof *crc);
@@ -142,7 +143,8 @@ static int encode_groups(gmtf_fs *fs, struct group *g, size_t n, const uint8_t *
     for (size_t i = 0; i < n; i++)
         off[i] = g[i].raw_off - base;
     off[n] = g[n - 1].raw_off + g[n - 1].len - base;
-    rc = codec_encode(fs, src, off, n, &dst, doff, crc);
+    rc = c ? codec_encode_on(fs, c, src, off, n, &dst, doff, crc)
+           : codec_encode(fs, src, off, n, &dst, doff, crc);
     if (rc)
         goto out;
     for (size_t i = 0; i < n; i++) {
@@ -231,6 +233,42 @@ static void pieces_note(struct piece *p, size_t np)
     }
 }
 
+/* The earlier frames that dedup_lookup may read to compare bytes, decoded
+ * ahead in batches (on the codec's threads or its GPU) rather than one by
+ * one as the pieces meet them, as many as half the cache holds. The same
+ * lookups follow: only faster. */
+static void dedup_prefetch(gmtf_fs *fs, const struct piece *p, size_t np, const uint32_t *busy,
+                           size_t nbusy)
+{
+    if (!fs->dedup || np < 2)
+        return;
+    uint32_t *ids = malloc(np * sizeof *ids);
+    if (!ids)
+        return;
+    size_t n = 0;
+    for (size_t i = 0; i < np; i++) {
+        const struct dedup_ent *e = &fs->dedup[p[i].hash & (fs->dedup_cap - 1)];
+        if (e->hash == p[i].hash && e->len == p[i].len && frame_valid(fs, e->frame) &&
+            !bsearch(&e->frame, busy, nbusy, sizeof *busy, u32_cmp) &&
+            fs->frames[e->frame].live * 2 >= fs->frames[e->frame].dlen)
+            ids[n++] = e->frame;
+    }
+    qsort(ids, n, sizeof *ids, u32_cmp);
+    size_t u = 0;
+    uint64_t bytes = 0;
+    for (size_t i = 0; i < n; i++) {
+        if (u && ids[u - 1] == ids[i])
+            continue;
+        bytes += fs->frames[ids[i]].dlen;
+        if (bytes > fs->cache_limit / 2)
+            break;
+        ids[u++] = ids[i];
+    }
+    for (size_t i = 0; u > 1 && i < u; i += 64)
+        (void)frames_prefetch(fs, ids + i, u - i < 64 ? u - i : 64); /* errors: the lookup's */
+    free(ids);
+}
+
 /* Finds pieces stored already: inside this flush (dup_of), then in earlier
  * frames (group -1, dframe), but not in a frame that a block of this flush
  * maps now: the records go out in piece order, and the one remapping that
@@ -248,12 +286,30 @@ static int pieces_dedup(gmtf_fs *fs, struct piece *p, size_t np)
             busy[nbusy++] = e->frame;
     }
     qsort(busy, nbusy, sizeof *busy, u32_cmp);
-    for (size_t i = 0; i < np; i++) {
+    /* Inside the flush: the nearest of the 4096 pieces before that is
+     * stored itself (not a duplicate, not in an earlier frame) and holds
+     * the same bytes. Such pieces are chained by hash slot, latest first,
+     * so the first match on a chain is that nearest one. */
+    size_t cap = 64;
+    while (cap < 2 * np)
+        cap *= 2;
+    int32_t *head = malloc(cap * sizeof *head), *next = malloc((np + 1) * sizeof *next);
+    if (!head || !next) {
+        free(head);
+        free(next);
+        free(busy);
+        return -ENOMEM;
+    }
+    memset(head, 0xff, cap * sizeof *head);
+    for (size_t i = 0; i < np; i++)
         p[i].hash = hash_bytes(p[i].d->buf, p[i].len, 0);
-        for (size_t j = i; j-- > 0 && i - j < 4096;)
-            if (p[j].dup_of < 0 && p[j].group != -1 && p[j].hash == p[i].hash &&
-                p[j].len == p[i].len && !memcmp(p[j].d->buf, p[i].d->buf, p[i].len)) {
-                p[i].dup_of = (int32_t)j;
+    dedup_prefetch(fs, p, np, busy, nbusy);
+    for (size_t i = 0; i < np; i++) {
+        size_t slot = (size_t)(p[i].hash ^ p[i].hash >> 32) & (cap - 1);
+        for (int32_t j = head[slot]; j >= 0 && i - (size_t)j < 4096; j = next[j])
+            if (p[j].hash == p[i].hash && p[j].len == p[i].len &&
+                !memcmp(p[j].d->buf, p[i].d->buf, p[i].len)) {
+                p[i].dup_of = j;
                 break;
             }
         if (p[i].dup_of < 0 && dedup_lookup(fs, p[i].d->buf, p[i].len, p[i].hash, busy, nbusy,
@@ -261,7 +317,13 @@ static int pieces_dedup(gmtf_fs *fs, struct piece *p, size_t np)
             p[i].group = -1;
             p[i].dsnap = fs->frames[p[i].dframe];
         }
+        if (p[i].dup_of < 0 && p[i].group != -1) {
+            next[i] = head[slot];
+            head[slot] = (int32_t)i;
+        }
     }
+    free(head);
+    free(next);
     free(busy);
     return 0;
 }
@@ -310,52 +372,94 @@ static size_t sub_batch_end(const struct group *g, size_t ng, size_t k, uint64_t
     return e;
 }
 
-/* Encodes and writes the groups in sub-batches, copying only one
- * sub-batch's pieces at a time: memory stays at the dirty cache plus one
- * sub-batch in and out. unlocked: one sub-batch only, encoded without the
- * lock. mkfs (no_flush) encodes sub-batches together, up to
- * FLUSH_MKFS_ENCODE_BYTES a codec call (the whole flush of its 256 MiB
- * cache: on a GPU one batch of 256 MiB codes in far less time than four
- * of 64, whose device steps each wait on their slowest blocks), and
- * stores them one by one as before: the same allocations, the same image.
- * *stored gets the number of groups written (all, unless unlocked); on
- * failure nothing stays allocated. */
+/* The most bytes one codec call of a flush encodes: mkfs (no_flush)
+ * encodes sub-batches together, up to FLUSH_MKFS_ENCODE_BYTES (the whole
+ * flush of its 256 MiB cache: on a GPU one batch of 256 MiB codes in far
+ * less time than four of 64, whose device steps each wait on their slowest
+ * blocks), and stores them one by one as before: the same allocations, the
+ * same image. */
+static uint64_t flush_span(const gmtf_fs *fs, int unlocked)
+{
+    uint64_t span = !unlocked && fs->opt.no_flush ? FLUSH_MKFS_ENCODE_BYTES : BATCH_BYTES;
+    const char *e = getenv("GMTF_MKFS_ENCODE_MIB"); /* measurements: 64 = as before */
+    if (span != BATCH_BYTES && e && *e)
+        span = (uint64_t)strtoul(e, NULL, 10) << 20;
+    return span;
+}
+
+/* The end of the round (one codec call) that starts at group done: whole
+ * sub-batches while the round's bytes stay within span; *bytes gets them. */
+static size_t round_end(const struct group *g, size_t ng, size_t done, uint64_t span,
+                        uint64_t *bytes)
+{
+    *bytes = 0;
+    size_t k = sub_batch_end(g, ng, done, bytes);
+    while (k < ng) {
+        uint64_t more = *bytes;
+        size_t e = sub_batch_end(g, ng, k, &more);
+        if (more > span)
+            break;
+        *bytes = more;
+        k = e;
+    }
+    return k;
+}
+
+/* Copies the pieces of groups [.., k) from *pi on into src (the bytes of
+ * the round that starts at group done). */
+static void round_copy(const struct piece *p, size_t np, size_t *pi, const struct group *g,
+                       size_t done, size_t k, uint8_t *src)
+{
+    uint64_t base = g[done].raw_off;
+    for (; *pi < np; (*pi)++) {
+        const struct piece *q = &p[*pi];
+        if (q->dup_of >= 0 || q->group < 0)
+            continue;
+        if ((size_t)q->group >= k)
+            break;
+        memcpy(src + g[q->group].raw_off - base + q->goff, q->d->buf, q->len);
+    }
+}
+
+/* Stores a round's groups [*done, k) sub-batch by sub-batch, as they were
+ * encoded before (dst and doff from encode_groups for groups from first). */
+static int round_store(gmtf_fs *fs, struct group *g, size_t ng, size_t *done, size_t k,
+                       size_t first, const uint8_t *dst, const uint64_t *doff)
+{
+    int rc = 0;
+    while (!rc && *done < k) {
+        uint64_t unused = 0;
+        size_t e = sub_batch_end(g, ng, *done, &unused);
+        rc = store_groups(fs, g + *done, e - *done, dst + doff[*done - first],
+                          doff + (*done - first));
+        if (!rc)
+            *done = e;
+    }
+    return rc;
+}
+
+/* Encodes and writes the groups in rounds, copying only one round's
+ * pieces at a time: memory stays at the dirty cache plus one round in and
+ * out. unlocked: one sub-batch only, encoded without the lock. *stored
+ * gets the number of groups written (all, unless unlocked); on failure
+ * nothing stays allocated. */
 static int groups_encode_store(gmtf_fs *fs, struct piece *p, size_t np, struct group *g, size_t ng,
                                int unlocked, size_t *stored)
 {
     int rc = 0;
     size_t done = 0, pi = 0;
-    uint64_t span = !unlocked && fs->opt.no_flush ? FLUSH_MKFS_ENCODE_BYTES : BATCH_BYTES;
-    const char *e = getenv("GMTF_MKFS_ENCODE_MIB"); /* measurements: 64 = as before */
-    if (span != BATCH_BYTES && e && *e)
-        span = (uint64_t)strtoul(e, NULL, 10) << 20;
+    uint64_t span = flush_span(fs, unlocked);
     while (!rc && done < ng) {
         if (unlocked && done) /* dblocks may be gone now: one round only */
             break;
-        /* whole sub-batches while the encode's bytes stay within span */
-        uint64_t bytes = 0;
-        size_t k = sub_batch_end(g, ng, done, &bytes);
-        while (k < ng) {
-            uint64_t more = bytes;
-            size_t e = sub_batch_end(g, ng, k, &more);
-            if (more > span)
-                break;
-            bytes = more;
-            k = e;
-        }
+        uint64_t bytes;
+        size_t k = round_end(g, ng, done, span, &bytes);
         uint8_t *src = malloc(bytes);
         if (!src) {
             rc = -ENOMEM;
             break;
         }
-        uint64_t base = g[done].raw_off;
-        for (; pi < np; pi++) {
-            if (p[pi].dup_of >= 0 || p[pi].group < 0)
-                continue;
-            if ((size_t)p[pi].group >= k)
-                break;
-            memcpy(src + g[p[pi].group].raw_off - base + p[pi].goff, p[pi].d->buf, p[pi].len);
-        }
+        round_copy(p, np, &pi, g, done, k, src);
         if (unlocked) {
             /* Everything this round needs is copied: let readers and other
              * writers in while the codec works. One round = one sub-batch. */
@@ -365,7 +469,7 @@ static int groups_encode_store(gmtf_fs *fs, struct piece *p, size_t np, struct g
         }
         uint8_t *dst = NULL;
         uint64_t *doff = NULL;
-        rc = encode_groups(fs, g + done, k - done, src, &dst, &doff);
+        rc = encode_groups(fs, NULL, g + done, k - done, src, &dst, &doff);
         if (unlocked) {
             FS_WRLOCK(fs);
             for (size_t i = 0; i < np; i++)
@@ -373,16 +477,8 @@ static int groups_encode_store(gmtf_fs *fs, struct piece *p, size_t np, struct g
                     p[i].d->inflight = 0;
         }
         free(src);
-        /* stored sub-batch by sub-batch, as they were encoded before */
-        size_t first = done;
-        while (!rc && done < k) {
-            uint64_t unused = 0;
-            size_t e = sub_batch_end(g, ng, done, &unused);
-            rc = store_groups(fs, g + done, e - done, dst + doff[done - first],
-                              doff + (done - first));
-            if (!rc)
-                done = e;
-        }
+        if (!rc)
+            rc = round_store(fs, g, ng, &done, k, done, dst, doff);
         free(dst);
         free(doff);
         if (rc) { /* give back what earlier sub-batches took */
@@ -468,7 +564,7 @@ static int pieces_reserve(gmtf_fs *fs, struct piece *p, size_t np, size_t nframe
  * recorded, the pieces stay dirty and the frames' space is free again at
  * once: nothing leaks until remount. */
 static int pieces_record(gmtf_fs *fs, struct piece *p, size_t np, struct group *g, size_t ng,
-                         size_t stored)
+                         size_t stored, int detached)
 {
     size_t nframes = 0;
     for (size_t i = 0; i < stored; i++)
@@ -506,7 +602,7 @@ static int pieces_record(gmtf_fs *fs, struct piece *p, size_t np, struct group *
             frame = p[i].dframe;
         }
         rc = rec_ext(fs, p[i].ino, p[i].blk, frame, off, p[i].len);
-        if (!rc)
+        if (!rc && !detached) /* (detached: out of the cache since the cut) */
             dirty_drop(fs, p[i].d);
     }
     return rc;
@@ -528,7 +624,12 @@ static double flush_prof_ms(void)
     return t.tv_sec * 1e3 + t.tv_nsec / 1e6;
 }
 
-static int flush_pieces(gmtf_fs *fs, struct piece *p, size_t np, int unlocked)
+static int job_start(gmtf_fs *fs, struct piece *p, size_t np, struct group *g, size_t ng);
+
+/* Flushes the pieces; with async (FLUSH_ASYNC, allowed) the encode may go
+ * to a thread: then *taken is set, and the job owns p. */
+static int flush_pieces(gmtf_fs *fs, struct piece *p, size_t np, int unlocked, int async,
+                        int *taken)
 {
     double t0 = flush_prof_ms(), t1 = t0, t2 = t0;
     pieces_note(p, np);
@@ -541,12 +642,22 @@ static int flush_pieces(gmtf_fs *fs, struct piece *p, size_t np, int unlocked)
     size_t ng = pieces_group(fs, p, np, g), stored;
     if (t0 >= 0)
         t1 = flush_prof_ms();
+    if (async && job_start(fs, p, np, g, ng)) {
+        *taken = 1;
+        if (t0 >= 0)
+            fprintf(stderr,
+                    "flush profile: %zu pieces, %zu frames, %llu bytes: dedup+group %.1f ms, "
+                    "encoding on a thread\n",
+                    np, ng, ng ? (unsigned long long)(g[ng - 1].raw_off + g[ng - 1].len) : 0ull,
+                    t1 - t0);
+        return 0;
+    }
     rc = groups_encode_store(fs, p, np, g, ng, unlocked, &stored);
     if (t0 >= 0)
         t2 = flush_prof_ms();
     if (!rc) {
         pieces_recheck(fs, p, np, g, ng, stored, unlocked);
-        rc = pieces_record(fs, p, np, g, ng, stored);
+        rc = pieces_record(fs, p, np, g, ng, stored, 0);
     }
     if (t0 >= 0)
         fprintf(stderr,
@@ -556,6 +667,333 @@ static int flush_pieces(gmtf_fs *fs, struct piece *p, size_t np, int unlocked)
                 t1 - t0, t2 - t1, flush_prof_ms() - t2);
     free(g);
     return rc;
+}
+
+/* ---- async_flush (mkfs): the encode on a thread beside the writer ---- */
+
+/* A flush cut and encoding on its thread. Its pieces' dirty blocks left
+ * the write-back cache at the cut (detached, still holding their bytes);
+ * flush_join stores and records it as the flush would have at the cut. */
+struct flush_job {
+    gmtf_fs *fs;
+    struct piece *p;
+    size_t np;
+    struct group *g;
+    size_t ng;
+    struct round {
+        size_t first, end; /* groups [first, end) */
+        uint8_t *dst;
+        uint64_t *doff;
+    } * r;
+    size_t nr;
+    int rc, threaded;
+    pthread_t th;
+    uint32_t *tab; /* (ino, blk) -> piece index + 1, open addressing */
+    size_t tcap;
+    uint64_t span, bound;
+    double enc_ms; /* the thread's copy + encode (GMTF_FLUSH_PROFILE) */
+};
+
+static size_t job_slot(const struct flush_job *j, uint64_t ino, uint32_t blk)
+{
+    uint64_t h = (ino * 0x9e3779b97f4a7c15ull) ^ (blk * 0xbf58476d1ce4e5b9ull);
+    return (size_t)(h ^ (h >> 31)) & (j->tcap - 1);
+}
+
+static double now_ms(void)
+{
+    struct timespec t;
+    clock_gettime(CLOCK_MONOTONIC, &t);
+    return t.tv_sec * 1e3 + t.tv_nsec / 1e6;
+}
+
+/* The CPU codec's part of a split round, on a thread of its own. */
+struct split_part {
+    gmtf_fs *fs;
+    struct group *g;
+    size_t n;
+    const uint8_t *src;
+    uint8_t *dst;
+    uint64_t *doff;
+    int rc;
+    double ms;
+};
+
+static void *split_run(void *arg)
+{
+    struct split_part *s = arg;
+    double t0 = now_ms();
+    s->rc = encode_groups(s->fs, s->fs->split_codec, s->g, s->n, s->src, &s->dst, &s->doff);
+    s->ms = now_ms() - t0;
+    return NULL;
+}
+
+/* Encodes a round's groups [done, k) (bytes in src). GMTF_MKFS_SPLIT=1
+ * (measurements; off by default): with the codec on a GPU the host's cores
+ * code the round's last groups beside it with a CPU codec, a share of the
+ * bytes by the last round's speeds; the frames are the same whichever codes
+ * a block. On the H100 host it lost (docs/gpu.md, mkfs10: the whole tar in
+ * 7.214 s against 6.285 s with the GPU alone; the CPU codec's 16 threads
+ * beside the GPU codec's own host work and the import slowed both). */
+static int job_encode(struct flush_job *j, size_t done, size_t k, const uint8_t *src, uint8_t **dst,
+                      uint64_t **doff)
+{
+    gmtf_fs *fs = j->fs;
+    const char *e = getenv("GMTF_MKFS_SPLIT");
+    int split = e && *e == '1';
+    if (split) {
+        pthread_mutex_lock(&fs->codec_lock);
+        split = gmtf_codec_batch_device(fs->codec);
+        pthread_mutex_unlock(&fs->codec_lock);
+    }
+    if (split && !fs->split_codec) {
+        gmtf_codec_options co = {.threads = gmtf_codec_threads(fs->codec),
+                                 .mtf = "simd",
+                                 .gpus = fs->opt.gpus,
+                                 .max_block = fs->bs};
+        if (gmtf_codec_create(&fs->split_codec, &co))
+            fs->split_codec = NULL;
+        fs->split_share = 0.15;
+    }
+    struct group *g = j->g;
+    uint64_t total = g[k - 1].raw_off + g[k - 1].len - g[done].raw_off, cpu = 0;
+    size_t m = k; /* the CPU codes [m, k) */
+    while (split && fs->split_codec && m > done + 1 &&
+           cpu + g[m - 1].len <= (uint64_t)(fs->split_share * (double)total)) {
+        cpu += g[m - 1].len;
+        m--;
+    }
+    if (m == k)
+        return encode_groups(fs, NULL, g + done, k - done, src, dst, doff);
+    struct split_part sp = {
+        .fs = fs, .g = g + m, .n = k - m, .src = src + (g[m].raw_off - g[done].raw_off)};
+    pthread_t th;
+    int threaded = pthread_create(&th, NULL, split_run, &sp) == 0;
+    double t0 = now_ms();
+    uint8_t *ga = NULL;
+    uint64_t *da = NULL;
+    int rc = encode_groups(fs, NULL, g + done, m - done, src, &ga, &da);
+    double gpu_ms = now_ms() - t0;
+    if (threaded)
+        pthread_join(th, NULL);
+    else
+        split_run(&sp);
+    if (!rc)
+        rc = sp.rc;
+    /* one buffer and offsets for the round, as one call would give */
+    size_t na = m - done, nb = k - m;
+    uint64_t la = rc ? 0 : da[na] - da[0], lb = rc ? 0 : sp.doff[nb] - sp.doff[0];
+    uint8_t *out = rc ? NULL : malloc(la + lb + 1);
+    uint64_t *off = rc ? NULL : malloc((na + nb + 1) * sizeof *off);
+    if (!rc && (!out || !off))
+        rc = -ENOMEM;
+    if (!rc) {
+        memcpy(out, ga + da[0], la);
+        memcpy(out + la, sp.dst + sp.doff[0], lb);
+        for (size_t i = 0; i <= na; i++)
+            off[i] = da[i] - da[0];
+        for (size_t i = 1; i <= nb; i++)
+            off[na + i] = la + sp.doff[i] - sp.doff[0];
+        /* the next share: each side's bytes a millisecond */
+        double rg = (double)(total - cpu) / (gpu_ms > 1 ? gpu_ms : 1);
+        double rcpu = (double)cpu / (sp.ms > 1 ? sp.ms : 1);
+        fs->split_share = rcpu / (rg + rcpu);
+        if (fs->split_share > 0.5)
+            fs->split_share = 0.5;
+        if (getenv("GMTF_FLUSH_PROFILE"))
+            fprintf(stderr,
+                    "flush profile: split round: GPU %llu bytes %.1f ms, CPU %llu bytes %.1f ms; "
+                    "next share %.3f\n",
+                    (unsigned long long)(total - cpu), gpu_ms, (unsigned long long)cpu, sp.ms,
+                    fs->split_share);
+    }
+    free(ga);
+    free(da);
+    free(sp.dst);
+    free(sp.doff);
+    if (rc) {
+        free(out);
+        free(off);
+        return rc;
+    }
+    *dst = out;
+    *doff = off;
+    return 0;
+}
+
+/* The thread: each round's pieces copied and encoded. Touches no state of
+ * the filesystem but the codecs (the filesystem's under its lock) and the
+ * split's share. */
+static void *job_run(void *arg)
+{
+    struct flush_job *j = arg;
+    double t0 = flush_prof_ms();
+    size_t done = 0, pi = 0;
+    while (!j->rc && done < j->ng) {
+        uint64_t bytes;
+        size_t k = round_end(j->g, j->ng, done, j->span, &bytes);
+        uint8_t *src = malloc(bytes), *dst = NULL;
+        uint64_t *doff = NULL;
+        if (!src) {
+            j->rc = -ENOMEM;
+            break;
+        }
+        round_copy(j->p, j->np, &pi, j->g, done, k, src);
+        j->rc = job_encode(j, done, k, src, &dst, &doff);
+        free(src);
+        if (!j->rc)
+            j->r[j->nr++] = (struct round){done, k, dst, doff};
+        done = k;
+    }
+    if (t0 >= 0)
+        j->enc_ms = flush_prof_ms() - t0;
+    return NULL;
+}
+
+static void job_free(gmtf_fs *fs, struct flush_job *j)
+{
+    (void)fs;
+    for (size_t i = 0; i < j->nr; i++) {
+        free(j->r[i].dst);
+        free(j->r[i].doff);
+    }
+    for (size_t i = 0; i < j->np; i++)
+        dirty_free(j->p[i].d);
+    free(j->r);
+    free(j->tab);
+    free(j->g);
+    free(j->p);
+    free(j);
+}
+
+const uint8_t *flush_pending_block(gmtf_fs *fs, uint64_t ino, uint32_t blk, uint32_t *len)
+{
+    const struct flush_job *j = fs->pend;
+    if (!j)
+        return NULL;
+    for (size_t s = job_slot(j, ino, blk); j->tab[s]; s = (s + 1) & (j->tcap - 1)) {
+        const struct piece *q = &j->p[j->tab[s] - 1];
+        if (q->ino == ino && q->blk == blk) {
+            *len = q->len;
+            return q->d->buf;
+        }
+    }
+    return NULL;
+}
+
+uint64_t flush_pending_bound(const gmtf_fs *fs)
+{
+    return fs->pend ? fs->pend->bound : 0;
+}
+
+int flush_join(gmtf_fs *fs)
+{
+    struct flush_job *j = fs->pend;
+    if (!j)
+        return 0;
+    fs->pend = NULL;
+    uint64_t released = fs->released;
+    double t0 = flush_prof_ms(), t1 = t0;
+    if (j->threaded)
+        pthread_join(j->th, NULL);
+    if (t0 >= 0)
+        t1 = flush_prof_ms();
+    int rc = j->rc;
+    size_t done = 0;
+    for (size_t i = 0; !rc && i < j->nr; i++)
+        rc = round_store(fs, j->g, j->ng, &done, j->r[i].end, j->r[i].first, j->r[i].dst,
+                         j->r[i].doff);
+    if (rc) { /* nothing stays allocated */
+        for (size_t i = 0; i < done; i++)
+            alloc_release_now(fs, j->g[i].img_off, j->g[i].clen);
+    } else {
+        pieces_recheck(fs, j->p, j->np, j->g, j->ng, done, 0);
+        rc = pieces_record(fs, j->p, j->np, j->g, j->ng, done, 1);
+    }
+    if (t0 >= 0)
+        fprintf(stderr,
+                "flush profile: joined %zu pieces, %zu frames: thread's copy+encode %.1f, "
+                "waited %.1f, store+record %.1f ms\n",
+                j->np, j->ng, j->enc_ms, t1 - t0, flush_prof_ms() - t1);
+    /* The pieces left the cache at the cut: lost with a failure, which
+     * stays the filesystem's error (mkfs then abandons the image). */
+    if (rc) {
+        fs_log(fs, "flush failed: %s", strerror(-rc));
+        if (!fs->err)
+            fs->err = rc;
+    }
+    job_free(fs, j);
+    fs->released = released; /* its own frees, as at the cut */
+    return rc;
+}
+
+void flush_job_drop(gmtf_fs *fs)
+{
+    struct flush_job *j = fs->pend;
+    if (!j)
+        return;
+    fs->pend = NULL;
+    if (j->threaded)
+        pthread_join(j->th, NULL);
+    job_free(fs, j);
+}
+
+/* The cut of an async flush (pieces deduplicated and grouped): 1 when the
+ * job took p (the encode started on its thread), 0 when the flush must go
+ * on at once: space may be short (the store's allocations would then
+ * depend on when it runs), or no memory. */
+static int job_start(gmtf_fs *fs, struct piece *p, size_t np, struct group *g, size_t ng)
+{
+    uint64_t *off = malloc((ng + 1) * sizeof *off);
+    if (!off || !ng) {
+        free(off);
+        return 0;
+    }
+    for (size_t i = 0; i < ng; i++)
+        off[i] = g[i].raw_off;
+    off[ng] = g[ng - 1].raw_off + g[ng - 1].len;
+    uint64_t bound = gmtf_batch_bound(off, ng);
+    free(off);
+    if (fs->room / 4 < bound + 8 * alloc_ckpt_need(fs) || fs->room < bound + (1ull << 30))
+        return 0;
+    struct flush_job *j = calloc(1, sizeof *j);
+    size_t tcap = 64;
+    while (tcap < 2 * np)
+        tcap *= 2;
+    if (j) {
+        j->r = calloc(ng, sizeof *j->r);
+        j->tab = calloc(tcap, sizeof *j->tab);
+    }
+    if (!j || !j->r || !j->tab) {
+        if (j) {
+            free(j->r);
+            free(j->tab);
+        }
+        free(j);
+        return 0;
+    }
+    *j = (struct flush_job){.fs = fs,
+                            .p = p,
+                            .np = np,
+                            .g = g,
+                            .ng = ng,
+                            .r = j->r,
+                            .tab = j->tab,
+                            .tcap = tcap,
+                            .span = flush_span(fs, 0),
+                            .bound = bound};
+    for (size_t i = 0; i < np; i++) {
+        size_t s = job_slot(j, p[i].ino, p[i].blk);
+        while (j->tab[s])
+            s = (s + 1) & (tcap - 1);
+        j->tab[s] = (uint32_t)(i + 1);
+        dirty_detach(fs, p[i].d);
+    }
+    fs->pend = j;
+    j->threaded = pthread_create(&j->th, NULL, job_run, j) == 0;
+    if (!j->threaded)
+        job_run(j); /* no thread: encoded now, stored at the join all the same */
+    return 1;
 }
 
 int flush_dirty(gmtf_fs *fs, uint64_t only_ino)
@@ -570,18 +1008,23 @@ int flush_some(gmtf_fs *fs, uint64_t only_ino, uint64_t max_bytes, unsigned flag
         max_bytes = BATCH_BYTES - fs->bs; /* one sub-batch: see flush_pieces */
     if (fs->ro)
         return 0;
+    /* A flush still encoding on its thread came first: stored first. */
+    int rc = flush_join(fs);
+    if (rc)
+        return rc;
     size_t n = 0, cap = 0;
     struct dblock *tail = NULL;
     for (struct dblock *d = fs->dlist; d; d = d->gnext) {
         cap++;
         tail = d;
     }
-    if (!cap)
+    if (!cap) {
+        fs->released_flushed = fs->released;
         return 0;
+    }
     struct piece *p = malloc(cap * sizeof *p);
     if (!p)
         return -ENOMEM;
-    int rc = 0;
     uint64_t taken = 0;
     /* Oldest first (the list grows at its head). */
     struct dblock *d = tail;
@@ -639,8 +1082,18 @@ int flush_some(gmtf_fs *fs, uint64_t only_ino, uint64_t max_bytes, unsigned flag
             else if (fs->opt.pack_write_order)
                 p[i].key = i + 2;
         qsort(p, n, sizeof *p, piece_cmp);
-        rc = flush_pieces(fs, p, n, unlocked);
+        /* The encode may go to a thread (mkfs) unless space was freed
+         * since the last flush (outside its records): the next commit
+         * would free it, and this flush's store, later than the commit
+         * then, could take it, which the flush at once could not. */
+        int async = (flags & FLUSH_ASYNC) && fs->opt.async_flush && fs->opt.no_flush && !only_ino &&
+                    !max_bytes && !unlocked && fs->released == fs->released_flushed;
+        int owned = 0;
+        rc = flush_pieces(fs, p, n, unlocked, async, &owned);
+        if (owned)
+            p = NULL;
     }
+    fs->released_flushed = fs->released;
     free(p);
     if (rc)
         fs_log(fs, "flush failed: %s", strerror(-rc));

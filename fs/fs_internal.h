@@ -191,6 +191,12 @@ struct gmtf_fs {
     pthread_rwlock_t lock; /* readers: lookups and reads; writers: every change */
 
     gmtf_codec *codec; /* multi-threaded: flush batches, big read batches */
+    /* async_flush with codec on a GPU and GMTF_MKFS_SPLIT=1: a CPU codec
+     * coding part of each round beside it (the same frames), and that
+     * part's share of the bytes (from the last round's speeds). Used by the
+     * flush's thread only. */
+    gmtf_codec *split_codec;
+    double split_share;
     pthread_mutex_t codec_lock;
     /* Single-threaded codecs, one per concurrent decoder: readers decode
      * in parallel (a gmtf_codec serves one call at a time). */
@@ -300,6 +306,9 @@ struct gmtf_fs {
     /* dedup of flushed pieces */
     struct dedup_ent *dedup;
     size_t dedup_cap, dedup_n; /* slots (a power of 2), entries put since it grew */
+    struct flush_job *pend;    /* an async_flush flush encoding on its thread (flush.c) */
+    uint64_t released;         /* alloc_release calls (space freed at the next commit) */
+    uint64_t released_flushed; /* released when the last flush ended, less its own */
 
     /* flusher */
     pthread_t flusher;
@@ -392,6 +401,20 @@ int flush_dirty(gmtf_fs *fs, uint64_t only_ino); /* 0 = all */
  * only pieces that did not change meanwhile; the caller must not rely on
  * pointers it held across the call. */
 int flush_some(gmtf_fs *fs, uint64_t only_ino, uint64_t max_bytes, unsigned flags);
+#define FLUSH_ASYNC 4 /* flush_some (async_flush): encode on a thread, store at flush_join */
+/* Waits for the flush encoding on its thread (async_flush) and stores and
+ * records it as flush_some would have; 0 when none waits. The callers: the
+ * next flush, and the records that could see the difference (a block
+ * mapped, a file shortened, an inode deleted). */
+int flush_join(gmtf_fs *fs);
+/* Waits for that flush and drops it unstored (gmtf_fs_abandon). */
+void flush_job_drop(gmtf_fs *fs);
+/* The bytes and length that (ino, blk) will be mapped to when the flush
+ * encoding on its thread is stored, or NULL (dirty_get's read of a block
+ * that flush took). */
+const uint8_t *flush_pending_block(gmtf_fs *fs, uint64_t ino, uint32_t blk, uint32_t *len);
+/* The most room the waiting flush's frames can take (make_room). */
+uint64_t flush_pending_bound(const gmtf_fs *fs);
 /* Bytes of in's dirty pages that staging would write (over STAGE_MAX when
  * a block has no page bitmap). */
 uint64_t stage_bytes(const gmtf_fs *fs, const struct inode *in);
@@ -446,6 +469,10 @@ struct dblock *dirty_find(gmtf_fs *fs, uint64_t ino, uint32_t blk);
  * room for need bytes. */
 int dirty_get(gmtf_fs *fs, struct inode *in, uint32_t blk, uint32_t need, struct dblock **out);
 void dirty_drop(gmtf_fs *fs, struct dblock *d);
+/* Takes d out of the write-back cache without freeing it (an async
+ * flush's piece); dirty_free frees it. */
+void dirty_detach(gmtf_fs *fs, struct dblock *d);
+void dirty_free(struct dblock *d);
 void dirty_drop_inode(gmtf_fs *fs, struct inode *in, uint32_t from_blk);
 int dirty_stage_apply(gmtf_fs *fs, struct inode *in, uint32_t blk, uint32_t off,
                       const uint8_t *data, uint32_t len);
@@ -514,6 +541,9 @@ void cache_free_all(gmtf_fs *fs);
  * crc (may be NULL): each block's CRC-32C, as its frame carries it. */
 int codec_encode(gmtf_fs *fs, const uint8_t *src, const uint64_t *off, size_t n, uint8_t **dst,
                  uint64_t *doff, uint32_t *crc);
+/* codec_encode on codec c, which the caller holds alone (no lock). */
+int codec_encode_on(gmtf_fs *fs, gmtf_codec *c, const uint8_t *src, const uint64_t *off, size_t n,
+                    uint8_t **dst, uint64_t *doff, uint32_t *crc);
 int codec_decode_batch(gmtf_fs *fs, size_t n, const uint8_t *src, const uint64_t *foff,
                        uint8_t *dst, const uint64_t *doff, int *status);
 int codec_decode_one(gmtf_fs *fs, const uint8_t *src, size_t len, uint8_t *dst, size_t dlen);

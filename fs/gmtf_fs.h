@@ -152,6 +152,12 @@ typedef struct gmtf_fs_options {
      * the payload CRC of frame version 2 is checked before the payload is
      * decoded, so a damaged payload is EIO, never wrong bytes. */
     int range_reads;
+    /* With no_flush (mkfs): a flush that a full write-back cache starts
+     * takes its pieces at once and encodes them on a thread while the
+     * writer goes on; the next flush (or any sync, truncation, deletion or
+     * unmount) first waits for it and stores it as the flush would have.
+     * The same image, byte for byte. */
+    int async_flush;
 } gmtf_fs_options;
 
 typedef struct gmtf_fs gmtf_fs;

@@ -123,6 +123,9 @@ int fs_new(gmtf_image *img, const gmtf_fs_options *opt, uint32_t bs, gmtf_fs **o
 
 void fs_destroy(gmtf_fs *fs, int close_img)
 {
+    flush_job_drop(fs); /* an abandoned mkfs: a flush still encoding */
+    if (fs->split_codec)
+        gmtf_codec_destroy(fs->split_codec);
     meta_free_all(fs);
     if (!fs->opt.exit_after || !gmtf_codec_batch_device(fs->codec))
         gmtf_codec_destroy(fs->codec);
@@ -442,6 +445,7 @@ int gmtf_fs_unmount(gmtf_fs *fs)
     int rc = 0;
     if (!fs->ro) {
         FS_WRLOCK(fs);
+        rc = flush_join(fs); /* async_flush: a flush still encoding */
         /* Files still open are closed now. */
         uint64_t ino = 0;
         for (struct inode *in; (in = inode_next(fs, &ino));) {
@@ -452,13 +456,15 @@ int gmtf_fs_unmount(gmtf_fs *fs)
             }
         }
         fs->opt.no_flush = 0;
-        if (fs->opt.mkfs_finish)
+        if (fs->opt.mkfs_finish && !rc && !fs->err) /* (a lost async flush: stays so) */
             fs->sb.incompat &= ~SB_INCOMPLETE;
         /* Nothing changed since mount: the image stays as it was, byte for
          * byte (an archive under checksums is not rewritten by reading). */
         if (fs->changed || fs->dlist || fs->opt.mkfs_finish) {
-            int fill = fs->mkfs_fill;
+            int fill = fs->mkfs_fill, jrc = rc;
             rc = fs_compact(fs, 1);
+            if (jrc)
+                rc = jrc;
             if (!rc) /* small journal: a compact image at rest */
                 rc = fs_checkpoint(fs, JOURNAL_MIN);
             /* The first checkpoint had to place its snapshot past the

@@ -112,8 +112,24 @@ int rec_inode_new(gmtf_fs *fs, uint64_t ino, uint64_t gen, uint32_t mode, uint32
     return rec_inode(fs, &t);
 }
 
+/* A flush encoding on its thread (async_flush) is stored before a record
+ * that could tell the difference: one that maps or unmaps a block, shortens
+ * a file or deletes an inode, as it came after that flush's records. Its
+ * failure is the next sync's to report; this record goes on. */
+static void pend_first(gmtf_fs *fs)
+{
+    if (fs->pend && !fs->loading) {
+        int rc = flush_join(fs);
+        if (rc && !fs->err)
+            fs->err = rc;
+    }
+}
+
 int rec_size(gmtf_fs *fs, uint64_t ino, uint64_t size)
 {
+    struct inode *in = fs->pend ? inode_get(fs, ino) : NULL;
+    if (in && size < in->size)
+        pend_first(fs);
     wbuf w;
     uint8_t buf[REC_SMALL_MAX];
     rec_start_small(&w, buf, R_SIZE);
@@ -124,6 +140,7 @@ int rec_size(gmtf_fs *fs, uint64_t ino, uint64_t size)
 
 int rec_idel(gmtf_fs *fs, uint64_t ino)
 {
+    pend_first(fs);
     wbuf w;
     uint8_t buf[REC_SMALL_MAX];
     rec_start_small(&w, buf, R_IDEL);
@@ -191,6 +208,7 @@ int rec_frame(gmtf_fs *fs, uint32_t id, uint64_t off, uint32_t clen, uint32_t dl
 
 int rec_ext(gmtf_fs *fs, uint64_t ino, uint32_t blk, uint32_t frame, uint32_t off, uint32_t len)
 {
+    pend_first(fs);
     wbuf w;
     uint8_t buf[REC_SMALL_MAX];
     rec_start_small(&w, buf, R_EXT);

@@ -49,7 +49,7 @@ static long make_room(gmtf_fs *fs, size_t n)
 {
     long rc = 0;
     if (fs->dirty_bytes + n > fs->dirty_limit) {
-        rc = fs->opt.no_flush ? flush_some(fs, 0, 0, 0)
+        rc = fs->opt.no_flush ? flush_some(fs, 0, 0, FLUSH_ASYNC)
                               : flush_some(fs, 0, fs->dirty_limit / 4, FLUSH_UNLOCKED);
         int rc2 = fs_commit(fs); /* what could be stored is committed, whatever failed */
         if (!rc)
@@ -60,6 +60,10 @@ static long make_room(gmtf_fs *fs, size_t n)
     /* Uncompressed, the dirty data takes at most its bytes (and a frame
      * header a block): measured against the room only when it may not fit. */
     uint64_t want = fs->dirty_bytes + n + (fs->dirty_bytes + n) / fs->bs * 64 + 4096;
+    /* A flush encoding on its thread has not taken its room yet: stored
+     * first when the room might be short with it taken. */
+    if (!rc && fs->pend && want + flush_pending_bound(fs) > fs->room)
+        rc = flush_join(fs);
     if (!rc && want > fs->room && want > alloc_room(fs)) {
         rc = flush_some(fs, 0, 0, 0); /* the real sizes, compressed */
         int rc2 = fs_commit(fs);

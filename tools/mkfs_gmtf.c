@@ -304,7 +304,9 @@ int main(int argc, char **argv)
                           .gpus = gpus,
                           .threads = threads,
                           .dirty_bytes = 256u << 20,
-                          .cache_bytes = 16u << 20,
+                          /* decoded frames: those the flush's dedup
+                           * compares with, decoded ahead in batches */
+                          .cache_bytes = 256u << 20,
                           .journal_bytes = 64u << 10,
                           .no_flush = 1,
                           /* small files in input order: a third of a
@@ -314,6 +316,15 @@ int main(int argc, char **argv)
                           .mkfs_finish = mo.incomplete,
                           .exit_after = 1,
                           .write_time = mo.time};
+    /* A flush's encode on a thread while the import goes on (the same
+     * image); GMTF_MKFS_ASYNC=0 off (measurements). */
+    const char *ae = getenv("GMTF_MKFS_ASYNC");
+    fo.async_flush = !(ae && *ae == '0');
+    /* GMTF_MKFS_DIRTY_MIB: a smaller write-back cache, more flushes (tests:
+     * the async flush against the flush at once; another image) */
+    const char *de = getenv("GMTF_MKFS_DIRTY_MIB");
+    if (de && strtoul(de, NULL, 10) > 0)
+        fo.dirty_bytes = (uint64_t)strtoul(de, NULL, 10) << 20;
     gmtf_fs *fs;
     mkfs_prof("mount");
     rc = gmtf_fs_mount(img, &fo, &fs);
@@ -344,17 +355,18 @@ int main(int argc, char **argv)
     mkfs_import_progress_end(&c);
     gmtf_fs_info info;
     gmtf_fs_get_info(fs, &info);
-    if (fill < 0 || interrupted) {
-        /* The source could not be read, the image is full, or the user
-         * stopped it: no image with part of the files. */
+    if (fill < 0 || interrupted || synced) {
+        /* The source could not be read, the image is full, the user
+         * stopped it, or what waited could not be stored: no image with
+         * part of the files. */
         gmtf_fs_abandon(fs);
-        rc = fill == -2 ? -ENOSPC : fill == -1 ? -EIO : -EINTR;
+        rc = synced && fill >= 0 && !interrupted ? synced
+             : fill == -2                        ? -ENOSPC
+             : fill == -1                        ? -EIO
+                                                 : -EINTR;
     } else {
-        rc = synced;
-        int urc = gmtf_fs_unmount(fs);
+        rc = gmtf_fs_unmount(fs);
         mkfs_prof("unmounted");
-        if (!rc)
-            rc = urc;
     }
     if (rc) {
         fprintf(stderr, "%s: %s: %s\n", prog, path,
