@@ -50,6 +50,14 @@ struct gmtf_codec {
      * that theirs has the same batch backend (its pinned allocator). */
     gmtf_multi_dev *multi;
     char mtf_name[64];
+    /* Encoding ahead (gmtf_codec_set_next; batch.c): the caller's next-batch
+     * hook, the second staging set (pinned like the first), the set the
+     * next batch started takes, and the batch started ahead, if any. */
+    gmtf_batch_next_fn next_fn;
+    void *next_arg;
+    struct gmtf_hbuf enc2_a, enc2_b, enc2_idx;
+    unsigned enc_set;
+    struct enc_ahead *ahead;
 };
 
 /* Lazily allocates workspace i, for decoding (gmtf_codec_workspace) or
