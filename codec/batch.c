@@ -12,6 +12,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 #include <time.h>
 
 #include "bwt.h"
@@ -92,20 +93,45 @@ static void hbuf_free(gmtf_codec *c, struct gmtf_hbuf *b)
     b->pinned = 0;
 }
 
-/* b grown to n bytes (its contents not kept); NULL on -ENOMEM. */
-static void *hbuf_reserve(gmtf_codec *c, struct gmtf_hbuf *b, uint64_t n)
+/* b grown to n bytes (its contents not kept), pinned when pin and the
+ * batch backend allocates so, else from malloc (2 MiB pages asked for);
+ * NULL on -ENOMEM. */
+static void *hbuf_reserve_as(gmtf_codec *c, struct gmtf_hbuf *b, uint64_t n, int pin)
 {
     if (n <= b->cap && b->p)
         return b->p;
     hbuf_free(c, b);
     if (n == 0)
         n = 1;
-    if (c->batch_mtf && (b->p = gmtf_mtf_host_alloc(c->batch_mtf, n)) != NULL)
+    if (pin && c->batch_mtf && (b->p = gmtf_mtf_host_alloc(c->batch_mtf, n)) != NULL) {
         b->pinned = 1;
-    else
+    } else {
         b->p = malloc(n);
+#ifdef MADV_HUGEPAGE
+        if (b->p && n >= (4u << 20))
+            (void)madvise((void *)(((uintptr_t)b->p + 4095) & ~(uintptr_t)4095),
+                          (n - 4096) & ~(uint64_t)4095, MADV_HUGEPAGE);
+#endif
+    }
     b->cap = b->p ? n : 0;
     return b->p;
+}
+
+static void *hbuf_reserve(gmtf_codec *c, struct gmtf_hbuf *b, uint64_t n)
+{
+    return hbuf_reserve_as(c, b, n, 1);
+}
+
+/* GMTF_ENC_PIN (measurements): two digits, whether the encode's staging
+ * set 0 and set 1 (encoding ahead) are pinned; default "10". Pinning costs
+ * about 0.7 ms a MiB on the H100 host, serialized in the driver (docs/gpu.md,
+ * pipe10); pageable staging costs the transfers' overlap. */
+static int enc_pin(unsigned set)
+{
+    const char *v = getenv("GMTF_ENC_PIN");
+    if (!v || strlen(v) != 2)
+        return set == 0;
+    return v[set] == '1';
 }
 
 static void stage_free(gmtf_codec *c)
@@ -133,9 +159,9 @@ void gmtf_batch_stage_free(gmtf_codec *c)
 {
     ahead_drop(c);
     stage_free(c);
-    hbuf_free(c, &c->enc2_a);
-    hbuf_free(c, &c->enc2_b);
-    hbuf_free(c, &c->enc2_idx);
+    for (int set = 0; set < 2; set++)
+        for (int k = 0; k < 3; k++)
+            hbuf_free(c, &c->enc_st[set][k]);
     hbuf_free(c, &c->dec_lanes);
     hbuf_free(c, &c->dec_cum);
     hbuf_free(c, &c->dec_sel);
@@ -211,11 +237,13 @@ struct stage_job {
     double ms;
 };
 
-/* One buffer of the second staging set (encoding ahead), on a thread. */
+/* One buffer of the encode's own staging sets, on a thread; pageable
+ * buffers touched (their page faults here rather than in the batches). */
 struct hbuf_job {
     gmtf_codec *c;
     struct gmtf_hbuf *b;
     uint64_t bytes;
+    int pin;
     pthread_t th;
     int started;
 };
@@ -223,8 +251,19 @@ struct hbuf_job {
 static void *hbuf_run(void *arg)
 {
     struct hbuf_job *j = arg;
-    (void)hbuf_reserve(j->c, j->b, j->bytes); /* a failure: the batch's to find */
+    uint8_t *p = hbuf_reserve_as(j->c, j->b, j->bytes, j->pin); /* a failure: the batch's */
+    if (p && !j->b->pinned)
+        memset(p, 0, j->bytes);
     return NULL;
+}
+
+static void hbuf_jobs_start(struct hbuf_job *j, int n)
+{
+    for (int i = 0; i < n; i++) {
+        j[i].started = pthread_create(&j[i].th, NULL, hbuf_run, &j[i]) == 0;
+        if (!j[i].started)
+            hbuf_run(&j[i]);
+    }
 }
 
 static int ahead_capable(const gmtf_codec *c);
@@ -250,18 +289,19 @@ int gmtf_codec_prepare(gmtf_codec *c, uint64_t batch_bytes, int encode)
         c->frame_version != GMTF_FRAME_V1 && gmtf_bwt_dev_wants(&c->bwt_dev, dir, batch_bytes);
     double t0 = prof_on() ? prof_ms() : 0, t1 = t0, t2 = t0;
     /* the staging (pinned: the longest part) on a helper thread beside the
-     * workspaces and the device's contexts; GMTF_STAGE_PAR=0: in turn */
+     * workspaces and the device's contexts; GMTF_STAGE_PAR=0: in turn. An
+     * encode with its set 0 not pinned readies that set instead, and
+     * encoding ahead its set 1 too. */
+    int own0 = dev && encode && !enc_pin(0), ahead = dev && encode && ahead_capable(c);
     struct stage_job sj = {c, batch_bytes, 0, 0};
     pthread_t th;
-    int par = dev && stage_par_on() && pthread_create(&th, NULL, stage_run, &sj) == 0;
-    /* encoding ahead: the second set beside it */
-    struct hbuf_job hj[2] = {{c, &c->enc2_a, batch_bytes, 0, 0},
-                             {c, &c->enc2_b, batch_bytes, 0, 0}};
-    for (int i = 0; i < 2 && dev && encode && ahead_capable(c); i++) {
-        hj[i].started = pthread_create(&hj[i].th, NULL, hbuf_run, &hj[i]) == 0;
-        if (!hj[i].started)
-            hbuf_run(&hj[i]);
-    }
+    int par = dev && !own0 && stage_par_on() && pthread_create(&th, NULL, stage_run, &sj) == 0;
+    struct hbuf_job hj[4];
+    int nh = 0;
+    for (unsigned set = own0 ? 0 : 1; set < 2 && (set == 0 || ahead); set++)
+        for (int k = 0; k < 2; k++)
+            hj[nh++] = (struct hbuf_job){c, &c->enc_st[set][k], batch_bytes, enc_pin(set), 0, 0};
+    hbuf_jobs_start(hj, nh);
     int rc = 0;
     for (unsigned i = 0; i < c->threads && rc == 0; i++)
         if (!(encode ? gmtf_codec_workspace_enc(c, i) : gmtf_codec_workspace(c, i)))
@@ -274,9 +314,9 @@ int gmtf_codec_prepare(gmtf_codec *c, uint64_t batch_bytes, int encode)
         t2 = prof_ms();
     if (par)
         pthread_join(th, NULL);
-    else if (dev && rc == 0)
+    else if (dev && !own0 && rc == 0)
         stage_run(&sj);
-    for (int i = 0; i < 2; i++)
+    for (int i = 0; i < nh; i++)
         if (hj[i].started)
             pthread_join(hj[i].th, NULL);
     if (prof_on())
@@ -655,9 +695,12 @@ struct dev_batch {
     struct enc_lanes *enc; /* encode, method 2 on the device */
     uint64_t prof_ns[4];   /* GMTF_BATCH_PROFILE: decode begin's parts, summed */
     size_t split;          /* decode: the packed blocks [0, split) say method 2 */
-    /* encode: the staging set (0: stage_a, stage_b, stage_idx; 1: enc2_*,
-     * encoding ahead) and its buffers, set by dev_batch_pack_by */
+    /* encode: the staging set (0 or 1: encoding ahead), whether it is the
+     * encode's own (enc_st[set]) or the codec's (stage_a, stage_b,
+     * stage_idx: decode, and encode's pinned set 0), and its buffers, set
+     * by dev_batch_pack_by */
     unsigned set;
+    int own;
     uint8_t *st_a, *st_b;
     uint32_t *st_idx;
 };
@@ -751,11 +794,12 @@ static int dev_batch_pack_by(struct dev_batch *d, size_t count, const uint64_t *
     free(ord);
     if (d->nsel == 0)
         return 0;
-    if (d->set == 1) { /* encoding ahead: the second set (its last batch is done) */
+    if (d->own) { /* the encode's own set (its last batch is done) */
         uint64_t n = d->coff[d->nsel];
-        d->st_a = hbuf_reserve(c, &c->enc2_a, n);
-        d->st_b = hbuf_reserve(c, &c->enc2_b, n);
-        d->st_idx = hbuf_reserve(c, &c->enc2_idx, d->ioff[d->nsel] * 4);
+        struct gmtf_hbuf *h = c->enc_st[d->set];
+        d->st_a = hbuf_reserve_as(c, &h[0], n, enc_pin(d->set));
+        d->st_b = hbuf_reserve_as(c, &h[1], n, enc_pin(d->set));
+        d->st_idx = hbuf_reserve(c, &h[2], d->ioff[d->nsel] * 4);
         return d->st_a && d->st_b && d->st_idx ? 0 : -ENOMEM;
     }
     int rc = stage_reserve(c, d->coff[d->nsel]);
@@ -1537,6 +1581,7 @@ static struct enc_ahead *ahead_start(gmtf_codec *c)
                                  .sb = a->d.s.sb};
         gmtf_pool_run(c->pool, dev_encode_prep, &a->d, count);
         a->d.set = c->enc_set;
+        a->d.own = a->d.set == 1 || !enc_pin(0);
         rc = dev_batch_pack(&a->d, count, size);
     }
     free(size);
@@ -1647,6 +1692,7 @@ static int batch_encode_dev(gmtf_codec *c, const uint8_t *src, const uint64_t *o
         double t0 = prof_on() ? prof_ms() : 0;
         gmtf_pool_run(c->pool, dev_encode_prep, &d, count);
         d.set = ahead ? c->enc_set : 0;
+        d.own = d.set == 1 || !enc_pin(0);
         rc = dev_batch_pack(&d, count, size);
         if (prof_on())
             fprintf(stderr, "profile: encode prep+pack %.2f ms\n", prof_ms() - t0);

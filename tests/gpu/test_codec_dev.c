@@ -1162,7 +1162,7 @@ static void test_ahead(void **state)
             }
         }
         if (t == 0)
-            assert_non_null(dev->enc2_a.p);
+            assert_non_null(dev->enc_st[1][0].p);
         else
             assert_int_equal(d->retired, 1);
         /* announced: y; encoded: x (its own buffer), then y's announcement
