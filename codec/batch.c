@@ -122,16 +122,22 @@ static void *hbuf_reserve(gmtf_codec *c, struct gmtf_hbuf *b, uint64_t n)
     return hbuf_reserve_as(c, b, n, 1);
 }
 
-/* GMTF_ENC_PIN (measurements): two digits, whether the encode's staging
- * set 0 and set 1 (encoding ahead) are pinned; default "10". Pinning costs
- * about 0.7 ms a MiB on the H100 host, serialized in the driver (docs/gpu.md,
- * pipe10); pageable staging costs the transfers' overlap. */
-static int enc_pin(unsigned set)
+static int ahead_capable(const gmtf_codec *c);
+
+/* Whether the encode's staging set (0, or 1: encoding ahead) is pinned:
+ * set 0 unless the codec encodes ahead, set 1 never. Pinning costs about
+ * 0.7 ms a MiB on the H100 host, serialized in the driver, and more at the
+ * exit; pageable staging costs the transfers' overlap with the sort, which
+ * encoding ahead hides: the whole Linux tar compressed in 1.736 s with
+ * neither set pinned, 2.123 with both, 2.182 with set 0 alone (docs/gpu.md,
+ * pipe10). GMTF_ENC_PIN (measurements): two digits, 1 = pinned, for sets
+ * 0 and 1. */
+static int enc_pin(const gmtf_codec *c, unsigned set)
 {
     const char *v = getenv("GMTF_ENC_PIN");
-    if (!v || strlen(v) != 2)
-        return set == 0;
-    return v[set] == '1';
+    if (v && strlen(v) == 2)
+        return v[set] == '1';
+    return set == 0 && !ahead_capable(c);
 }
 
 static void stage_free(gmtf_codec *c)
@@ -266,7 +272,6 @@ static void hbuf_jobs_start(struct hbuf_job *j, int n)
     }
 }
 
-static int ahead_capable(const gmtf_codec *c);
 static int ahead_matches(const struct enc_ahead *a, const uint8_t *src, const uint64_t *off,
                          size_t count, const uint8_t *dst);
 
@@ -292,7 +297,7 @@ int gmtf_codec_prepare(gmtf_codec *c, uint64_t batch_bytes, int encode)
      * workspaces and the device's contexts; GMTF_STAGE_PAR=0: in turn. An
      * encode with its set 0 not pinned readies that set instead, and
      * encoding ahead its set 1 too. */
-    int own0 = dev && encode && !enc_pin(0), ahead = dev && encode && ahead_capable(c);
+    int own0 = dev && encode && !enc_pin(c, 0), ahead = dev && encode && ahead_capable(c);
     struct stage_job sj = {c, batch_bytes, 0, 0};
     pthread_t th;
     int par = dev && !own0 && stage_par_on() && pthread_create(&th, NULL, stage_run, &sj) == 0;
@@ -300,7 +305,7 @@ int gmtf_codec_prepare(gmtf_codec *c, uint64_t batch_bytes, int encode)
     int nh = 0;
     for (unsigned set = own0 ? 0 : 1; set < 2 && (set == 0 || ahead); set++)
         for (int k = 0; k < 2; k++)
-            hj[nh++] = (struct hbuf_job){c, &c->enc_st[set][k], batch_bytes, enc_pin(set), 0, 0};
+            hj[nh++] = (struct hbuf_job){c, &c->enc_st[set][k], batch_bytes, enc_pin(c, set), 0, 0};
     hbuf_jobs_start(hj, nh);
     int rc = 0;
     for (unsigned i = 0; i < c->threads && rc == 0; i++)
@@ -797,8 +802,8 @@ static int dev_batch_pack_by(struct dev_batch *d, size_t count, const uint64_t *
     if (d->own) { /* the encode's own set (its last batch is done) */
         uint64_t n = d->coff[d->nsel];
         struct gmtf_hbuf *h = c->enc_st[d->set];
-        d->st_a = hbuf_reserve_as(c, &h[0], n, enc_pin(d->set));
-        d->st_b = hbuf_reserve_as(c, &h[1], n, enc_pin(d->set));
+        d->st_a = hbuf_reserve_as(c, &h[0], n, enc_pin(c, d->set));
+        d->st_b = hbuf_reserve_as(c, &h[1], n, enc_pin(c, d->set));
         d->st_idx = hbuf_reserve(c, &h[2], d->ioff[d->nsel] * 4);
         return d->st_a && d->st_b && d->st_idx ? 0 : -ENOMEM;
     }
@@ -1581,7 +1586,7 @@ static struct enc_ahead *ahead_start(gmtf_codec *c)
                                  .sb = a->d.s.sb};
         gmtf_pool_run(c->pool, dev_encode_prep, &a->d, count);
         a->d.set = c->enc_set;
-        a->d.own = a->d.set == 1 || !enc_pin(0);
+        a->d.own = a->d.set == 1 || !enc_pin(c, 0);
         rc = dev_batch_pack(&a->d, count, size);
     }
     free(size);
@@ -1692,7 +1697,7 @@ static int batch_encode_dev(gmtf_codec *c, const uint8_t *src, const uint64_t *o
         double t0 = prof_on() ? prof_ms() : 0;
         gmtf_pool_run(c->pool, dev_encode_prep, &d, count);
         d.set = ahead ? c->enc_set : 0;
-        d.own = d.set == 1 || !enc_pin(0);
+        d.own = d.set == 1 || !enc_pin(c, 0);
         rc = dev_batch_pack(&d, count, size);
         if (prof_on())
             fprintf(stderr, "profile: encode prep+pack %.2f ms\n", prof_ms() - t0);
