@@ -287,6 +287,7 @@ static void *stage_run(void *arg)
 
 int gmtf_codec_prepare(gmtf_codec *c, uint64_t batch_bytes, int encode)
 {
+    ahead_drop(c); /* a batch run ahead: its staging may be grown here */
     if (c->multi && gmtf_multi_dev_live(c->multi)) /* the device codecs' workspaces */
         return gmtf_multi_dev_prepare(c->multi, batch_bytes, encode);
     int dir = encode ? GMTF_BWT_DEV_FWD : GMTF_BWT_DEV_INV;
@@ -2097,6 +2098,7 @@ static int batch_decode(gmtf_codec *c, const uint8_t *src, const uint64_t *foff,
 int gmtf_batch_decode(gmtf_codec *c, const uint8_t *src, const uint64_t *foff, size_t count,
                       uint8_t *dst, const uint64_t *doff, int *status)
 {
+    ahead_drop(c); /* an encode run ahead, done before the device decodes */
     uint64_t largest = 0;
     for (size_t i = 0; i < count; i++) {
         if (foff[i + 1] < foff[i] || doff[i + 1] < doff[i])

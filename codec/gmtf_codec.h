@@ -106,14 +106,15 @@ typedef int (*gmtf_batch_next_fn)(void *arg, gmtf_batch_next *next);
 
 /* Encoding ahead on a device: with fn set, a batch encode on the device
  * asks fn for the next batch and starts it (its checksums, its copy into a
- * second pinned staging and its device step) beside its own last steps,
- * so that the device does not wait for them; the next gmtf_batch_encode
- * with exactly those arguments takes that work over (another call first
- * waits for it and drops it). Between the two calls the next batch's
- * src, off and dst must stay as they are, and fn's batch must be the next
- * one encoded. gmtf_codec_prepare readies the second staging too when fn
- * is set. fn NULL: off (the default), after waiting for any batch started
- * ahead. The frames are the same either way. */
+ * second staging set and its device step) beside its own last steps, so
+ * that the device does not wait for them; the next gmtf_batch_encode with
+ * exactly those arguments takes that work over (another encode, a decode
+ * or a prepare first waits for it and drops it). Between the two calls
+ * the next batch's src, off and dst must stay as they are. While fn is
+ * set the encode's staging is pageable (pinning cost more than it saved,
+ * docs/gpu.md), and gmtf_codec_prepare readies both sets. fn NULL: off
+ * (the default), after waiting for any batch started ahead. The frames
+ * are the same either way. */
 void gmtf_codec_set_next(gmtf_codec *c, gmtf_batch_next_fn fn, void *arg);
 
 /* ---- single frames ---------------------------------------------------- */
