@@ -12,6 +12,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 #include <time.h>
 
 #include "bwt.h"
@@ -92,20 +93,51 @@ static void hbuf_free(gmtf_codec *c, struct gmtf_hbuf *b)
     b->pinned = 0;
 }
 
-/* b grown to n bytes (its contents not kept); NULL on -ENOMEM. */
-static void *hbuf_reserve(gmtf_codec *c, struct gmtf_hbuf *b, uint64_t n)
+/* b grown to n bytes (its contents not kept), pinned when pin and the
+ * batch backend allocates so, else from malloc (2 MiB pages asked for);
+ * NULL on -ENOMEM. */
+static void *hbuf_reserve_as(gmtf_codec *c, struct gmtf_hbuf *b, uint64_t n, int pin)
 {
     if (n <= b->cap && b->p)
         return b->p;
     hbuf_free(c, b);
     if (n == 0)
         n = 1;
-    if (c->batch_mtf && (b->p = gmtf_mtf_host_alloc(c->batch_mtf, n)) != NULL)
+    if (pin && c->batch_mtf && (b->p = gmtf_mtf_host_alloc(c->batch_mtf, n)) != NULL) {
         b->pinned = 1;
-    else
+    } else {
         b->p = malloc(n);
+#ifdef MADV_HUGEPAGE
+        if (b->p && n >= (4u << 20))
+            (void)madvise((void *)(((uintptr_t)b->p + 4095) & ~(uintptr_t)4095),
+                          (n - 4096) & ~(uint64_t)4095, MADV_HUGEPAGE);
+#endif
+    }
     b->cap = b->p ? n : 0;
     return b->p;
+}
+
+static void *hbuf_reserve(gmtf_codec *c, struct gmtf_hbuf *b, uint64_t n)
+{
+    return hbuf_reserve_as(c, b, n, 1);
+}
+
+static int ahead_capable(const gmtf_codec *c);
+
+/* Whether the encode's staging set (0, or 1: encoding ahead) is pinned:
+ * set 0 unless the codec encodes ahead, set 1 never. Pinning costs about
+ * 0.7 ms a MiB on the H100 host, serialized in the driver, and more at the
+ * exit; pageable staging costs the transfers' overlap with the sort, which
+ * encoding ahead hides: the whole Linux tar compressed in 1.736 s with
+ * neither set pinned, 2.123 with both, 2.182 with set 0 alone (docs/gpu.md,
+ * pipe10). GMTF_ENC_PIN (measurements): two digits, 1 = pinned, for sets
+ * 0 and 1. */
+static int enc_pin(const gmtf_codec *c, unsigned set)
+{
+    const char *v = getenv("GMTF_ENC_PIN");
+    if (v && strlen(v) == 2)
+        return v[set] == '1';
+    return set == 0 && !ahead_capable(c);
 }
 
 static void stage_free(gmtf_codec *c)
@@ -127,13 +159,45 @@ static void stage_free(gmtf_codec *c)
     c->stage_idx_cap = 0;
 }
 
+static void ahead_drop(gmtf_codec *c);
+
 void gmtf_batch_stage_free(gmtf_codec *c)
 {
+    ahead_drop(c);
     stage_free(c);
+    for (int set = 0; set < 2; set++)
+        for (int k = 0; k < 3; k++)
+            hbuf_free(c, &c->enc_st[set][k]);
     hbuf_free(c, &c->dec_lanes);
     hbuf_free(c, &c->dec_cum);
     hbuf_free(c, &c->dec_sel);
     hbuf_free(c, &c->dec_in);
+}
+
+/* GMTF_STAGE_PAR=0 (measurements): the two pinned staging buffers one
+ * after the other, as before pipe10. */
+static int stage_par_on(void)
+{
+    const char *e = getenv("GMTF_STAGE_PAR");
+    return !(e && *e == '0' && !e[1]);
+}
+
+/* Pinning page by page is most of a GPU codec's prepare (docs/gpu.md,
+ * pipe10): a staging buffer from STAGE_PAR_MIN bytes is pinned on a
+ * helper thread beside the other. */
+#define STAGE_PAR_MIN (16u << 20)
+
+struct pin_job {
+    const gmtf_mtf *m;
+    size_t n;
+    void *p;
+};
+
+static void *pin_run(void *arg)
+{
+    struct pin_job *j = arg;
+    j->p = gmtf_mtf_host_alloc(j->m, j->n);
+    return NULL;
 }
 
 /* Grows the two staging buffers to n bytes each, from the batch backend's
@@ -145,8 +209,16 @@ static int stage_reserve(gmtf_codec *c, uint64_t n)
     stage_free(c);
     c->stage_pinned = c->batch_mtf != NULL;
     if (c->stage_pinned) {
+        struct pin_job j = {c->batch_mtf, n, NULL};
+        pthread_t th;
+        int par =
+            n >= STAGE_PAR_MIN && stage_par_on() && pthread_create(&th, NULL, pin_run, &j) == 0;
         c->stage_a = gmtf_mtf_host_alloc(c->batch_mtf, n);
-        c->stage_b = gmtf_mtf_host_alloc(c->batch_mtf, n);
+        if (par)
+            pthread_join(th, NULL);
+        else
+            pin_run(&j);
+        c->stage_b = j.p;
         if (!c->stage_a || !c->stage_b) {
             stage_free(c);
             c->stage_pinned = 0;
@@ -164,18 +236,102 @@ static int stage_reserve(gmtf_codec *c, uint64_t n)
     return 0;
 }
 
+struct stage_job {
+    gmtf_codec *c;
+    uint64_t bytes;
+    int rc;
+    double ms;
+};
+
+/* One buffer of the encode's own staging sets, on a thread; pageable
+ * buffers touched (their page faults here rather than in the batches). */
+struct hbuf_job {
+    gmtf_codec *c;
+    struct gmtf_hbuf *b;
+    uint64_t bytes;
+    int pin;
+    pthread_t th;
+    int started;
+};
+
+static void *hbuf_run(void *arg)
+{
+    struct hbuf_job *j = arg;
+    uint8_t *p = hbuf_reserve_as(j->c, j->b, j->bytes, j->pin); /* a failure: the batch's */
+    if (p && !j->b->pinned)
+        memset(p, 0, j->bytes);
+    return NULL;
+}
+
+static void hbuf_jobs_start(struct hbuf_job *j, int n)
+{
+    for (int i = 0; i < n; i++) {
+        j[i].started = pthread_create(&j[i].th, NULL, hbuf_run, &j[i]) == 0;
+        if (!j[i].started)
+            hbuf_run(&j[i]);
+    }
+}
+
+static int ahead_matches(const struct enc_ahead *a, const uint8_t *src, const uint64_t *off,
+                         size_t count, const uint8_t *dst);
+
+static void *stage_run(void *arg)
+{
+    struct stage_job *j = arg;
+    double t0 = prof_on() ? prof_ms() : 0;
+    j->rc = stage_reserve(j->c, j->bytes);
+    if (prof_on())
+        j->ms = prof_ms() - t0;
+    return NULL;
+}
+
 int gmtf_codec_prepare(gmtf_codec *c, uint64_t batch_bytes, int encode)
 {
+    ahead_drop(c); /* a batch run ahead: its staging may be grown here */
     if (c->multi && gmtf_multi_dev_live(c->multi)) /* the device codecs' workspaces */
         return gmtf_multi_dev_prepare(c->multi, batch_bytes, encode);
-    for (unsigned i = 0; i < c->threads; i++)
-        if (!(encode ? gmtf_codec_workspace_enc(c, i) : gmtf_codec_workspace(c, i)))
-            return -ENOMEM;
     int dir = encode ? GMTF_BWT_DEV_FWD : GMTF_BWT_DEV_INV;
-    if (c->frame_version == GMTF_FRAME_V1 || !gmtf_bwt_dev_wants(&c->bwt_dev, dir, batch_bytes))
-        return 0;
-    (void)gmtf_bwt_dev_prepare(&c->bwt_dev, dir); /* a failure: the first batch's to find */
-    return stage_reserve(c, batch_bytes);
+    int dev =
+        c->frame_version != GMTF_FRAME_V1 && gmtf_bwt_dev_wants(&c->bwt_dev, dir, batch_bytes);
+    double t0 = prof_on() ? prof_ms() : 0, t1 = t0, t2 = t0;
+    /* the staging (pinned: the longest part) on a helper thread beside the
+     * workspaces and the device's contexts; GMTF_STAGE_PAR=0: in turn. An
+     * encode with its set 0 not pinned readies that set instead, and
+     * encoding ahead its set 1 too. */
+    int own0 = dev && encode && !enc_pin(c, 0), ahead = dev && encode && ahead_capable(c);
+    struct stage_job sj = {c, batch_bytes, 0, 0};
+    pthread_t th;
+    int par = dev && !own0 && stage_par_on() && pthread_create(&th, NULL, stage_run, &sj) == 0;
+    struct hbuf_job hj[4];
+    int nh = 0;
+    for (unsigned set = own0 ? 0 : 1; set < 2 && (set == 0 || ahead); set++)
+        for (int k = 0; k < 2; k++)
+            hj[nh++] = (struct hbuf_job){c, &c->enc_st[set][k], batch_bytes, enc_pin(c, set), 0, 0};
+    hbuf_jobs_start(hj, nh);
+    int rc = 0;
+    for (unsigned i = 0; i < c->threads && rc == 0; i++)
+        if (!(encode ? gmtf_codec_workspace_enc(c, i) : gmtf_codec_workspace(c, i)))
+            rc = -ENOMEM;
+    if (prof_on())
+        t1 = prof_ms();
+    if (dev && rc == 0) /* a failure: the first batch's to find */
+        (void)gmtf_bwt_dev_prepare(&c->bwt_dev, dir);
+    if (prof_on())
+        t2 = prof_ms();
+    if (par)
+        pthread_join(th, NULL);
+    else if (dev && !own0 && rc == 0)
+        stage_run(&sj);
+    for (int i = 0; i < nh; i++)
+        if (hj[i].started)
+            pthread_join(hj[i].th, NULL);
+    if (prof_on())
+        fprintf(stderr,
+                "profile: prepare %s %llu bytes: workspaces %.2f, device %.2f, staging %.2f "
+                "(%s), %.2f ms in all\n",
+                encode ? "encode" : "decode", (unsigned long long)batch_bytes, t1 - t0, t2 - t1,
+                sj.ms, par ? "beside" : "after", prof_ms() - t0);
+    return rc ? rc : sj.rc;
 }
 
 /* Per-block state of a staged batch. */
@@ -303,6 +459,8 @@ static int batch_encode_crc(gmtf_codec *c, const uint8_t *src, const uint64_t *o
 int gmtf_batch_encode_crc(gmtf_codec *c, const uint8_t *src, const uint64_t *off, size_t count,
                           uint8_t *dst, uint64_t cap, uint64_t *dst_off, uint32_t *crc)
 {
+    if (c->ahead && !ahead_matches(c->ahead, src, off, count, dst))
+        ahead_drop(c); /* not the batch announced: its work is dropped */
     if (off[0] != 0)
         return -EINVAL;
     uint64_t largest = 0;
@@ -348,8 +506,8 @@ static int batch_encode_crc(gmtf_codec *c, const uint8_t *src, const uint64_t *o
         c->batch_mtf->ops->batch_encode) {
         b.err = batch_encode_staged(c, src, off, count, dst, slot, len, crc);
         cpu = 0;
-    } else if (c->frame_version != GMTF_FRAME_V1 &&
-               gmtf_bwt_dev_wants(&c->bwt_dev, GMTF_BWT_DEV_FWD, off[count])) {
+    } else if (c->ahead || (c->frame_version != GMTF_FRAME_V1 &&
+                            gmtf_bwt_dev_wants(&c->bwt_dev, GMTF_BWT_DEV_FWD, off[count]))) {
         int rc = batch_encode_dev(c, src, off, count, dst, slot, len, crc);
         cpu = rc == 1;
         b.err = rc == 1 ? 0 : rc;
@@ -543,6 +701,14 @@ struct dev_batch {
     struct enc_lanes *enc; /* encode, method 2 on the device */
     uint64_t prof_ns[4];   /* GMTF_BATCH_PROFILE: decode begin's parts, summed */
     size_t split;          /* decode: the packed blocks [0, split) say method 2 */
+    /* encode: the staging set (0 or 1: encoding ahead), whether it is the
+     * encode's own (enc_st[set]) or the codec's (stage_a, stage_b,
+     * stage_idx: decode, and encode's pinned set 0), and its buffers, set
+     * by dev_batch_pack_by */
+    unsigned set;
+    int own;
+    uint8_t *st_a, *st_b;
+    uint32_t *st_idx;
 };
 
 static uint64_t prof_ns(void)
@@ -634,8 +800,21 @@ static int dev_batch_pack_by(struct dev_batch *d, size_t count, const uint64_t *
     free(ord);
     if (d->nsel == 0)
         return 0;
+    if (d->own) { /* the encode's own set (its last batch is done) */
+        uint64_t n = d->coff[d->nsel];
+        struct gmtf_hbuf *h = c->enc_st[d->set];
+        d->st_a = hbuf_reserve_as(c, &h[0], n, enc_pin(c, d->set));
+        d->st_b = hbuf_reserve_as(c, &h[1], n, enc_pin(c, d->set));
+        d->st_idx = hbuf_reserve(c, &h[2], d->ioff[d->nsel] * 4);
+        return d->st_a && d->st_b && d->st_idx ? 0 : -ENOMEM;
+    }
     int rc = stage_reserve(c, d->coff[d->nsel]);
-    return rc ? rc : stage_idx_reserve(c, d->ioff[d->nsel]);
+    if (rc == 0)
+        rc = stage_idx_reserve(c, d->ioff[d->nsel]);
+    d->st_a = c->stage_a;
+    d->st_b = c->stage_b;
+    d->st_idx = c->stage_idx;
+    return rc;
 }
 
 static int dev_batch_pack(struct dev_batch *d, size_t count, const uint64_t *size)
@@ -714,8 +893,8 @@ static void *dev_job_run(void *arg)
     size_t j0 = job->j0, n = job->j1 - j0;
     int kept = 0;
     if (job->dir == GMTF_BWT_DEV_FWD)
-        job->rc = gmtf_bwt_dev_forward(&c->bwt_dev, c->stage_a, d->coff + j0, n, d->step + j0,
-                                       c->stage_b, c->stage_idx + d->ioff[j0]);
+        job->rc = gmtf_bwt_dev_forward(&c->bwt_dev, d->st_a, d->coff + j0, n, d->step + j0, d->st_b,
+                                       d->st_idx + d->ioff[j0]);
     else if ((job->rc = dev_lanes(d, j0, job->j1, &kept)) == 0 && kept)
         /* the lanes' output is still on the device: no round trip */
         job->rc = gmtf_bwt_dev_inverse_lanes(&c->bwt_dev, d->coff + j0, n, d->step + j0,
@@ -823,8 +1002,7 @@ static void dev_encode_prep(void *ctx, size_t i, unsigned worker)
 static void dev_encode_copy(struct dev_batch *d, size_t j, unsigned worker)
 {
     (void)worker;
-    memcpy(d->s.c->stage_a + d->coff[j], d->s.src + d->s.off[d->sel[j]],
-           d->coff[j + 1] - d->coff[j]);
+    memcpy(d->st_a + d->coff[j], d->s.src + d->s.off[d->sel[j]], d->coff[j + 1] - d->coff[j]);
 }
 
 /* QLFC coding of the block's BWT output; the whole frame on the CPU when
@@ -844,9 +1022,9 @@ static void dev_encode_entropy(struct dev_batch *d, size_t j, unsigned worker)
         r = gmtf_frame_encode_ws(&s->c->mtf, w, s->src + s->off[i], n, s->dst + s->slot[i],
                                  gmtf_frame_bound(n), GMTF_FRAME_V2, NULL);
     else
-        r = gmtf_frame_encode_bwt_v2(s->src + s->off[i], s->c->stage_b + d->coff[j], n,
-                                     s->c->stage_idx + d->ioff[j], s->sb[i].crc,
-                                     s->dst + s->slot[i], w->rank_ws);
+        r = gmtf_frame_encode_bwt_v2(s->src + s->off[i], d->st_b + d->coff[j], n,
+                                     d->st_idx + d->ioff[j], s->sb[i].crc, s->dst + s->slot[i],
+                                     w->rank_ws);
     if (r < 0)
         batch_set_err(&s->err, (int)r);
     else
@@ -900,6 +1078,7 @@ struct enc_lanes {
     int tight;          /* the plan's statistics came from the device: B(k) right after plan(k) */
     uint8_t *rec;       /* packed block j's plan record at j * rec_size */
     size_t rec_size;
+    unsigned ctx0; /* chunk k takes encoder context (ctx0 + k) % 3 */
 };
 
 /* Packed block j's frame on the CPU: from its BWT output when that came
@@ -910,8 +1089,8 @@ static void enc_cpu(struct dev_batch *d, size_t j, gmtf_workspace *w, int have_b
     struct staged *s = &d->s;
     size_t i = d->sel[j], n = s->off[i + 1] - s->off[i];
     long r = have_bwt
-                 ? gmtf_frame_encode_bwt_v2(s->src + s->off[i], s->c->stage_b + d->coff[j], n,
-                                            s->c->stage_idx + d->ioff[j], s->sb[i].crc,
+                 ? gmtf_frame_encode_bwt_v2(s->src + s->off[i], d->st_b + d->coff[j], n,
+                                            d->st_idx + d->ioff[j], s->sb[i].crc,
                                             s->dst + s->slot[i], w->rank_ws)
                  : gmtf_frame_encode_ws(&s->c->mtf, w, s->src + s->off[i], n, s->dst + s->slot[i],
                                         gmtf_frame_bound(n), GMTF_FRAME_V2, NULL);
@@ -926,8 +1105,8 @@ static void enc_frame(struct dev_batch *d, size_t j, long plen)
 {
     struct staged *s = &d->s;
     size_t i = d->sel[j], n = s->off[i + 1] - s->off[i];
-    long r = gmtf_frame_finish_bwt_v2(s->src + s->off[i], n, s->c->stage_idx + d->ioff[j],
-                                      s->sb[i].crc, s->dst + s->slot[i], plen);
+    long r = gmtf_frame_finish_bwt_v2(s->src + s->off[i], n, d->st_idx + d->ioff[j], s->sb[i].crc,
+                                      s->dst + s->slot[i], plen);
     if (r < 0)
         batch_set_err(&s->err, (int)r);
     else
@@ -953,7 +1132,7 @@ static void enc_late(struct dev_batch *d, size_t j, unsigned worker)
         batch_set_err(&s->err, -ENOMEM);
         return;
     }
-    const uint8_t *bwt = s->c->stage_b + d->coff[j];
+    const uint8_t *bwt = d->st_b + d->coff[j];
     size_t h = gmtf_frame_header_len_v2(GMTF_METHOD_BWT, n), cap = gmtf_frame_payload_cap_v2(n);
     if (how == ENC_LATE_M3) /* method 3, as gmtf_qlfc_encode goes on */
         enc_frame(d, j,
@@ -997,7 +1176,7 @@ static void enc_plan(struct dev_batch *d, size_t j, unsigned worker)
     v.ninit += GMTF_GPU_LANES * b;
     v.gstart += (size_t)GMTF_GPU_LANES_MAX_GROUPS * b;
     v.shared += (size_t)GMTF_GPU_LANES * GMTF_GPU_LANES_NSHARED * 16 * b;
-    const uint8_t *bwt = s->c->stage_b + d->coff[j];
+    const uint8_t *bwt = d->st_b + d->coff[j];
     uint8_t *bsel = ch->sel + (size_t)GMTF_GPU_LANES_MAX_GROUPS * b;
     long r =
         ch->plans
@@ -1050,8 +1229,8 @@ static void enc_dev_a(struct dev_batch *d, unsigned k)
     gmtf_codec *c = d->s.c;
     struct enc_chunk *ch = &d->enc->ch[k];
     size_t j0 = ch->j0, n = ch->j1 - j0;
-    ch->fwd_ok = gmtf_bwt_dev_forward(&c->bwt_dev, c->stage_a, d->coff + j0, n, d->step + j0,
-                                      c->stage_b, c->stage_idx + d->ioff[j0]) == 0;
+    ch->fwd_ok = gmtf_bwt_dev_forward(&c->bwt_dev, d->st_a, d->coff + j0, n, d->step + j0, d->st_b,
+                                      d->st_idx + d->ioff[j0]) == 0;
     size_t big = 0;
     for (size_t j = j0; j < ch->j1; j++)
         big += d->coff[j + 1] - d->coff[j] >= GMTF_QLFC_LANES_MIN;
@@ -1061,12 +1240,13 @@ static void enc_dev_a(struct dev_batch *d, unsigned k)
     ch->plans = NULL;
     ch->psel = NULL;
     if (c->bwt_dev.use_plan)
-        rc = gmtf_bwt_dev_enc_scan_plan(&c->bwt_dev, (int)(k % 3), n, ch->off, GMTF_QLFC_BIG_RANK,
-                                        &ch->o, &ch->plans, &ch->psel);
+        rc = gmtf_bwt_dev_enc_scan_plan(&c->bwt_dev, (int)((d->enc->ctx0 + k) % 3), n, ch->off,
+                                        GMTF_QLFC_BIG_RANK, &ch->o, &ch->plans, &ch->psel);
     else
-        rc = gmtf_bwt_dev_enc_scan(&c->bwt_dev, (int)(k % 3), n, ch->off, &ch->o);
+        rc = gmtf_bwt_dev_enc_scan(&c->bwt_dev, (int)((d->enc->ctx0 + k) % 3), n, ch->off, &ch->o);
     if (rc == 0)
-        rc = gmtf_bwt_dev_enc_tables(&c->bwt_dev, (int)(k % 3), &ch->sel, &ch->cum, &ch->skip);
+        rc = gmtf_bwt_dev_enc_tables(&c->bwt_dev, (int)((d->enc->ctx0 + k) % 3), &ch->sel, &ch->cum,
+                                     &ch->skip);
     ch->scan_ok = rc == 0;
 }
 
@@ -1081,7 +1261,8 @@ static void enc_dev_b(struct dev_batch *d, unsigned k)
         any |= d->enc->planned[j];
     if (!ch->scan_ok || !any)
         return;
-    if (gmtf_bwt_dev_enc_code(&c->bwt_dev, (int)(k % 3), nb, &ch->streams, &ch->len) != 0)
+    if (gmtf_bwt_dev_enc_code(&c->bwt_dev, (int)((d->enc->ctx0 + k) % 3), nb, &ch->streams,
+                              &ch->len) != 0)
         return;
     uint64_t at = 0;
     for (size_t b = 0; b < nb; b++) {
@@ -1172,7 +1353,8 @@ static int env_tight(void)
     return !(v && v[0] == '0' && !v[1]);
 }
 
-static int enc_pipeline(struct dev_batch *d)
+/* d->enc for chunks chunks (their blocks cut by bytes); enc_free undoes it. */
+static int enc_setup(struct dev_batch *d, unsigned chunks)
 {
     gmtf_codec *c = d->s.c;
     struct enc_lanes *e = calloc(1, sizeof *e);
@@ -1180,7 +1362,6 @@ static int enc_pipeline(struct dev_batch *d)
         return -ENOMEM;
     d->enc = e;
     uint64_t bytes = d->coff[d->nsel];
-    unsigned chunks = dev_chunks(d, GMTF_BWT_DEV_FWD);
     e->chunks = chunks;
     e->rec_size = (gmtf_lanes_enc_dev_rec_size() + 63) & ~(size_t)63;
     e->chunk_of = malloc(d->nsel * sizeof *e->chunk_of);
@@ -1212,6 +1393,32 @@ static int enc_pipeline(struct dev_batch *d)
         for (size_t jj = ch->j0; jj < ch->j1; jj++)
             e->chunk_of[jj] = k;
     }
+    return rc;
+}
+
+static void enc_free(struct dev_batch *d)
+{
+    struct enc_lanes *e = d->enc;
+    if (!e)
+        return;
+    for (unsigned k = 0; k < e->chunks; k++) {
+        free(e->ch[k].off);
+        free(e->ch[k].soff);
+    }
+    free(e->chunk_of);
+    free(e->planned);
+    free(e->late);
+    free(e->rec);
+    free(e);
+    d->enc = NULL;
+}
+
+static int enc_pipeline(struct dev_batch *d)
+{
+    gmtf_codec *c = d->s.c;
+    unsigned chunks = dev_chunks(d, GMTF_BWT_DEV_FWD);
+    int rc = enc_setup(d, chunks);
+    struct enc_lanes *e = d->enc;
     if (rc == 0) {
         gmtf_bwt_dev_hold(&c->bwt_dev, 1);
         for (int r = 0; r < (int)chunks + 4 && e->tight; r++) {
@@ -1262,17 +1469,205 @@ static int enc_pipeline(struct dev_batch *d)
         }
         gmtf_bwt_dev_hold(&c->bwt_dev, 0);
     }
-    for (unsigned k = 0; k < chunks; k++) {
-        free(e->ch[k].off);
-        free(e->ch[k].soff);
-    }
-    free(e->chunk_of);
-    free(e->planned);
-    free(e->late);
-    free(e->rec);
-    free(e);
-    d->enc = NULL;
+    enc_free(d);
     return rc;
+}
+
+/* ---- encoding ahead (gmtf_codec_set_next, pipe10) ----
+ *
+ * A batch in one chunk leaves the device idle during the pool's steps
+ * around it (the copy, the plans, the blocks the device does not code, the
+ * frames put together: ~85 of a 256 MiB batch's ~245 ms on the H100,
+ * docs/gpu.md). With a next-batch hook, batch k's call readies batch
+ * k + 1 on the pool while A(k) runs (the caller's hook, then its
+ * checksums and special frames, its pack and its copy into the other
+ * staging set), starts A(k + 1) on a thread as soon as A(k) ends, beside
+ * batch k's plans, code step B(k), CPU blocks and finish, and returns with
+ * A(k + 1) running: the call for batch k + 1 takes it over. The two
+ * batches use staging sets and encoder contexts 0 and 1 in turn (the set
+ * a batch takes is free: its last batch's call has returned). The device
+ * stays held (not closed on a fault) while a batch runs ahead; a fault in
+ * its A leaves its blocks to the CPU as in enc_pipeline. */
+struct enc_ahead {
+    struct dev_batch d;
+    gmtf_batch_next nb; /* its arguments */
+    uint64_t *slot;     /* slot, then len: count + 1 each */
+    uint32_t *crc;
+    pthread_t th;
+    int running; /* A on th */
+};
+
+static int env_ahead(void)
+{
+    const char *v = getenv("GMTF_GPU_ENC_AHEAD"); /* measurements: 0 = off */
+    return !(v && v[0] == '0' && !v[1]);
+}
+
+/* 1 when batches on this codec's device go the way that encodes ahead. */
+static int ahead_capable(const gmtf_codec *c)
+{
+    return c->next_fn && c->bwt_dev.use_enc && c->bwt_dev.use_plan && env_tight() && env_ahead();
+}
+
+static void ahead_free(struct enc_ahead *a)
+{
+    enc_free(&a->d);
+    dev_batch_free(&a->d);
+    free(a->slot);
+    free(a->crc);
+    free(a);
+}
+
+/* Waits for the batch started ahead, if any, and drops it. */
+static void ahead_drop(gmtf_codec *c)
+{
+    struct enc_ahead *a = c->ahead;
+    if (!a)
+        return;
+    c->ahead = NULL;
+    if (a->running)
+        pthread_join(a->th, NULL);
+    gmtf_bwt_dev_hold(&c->bwt_dev, 0);
+    ahead_free(a);
+}
+
+static int ahead_matches(const struct enc_ahead *a, const uint8_t *src, const uint64_t *off,
+                         size_t count, const uint8_t *dst)
+{
+    return a->nb.src == src && a->nb.off == off && a->nb.count == count && a->nb.dst == dst;
+}
+
+static int big_block(const struct dev_batch *d)
+{
+    for (size_t j = 0; j < d->nsel; j++)
+        if (d->coff[j + 1] - d->coff[j] >= GMTF_QLFC_LANES_MIN)
+            return 1;
+    return 0;
+}
+
+/* The next batch from the caller's hook, readied up to its device step
+ * (on the pool: nothing else runs there meanwhile), or NULL: no hook, no
+ * next batch, one the device would not take this way, or no memory (its
+ * call then codes it from the start). */
+static struct enc_ahead *ahead_start(gmtf_codec *c)
+{
+    gmtf_batch_next nb;
+    if (!ahead_capable(c) || c->next_fn(c->next_arg, &nb) != 1 || nb.count == 0 || !nb.off ||
+        nb.off[0] != 0)
+        return NULL;
+    for (size_t i = 0; i < nb.count; i++)
+        if (nb.off[i + 1] < nb.off[i] || nb.off[i + 1] - nb.off[i] > c->max_block)
+            return NULL; /* its call says why */
+    if (nb.cap < gmtf_batch_bound(nb.off, nb.count) ||
+        nb.off[nb.count] < c->bwt_dev.min_bytes[GMTF_BWT_DEV_FWD])
+        return NULL;
+    struct enc_ahead *a = calloc(1, sizeof *a);
+    if (!a)
+        return NULL;
+    size_t count = nb.count;
+    a->nb = nb;
+    a->slot = malloc((count + 1) * 2 * sizeof *a->slot);
+    a->crc = malloc(count * sizeof *a->crc);
+    uint64_t *size = malloc((count + 1) * sizeof *size);
+    int rc = a->slot && a->crc && size ? dev_batch_alloc(&a->d, count) : -ENOMEM;
+    if (rc == 0) {
+        uint64_t *len = a->slot + count + 1, pos = 0;
+        for (size_t i = 0; i < count; i++) { /* as batch_encode_crc */
+            a->slot[i] = pos;
+            pos += gmtf_frame_bound(nb.off[i + 1] - nb.off[i]);
+            size[i] = nb.off[i + 1] - nb.off[i];
+        }
+        a->d.s = (struct staged){.c = c,
+                                 .src = nb.src,
+                                 .off = nb.off,
+                                 .dst = nb.dst,
+                                 .slot = a->slot,
+                                 .len = len,
+                                 .crc = a->crc,
+                                 .sb = a->d.s.sb};
+        gmtf_pool_run(c->pool, dev_encode_prep, &a->d, count);
+        a->d.set = c->enc_set;
+        a->d.own = a->d.set == 1 || !enc_pin(c, 0);
+        rc = dev_batch_pack(&a->d, count, size);
+    }
+    free(size);
+    if (rc == 0 && a->d.nsel && big_block(&a->d) && enc_setup(&a->d, 1) == 0) {
+        c->enc_set ^= 1;
+        a->d.enc->ctx0 = a->d.set;
+        dev_run(&a->d, dev_encode_copy, 0, a->d.nsel);
+        return a;
+    }
+    ahead_free(a);
+    return NULL;
+}
+
+static void *enc_a_thread(void *arg)
+{
+    enc_dev_a(arg, 0);
+    return NULL;
+}
+
+/* Batch d in one chunk, encoding ahead; self: d came ahead (its copy done,
+ * its A on self->th), else d is packed and nothing more. */
+static int enc_ahead_pipeline(struct dev_batch *d, struct enc_ahead *self)
+{
+    gmtf_codec *c = d->s.c;
+    double t0 = prof_on() ? prof_ms() : 0, t1 = t0, t2 = t0, t3 = t0;
+    gmtf_bwt_dev_hold(&c->bwt_dev, 1);
+    pthread_t th;
+    int on = 0;
+    if (!self) {
+        int rc = enc_setup(d, 1);
+        if (rc) {
+            enc_free(d);
+            gmtf_bwt_dev_hold(&c->bwt_dev, 0);
+            return rc;
+        }
+        d->enc->ctx0 = d->set;
+        dev_run(d, dev_encode_copy, 0, d->nsel);
+        on = pthread_create(&th, NULL, enc_a_thread, d) == 0;
+        if (!on)
+            enc_dev_a(d, 0);
+    }
+    /* A(k) on the device; the pool readies batch k + 1 */
+    struct enc_ahead *next = ahead_start(c);
+    if (prof_on())
+        t1 = prof_ms();
+    if (self && self->running)
+        pthread_join(self->th, NULL);
+    if (self)
+        self->running = 0;
+    if (on)
+        pthread_join(th, NULL);
+    if (prof_on())
+        t2 = prof_ms();
+    /* A(k + 1) beside this batch's plans, B(k) and CPU blocks */
+    if (next) {
+        next->running = pthread_create(&next->th, NULL, enc_a_thread, &next->d) == 0;
+        if (!next->running)
+            enc_dev_a(&next->d, 0);
+    }
+    struct enc_round q = {.d = d, .r = 2, .p1 = d->nsel};
+    struct enc_devs v = {.on = {0, 0}};
+    gmtf_pool_run(c->pool, enc_round_task, &q, d->nsel);
+    enc_devs_start(&q, &v, 1, 1); /* B(0): r - 2 in the tight schedule */
+    q.late = 1;
+    gmtf_pool_run(c->pool, enc_round_task, &q, d->nsel);
+    enc_devs_finish(&q, &v);
+    if (prof_on())
+        t3 = prof_ms();
+    q = (struct enc_round){.d = d, .r = 3, .f1 = d->nsel};
+    gmtf_pool_run(c->pool, enc_round_task, &q, d->nsel);
+    c->ahead = next;
+    gmtf_bwt_dev_hold(&c->bwt_dev, next != NULL);
+    enc_free(d);
+    if (prof_on())
+        fprintf(stderr,
+                "profile: encode ahead (%s, set %u): next readied %.2f, A wait %.2f, "
+                "plan+B+late %.2f, finish %.2f ms; %s\n",
+                self ? "taken over" : "started here", d->set, t1 - t0, t2 - t1, t3 - t2,
+                prof_ms() - t3, next ? "the next batch runs ahead" : "none ahead");
+    return 0;
 }
 
 /* Returns 1 when the device part could not start (the caller runs the
@@ -1280,33 +1675,58 @@ static int enc_pipeline(struct dev_batch *d)
 static int batch_encode_dev(gmtf_codec *c, const uint8_t *src, const uint64_t *off, size_t count,
                             uint8_t *dst, const uint64_t *slot, uint64_t *len, uint32_t *crc)
 {
+    struct enc_ahead *a = c->ahead; /* batch_encode_crc checked that it is this one */
+    if (a) {
+        c->ahead = NULL;
+        int rc = enc_ahead_pipeline(&a->d, a);
+        if (rc == 0)
+            rc = a->d.s.err;
+        memcpy(len, a->slot + count + 1, count * sizeof *len);
+        if (crc)
+            memcpy(crc, a->crc, count * sizeof *crc);
+        ahead_free(a);
+        return rc == -ENOMEM ? 1 : rc;
+    }
     struct dev_batch d = {
         .s = {.c = c, .src = src, .off = off, .dst = dst, .slot = slot, .len = len, .crc = crc}};
     uint64_t *size = malloc((count + 1) * sizeof *size);
     int rc = size ? dev_batch_alloc(&d, count) : -ENOMEM;
+    int ahead = ahead_capable(c);
     if (rc == 0) {
         for (size_t i = 0; i < count; i++)
             size[i] = off[i + 1] - off[i];
         double t0 = prof_on() ? prof_ms() : 0;
         gmtf_pool_run(c->pool, dev_encode_prep, &d, count);
+        d.set = ahead ? c->enc_set : 0;
+        d.own = d.set == 1 || !enc_pin(c, 0);
         rc = dev_batch_pack(&d, count, size);
         if (prof_on())
             fprintf(stderr, "profile: encode prep+pack %.2f ms\n", prof_ms() - t0);
     }
     if (rc == 0 && d.nsel) {
-        int big = 0; /* a block that method 2 may code */
-        for (size_t j = 0; j < d.nsel && !big; j++)
-            big = d.coff[j + 1] - d.coff[j] >= GMTF_QLFC_LANES_MIN;
-        if (c->bwt_dev.use_enc && big)
+        int big = big_block(&d); /* a block that method 2 may code */
+        if (ahead && big) {
+            c->enc_set ^= 1;
+            rc = enc_ahead_pipeline(&d, NULL);
+        } else if (c->bwt_dev.use_enc && big) {
             rc = enc_pipeline(&d);
-        else
+        } else {
             dev_pipeline(&d, GMTF_BWT_DEV_FWD, dev_encode_copy, dev_encode_entropy);
+        }
     }
     if (rc == 0)
         rc = d.s.err;
     dev_batch_free(&d);
     free(size);
     return rc == -ENOMEM ? 1 : rc;
+}
+
+void gmtf_codec_set_next(gmtf_codec *c, gmtf_batch_next_fn fn, void *arg)
+{
+    if (!fn)
+        ahead_drop(c);
+    c->next_fn = fn;
+    c->next_arg = arg;
 }
 
 /* ---- decode ---- */
@@ -1678,6 +2098,7 @@ static int batch_decode(gmtf_codec *c, const uint8_t *src, const uint64_t *foff,
 int gmtf_batch_decode(gmtf_codec *c, const uint8_t *src, const uint64_t *foff, size_t count,
                       uint8_t *dst, const uint64_t *doff, int *status)
 {
+    ahead_drop(c); /* an encode run ahead, done before the device decodes */
     uint64_t largest = 0;
     for (size_t i = 0; i < count; i++) {
         if (foff[i + 1] < foff[i] || doff[i + 1] < doff[i])

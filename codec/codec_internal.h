@@ -50,6 +50,16 @@ struct gmtf_codec {
      * that theirs has the same batch backend (its pinned allocator). */
     gmtf_multi_dev *multi;
     char mtf_name[64];
+    /* Encoding ahead (gmtf_codec_set_next; batch.c): the caller's next-batch
+     * hook, the encode's own staging sets ([set][0]: input, [1]: BWT
+     * output, [2]: sample rows; set 1 for the batches that run ahead, set 0
+     * when the encode's staging is not pinned: GMTF_ENC_PIN), the set the
+     * next batch started takes, and the batch started ahead, if any. */
+    gmtf_batch_next_fn next_fn;
+    void *next_arg;
+    struct gmtf_hbuf enc_st[2][3];
+    unsigned enc_set;
+    struct enc_ahead *ahead;
 };
 
 /* Lazily allocates workspace i, for decoding (gmtf_codec_workspace) or

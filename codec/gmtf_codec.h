@@ -90,6 +90,33 @@ void gmtf_codec_trim(gmtf_codec *c);
  * a device that cannot start is left to the first batch to find. */
 int gmtf_codec_prepare(gmtf_codec *c, uint64_t batch_bytes, int encode);
 
+/* The batch a caller will encode next (gmtf_batch_encode's arguments). */
+typedef struct gmtf_batch_next {
+    const uint8_t *src;
+    const uint64_t *off;
+    size_t count;
+    uint8_t *dst;
+    uint64_t cap;
+} gmtf_batch_next;
+
+/* Asked during a batch encode on the device for the batch the caller will
+ * encode next (on the caller's thread; it may wait until that batch is
+ * read): 1 with *next filled, 0 when there is none. */
+typedef int (*gmtf_batch_next_fn)(void *arg, gmtf_batch_next *next);
+
+/* Encoding ahead on a device: with fn set, a batch encode on the device
+ * asks fn for the next batch and starts it (its checksums, its copy into a
+ * second staging set and its device step) beside its own last steps, so
+ * that the device does not wait for them; the next gmtf_batch_encode with
+ * exactly those arguments takes that work over (another encode, a decode
+ * or a prepare first waits for it and drops it). Between the two calls
+ * the next batch's src, off and dst must stay as they are. While fn is
+ * set the encode's staging is pageable (pinning cost more than it saved,
+ * docs/gpu.md), and gmtf_codec_prepare readies both sets. fn NULL: off
+ * (the default), after waiting for any batch started ahead. The frames
+ * are the same either way. */
+void gmtf_codec_set_next(gmtf_codec *c, gmtf_batch_next_fn fn, void *arg);
+
 /* ---- single frames ---------------------------------------------------- */
 
 /* Largest frame that encoding n bytes can produce (n plus a small header). */

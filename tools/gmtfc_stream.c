@@ -594,6 +594,33 @@ static int overlap_on(void)
     return !(e && *e == '0');
 }
 
+/* Encoding ahead on the GPU (gmtf_codec_set_next): the codec starts the
+ * next batch's device work while it ends this one's; three slots so that
+ * the next batch is usually read by then. On with a GPU, a big input and
+ * one encoder, unless GMTFC_AHEAD=0 (measurements). */
+static int ahead_on(void)
+{
+    const char *e = getenv("GMTFC_AHEAD");
+    return !(e && *e == '0');
+}
+
+/* The codec's next-batch hook: the batch after the one being coded, once
+ * read (the encoder's thread, inside gmtf_batch_encode). */
+static int next_batch(void *arg, gmtf_batch_next *nb)
+{
+    struct cpipe *p = arg;
+    pthread_mutex_lock(&p->mtx);
+    while (!p->stop && p->next_enc >= p->nread && !p->eof)
+        pthread_cond_wait(&p->cond, &p->mtx);
+    int ok = !p->stop && p->next_enc < p->nread;
+    if (ok) {
+        struct cslot *sl = &p->s->cs[p->next_enc % p->nslots];
+        *nb = (gmtf_batch_next){sl->in, sl->off, sl->count, sl->out, sl->out_cap};
+    }
+    pthread_mutex_unlock(&p->mtx);
+    return ok;
+}
+
 /* Reads batch p->nread into its slot (the caller's thread, unlocked). */
 static long read_batch(struct cpipe *p, int in_fd, uint32_t *crc, size_t full, uint32_t bs)
 {
@@ -624,7 +651,9 @@ int gmtfc_compress(gmtfc_stream *s, int in_fd, int out_fd, gmtfc_totals *t, gmtf
     const size_t batch = stream_batch(s, bs, big);
     const size_t full = batch * (size_t)bs;
     const unsigned nenc = overlap_on() ? encoders_for() : 1;
-    struct cpipe p = {.s = s, .nslots = overlap_on() ? nenc + 1 : 1, .batch_bytes = full};
+    const int ahead =
+        big && nenc == 1 && overlap_on() && ahead_on() && gmtf_codec_batch_device(s->codec);
+    struct cpipe p = {.s = s, .nslots = overlap_on() ? nenc + 1 + ahead : 1, .batch_bytes = full};
     for (unsigned i = 0; i < p.nslots; i++)
         if ((rc = slot_buffers(s, i, batch)) < 0)
             return set_error(err, GMTFC_ERR_CODEC, rc, 0, "%s", gmtf_strerror(rc));
@@ -637,6 +666,8 @@ int gmtfc_compress(gmtfc_stream *s, int in_fd, int out_fd, gmtfc_totals *t, gmtf
     double t0 = prof_on() ? prof_ms() : 0;
     pthread_mutex_init(&p.mtx, NULL);
     pthread_cond_init(&p.cond, NULL);
+    if (ahead) /* before the prepare: it readies the second staging too */
+        gmtf_codec_set_next(s->codec, next_batch, &p);
     struct cenc enc[2] = {{.p = &p, .codec = s->codec}, {.p = &p, .codec = NULL}};
     struct prep_job pj;
     pthread_t pt;
@@ -651,6 +682,7 @@ int gmtfc_compress(gmtfc_stream *s, int in_fd, int out_fd, gmtfc_totals *t, gmtf
             touch_main(&tj[i]);
     }
     long got = read_batch(&p, in_fd, &crc, full, bs);
+    double t_read = prof_on() ? prof_ms() - t0 : 0;
     if (prep)
         pthread_join(pt, NULL);
     for (unsigned i = 0; i < 4; i++)
@@ -658,8 +690,9 @@ int gmtfc_compress(gmtfc_stream *s, int in_fd, int out_fd, gmtfc_totals *t, gmtf
             pthread_join(tj[i].th, NULL);
     if (prof_on())
         fprintf(stderr,
-                "gmtfc profile: first read+crc (the prepare beside it) %.1f ms, at %.3f s\n",
-                prof_ms() - t0, prof_wall());
+                "gmtfc profile: first read+crc (the prepare beside it) %.1f ms (the read %.1f), "
+                "at %.3f s\n",
+                prof_ms() - t0, t_read, prof_wall());
     rc = 0;
     pthread_mutex_lock(&p.mtx);
     if (got < 0)
@@ -730,6 +763,8 @@ int gmtfc_compress(gmtfc_stream *s, int in_fd, int out_fd, gmtfc_totals *t, gmtf
     for (unsigned i = 0; i < 2; i++)
         if (enc[i].started)
             pthread_join(enc[i].th, NULL);
+    if (ahead) /* waits for a batch started ahead (an error stopped the stream) */
+        gmtf_codec_set_next(s->codec, NULL, NULL);
     for (unsigned i = 0; i < p.nslots; i++)
         s->cs[i].state = SLOT_FREE;
     pthread_cond_destroy(&p.cond);
