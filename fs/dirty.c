@@ -63,7 +63,7 @@ int dirty_get(gmtf_fs *fs, struct inode *in, uint32_t blk, uint32_t need, struct
      * flush will map it to (its bytes are the piece's), as it would once
      * stored: a file written on across the flush's cut. */
     uint32_t plen = 0;
-    const uint8_t *pend = fs->pend ? flush_pending_block(fs, in->ino, blk, &plen) : NULL;
+    const uint8_t *pend = fs->pend ? fs->pend_block(fs, in->ino, blk, &plen) : NULL;
     struct fref *e = pend ? NULL : blockmap_find(in, blk);
     uint32_t base = pend ? plen : e ? e->len : 0;
     int rc = dirty_grow(fs, d, need > base ? need : base);

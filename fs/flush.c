@@ -866,7 +866,10 @@ static void job_free(gmtf_fs *fs, struct flush_job *j)
     free(j);
 }
 
-const uint8_t *flush_pending_block(gmtf_fs *fs, uint64_t ino, uint32_t blk, uint32_t *len)
+/* The bytes and length that (ino, blk) will be mapped to when the flush
+ * encoding on its thread is stored, or NULL: dirty_get's read of a block
+ * that flush took, through fs->pend_block. */
+static const uint8_t *flush_pending_block(gmtf_fs *fs, uint64_t ino, uint32_t blk, uint32_t *len)
 {
     const struct flush_job *j = fs->pend;
     if (!j)
@@ -990,6 +993,8 @@ static int job_start(gmtf_fs *fs, struct piece *p, size_t np, struct group *g, s
         dirty_detach(fs, p[i].d);
     }
     fs->pend = j;
+    fs->pend_join = flush_join;
+    fs->pend_block = flush_pending_block;
     j->threaded = pthread_create(&j->th, NULL, job_run, j) == 0;
     if (!j->threaded)
         job_run(j); /* no thread: encoded now, stored at the join all the same */

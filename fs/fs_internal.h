@@ -307,6 +307,12 @@ struct gmtf_fs {
     struct dedup_ent *dedup;
     size_t dedup_cap, dedup_n; /* slots (a power of 2), entries put since it grew */
     struct flush_job *pend;    /* an async_flush flush encoding on its thread (flush.c) */
+    /* Its hooks for the floors below flush.c (fs/README.md), set with
+     * pend: record.c stores it before a record that could tell the
+     * difference (flush_join), dirty.c reads the blocks it took
+     * (flush_pending_block). */
+    int (*pend_join)(gmtf_fs *fs);
+    const uint8_t *(*pend_block)(gmtf_fs *fs, uint64_t ino, uint32_t blk, uint32_t *len);
     uint64_t released;         /* alloc_release calls (space freed at the next commit) */
     uint64_t released_flushed; /* released when the last flush ended, less its own */
 
@@ -409,10 +415,6 @@ int flush_some(gmtf_fs *fs, uint64_t only_ino, uint64_t max_bytes, unsigned flag
 int flush_join(gmtf_fs *fs);
 /* Waits for that flush and drops it unstored (gmtf_fs_abandon). */
 void flush_job_drop(gmtf_fs *fs);
-/* The bytes and length that (ino, blk) will be mapped to when the flush
- * encoding on its thread is stored, or NULL (dirty_get's read of a block
- * that flush took). */
-const uint8_t *flush_pending_block(gmtf_fs *fs, uint64_t ino, uint32_t blk, uint32_t *len);
 /* The most room the waiting flush's frames can take (make_room). */
 uint64_t flush_pending_bound(const gmtf_fs *fs);
 /* Bytes of in's dirty pages that staging would write (over STAGE_MAX when

@@ -119,7 +119,7 @@ int rec_inode_new(gmtf_fs *fs, uint64_t ino, uint64_t gen, uint32_t mode, uint32
 static void pend_first(gmtf_fs *fs)
 {
     if (fs->pend && !fs->loading) {
-        int rc = flush_join(fs);
+        int rc = fs->pend_join(fs); /* flush_join: a hook, flush.c is floors above */
         if (rc && !fs->err)
             fs->err = rc;
     }
