@@ -1333,7 +1333,7 @@ static int lanes_read_header(lanes_dec_ws *w, const uint8_t *src, size_t len, si
  * pressure). Every lane has 16 bytes of words left. */
 #define BATCH 2
 static inline __attribute__((always_inline)) int lanes_run_batch(const lanes_dec_ws *w,
-                                                                 lane_dec *lb, uint8_t *out)
+                                                                 lane_dec *const *lb, uint8_t *out)
 {
     const uint16_t(*cum)[NSYM + 2] = w->cum;
     unsigned rsym[BATCH], lsym[BATCH], r[BATCH];
@@ -1342,7 +1342,7 @@ static inline __attribute__((always_inline)) int lanes_run_batch(const lanes_dec
     unsigned bad = 0;
 #pragma GCC unroll 2
     for (unsigned k = 0; k < BATCH; k++) {
-        lane_dec *l = &lb[k];
+        lane_dec *l = lb[k];
         cn[k] = l->h.list[1];
         rsym[k] = rans_get(l, XA, cum[l->rtab]);
         lsym[k] = rans_get(l, XA, cum[l->ltab + r_q[rsym[k]]]);
@@ -1350,7 +1350,7 @@ static inline __attribute__((always_inline)) int lanes_run_batch(const lanes_dec
     }
 #pragma GCC unroll 2
     for (unsigned k = 0; k < BATCH; k++) {
-        lane_dec *l = &lb[k];
+        lane_dec *l = lb[k];
         unsigned off = rans_get(l, XB, cum[off_table[rsym[k]]]);
         if (__builtin_expect(rsym[k] >= RSYM_BIG_FIRST, 0))
             off = off << 2 | rans_get_raw(l, XB, 2);
@@ -1369,7 +1369,7 @@ static inline __attribute__((always_inline)) int lanes_run_batch(const lanes_dec
         return GMTF_E_CORRUPT;
 #pragma GCC unroll 2
     for (unsigned k = 0; k < BATCH; k++) {
-        lane_dec *l = &lb[k];
+        lane_dec *l = lb[k];
         unsigned c = l->c;
         lane_put_run(out + l->pos, c, len[k], l->end - l->pos);
         l->pos += len[k];
@@ -1386,6 +1386,15 @@ static inline __attribute__((always_inline)) int lanes_run_batch(const lanes_dec
 static inline int lane_fits_batch(const lane_dec *l)
 {
     return l->pos < l->end && l->in_end - l->in >= 16;
+}
+
+/* One run of a live lane (pos < end), by the fast path where 16 bytes of
+ * words are left. */
+static inline int lane_run_one(const lanes_dec_ws *w, lane_dec *l, uint8_t *out)
+{
+    if (__builtin_expect(l->in_end - l->in >= 16, 1))
+        return lane_run(w, l, out, 1);
+    return lane_run(w, l, out, 0);
 }
 
 /* ---- AVX-512 decoder: the same lanes, 8 to a vector ---------------------- */
@@ -1532,9 +1541,12 @@ vec_round(lanes_vec *v, unsigned live, const int *cumb, const long long *row4, c
 
 /* Lanes in the vectors until fewer than LANES_VEC_MIN are live; the rest
  * (and every lane that left) stay for the scalar loop, their states
- * written back. 0 or GMTF_E_CORRUPT. */
+ * written back. 0 or GMTF_E_CORRUPT. 12: two vectors, at most half of
+ * the second idle, else the scalar loop's pairs of live lanes, which
+ * decode a run faster than a vector round with a third of its slots idle
+ * (docs/entropy.md, "Method 2's AVX-512 decoder"). */
 #ifndef LANES_VEC_MIN
-#define LANES_VEC_MIN 8
+#define LANES_VEC_MIN 12
 #endif
 static AVX512_FN int lanes_decode_avx512(lanes_dec_ws *w, const uint8_t *src, uint8_t *out)
 {
@@ -1682,37 +1694,48 @@ int gmtf_lanes_decode_isa(const uint8_t *src, size_t len, uint8_t *out, size_t n
 #else
     (void)simd;
 #endif
-    /* Round robin, one run per live lane: the lanes' dependency chains
-     * overlap in the core. */
+    /* Round robin, one run per live lane, the live lanes BATCH at a time
+     * (the lanes' dependency chains overlap in the core). Lanes that end
+     * leave the list, so the last lanes (the AVX-512 decoder's tail) are
+     * still paired. */
+    lane_dec *lv[GMTF_QLFC_NLANES];
     unsigned live = 0;
     for (unsigned j = 0; j < GMTF_QLFC_NLANES; j++)
-        live += w->lane[j].pos < w->lane[j].end;
+        if (w->lane[j].pos < w->lane[j].end)
+            lv[live++] = &w->lane[j];
     while (live) {
-        for (unsigned j = 0; j < GMTF_QLFC_NLANES; j += BATCH) {
-            lane_dec *lb = &w->lane[j];
+        unsigned ended = 0, i = 0;
+        for (; i + BATCH <= live; i += BATCH) {
             int fits = 1;
             for (unsigned k = 0; k < BATCH; k++)
-                fits &= lane_fits_batch(&lb[k]);
+                fits &= lane_fits_batch(lv[i + k]);
             if (fits) {
-                err = lanes_run_batch(w, lb, out);
+                err = lanes_run_batch(w, lv + i, out);
                 if (err)
                     return err;
                 for (unsigned k = 0; k < BATCH; k++)
-                    live -= lb[k].pos == lb[k].end;
+                    ended += lv[i + k]->pos == lv[i + k]->end;
                 continue;
             }
             for (unsigned k = 0; k < BATCH; k++) {
-                lane_dec *l = &lb[k];
-                if (l->pos >= l->end)
-                    continue;
-                if (__builtin_expect(l->in_end - l->in >= 16, 1))
-                    err = lane_run(w, l, out, 1);
-                else
-                    err = lane_run(w, l, out, 0);
+                err = lane_run_one(w, lv[i + k], out);
                 if (err)
                     return err;
-                live -= l->pos == l->end;
+                ended += lv[i + k]->pos == lv[i + k]->end;
             }
+        }
+        for (; i < live; i++) {
+            err = lane_run_one(w, lv[i], out);
+            if (err)
+                return err;
+            ended += lv[i]->pos == lv[i]->end;
+        }
+        if (ended) {
+            unsigned m = 0;
+            for (i = 0; i < live; i++)
+                if (lv[i]->pos < lv[i]->end)
+                    lv[m++] = lv[i];
+            live = m;
         }
     }
     for (unsigned j = 0; j < GMTF_QLFC_NLANES; j++) {
