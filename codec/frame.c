@@ -478,7 +478,9 @@ static long range_v2(gmtf_workspace *w, const uint8_t *src, const gmtf_frame_inf
           w->range_n == n && w->range_dcrc == fi->data_crc)) {
         w->range_valid = 0;
         gmtf_bwt_counts counts;
-        int rank = gmtf_bwt_rank_fits(n, w->max_block);
+        /* the whole block at once: the table from the decoder's counts,
+         * without the rank counts it would turn into that table */
+        int rank = cnt < n && gmtf_bwt_rank_fits(n, w->max_block);
         rc = gmtf_qlfc_decode_counted(src + h, fi->frame_len - h, w->buf_a, n, w->rank_ws,
                                       rank ? NULL : &counts);
         if (rc == 0)
