@@ -613,7 +613,7 @@ static int edit_super(rng *r, himg *h, const known *k, hmut *m)
     }
     case 8: { /* valid: 0, a power of two from 64 KiB to the block size */
         uint32_t bs = sb->block_size;
-        const uint32_t c[] = {0,          64u << 10, 32u << 10,  bs,     bs * 2,
+        const uint32_t c[] = {0,          64u << 10, 32u << 10,  bs,      bs * 2,
                               bs / 2 + 1, bs - 1,    UINT32_MAX, 1u << 31};
         uint32_t p = c[below(r, 9)];
         say(m, "superblock slot %d: pack size %u -> %u", slot, sb->pack_size, p);
