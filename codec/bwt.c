@@ -354,7 +354,7 @@ void gmtf_bwt_range_step(const void *ws, size_t n, const uint32_t *idx, size_t o
  * c over at most half a chunk (from the nearer checkpoint). A chain from
  * the sample of the suffix at (k + 1) * step (the row of the empty suffix,
  * 0, for the last one) gives the step's bytes last first. */
-#define RANK_SHIFT 12
+#define RANK_SHIFT GMTF_BWT_RANK_SHIFT
 #define RANK_CHUNK (1u << RANK_SHIFT)
 
 static size_t rank_chunks(size_t n)
@@ -389,11 +389,16 @@ static uint32_t count_byte(const uint8_t *s, size_t len, uint8_t c)
     return r;
 }
 
-int gmtf_bwt_rank_table(const uint8_t *bwt, size_t n, const uint32_t *idx, void *ws)
+int gmtf_bwt_rank_given(size_t n, const uint32_t *idx)
 {
     if (n == 0 || n > GMTF_BLOCK_MAX)
         return GMTF_E_CORRUPT;
-    int rc = bwt_check_samples(n, idx, gmtf_bwt_sample_count(n));
+    return bwt_check_samples(n, idx, gmtf_bwt_sample_count(n));
+}
+
+int gmtf_bwt_rank_table(const uint8_t *bwt, size_t n, const uint32_t *idx, void *ws)
+{
+    int rc = gmtf_bwt_rank_given(n, idx);
     if (rc)
         return rc;
     uint32_t(*chk)[256] = ws, run[4][256];

@@ -228,6 +228,8 @@ typedef struct {
     uint32_t gend, set;     /* end of the current group (output position), its set */
     uint32_t c, rtab, ltab; /* the next run: byte, rank table, length tables */
     uint32_t *cnt;          /* byte counts of the lane's quarter (lanes_dec_ws.qcnt) */
+    uint32_t chk_next;      /* ranked: the next row's position (past the run), else ~0 */
+    uint32_t chk_g;         /* its row */
     lane_hist h;
 } lane_dec;
 
@@ -239,6 +241,9 @@ typedef struct {
     lane_dec lane[GMTF_QLFC_NLANES];
     qbit hdr[QLFC_HDR_MODEL];
     uint32_t qcnt[4][256]; /* decoder: byte counts of lanes 8k..8k+7 (gmtf_bwt_counts) */
+    uint32_t lcnt[GMTF_QLFC_NLANES][256]; /* ranked: each lane's own counts */
+    uint32_t (*chk)[256];                 /* ranked: the rows (gmtf_lanes_decode_ranked) */
+    uint32_t n;
 } lanes_dec_ws;
 
 typedef struct {
@@ -1185,6 +1190,40 @@ static inline __attribute__((always_inline)) void lane_put_run(uint8_t *o, unsig
     }
 }
 
+/* Ranked decoding: the rows at the 4 KiB boundaries that a run of len
+ * bytes of c from pos reaches (pos < row <= pos + len), each the lane's
+ * counts up to the boundary (the lanes before it are added when all are
+ * done: lanes_ranked_finish). Out of line: a run reaches one in about 870
+ * bytes. */
+static __attribute__((noinline)) void lane_snap(const lanes_dec_ws *w, lane_dec *l, unsigned c,
+                                                uint32_t len)
+{
+    uint32_t to = l->pos + len;
+    while (l->chk_next <= to) {
+        uint32_t part = l->chk_next - l->pos;
+        l->cnt[c] += part;
+        memcpy(w->chk[l->chk_g], l->cnt, sizeof w->chk[0]);
+        l->cnt[c] -= part;
+        if (l->chk_next >= w->n) {
+            l->chk_next = UINT32_MAX;
+            break;
+        }
+        l->chk_g++;
+        uint64_t at = (uint64_t)l->chk_g << GMTF_BWT_RANK_SHIFT;
+        at = at < w->n ? at : w->n;
+        l->chk_next = at <= l->end ? (uint32_t)at : UINT32_MAX;
+    }
+}
+
+static inline __attribute__((always_inline)) void lane_count(const lanes_dec_ws *w, lane_dec *l,
+                                                             unsigned c, uint32_t len)
+{
+    if (__builtin_expect(l->pos + len >= l->chk_next, 0))
+        lane_snap(w, l, c, len);
+    l->pos += len;
+    l->cnt[c] += len;
+}
+
 /* What the next run of a lane needs before its first symbol: its byte,
  * its rank table and the base of its length tables. Done at the end of
  * the previous run, off the next run's critical path: the byte c is the
@@ -1236,8 +1275,7 @@ static inline __attribute__((always_inline)) int lane_run(const lanes_dec_ws *w,
     if (len > l->end - l->pos)
         return GMTF_E_CORRUPT;
     qlfc_put_run(out + l->pos, c, len, l->end - l->pos); /* past the run: this lane's */
-    l->pos += len;
-    l->cnt[c] += len;
+    lane_count(w, l, c, len);
     qlfc_list_reinsert(l->h.list, r, c);
     l->active -= retire;
     hist_update(&l->h, c, rsym, lsym);
@@ -1263,11 +1301,19 @@ static int lanes_read_header(lanes_dec_ws *w, const uint8_t *src, size_t len, si
     unsigned nprev = 0;
     uint32_t ng = 0;
     memset(w->qcnt, 0, sizeof w->qcnt);
+    if (w->chk)
+        memset(w->lcnt, 0, sizeof w->lcnt);
+    w->n = (uint32_t)n;
     for (unsigned j = 0; j < GMTF_QLFC_NLANES; j++) {
         lane_dec *l = &w->lane[j];
         size_t a, b;
         lane_range(n, j, &a, &b);
-        l->cnt = w->qcnt[j / (GMTF_QLFC_NLANES / 4)];
+        l->cnt = w->chk ? w->lcnt[j] : w->qcnt[j / (GMTF_QLFC_NLANES / 4)];
+        /* ranked: the first row past a, if the lane reaches it */
+        l->chk_g = (uint32_t)(a >> GMTF_BWT_RANK_SHIFT) + 1;
+        size_t at = (size_t)l->chk_g << GMTF_BWT_RANK_SHIFT;
+        at = at < n ? at : n;
+        l->chk_next = w->chk && a < b && at <= b ? (uint32_t)at : UINT32_MAX;
         list_reference(prev, nprev, ref);
         unsigned cnt;
         int err = get_list(&d, m, ref, l->h.list, &cnt);
@@ -1372,8 +1418,7 @@ static inline __attribute__((always_inline)) int lanes_run_batch(const lanes_dec
         lane_dec *l = lb[k];
         unsigned c = l->c;
         lane_put_run(out + l->pos, c, len[k], l->end - l->pos);
-        l->pos += len[k];
-        l->cnt[c] += len[k];
+        lane_count(w, l, c, len[k]);
         qlfc_list_reinsert(l->h.list, r[k], c);
         l->active -= rsym[k] == RSYM_RETIRE;
         hist_update(&l->h, c, rsym[k], lsym[k]);
@@ -1594,8 +1639,7 @@ static AVX512_FN int lanes_decode_avx512(lanes_dec_ws *w, const uint8_t *src, ui
                 return GMTF_E_CORRUPT;
             unsigned c = l->c, cn = l->h.list[1];
             lane_put_run(out + l->pos, c, len, l->end - l->pos);
-            l->pos += len;
-            l->cnt[c] += len;
+            lane_count(w, l, c, len);
             qlfc_list_reinsert(l->h.list, r, c);
             l->active -= retire;
             hist_update(&l->h, c, rs, ls);
@@ -1675,12 +1719,13 @@ int gmtf_lanes_decode(const uint8_t *src, size_t len, uint8_t *out, size_t n, vo
     return gmtf_lanes_decode_isa(src, len, out, n, ws, 1);
 }
 
-int gmtf_lanes_decode_isa(const uint8_t *src, size_t len, uint8_t *out, size_t n, void *ws,
-                          int simd)
+static int lanes_decode(const uint8_t *src, size_t len, uint8_t *out, size_t n, void *ws, int simd,
+                        uint32_t (*chk)[256])
 {
     if (len < 1 || src[0] != GMTF_QLFC_METHOD_LANES || n == 0 || n > GMTF_BLOCK_MAX)
         return GMTF_E_CORRUPT;
     lanes_dec_ws *w = ws;
+    w->chk = chk;
     size_t at;
     int err = lanes_read_header(w, src, len, n, &at);
     if (err)
@@ -1747,6 +1792,44 @@ int gmtf_lanes_decode_isa(const uint8_t *src, size_t len, uint8_t *out, size_t n
     return 0;
 }
 
+int gmtf_lanes_decode_isa(const uint8_t *src, size_t len, uint8_t *out, size_t n, void *ws,
+                          int simd)
+{
+    return lanes_decode(src, len, out, n, ws, simd, NULL);
+}
+
+/* The rows of each lane hold its own counts: add those of the lanes
+ * before it (row 0 is zero). */
+static void lanes_ranked_finish(const lanes_dec_ws *w, size_t n, uint32_t (*chk)[256])
+{
+    uint32_t pre[256];
+    memset(pre, 0, sizeof pre);
+    memset(chk[0], 0, sizeof chk[0]);
+    size_t ng = (n + (1u << GMTF_BWT_RANK_SHIFT) - 1) >> GMTF_BWT_RANK_SHIFT;
+    for (unsigned j = 0; j < GMTF_QLFC_NLANES; j++) {
+        size_t a, b;
+        lane_range(n, j, &a, &b);
+        if (a == b)
+            continue;
+        size_t g0 = (a >> GMTF_BWT_RANK_SHIFT) + 1, g1 = b == n ? ng : b >> GMTF_BWT_RANK_SHIFT;
+        for (size_t g = g0; g <= g1; g++)
+            for (unsigned v = 0; v < 256; v++)
+                chk[g][v] += pre[v];
+        for (unsigned v = 0; v < 256; v++)
+            pre[v] += w->lcnt[j][v];
+    }
+}
+
+int gmtf_lanes_decode_ranked(const uint8_t *src, size_t len, uint8_t *out, size_t n, void *ws,
+                             uint32_t (*chk)[256])
+{
+    int rc = lanes_decode(src, len, out, n, ws, 1, chk);
+    ((lanes_dec_ws *)ws)->chk = NULL;
+    if (rc == 0)
+        lanes_ranked_finish(ws, n, chk);
+    return rc;
+}
+
 /* ---- for device decoders (entropy_lanes_dev.h) ------------------------------ */
 
 _Static_assert(NTABLES + 1 == GMTF_GPU_LANES_NTABLES && TPS == GMTF_GPU_LANES_TPS &&
@@ -1760,6 +1843,7 @@ int gmtf_lanes_dev_setup(const uint8_t *src, size_t len, size_t n, void *ws, uin
     if (len < 1 || src[0] != GMTF_QLFC_METHOD_LANES || n == 0 || n > GMTF_BLOCK_MAX)
         return GMTF_E_CORRUPT;
     lanes_dec_ws *w = ws;
+    w->chk = NULL;
     size_t at;
     int err = lanes_read_header(w, src, len, n, &at);
     if (err)
