@@ -93,8 +93,13 @@ void gmtf_bwt_range_step(const void *ws, size_t n, const uint32_t *idx, size_t o
  * many ranges), using the counts for its parts. Any bytes give some
  * output and stay in bounds. */
 #define GMTF_BWT_RANK_MIN (64u << 10)
+#define GMTF_BWT_RANK_SHIFT 12 /* the counts' rows: every 2^12 bytes */
 int gmtf_bwt_rank_fits(size_t n, size_t max_block);
 int gmtf_bwt_rank_table(const uint8_t *bwt, size_t n, const uint32_t *idx, void *ws);
+/* gmtf_bwt_rank_table's checks where ws holds its counts already (rows g =
+ * 0..ceil(n / 2^12): the counts of each byte value in bwt[0, min(g 2^12,
+ * n)), as gmtf_qlfc_decode_ranked writes them). */
+int gmtf_bwt_rank_given(size_t n, const uint32_t *idx);
 void gmtf_bwt_rank_range(const uint8_t *bwt, const void *ws, size_t n, const uint32_t *idx,
                          size_t off, size_t len, uint8_t *dst);
 int gmtf_bwt_rank_to_table(const uint8_t *bwt, size_t n, void *ws);

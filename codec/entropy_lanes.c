@@ -228,6 +228,8 @@ typedef struct {
     uint32_t gend, set;     /* end of the current group (output position), its set */
     uint32_t c, rtab, ltab; /* the next run: byte, rank table, length tables */
     uint32_t *cnt;          /* byte counts of the lane's quarter (lanes_dec_ws.qcnt) */
+    uint32_t chk_next;      /* ranked: the next row's position (past the run), else ~0 */
+    uint32_t chk_g;         /* its row */
     lane_hist h;
 } lane_dec;
 
@@ -239,6 +241,9 @@ typedef struct {
     lane_dec lane[GMTF_QLFC_NLANES];
     qbit hdr[QLFC_HDR_MODEL];
     uint32_t qcnt[4][256]; /* decoder: byte counts of lanes 8k..8k+7 (gmtf_bwt_counts) */
+    uint32_t lcnt[GMTF_QLFC_NLANES][256]; /* ranked: each lane's own counts */
+    uint32_t (*chk)[256];                 /* ranked: the rows (gmtf_lanes_decode_ranked) */
+    uint32_t n;
 } lanes_dec_ws;
 
 typedef struct {
@@ -1185,6 +1190,40 @@ static inline __attribute__((always_inline)) void lane_put_run(uint8_t *o, unsig
     }
 }
 
+/* Ranked decoding: the rows at the 4 KiB boundaries that a run of len
+ * bytes of c from pos reaches (pos < row <= pos + len), each the lane's
+ * counts up to the boundary (the lanes before it are added when all are
+ * done: lanes_ranked_finish). Out of line: a run reaches one in about 870
+ * bytes. */
+static __attribute__((noinline)) void lane_snap(const lanes_dec_ws *w, lane_dec *l, unsigned c,
+                                                uint32_t len)
+{
+    uint32_t to = l->pos + len;
+    while (l->chk_next <= to) {
+        uint32_t part = l->chk_next - l->pos;
+        l->cnt[c] += part;
+        memcpy(w->chk[l->chk_g], l->cnt, sizeof w->chk[0]);
+        l->cnt[c] -= part;
+        if (l->chk_next >= w->n) {
+            l->chk_next = UINT32_MAX;
+            break;
+        }
+        l->chk_g++;
+        uint64_t at = (uint64_t)l->chk_g << GMTF_BWT_RANK_SHIFT;
+        at = at < w->n ? at : w->n;
+        l->chk_next = at <= l->end ? (uint32_t)at : UINT32_MAX;
+    }
+}
+
+static inline __attribute__((always_inline)) void lane_count(const lanes_dec_ws *w, lane_dec *l,
+                                                             unsigned c, uint32_t len)
+{
+    if (__builtin_expect(l->pos + len >= l->chk_next, 0))
+        lane_snap(w, l, c, len);
+    l->pos += len;
+    l->cnt[c] += len;
+}
+
 /* What the next run of a lane needs before its first symbol: its byte,
  * its rank table and the base of its length tables. Done at the end of
  * the previous run, off the next run's critical path: the byte c is the
@@ -1236,8 +1275,7 @@ static inline __attribute__((always_inline)) int lane_run(const lanes_dec_ws *w,
     if (len > l->end - l->pos)
         return GMTF_E_CORRUPT;
     qlfc_put_run(out + l->pos, c, len, l->end - l->pos); /* past the run: this lane's */
-    l->pos += len;
-    l->cnt[c] += len;
+    lane_count(w, l, c, len);
     qlfc_list_reinsert(l->h.list, r, c);
     l->active -= retire;
     hist_update(&l->h, c, rsym, lsym);
@@ -1263,11 +1301,19 @@ static int lanes_read_header(lanes_dec_ws *w, const uint8_t *src, size_t len, si
     unsigned nprev = 0;
     uint32_t ng = 0;
     memset(w->qcnt, 0, sizeof w->qcnt);
+    if (w->chk)
+        memset(w->lcnt, 0, sizeof w->lcnt);
+    w->n = (uint32_t)n;
     for (unsigned j = 0; j < GMTF_QLFC_NLANES; j++) {
         lane_dec *l = &w->lane[j];
         size_t a, b;
         lane_range(n, j, &a, &b);
-        l->cnt = w->qcnt[j / (GMTF_QLFC_NLANES / 4)];
+        l->cnt = w->chk ? w->lcnt[j] : w->qcnt[j / (GMTF_QLFC_NLANES / 4)];
+        /* ranked: the first row past a, if the lane reaches it */
+        l->chk_g = (uint32_t)(a >> GMTF_BWT_RANK_SHIFT) + 1;
+        size_t at = (size_t)l->chk_g << GMTF_BWT_RANK_SHIFT;
+        at = at < n ? at : n;
+        l->chk_next = w->chk && a < b && at <= b ? (uint32_t)at : UINT32_MAX;
         list_reference(prev, nprev, ref);
         unsigned cnt;
         int err = get_list(&d, m, ref, l->h.list, &cnt);
@@ -1333,7 +1379,7 @@ static int lanes_read_header(lanes_dec_ws *w, const uint8_t *src, size_t len, si
  * pressure). Every lane has 16 bytes of words left. */
 #define BATCH 2
 static inline __attribute__((always_inline)) int lanes_run_batch(const lanes_dec_ws *w,
-                                                                 lane_dec *lb, uint8_t *out)
+                                                                 lane_dec *const *lb, uint8_t *out)
 {
     const uint16_t(*cum)[NSYM + 2] = w->cum;
     unsigned rsym[BATCH], lsym[BATCH], r[BATCH];
@@ -1342,7 +1388,7 @@ static inline __attribute__((always_inline)) int lanes_run_batch(const lanes_dec
     unsigned bad = 0;
 #pragma GCC unroll 2
     for (unsigned k = 0; k < BATCH; k++) {
-        lane_dec *l = &lb[k];
+        lane_dec *l = lb[k];
         cn[k] = l->h.list[1];
         rsym[k] = rans_get(l, XA, cum[l->rtab]);
         lsym[k] = rans_get(l, XA, cum[l->ltab + r_q[rsym[k]]]);
@@ -1350,7 +1396,7 @@ static inline __attribute__((always_inline)) int lanes_run_batch(const lanes_dec
     }
 #pragma GCC unroll 2
     for (unsigned k = 0; k < BATCH; k++) {
-        lane_dec *l = &lb[k];
+        lane_dec *l = lb[k];
         unsigned off = rans_get(l, XB, cum[off_table[rsym[k]]]);
         if (__builtin_expect(rsym[k] >= RSYM_BIG_FIRST, 0))
             off = off << 2 | rans_get_raw(l, XB, 2);
@@ -1369,11 +1415,10 @@ static inline __attribute__((always_inline)) int lanes_run_batch(const lanes_dec
         return GMTF_E_CORRUPT;
 #pragma GCC unroll 2
     for (unsigned k = 0; k < BATCH; k++) {
-        lane_dec *l = &lb[k];
+        lane_dec *l = lb[k];
         unsigned c = l->c;
         lane_put_run(out + l->pos, c, len[k], l->end - l->pos);
-        l->pos += len[k];
-        l->cnt[c] += len[k];
+        lane_count(w, l, c, len[k]);
         qlfc_list_reinsert(l->h.list, r[k], c);
         l->active -= rsym[k] == RSYM_RETIRE;
         hist_update(&l->h, c, rsym[k], lsym[k]);
@@ -1386,6 +1431,15 @@ static inline __attribute__((always_inline)) int lanes_run_batch(const lanes_dec
 static inline int lane_fits_batch(const lane_dec *l)
 {
     return l->pos < l->end && l->in_end - l->in >= 16;
+}
+
+/* One run of a live lane (pos < end), by the fast path where 16 bytes of
+ * words are left. */
+static inline int lane_run_one(const lanes_dec_ws *w, lane_dec *l, uint8_t *out)
+{
+    if (__builtin_expect(l->in_end - l->in >= 16, 1))
+        return lane_run(w, l, out, 1);
+    return lane_run(w, l, out, 0);
 }
 
 /* ---- AVX-512 decoder: the same lanes, 8 to a vector ---------------------- */
@@ -1532,9 +1586,12 @@ vec_round(lanes_vec *v, unsigned live, const int *cumb, const long long *row4, c
 
 /* Lanes in the vectors until fewer than LANES_VEC_MIN are live; the rest
  * (and every lane that left) stay for the scalar loop, their states
- * written back. 0 or GMTF_E_CORRUPT. */
+ * written back. 0 or GMTF_E_CORRUPT. 12: two vectors, at most half of
+ * the second idle, else the scalar loop's pairs of live lanes, which
+ * decode a run faster than a vector round with a third of its slots idle
+ * (docs/entropy.md, "Method 2's AVX-512 decoder"). */
 #ifndef LANES_VEC_MIN
-#define LANES_VEC_MIN 8
+#define LANES_VEC_MIN 12
 #endif
 static AVX512_FN int lanes_decode_avx512(lanes_dec_ws *w, const uint8_t *src, uint8_t *out)
 {
@@ -1582,8 +1639,7 @@ static AVX512_FN int lanes_decode_avx512(lanes_dec_ws *w, const uint8_t *src, ui
                 return GMTF_E_CORRUPT;
             unsigned c = l->c, cn = l->h.list[1];
             lane_put_run(out + l->pos, c, len, l->end - l->pos);
-            l->pos += len;
-            l->cnt[c] += len;
+            lane_count(w, l, c, len);
             qlfc_list_reinsert(l->h.list, r, c);
             l->active -= retire;
             hist_update(&l->h, c, rs, ls);
@@ -1663,12 +1719,13 @@ int gmtf_lanes_decode(const uint8_t *src, size_t len, uint8_t *out, size_t n, vo
     return gmtf_lanes_decode_isa(src, len, out, n, ws, 1);
 }
 
-int gmtf_lanes_decode_isa(const uint8_t *src, size_t len, uint8_t *out, size_t n, void *ws,
-                          int simd)
+static int lanes_decode(const uint8_t *src, size_t len, uint8_t *out, size_t n, void *ws, int simd,
+                        uint32_t (*chk)[256])
 {
     if (len < 1 || src[0] != GMTF_QLFC_METHOD_LANES || n == 0 || n > GMTF_BLOCK_MAX)
         return GMTF_E_CORRUPT;
     lanes_dec_ws *w = ws;
+    w->chk = chk;
     size_t at;
     int err = lanes_read_header(w, src, len, n, &at);
     if (err)
@@ -1682,37 +1739,48 @@ int gmtf_lanes_decode_isa(const uint8_t *src, size_t len, uint8_t *out, size_t n
 #else
     (void)simd;
 #endif
-    /* Round robin, one run per live lane: the lanes' dependency chains
-     * overlap in the core. */
+    /* Round robin, one run per live lane, the live lanes BATCH at a time
+     * (the lanes' dependency chains overlap in the core). Lanes that end
+     * leave the list, so the last lanes (the AVX-512 decoder's tail) are
+     * still paired. */
+    lane_dec *lv[GMTF_QLFC_NLANES];
     unsigned live = 0;
     for (unsigned j = 0; j < GMTF_QLFC_NLANES; j++)
-        live += w->lane[j].pos < w->lane[j].end;
+        if (w->lane[j].pos < w->lane[j].end)
+            lv[live++] = &w->lane[j];
     while (live) {
-        for (unsigned j = 0; j < GMTF_QLFC_NLANES; j += BATCH) {
-            lane_dec *lb = &w->lane[j];
+        unsigned ended = 0, i = 0;
+        for (; i + BATCH <= live; i += BATCH) {
             int fits = 1;
             for (unsigned k = 0; k < BATCH; k++)
-                fits &= lane_fits_batch(&lb[k]);
+                fits &= lane_fits_batch(lv[i + k]);
             if (fits) {
-                err = lanes_run_batch(w, lb, out);
+                err = lanes_run_batch(w, lv + i, out);
                 if (err)
                     return err;
                 for (unsigned k = 0; k < BATCH; k++)
-                    live -= lb[k].pos == lb[k].end;
+                    ended += lv[i + k]->pos == lv[i + k]->end;
                 continue;
             }
             for (unsigned k = 0; k < BATCH; k++) {
-                lane_dec *l = &lb[k];
-                if (l->pos >= l->end)
-                    continue;
-                if (__builtin_expect(l->in_end - l->in >= 16, 1))
-                    err = lane_run(w, l, out, 1);
-                else
-                    err = lane_run(w, l, out, 0);
+                err = lane_run_one(w, lv[i + k], out);
                 if (err)
                     return err;
-                live -= l->pos == l->end;
+                ended += lv[i + k]->pos == lv[i + k]->end;
             }
+        }
+        for (; i < live; i++) {
+            err = lane_run_one(w, lv[i], out);
+            if (err)
+                return err;
+            ended += lv[i]->pos == lv[i]->end;
+        }
+        if (ended) {
+            unsigned m = 0;
+            for (i = 0; i < live; i++)
+                if (lv[i]->pos < lv[i]->end)
+                    lv[m++] = lv[i];
+            live = m;
         }
     }
     for (unsigned j = 0; j < GMTF_QLFC_NLANES; j++) {
@@ -1722,6 +1790,44 @@ int gmtf_lanes_decode_isa(const uint8_t *src, size_t len, uint8_t *out, size_t n
             return GMTF_E_CORRUPT;
     }
     return 0;
+}
+
+int gmtf_lanes_decode_isa(const uint8_t *src, size_t len, uint8_t *out, size_t n, void *ws,
+                          int simd)
+{
+    return lanes_decode(src, len, out, n, ws, simd, NULL);
+}
+
+/* The rows of each lane hold its own counts: add those of the lanes
+ * before it (row 0 is zero). */
+static void lanes_ranked_finish(const lanes_dec_ws *w, size_t n, uint32_t (*chk)[256])
+{
+    uint32_t pre[256];
+    memset(pre, 0, sizeof pre);
+    memset(chk[0], 0, sizeof chk[0]);
+    size_t ng = (n + (1u << GMTF_BWT_RANK_SHIFT) - 1) >> GMTF_BWT_RANK_SHIFT;
+    for (unsigned j = 0; j < GMTF_QLFC_NLANES; j++) {
+        size_t a, b;
+        lane_range(n, j, &a, &b);
+        if (a == b)
+            continue;
+        size_t g0 = (a >> GMTF_BWT_RANK_SHIFT) + 1, g1 = b == n ? ng : b >> GMTF_BWT_RANK_SHIFT;
+        for (size_t g = g0; g <= g1; g++)
+            for (unsigned v = 0; v < 256; v++)
+                chk[g][v] += pre[v];
+        for (unsigned v = 0; v < 256; v++)
+            pre[v] += w->lcnt[j][v];
+    }
+}
+
+int gmtf_lanes_decode_ranked(const uint8_t *src, size_t len, uint8_t *out, size_t n, void *ws,
+                             uint32_t (*chk)[256])
+{
+    int rc = lanes_decode(src, len, out, n, ws, 1, chk);
+    ((lanes_dec_ws *)ws)->chk = NULL;
+    if (rc == 0)
+        lanes_ranked_finish(ws, n, chk);
+    return rc;
 }
 
 /* ---- for device decoders (entropy_lanes_dev.h) ------------------------------ */
@@ -1737,6 +1843,7 @@ int gmtf_lanes_dev_setup(const uint8_t *src, size_t len, size_t n, void *ws, uin
     if (len < 1 || src[0] != GMTF_QLFC_METHOD_LANES || n == 0 || n > GMTF_BLOCK_MAX)
         return GMTF_E_CORRUPT;
     lanes_dec_ws *w = ws;
+    w->chk = NULL;
     size_t at;
     int err = lanes_read_header(w, src, len, n, &at);
     if (err)

@@ -478,12 +478,21 @@ static long range_v2(gmtf_workspace *w, const uint8_t *src, const gmtf_frame_inf
           w->range_n == n && w->range_dcrc == fi->data_crc)) {
         w->range_valid = 0;
         gmtf_bwt_counts counts;
-        int rank = gmtf_bwt_rank_fits(n, w->max_block);
-        rc = gmtf_qlfc_decode_counted(src + h, fi->frame_len - h, w->buf_a, n, w->rank_ws,
-                                      rank ? NULL : &counts);
-        if (rc == 0)
-            rc = rank ? gmtf_bwt_rank_table(w->buf_a, n, idx, w->bwt_ws)
-                      : gmtf_bwt_table_counted(w->buf_a, n, idx, w->bwt_ws, &counts);
+        /* the whole block at once: the table from the decoder's counts,
+         * without the rank counts it would turn into that table */
+        int rank = cnt < n && gmtf_bwt_rank_fits(n, w->max_block);
+        if (rank) { /* method 2 counts the rows as it decodes */
+            rc = gmtf_qlfc_decode_ranked(src + h, fi->frame_len - h, w->buf_a, n, w->rank_ws,
+                                         w->bwt_ws);
+            if (rc >= 0)
+                rc = rc == 1 ? gmtf_bwt_rank_given(n, idx)
+                             : gmtf_bwt_rank_table(w->buf_a, n, idx, w->bwt_ws);
+        } else {
+            rc = gmtf_qlfc_decode_counted(src + h, fi->frame_len - h, w->buf_a, n, w->rank_ws,
+                                          &counts);
+            if (rc == 0)
+                rc = gmtf_bwt_table_counted(w->buf_a, n, idx, w->bwt_ws, &counts);
+        }
         if (rc < 0)
             return rc;
         w->range_valid = 1;

@@ -138,6 +138,16 @@ int gmtf_qlfc_decode_counted(const uint8_t *src, size_t len, uint8_t *bwt, size_
     return GMTF_E_CORRUPT;
 }
 
+int gmtf_qlfc_decode_ranked(const uint8_t *src, size_t len, uint8_t *bwt, size_t n, void *ws,
+                            uint32_t (*chk)[256])
+{
+    if (len >= 1 && src[0] == GMTF_QLFC_METHOD_LANES) {
+        int rc = gmtf_lanes_decode_ranked(src, len, bwt, n, ws, chk);
+        return rc < 0 ? rc : 1;
+    }
+    return gmtf_qlfc_decode_counted(src, len, bwt, n, ws, NULL);
+}
+
 int gmtf_qlfc_decode(const uint8_t *src, size_t len, uint8_t *bwt, size_t n, void *ws)
 {
     return gmtf_qlfc_decode_counted(src, len, bwt, n, ws, NULL);

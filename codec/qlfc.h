@@ -94,6 +94,15 @@ int gmtf_qlfc_decode(const uint8_t *src, size_t len, uint8_t *bwt, size_t n, voi
 int gmtf_qlfc_decode_counted(const uint8_t *src, size_t len, uint8_t *bwt, size_t n, void *ws,
                              gmtf_bwt_counts *counts);
 
+/* gmtf_qlfc_decode, and for method 2 (return 1) the rank counts of
+ * gmtf_bwt_rank_table (bwt.h) in chk, taken run by run as the decoder
+ * writes them: no counting pass. chk: ceil(n / 2^12) + 1 rows of 256.
+ * Other methods decode only (return 0); a negative GMTF_E_* code. */
+int gmtf_qlfc_decode_ranked(const uint8_t *src, size_t len, uint8_t *bwt, size_t n, void *ws,
+                            uint32_t (*chk)[256]);
+int gmtf_lanes_decode_ranked(const uint8_t *src, size_t len, uint8_t *bwt, size_t n, void *ws,
+                             uint32_t (*chk)[256]);
+
 /* The two methods apart, for tests and benchmarks: any n >= 1. */
 long gmtf_lanes_encode(const uint8_t *bwt, size_t n, uint8_t *dst, size_t cap, void *ws);
 int gmtf_lanes_decode(const uint8_t *src, size_t len, uint8_t *bwt, size_t n, void *ws);

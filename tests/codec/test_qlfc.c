@@ -498,6 +498,24 @@ static int isa_pair(const uint8_t *enc, size_t len, size_t n, uint8_t *o0, uint8
     return r0;
 }
 
+/* gmtf_lanes_decode_ranked: the block, and the rank rows that
+ * gmtf_bwt_rank_table counts from it. */
+static void check_ranked(const uint8_t *enc, size_t len, const uint8_t *b, size_t n, uint8_t *o,
+                         void *ws)
+{
+    size_t rows = ((n + (1u << GMTF_BWT_RANK_SHIFT) - 1) >> GMTF_BWT_RANK_SHIFT) + 1;
+    uint32_t(*chk)[256] = tu_malloc(rows * sizeof *chk);
+    uint32_t(*want)[256] = tu_malloc(rows * sizeof *want);
+    uint32_t idx[GMTF_BWT_MAX_SAMPLES];
+    for (unsigned k = 0; k < GMTF_BWT_MAX_SAMPLES; k++)
+        idx[k] = 1;
+    assert_int_equal(gmtf_lanes_decode_ranked(enc, len, o, n, ws, chk), 0);
+    assert_memory_equal(o, b, n);
+    assert_int_equal(gmtf_bwt_rank_table(b, n, idx, want), 0);
+    assert_memory_equal(chk, want, rows * sizeof *chk);
+    free(want), free(chk);
+}
+
 static void test_lanes_isa(void **state)
 {
     (void)state;
@@ -527,6 +545,7 @@ static void test_lanes_isa(void **state)
         assert_true(len > 0);
         assert_int_equal(isa_pair(enc, (size_t)len, n, o0, o1, ws), 0);
         assert_memory_equal(o0, b, n);
+        check_ranked(enc, (size_t)len, b, n, o1, ws);
         if (kind == 0)
             free(b);
     }
@@ -546,7 +565,13 @@ static void test_lanes_isa(void **state)
             ml = (size_t)tu_rand_below(&st, ml);
         else
             m[5 + tu_rand_below(&st, ml - 5)] ^= (uint8_t)(1u << tu_rand_below(&st, 8));
-        errors += isa_pair(m, ml, mn, o0, o1, ws) != 0;
+        int r = isa_pair(m, ml, mn, o0, o1, ws);
+        errors += r != 0;
+        if (t % 4 == 0) { /* the same verdict with the rank rows */
+            uint32_t(*chk)[256] = tu_malloc(((mn >> GMTF_BWT_RANK_SHIFT) + 2) * sizeof *chk);
+            assert_int_equal(gmtf_lanes_decode_ranked(m, ml, o1, mn, ws, chk), r);
+            free(chk);
+        }
     }
     assert_true(errors > count * 9 / 10);
     free(b);

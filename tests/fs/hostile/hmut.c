@@ -555,7 +555,7 @@ static int edit_super(rng *r, himg *h, const known *k, hmut *m)
     uint64_t *f;
     const char *name;
     uint64_t v;
-    switch (below(r, 9)) {
+    switch (below(r, 10)) {
     case 0: {
         f = &sb->gen, name = "generation";
         const uint64_t c[] = {*f + 1,     *f - 1, *f + 2,     o->gen,
@@ -610,6 +610,15 @@ static int edit_super(rng *r, himg *h, const known *k, hmut *m)
         const uint64_t c[] = {*f + 1, o->jrnl_id, 0};
         v = c[below(r, 3)];
         break;
+    }
+    case 8: { /* valid: 0, a power of two from 64 KiB to the block size */
+        uint32_t bs = sb->block_size;
+        const uint32_t c[] = {0,          64u << 10, 32u << 10,  bs,      bs * 2,
+                              bs / 2 + 1, bs - 1,    UINT32_MAX, 1u << 31};
+        uint32_t p = c[below(r, 9)];
+        say(m, "superblock slot %d: pack size %u -> %u", slot, sb->pack_size, p);
+        sb->pack_size = p;
+        goto write;
     }
     default: {
         f = &sb->image_end, name = "image end";
