@@ -5,9 +5,10 @@
  * that read-ahead does not cover, of a small part of a large frame, decodes
  * that part only (gmtf_frame_decode_range: the entropy decoding and the
  * inverse BWT's rank counts, then only the chains of 32 KiB that cover it),
- * uncached; a second such read of the same frame soon after decodes it
- * whole into the cache, reusing that decode (a walk through a pack of small
- * files, a file read in pieces). */
+ * uncached; a later such read of the same frame soon after decodes it
+ * whole into the cache, reusing that decode, when it goes on from the read
+ * before or is the third (a walk through a pack of small files, a file
+ * read in pieces), else by range again (range_whole). */
 #include <stdio.h>
 
 #include "fs_internal.h"
@@ -119,15 +120,32 @@ static int frame_range(gmtf_fs *fs, uint32_t id, uint32_t off, uint32_t len, uin
     return rc;
 }
 
-/* Whether frame id was read by range lately; if not, notes it now. Caller
- * holds cache_lock. */
-static int range_seen(gmtf_fs *fs, uint32_t id)
+/* A read that begins at most this far past where the last read of the
+ * same frame ended goes on through it (the next file of a pack, the next
+ * piece of a file). */
+#define RANGE_SEQ_GAP (128u << 10)
+
+/* Whether a part [off, off + len) of frame id, cold, is decoded whole into
+ * the cache (1) or by range (0); notes the read. The first read of a frame
+ * goes by range; a later one while the frame is among the last few read by
+ * range goes whole when it goes on from the one before or is the third:
+ * reads walking through a pack then come from the cache, and random reads
+ * that land in a frame read before take a range again (from what the
+ * codec's workspace kept of the first when it still holds it: the chains
+ * of the range only), not a walk of the whole frame. Caller holds
+ * cache_lock. */
+static int range_whole(gmtf_fs *fs, uint32_t id, uint32_t off, uint32_t len)
 {
     unsigned n = sizeof fs->range_recent / sizeof *fs->range_recent;
-    for (unsigned i = 0; i < n; i++)
-        if (fs->range_recent[i] == id)
-            return 1;
-    fs->range_recent[fs->range_pos++ % n] = id;
+    for (unsigned i = 0; i < n; i++) {
+        struct range_note *r = &fs->range_recent[i];
+        if (!r->reads || r->id != id)
+            continue;
+        int next = off >= r->end && off - r->end <= RANGE_SEQ_GAP;
+        r->end = off + len;
+        return next || ++r->reads >= 3;
+    }
+    fs->range_recent[fs->range_pos++ % n] = (struct range_note){id, off + len, 1};
     return 0;
 }
 
@@ -154,7 +172,7 @@ int frame_copy(gmtf_fs *fs, uint32_t id, uint64_t ino, uint32_t blk, uint32_t of
     }
     /* range_reads: 0 is the default, on; < 0 off */
     int part = fs->opt.range_reads >= 0 && random && dlen >= RANGE_MIN && len <= dlen / RANGE_DIV;
-    int again = part && range_seen(fs, id);
+    int again = part && range_whole(fs, id, off, len);
     if (part && !again) {
         pthread_mutex_unlock(&fs->cache_lock);
         __atomic_add_fetch(&fs->range_decodes, 1, __ATOMIC_RELAXED);

@@ -299,8 +299,10 @@ struct gmtf_fs {
     struct cblock *lru_head, *lru_tail;
     uint64_t cache_bytes, cache_limit;
     uint64_t frames_decoded;
-    uint64_t range_decodes;   /* reads that decoded part of a frame */
-    uint32_t range_recent[8]; /* frames last read by range (frame_read.c) */
+    uint64_t range_decodes;      /* reads that decoded part of a frame */
+    struct range_note {          /* a frame read by range lately (frame_read.c) */
+        uint32_t id, end, reads; /* its id, where its last read ended, reads so far */
+    } range_recent[8];
     unsigned range_pos;
 
     /* dedup of flushed pieces */

@@ -329,7 +329,7 @@ static void read_damaged(const uint8_t *img0, size_t ilen, uint32_t id, const st
         if (first) { /* that read was by range: the frame is noted as such */
             int noted = 0;
             for (size_t k = 0; k < sizeof fs->range_recent / sizeof *fs->range_recent; k++)
-                noted |= fs->range_recent[k] == id;
+                noted |= fs->range_recent[k].reads && fs->range_recent[k].id == id;
             assert_true(noted);
             if (!strstr(log.text, want) || !strstr(log.text, "checksum"))
                 fail_msg("byte %zu of frame %u damaged: log '%s'", at, id, log.text);

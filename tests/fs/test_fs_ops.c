@@ -556,7 +556,9 @@ static void test_stats(void **state)
 
 /* Cold reads of parts of large frames (1 MiB blocks: packs of small
  * files, whole blocks, a raw block) decode by range (frame_read.c), by
- * default: random small reads through a 1 MiB cache, then two passes over
+ * default: a later read of a frame read by range decodes it whole when it
+ * goes on from the read before or is the third, else by range again; then
+ * random small reads through a 1 MiB cache, then two passes over
  * every file, all equal to what was written. With range_reads < 0 the same
  * reads decode whole frames (none is read by range). */
 static void text_file(uint8_t *p, size_t n, unsigned seed)
@@ -605,6 +607,31 @@ static void test_range_reads(void **state)
             assert_true(ino[i] != 0);
         }
         uint8_t buf[9000];
+        if (!off) { /* the policy (frame_read.c range_whole), by the counters */
+            /* the first pack holds f0..f189, the second f190..f285 */
+            static const struct {
+                int file;
+                uint64_t range, decoded; /* the counters after reading its first 100 bytes */
+            } step[] = {
+                {10, 1, 1},  /* a cold frame: by range */
+                {100, 2, 2}, /* the same frame far from the read before: by range again */
+                {101, 2, 3}, /* the next file after it: the whole frame into the cache */
+                {150, 2, 3}, /* then from the cache */
+                {260, 3, 4}, /* another frame */
+                {250, 4, 5}, /* before the read before: by range */
+                {240, 4, 6}, /* the third read of it: whole */
+                {280, 4, 6},
+            };
+            for (size_t k = 0; k < sizeof step / sizeof *step; k++) {
+                int i = step[k].file;
+                assert_int_equal(gmtf_fs_read(fs, ino[i], buf, 100, 0), 100);
+                assert_memory_equal(buf, data[i], 100);
+                gmtf_fs_info info;
+                assert_int_equal(gmtf_fs_get_info(fs, &info), 0);
+                assert_int_equal(info.range_decodes, step[k].range);
+                assert_int_equal(info.frames_decoded, step[k].decoded);
+            }
+        }
         srand(17);
         for (int t = 0; t < (off ? 100 : 600) / (int)test_scale(); t++) {
             int i = t % 5 == 0 ? NSMALL + rand() % 2 : rand() % NSMALL;
