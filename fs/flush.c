@@ -57,6 +57,39 @@ static int piece_cmp(const void *a, const void *b)
     return x->d->blk < y->d->blk ? -1 : x->d->blk > y->d->blk;
 }
 
+/* mkfs's order (pack_write_order): a small piece whose lines mostly match
+ * an earlier one's of this flush goes right after it (fs_similar_roots),
+ * the others stay as written. GMTF_PACK_SIMILAR=0: as written alone
+ * (measurements). Out of memory: as written. */
+static void similar_keys(const gmtf_fs *fs, struct piece *p, size_t n)
+{
+    const char *env = getenv("GMTF_PACK_SIMILAR");
+    if (env && strcmp(env, "0") == 0)
+        return;
+    size_t m = 0;
+    for (size_t i = 0; i < n; i++)
+        m += p[i].key >= 2;
+    const uint8_t **buf = malloc(m * sizeof *buf + 1);
+    uint32_t *len = malloc(m * sizeof *len + 1), *idx = malloc(m * sizeof *idx + 1);
+    uint32_t *root = malloc(m * sizeof *root + 1);
+    if (buf && len && idx && root) {
+        size_t j = 0;
+        for (size_t i = 0; i < n; i++)
+            if (p[i].key >= 2) {
+                buf[j] = p[i].d->buf;
+                len[j] = p[i].len;
+                idx[j++] = (uint32_t)i;
+            }
+        if (fs_similar_roots(buf, len, m, fs->pool_max, root) == 0)
+            for (j = 0; j < m; j++)
+                p[idx[j]].key = (((uint64_t)idx[root[j]] + 1) << 32) + idx[j];
+    }
+    free(buf);
+    free(len);
+    free(idx);
+    free(root);
+}
+
 static int all_zero(const uint8_t *p, size_t n)
 {
     static const uint8_t z[256];
@@ -1086,6 +1119,8 @@ int flush_some(gmtf_fs *fs, uint64_t only_ino, uint64_t max_bytes, unsigned flag
                 p[i].key = 1;
             else if (fs->opt.pack_write_order)
                 p[i].key = i + 2;
+        if (fs->opt.pack_write_order)
+            similar_keys(fs, p, n);
         qsort(p, n, sizeof *p, piece_cmp);
         /* The encode may go to a thread (mkfs) unless space was freed
          * since the last flush (outside its records): the next commit

@@ -397,6 +397,15 @@ int file_truncate_locked(gmtf_fs *fs, struct inode *in, uint64_t size);
  * such waste is worth it (over 1/16 of the space in use). */
 int fs_compact(gmtf_fs *fs, int force);
 
+/* ---- similar.c ---- */
+/* For n pieces (bytes buf[i], len[i]), root[i]: the first piece of the
+ * cluster of near-duplicates (by their lines) that piece i joins, i when
+ * none; a root comes before its members. Up to `threads` threads read the
+ * pieces; the answer does not depend on them. 0, or -ENOMEM (then
+ * root[i] = i). */
+int fs_similar_roots(const uint8_t *const *buf, const uint32_t *len, size_t n, unsigned threads,
+                     uint32_t *root);
+
 /* ---- flush.c, stage.c ---- */
 int flush_dirty(gmtf_fs *fs, uint64_t only_ino); /* 0 = all */
 #define FLUSH_BATCH_BYTES (64u << 20) /* the most bytes one encode batch of a flush holds */
