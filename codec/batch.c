@@ -125,19 +125,20 @@ static void *hbuf_reserve(gmtf_codec *c, struct gmtf_hbuf *b, uint64_t n)
 static int ahead_capable(const gmtf_codec *c);
 
 /* Whether the encode's staging set (0, or 1: encoding ahead) is pinned:
- * set 0 unless the codec encodes ahead, set 1 never. Pinning costs about
- * 0.7 ms a MiB on the H100 host, serialized in the driver, and more at the
- * exit; pageable staging costs the transfers' overlap with the sort, which
- * encoding ahead hides: the whole Linux tar compressed in 1.736 s with
- * neither set pinned, 2.123 with both, 2.182 with set 0 alone (docs/gpu.md,
- * pipe10). GMTF_ENC_PIN (measurements): two digits, 1 = pinned, for sets
- * 0 and 1. */
+ * both. Pinning by cudaHostAlloc cost about 0.7 ms a MiB on the H100 host
+ * and more at the exit, so that pipe10 left both sets of an encode ahead
+ * pageable (the whole Linux tar in 1.736 s, 2.123 with both pinned);
+ * gmtf_gpu_host_alloc now registers pages it touched (pipe11: 8 ms for
+ * 256 MiB), and pageable sets cost 35-60 ms a 256 MiB batch in transfers
+ * at 5-11 GB/s that do not overlap the sort (docs/gpu.md, pipe11).
+ * GMTF_ENC_PIN (measurements): two digits, 1 = pinned, for sets 0 and 1. */
 static int enc_pin(const gmtf_codec *c, unsigned set)
 {
+    (void)c;
     const char *v = getenv("GMTF_ENC_PIN");
     if (v && strlen(v) == 2)
         return v[set] == '1';
-    return set == 0 && !ahead_capable(c);
+    return 1;
 }
 
 static void stage_free(gmtf_codec *c)
