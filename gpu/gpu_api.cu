@@ -284,7 +284,9 @@ static void *host_register(size_t size)
 #ifdef MADV_HUGEPAGE
     (void)madvise(p, n, MADV_HUGEPAGE); /* advice: plain pages if refused */
 #endif
-    memset(p, 0, n); /* the pages exist before the driver locks them */
+    const char *t = getenv("GMTF_GPU_HOST_REG_TOUCH"); /* 0: the driver's faults (measurements) */
+    if (!(t && *t == '0'))
+        memset(p, 0, n); /* the pages exist before the driver locks them */
     if (cudaHostRegister(p, n, cudaHostRegisterPortable) != cudaSuccess) {
         cudaGetLastError();
         free(p);

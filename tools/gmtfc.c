@@ -577,7 +577,8 @@ int main(int argc, char **argv)
      * process's memory anyway (docs/gpu.md, pipe8: the exit then takes
      * 0.22-0.24 s, against 0.14 s after the teardown; _exit, skipping
      * CUDA's atexit handler, gained nothing). */
-    if (!gmtfc_stream_device(a.stream))
+    const char *de = getenv("GMTFC_DESTROY"); /* 1: the teardown here too (measurements) */
+    if (!gmtfc_stream_device(a.stream) || (de && *de == '1'))
         gmtfc_stream_destroy(a.stream);
     if (a.prog.name)
         cli_progress_free(&a.prog.line);
