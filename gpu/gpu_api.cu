@@ -13,8 +13,28 @@
 
 static int probe_result = -1;
 
+/* How a host thread waits for its device (cudaSetDeviceFlags): blocking
+ * on a synchronization primitive, so that the threads that wait for the
+ * device's steps (the encode's steps A and B on helper threads, the
+ * decode's group waits) leave the cores to the pool's workers, which run
+ * beside them; CUDA's default with one context on a 16-core host spins.
+ * GMTF_GPU_SCHED (measurements): auto (CUDA's default), spin, yield or
+ * block. */
+static unsigned sched_flags(void)
+{
+    const char *e = getenv("GMTF_GPU_SCHED");
+    if (e && strcmp(e, "auto") == 0)
+        return cudaDeviceScheduleAuto;
+    if (e && strcmp(e, "spin") == 0)
+        return cudaDeviceScheduleSpin;
+    if (e && strcmp(e, "yield") == 0)
+        return cudaDeviceScheduleYield;
+    return cudaDeviceScheduleBlockingSync;
+}
+
 /* Usable devices: 0, 1, ... up to the first one below compute capability
- * 7.0 (so that device numbers are CUDA's). */
+ * 7.0 (so that device numbers are CUDA's), each set to sched_flags()
+ * (which starts its primary context: the first context made on it would). */
 static int probe(void)
 {
     int n = 0, ok = 0;
@@ -24,6 +44,12 @@ static int probe(void)
             if (cudaGetDeviceProperties(&p, ok) != cudaSuccess || p.major < 7)
                 break;
         }
+    unsigned flags = sched_flags();
+    for (int d = 0; d < ok && flags != cudaDeviceScheduleAuto; d++)
+        if (cudaSetDevice(d) == cudaSuccess)
+            (void)cudaSetDeviceFlags(flags); /* a refusal: CUDA's default */
+    if (ok > 0)
+        cudaSetDevice(0);
     cudaGetLastError(); /* clear the error of a failed probe */
     return ok;
 }
