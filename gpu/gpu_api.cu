@@ -13,28 +13,30 @@
 
 static int probe_result = -1;
 
-/* How a host thread waits for its device (cudaSetDeviceFlags): blocking
- * on a synchronization primitive, so that the threads that wait for the
- * device's steps (the encode's steps A and B on helper threads, the
- * decode's group waits) leave the cores to the pool's workers, which run
- * beside them; CUDA's default with one context on a 16-core host spins.
- * GMTF_GPU_SCHED (measurements): auto (CUDA's default), spin, yield or
- * block. */
+/* How a host thread waits for its device (cudaSetDeviceFlags), from
+ * GMTF_GPU_SCHED (measurements): auto (CUDA's default: with one context on
+ * a 16-core host, it spins), spin, yield or block (on a synchronization
+ * primitive, leaving the core to the pool's workers beside the waiting
+ * threads). On the whole Linux tar (docs/gpu.md, pipe11) gmtfc -c took
+ * 1.649, 1.650 and 1.645 s with auto, yield and block, gmtfc -d 0.947 s
+ * with auto and 1.052 with block (timed first in its call): CUDA's
+ * default stays. */
 static unsigned sched_flags(void)
 {
     const char *e = getenv("GMTF_GPU_SCHED");
-    if (e && strcmp(e, "auto") == 0)
-        return cudaDeviceScheduleAuto;
     if (e && strcmp(e, "spin") == 0)
         return cudaDeviceScheduleSpin;
     if (e && strcmp(e, "yield") == 0)
         return cudaDeviceScheduleYield;
-    return cudaDeviceScheduleBlockingSync;
+    if (e && strcmp(e, "block") == 0)
+        return cudaDeviceScheduleBlockingSync;
+    return cudaDeviceScheduleAuto;
 }
 
 /* Usable devices: 0, 1, ... up to the first one below compute capability
- * 7.0 (so that device numbers are CUDA's), each set to sched_flags()
- * (which starts its primary context: the first context made on it would). */
+ * 7.0 (so that device numbers are CUDA's); with GMTF_GPU_SCHED, each set
+ * to sched_flags() (which starts its primary context here rather than at
+ * the first context made on it). */
 static int probe(void)
 {
     int n = 0, ok = 0;
