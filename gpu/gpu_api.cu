@@ -13,30 +13,8 @@
 
 static int probe_result = -1;
 
-/* How a host thread waits for its device (cudaSetDeviceFlags), from
- * GMTF_GPU_SCHED (measurements): auto (CUDA's default: with one context on
- * a 16-core host, it spins), spin, yield or block (on a synchronization
- * primitive, leaving the core to the pool's workers beside the waiting
- * threads). On the whole Linux tar (docs/gpu.md, pipe11) gmtfc -c took
- * 1.649, 1.650 and 1.645 s with auto, yield and block, gmtfc -d 0.947 s
- * with auto and 1.052 with block (timed first in its call): CUDA's
- * default stays. */
-static unsigned sched_flags(void)
-{
-    const char *e = getenv("GMTF_GPU_SCHED");
-    if (e && strcmp(e, "spin") == 0)
-        return cudaDeviceScheduleSpin;
-    if (e && strcmp(e, "yield") == 0)
-        return cudaDeviceScheduleYield;
-    if (e && strcmp(e, "block") == 0)
-        return cudaDeviceScheduleBlockingSync;
-    return cudaDeviceScheduleAuto;
-}
-
 /* Usable devices: 0, 1, ... up to the first one below compute capability
- * 7.0 (so that device numbers are CUDA's); with GMTF_GPU_SCHED, each set
- * to sched_flags() (which starts its primary context here rather than at
- * the first context made on it). */
+ * 7.0 (so that device numbers are CUDA's). */
 static int probe(void)
 {
     int n = 0, ok = 0;
@@ -46,12 +24,6 @@ static int probe(void)
             if (cudaGetDeviceProperties(&p, ok) != cudaSuccess || p.major < 7)
                 break;
         }
-    unsigned flags = sched_flags();
-    for (int d = 0; d < ok && flags != cudaDeviceScheduleAuto; d++)
-        if (cudaSetDevice(d) == cudaSuccess)
-            (void)cudaSetDeviceFlags(flags); /* a refusal: CUDA's default */
-    if (ok > 0)
-        cudaSetDevice(0);
     cudaGetLastError(); /* clear the error of a failed probe */
     return ok;
 }
