@@ -1650,6 +1650,10 @@ static int code_impl(gmtf_gpu_lanes_enc *c, const uint8_t *skip, const uint8_t *
     TRY(d2h(c, len, c->len.p, nl * 4));
     TRY(sync(c));
     kernel_ms(c, 1);
+    const char *pe = getenv("GMTF_GPU_LANES_PROFILE");
+    if (pe && *pe == '1')
+        fprintf(stderr, "lanes enc profile: %zu blocks, %llu bytes, code kernel %.2f ms\n",
+                c->count, (unsigned long long)c->nbytes, (double)c->ms[1]);
     uint64_t *pos;
     if (streams) {
         TRY(host_reserve(c, &c->h_pos, nl * 8));
