@@ -8,6 +8,7 @@
  * Either way each block's frame depends only on its bytes, so the output
  * is the same for any thread count. */
 #include <errno.h>
+#include <limits.h>
 #include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -131,14 +132,23 @@ static int ahead_capable(const gmtf_codec *c);
  * gmtf_gpu_host_alloc now registers pages it touched (pipe11: 8 ms for
  * 256 MiB), and pageable sets cost 35-60 ms a 256 MiB batch in transfers
  * at 5-11 GB/s that do not overlap the sort (docs/gpu.md, pipe11).
- * GMTF_ENC_PIN (measurements): two digits, 1 = pinned, for sets 0 and 1. */
+ * mkfs asks for pageable sets (gmtf_codec_set_pageable: mkfs11 measured
+ * them faster on the 256 MiB prefix with cudaHostAlloc's pinning, and even
+ * on the whole tar). GMTF_ENC_PIN (measurements): two digits, 1 = pinned,
+ * for sets 0 and 1. */
 static int enc_pin(const gmtf_codec *c, unsigned set)
 {
-    (void)c;
     const char *v = getenv("GMTF_ENC_PIN");
     if (v && strlen(v) == 2)
         return v[set] == '1';
-    return 1;
+    return !c->enc_pageable;
+}
+
+void gmtf_codec_set_pageable(gmtf_codec *c, int on)
+{
+    c->enc_pageable = on != 0;
+    for (unsigned k = 0; c->multi && k < c->multi->n; k++)
+        gmtf_codec_set_pageable(c->multi->sub[k], on);
 }
 
 static void stage_free(gmtf_codec *c)
@@ -1080,7 +1090,16 @@ struct enc_lanes {
     uint8_t *rec;       /* packed block j's plan record at j * rec_size */
     size_t rec_size;
     unsigned ctx0; /* chunk k takes encoder context (ctx0 + k) % 3 */
+    /* method 3 coded ahead (enc_spec): packed block j's payload length
+     * (or -ENOSPC) in its slot, SPEC_NONE: not coded; NULL: off. A(k)
+     * says when chunk k's BWT output is in the staging (bwt_done). */
+    long *spec;
+    pthread_mutex_t mu;
+    pthread_cond_t cv;
+    uint8_t bwt_done[GMTF_BWT_DEV_PIPE_MAX];
 };
+
+#define SPEC_NONE LONG_MIN
 
 /* Packed block j's frame on the CPU: from its BWT output when that came
  * back from the device (the same bytes as gmtf_frame_encode_ws), else
@@ -1135,7 +1154,9 @@ static void enc_late(struct dev_batch *d, size_t j, unsigned worker)
     }
     const uint8_t *bwt = d->st_b + d->coff[j];
     size_t h = gmtf_frame_header_len_v2(GMTF_METHOD_BWT, n), cap = gmtf_frame_payload_cap_v2(n);
-    if (how == ENC_LATE_M3) /* method 3, as gmtf_qlfc_encode goes on */
+    if (how == ENC_LATE_M3 && e->spec && e->spec[j] != SPEC_NONE) /* coded ahead */
+        enc_frame(d, j, e->spec[j]);
+    else if (how == ENC_LATE_M3) /* method 3, as gmtf_qlfc_encode goes on */
         enc_frame(d, j,
                   cap ? gmtf_qlfc_encode_deferred(bwt, n, s->dst + s->slot[i] + h, cap, w->rank_ws)
                       : -ENOSPC);
@@ -1224,14 +1245,34 @@ static void enc_finish(struct dev_batch *d, size_t j, unsigned worker)
         enc_cpu(d, j, w, 1);
 }
 
+/* Chunk k's BWT output is in the staging, or will not come (enc_spec). */
+static void enc_bwt_done(struct enc_lanes *e, unsigned k)
+{
+    if (!e->spec)
+        return;
+    pthread_mutex_lock(&e->mu);
+    e->bwt_done[k] = 1;
+    pthread_cond_broadcast(&e->cv);
+    pthread_mutex_unlock(&e->mu);
+}
+
+static void enc_dev_a_impl(struct dev_batch *d, unsigned k);
+
 /* Device step A of chunk k: forward BWT, then the scan. */
 static void enc_dev_a(struct dev_batch *d, unsigned k)
+{
+    enc_dev_a_impl(d, k);
+    enc_bwt_done(d->enc, k); /* (any way out) */
+}
+
+static void enc_dev_a_impl(struct dev_batch *d, unsigned k)
 {
     gmtf_codec *c = d->s.c;
     struct enc_chunk *ch = &d->enc->ch[k];
     size_t j0 = ch->j0, n = ch->j1 - j0;
     ch->fwd_ok = gmtf_bwt_dev_forward(&c->bwt_dev, d->st_a, d->coff + j0, n, d->step + j0, d->st_b,
                                       d->st_idx + d->ioff[j0]) == 0;
+    enc_bwt_done(d->enc, k);
     size_t big = 0;
     for (size_t j = j0; j < ch->j1; j++)
         big += d->coff[j + 1] - d->coff[j] >= GMTF_QLFC_LANES_MIN;
@@ -1337,6 +1378,73 @@ static void enc_devs_finish(struct enc_round *q, struct enc_devs *v)
             pthread_join(v->th[i], NULL);
 }
 
+/* ---- method 3 coded ahead ----
+ *
+ * A block whose runs are long on average (the method rule's second test:
+ * runs * GMTF_QLFC_SPARSE < n, runs counted lane by lane as the scan
+ * counts them) takes method 3 (-EXDEV from the plan), coded on the CPU
+ * after the plan: one thread a block, ~0.25 s for 16 MiB of the Linux
+ * tar's register headers, the batch's last step (docs/gpu.md, mkfs11).
+ * With one chunk the pool is idle while A's scan and plan run on the
+ * device: it codes such blocks then, from the BWT output that A brought
+ * down first, into their slots; enc_late takes that payload when the plan
+ * said method 3 (the same call on the same bytes: the same payload), and a
+ * block the plan codes otherwise overwrites its slot. The rule's first
+ * test (big ranks) needs the ranks: those blocks are coded after the plan
+ * as before. GMTF_GPU_ENC_SPEC=0: off (measurements). */
+static int env_spec(void)
+{
+    const char *v = getenv("GMTF_GPU_ENC_SPEC");
+    return !(v && v[0] == '0' && !v[1]);
+}
+
+/* Is the block's BWT output sparse by the method rule's runs test? */
+static int spec_sparse(const uint8_t *bwt, size_t n)
+{
+    size_t seg = (n + GMTF_QLFC_NLANES - 1) / GMTF_QLFC_NLANES;
+    uint64_t runs = 0;
+    for (size_t a = 0; a < n; a += seg) {
+        size_t b = a + seg < n ? a + seg : n;
+        runs++;
+        for (size_t i = a + 1; i < b; i++)
+            runs += bwt[i] != bwt[i - 1];
+        if (runs * GMTF_QLFC_SPARSE >= n)
+            return 0;
+    }
+    return 1;
+}
+
+static void enc_spec_one(void *ctx, size_t t, unsigned worker)
+{
+    struct dev_batch *d = ctx;
+    struct enc_lanes *e = d->enc;
+    struct staged *s = &d->s;
+    size_t j = e->ch[0].j0 + t, i = d->sel[j], n = s->off[i + 1] - s->off[i];
+    const uint8_t *bwt = d->st_b + d->coff[j];
+    if (n < GMTF_QLFC_LANES_MIN || !spec_sparse(bwt, n))
+        return;
+    gmtf_workspace *w = gmtf_codec_workspace_enc(s->c, worker);
+    if (!w)
+        return; /* coded after the plan */
+    size_t h = gmtf_frame_header_len_v2(GMTF_METHOD_BWT, n), cap = gmtf_frame_payload_cap_v2(n);
+    e->spec[j] =
+        cap ? gmtf_qlfc_encode_deferred(bwt, n, s->dst + s->slot[i] + h, cap, w->rank_ws) : -ENOSPC;
+}
+
+/* With one chunk and A(0) on its thread: once its BWT output is down,
+ * the sparse blocks coded ahead on the pool (returns before A ends when
+ * none is). */
+static void enc_spec_run(struct dev_batch *d)
+{
+    struct enc_lanes *e = d->enc;
+    pthread_mutex_lock(&e->mu);
+    while (!e->bwt_done[0])
+        pthread_cond_wait(&e->cv, &e->mu);
+    pthread_mutex_unlock(&e->mu);
+    if (e->ch[0].fwd_ok)
+        gmtf_pool_run(d->s.c->pool, enc_spec_one, d, e->ch[0].j1 - e->ch[0].j0);
+}
+
 static void enc_range(const struct enc_lanes *e, int k, size_t *a, size_t *b)
 {
     *a = *b = 0;
@@ -1370,6 +1478,12 @@ static int enc_setup(struct dev_batch *d, unsigned chunks)
     e->late = calloc(d->nsel, 1);
     e->rec = malloc(d->nsel * e->rec_size);
     e->tight = c->bwt_dev.use_plan && env_tight();
+    if (chunks == 1 && e->tight && env_spec() && (e->spec = malloc(d->nsel * sizeof *e->spec))) {
+        for (size_t j = 0; j < d->nsel; j++)
+            e->spec[j] = SPEC_NONE;
+        pthread_mutex_init(&e->mu, NULL);
+        pthread_cond_init(&e->cv, NULL);
+    }
     int rc = e->chunk_of && e->planned && e->late && e->rec ? 0 : -ENOMEM;
     size_t prev = 0;
     for (unsigned k = 0; k < chunks && rc == 0; k++) {
@@ -1410,6 +1524,11 @@ static void enc_free(struct dev_batch *d)
     free(e->planned);
     free(e->late);
     free(e->rec);
+    if (e->spec) {
+        free(e->spec);
+        pthread_mutex_destroy(&e->mu);
+        pthread_cond_destroy(&e->cv);
+    }
     free(e);
     d->enc = NULL;
 }
@@ -1433,6 +1552,8 @@ static int enc_pipeline(struct dev_batch *d)
             enc_range(e, r, &q.c0, &q.c1);
             double t0 = prof_on() ? prof_ms() : 0, t1 = t0, t2 = t0;
             enc_devs_start(&q, &v, 0, r >= 1 && r - 1 < (int)chunks);
+            if (r == 1 && e->spec && v.threaded[0])
+                enc_spec_run(d); /* beside A(0)'s scan and plan */
             if (q.p1 > q.p0)
                 gmtf_pool_run(c->pool, enc_round_task, &q, q.p1 - q.p0);
             if (prof_on())

@@ -60,6 +60,7 @@ struct gmtf_codec {
     struct gmtf_hbuf enc_st[2][3];
     unsigned enc_set;
     struct enc_ahead *ahead;
+    int enc_pageable; /* gmtf_codec_set_pageable */
 };
 
 /* Lazily allocates workspace i, for decoding (gmtf_codec_workspace) or

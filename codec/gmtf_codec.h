@@ -117,6 +117,14 @@ typedef int (*gmtf_batch_next_fn)(void *arg, gmtf_batch_next *next);
  * are the same either way. */
 void gmtf_codec_set_next(gmtf_codec *c, gmtf_batch_next_fn fn, void *arg);
 
+/* The encode's staging on a device from pageable memory (on = 1) rather
+ * than pinned (0, the default unless encoding ahead), for a short-lived
+ * process: pinning costs about 0.7 ms a MiB on the H100 host, serialized
+ * in the driver, at the prepare and again at the exit, which a process
+ * with few batches does not win back (mkfs.gmtf: docs/gpu.md, mkfs11).
+ * Call it before gmtf_codec_prepare; the frames are the same either way. */
+void gmtf_codec_set_pageable(gmtf_codec *c, int on);
+
 /* ---- single frames ---------------------------------------------------- */
 
 /* Largest frame that encoding n bytes can produce (n plus a small header). */

@@ -309,6 +309,8 @@ struct gmtf_fs {
     struct dedup_ent *dedup;
     size_t dedup_cap, dedup_n; /* slots (a power of 2), entries put since it grew */
     struct flush_job *pend;    /* an async_flush flush encoding on its thread (flush.c) */
+    uint8_t *job_src;          /* the jobs' round buffer, kept from job to job (flush.c) */
+    uint64_t job_src_cap;
     /* Its hooks for the floors below flush.c (fs/README.md), set with
      * pend: record.c stores it before a record that could tell the
      * difference (flush_join), dirty.c reads the blocks it took

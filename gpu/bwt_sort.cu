@@ -1687,6 +1687,10 @@ extern "C" int gmtf_gpu_bwt_create_on(int dev, gmtf_gpu_bwt_ctx **out)
     }
     c->ok = 1;
     c->piece_bound = PIECE_DEFAULT;
+    /* GMTF_BWT_TRACE=1 (measurements): every batch's rounds and phases on
+     * stderr, profiled (the classes' kernels then run one after another) */
+    const char *tr = getenv("GMTF_BWT_TRACE");
+    c->profile = tr && *tr == '1';
     const char *st = getenv("GMTF_BWT_STREAMS");
     c->concurrent = !(st && *st == '0');
     *out = c;
@@ -1937,8 +1941,32 @@ extern "C" int gmtf_gpu_bwt_stage_device(gmtf_gpu_bwt_ctx *c, void **bwt, void *
     return 0;
 }
 
+static int batch_impl(gmtf_gpu_bwt_ctx *c, const uint8_t *src, const uint64_t *off, size_t count,
+                      const uint32_t *step, uint8_t *dst, uint32_t *idx);
+
 extern "C" int gmtf_gpu_bwt_batch(gmtf_gpu_bwt_ctx *c, const uint8_t *src, const uint64_t *off,
                                   size_t count, const uint32_t *step, uint8_t *dst, uint32_t *idx)
+{
+    int rc = batch_impl(c, src, off, count, step, dst, idx);
+    const char *tr = getenv("GMTF_BWT_TRACE");
+    if (c && c->profile && tr && *tr == '1') {
+        uint64_t most = 0;
+        for (size_t i = 0; i < count; i++)
+            most = off[i + 1] - off[i] > most ? off[i + 1] - off[i] : most;
+        fprintf(stderr,
+                "bwt trace: %zu blocks (longest %llu), %u pieces, %u rounds, active %.2f:", count,
+                (unsigned long long)most, c->prof.pieces, c->prof.rounds,
+                c->prof.positions ? (double)c->prof.active / (double)c->prof.positions : 0.0);
+        for (int q = 0; q < GMTF_GPU_BWT_PH_COUNT; q++)
+            fprintf(stderr, " %s %.2f", gmtf_gpu_bwt_phase_name(q), c->prof.ms[q]);
+        fprintf(stderr, " ms\n");
+        memset(&c->prof, 0, sizeof c->prof);
+    }
+    return rc;
+}
+
+static int batch_impl(gmtf_gpu_bwt_ctx *c, const uint8_t *src, const uint64_t *off, size_t count,
+                      const uint32_t *step, uint8_t *dst, uint32_t *idx)
 {
     if (!c)
         return -ENODEV;

@@ -136,32 +136,25 @@ static GMTF_HD inline unsigned bitlen_m1(uint32_t v) /* v >= 1: index of the top
 
 /* A lane is scanned by one warp: the control flow is the same in all 32
  * threads (each computes the run's values; thread 0 writes them), and the
- * three steps with a loop inside -- the end of a run, its start, the byte's
- * place in the move-to-front list -- are warp-wide: 32 bytes a step by a
+ * steps with a loop inside -- a run's start, the byte's place in the
+ * move-to-front list -- are warp-wide: 32 bytes a step by a
  * ballot, the 256-byte list as 8 bytes a thread. In the CPU build (one
  * "thread", t = 0) they are plain loops. */
 
-/* The end of the run of s[i] (first j > i with s[j] != s[i], or b). */
+/* The end of the run of s[i] (first j > i with s[j] != s[i], or b): the
+ * CPU build's run count (the device counts the runs' starts, its threads
+ * over every 32nd byte). */
+#ifdef GMTF_LANES_ENC_EMU
 static GMTF_HD inline uint32_t w_run_end(const uint8_t *s, uint32_t i, uint32_t b, unsigned t)
 {
     uint8_t c = s[i];
     uint32_t j = i + 1;
-#ifdef GMTF_LANES_ENC_EMU
     (void)t;
     while (j < b && s[j] == c)
         j++;
     return j;
-#else
-    for (;;) {
-        uint32_t q = j + t;
-        int stop = q >= b || s[q] != c;
-        unsigned m = __ballot_sync(0xffffffffu, stop);
-        if (m)
-            return j + (unsigned)__ffs((int)m) - 1;
-        j += 32;
-    }
-#endif
 }
+#endif
 
 /* The start of the run of s[i - 1] (i > a). */
 static GMTF_HD inline uint32_t w_run_start(const uint8_t *s, uint32_t a, uint32_t i, unsigned t)
@@ -243,8 +236,17 @@ static GMTF_HD void lane_scan(const uint8_t *s, uint32_t a, uint32_t b, uint8_t 
     __syncwarp();
 #endif
     uint32_t k = 0;
+#ifdef GMTF_LANES_ENC_EMU
     for (uint32_t i = a; i < b; k++)
         i = w_run_end(s, i, b, t);
+#else
+    /* the runs counted by their starts, the warp's threads over every 32nd
+     * byte (independent loads, not a run after another) */
+    for (uint32_t q = a + t; q < b; q += WSTEP)
+        k += q == a || s[q] != s[q - 1];
+    for (int d = 16; d > 0; d >>= 1)
+        k += __shfl_xor_sync(0xffffffffu, k, d);
+#endif
     uint32_t runs = k;
     unsigned nseen = 0;
     uint32_t i = b;
@@ -283,15 +285,26 @@ static GMTF_HD void lane_scan(const uint8_t *s, uint32_t a, uint32_t b, uint8_t 
 #endif
     unsigned prev = 1;
     uint32_t g = 0, st = a;
+    /* the next run's length, rank and byte loaded a run ahead (rl and rk:
+     * written by thread 0 of this warp, fenced above), so that their
+     * latency passes while this run is counted */
+    uint32_t nlen = runs ? rl[0] : 0;
+    unsigned nrk = runs ? rk[0] : 0;
+    uint8_t nc = runs ? s[a] : 0;
     for (k = 0; k < runs; k++) {
-        uint32_t len = rl[k]; /* written by thread 0 of this warp: fenced above */
-        uint8_t c = s[st];
+        uint32_t len = nlen;
+        uint8_t c = nc;
+        unsigned r = nrk;
+        if (k + 1 < runs) {
+            nlen = rl[k + 1];
+            nrk = rk[k + 1];
+            nc = s[st + len];
+        }
         while ((st - a) >= g * GROUP_BYTES) {
             if (t == 0)
                 gstart[g] = k;
             g++;
         }
-        unsigned r = rk[k];
         unsigned rsym = r ? rsym_of(r) : RSYM_RETIRE;
         unsigned lsym = lsym_of(len);
         unsigned rctx = (e_e_q[(er[c] + 8) >> 4] * 3 + e_h_q[hr[c]]) * 3 + e_p_q[prev];
@@ -1650,6 +1663,10 @@ static int code_impl(gmtf_gpu_lanes_enc *c, const uint8_t *skip, const uint8_t *
     TRY(d2h(c, len, c->len.p, nl * 4));
     TRY(sync(c));
     kernel_ms(c, 1);
+    const char *pe = getenv("GMTF_GPU_LANES_PROFILE");
+    if (pe && *pe == '1')
+        fprintf(stderr, "lanes enc profile: %zu blocks, %llu bytes, code kernel %.2f ms\n",
+                c->count, (unsigned long long)c->nbytes, (double)c->ms[1]);
     uint64_t *pos;
     if (streams) {
         TRY(host_reserve(c, &c->h_pos, nl * 8));

@@ -774,6 +774,24 @@ static void test_lanes_enc(void **state)
         frames_free(&got);
         gmtf_codec_destroy(dev);
     }
+#ifndef GMTF_CODEC_DEV_EMU
+    /* One chunk: block 7 (runs) is coded by method 3 on the pool while the
+     * scan runs (codec/batch.c, enc_spec); a fault at the forward BWT (no
+     * output to code ahead), at the scan (coded ahead, then the CPU's way
+     * after all) and at the code step: the same frames */
+    for (long at = 1; at <= 3; at++) {
+        gmtf_codec *dev = codec_new(1, 2);
+        gmtf_bwt_dev *d = gmtf_codec_bwt_dev(dev);
+        d->pipe[0] = 1;
+        d->fault_at = at;
+        frames got = encode(dev, &b);
+        assert_same_frames(&want, &got);
+        assert_int_equal(d->retired, 1);
+        assert_int_equal(d->calls, at);
+        frames_free(&got);
+        gmtf_codec_destroy(dev);
+    }
+#endif
     frames_free(&want);
     blocks_free(&b);
     gmtf_codec_destroy(cpu);
