@@ -144,7 +144,8 @@ typedef struct gmtf_fs_options {
      * clock (reproducible images: mkfs with SOURCE_DATE_EPOCH). */
     int64_t write_time;
     int pack_write_order; /* pack small files and tails in the order written (mkfs: input
-                             order, directory by directory), not by extension */
+                             order, directory by directory), a near-duplicate of an earlier
+                             piece of the flush right after it, not by extension */
     /* Cold random reads decode only the part of a frame they need
      * (gmtf_frame_decode_range): 0 = the default, on; > 0 on; < 0 off (a
      * whole-frame decode for every cold read, for measurements). Such a
