@@ -134,210 +134,253 @@ static GMTF_HD inline unsigned bitlen_m1(uint32_t v) /* v >= 1: index of the top
 
 /* ---- scan: ranks, keys, groups, shared counts of one lane ----------------- */
 
-/* A lane is scanned by one warp: the control flow is the same in all 32
- * threads (each computes the run's values; thread 0 writes them), and the
- * steps with a loop inside -- a run's start, the byte's place in the
- * move-to-front list -- are warp-wide: 32 bytes a step by a
- * ballot, the 256-byte list as 8 bytes a thread. In the CPU build (one
- * "thread", t = 0) they are plain loops. */
-
-/* The end of the run of s[i] (first j > i with s[j] != s[i], or b): the
- * CPU build's run count (the device counts the runs' starts, its threads
- * over every 32nd byte). */
-#ifdef GMTF_LANES_ENC_EMU
-static GMTF_HD inline uint32_t w_run_end(const uint8_t *s, uint32_t i, uint32_t b, unsigned t)
-{
-    uint8_t c = s[i];
-    uint32_t j = i + 1;
-    (void)t;
-    while (j < b && s[j] == c)
-        j++;
-    return j;
-}
-#endif
-
-/* The start of the run of s[i - 1] (i > a). */
-static GMTF_HD inline uint32_t w_run_start(const uint8_t *s, uint32_t a, uint32_t i, unsigned t)
-{
-    uint8_t c = s[i - 1];
-    uint32_t j = i - 1; /* s[j..i) is the run so far */
-#ifdef GMTF_LANES_ENC_EMU
-    (void)t;
-    while (j > a && s[j - 1] == c)
-        j--;
-    return j;
-#else
-    for (;;) {
-        int stop = j - a <= t || s[j - 1 - t] != c; /* q = j - 1 - t below a, or another byte */
-        unsigned m = __ballot_sync(0xffffffffu, stop);
-        if (m)
-            return j - ((unsigned)__ffs((int)m) - 1);
-        j -= 32;
-    }
-#endif
-}
-
-/* c's place p in list (a permutation of the 256 bytes), moved to the front. */
-static GMTF_HD inline unsigned w_mtf(uint8_t *list, unsigned c, unsigned t)
-{
-#ifdef GMTF_LANES_ENC_EMU
-    (void)t;
-    unsigned p = 0;
-    while (list[p] != c)
-        p++;
-    for (unsigned q = p; q > 0; q--)
-        list[q] = list[q - 1];
-    list[0] = (uint8_t)c;
-    return p;
-#else
-    const uint64_t ones = 0x0101010101010101ull;
-    uint64_t v = ((const uint64_t *)list)[t];
-    uint64_t x = v ^ (ones * c);
-    uint64_t hz = (x - ones) & ~x & (ones << 7); /* the lowest flag is the first zero byte */
-    unsigned m = __ballot_sync(0xffffffffu, hz != 0);
-    unsigned tt = (unsigned)__ffs((int)m) - 1;
-    unsigned in = hz ? ((unsigned)__ffsll((long long)hz) - 1) >> 3 : 0;
-    unsigned p = tt * 8 + __shfl_sync(0xffffffffu, in, (int)tt);
-    uint64_t prev = __shfl_up_sync(0xffffffffu, v >> 56, 1);
-    uint64_t shifted = v << 8 | (t == 0 ? (uint64_t)c : prev);
-    int k = (int)p - (int)(8 * t) + 1; /* bytes of this thread at places <= p */
-    uint64_t mask = k >= 8 ? ~0ull : k <= 0 ? 0 : (1ull << (8 * k)) - 1;
-    __syncwarp();
-    ((uint64_t *)list)[t] = (shifted & mask) | (v & ~mask);
-    __syncwarp();
-    return p;
-#endif
-}
-
-/* tmp: the warp's 2048 bytes (list, seen, er, el, hr, then the shared
- * counts, 8-aligned). rl: the runs' lengths (for the code step). */
+/* Two passes over a lane:
+ *   ranks  backwards, run after run: the byte's place in the move-to-front
+ *          list (0 for a byte's first use from the lane's end). The bytes
+ *          used so far are the list's first nseen places, so a place >=
+ *          nseen is a first use;
+ *   keys   forwards: each run's context keys from its byte's histories (er,
+ *          el, hr) and the previous run's rank class, the shared tables'
+ *          counts, each 4 KiB group's first run.
+ * In the CPU build (one "thread", t = 0) both are plain loops. On the device
+ * a warp scans a lane: the ranks pass takes 32 bytes a step (their runs'
+ * starts by a ballot) and keeps the list in registers, 8 places a thread;
+ * the keys pass takes 32 runs a step, one a thread, the runs of one byte
+ * among them in turn (a byte's histories are a chain).
+ * tmp: the warp's 2048 bytes (the CPU build's list, er, el, hr, then the
+ * shared counts, 8-aligned). rl: the runs' lengths (for the code step). */
 #define SCAN_TMP 2048
 #ifdef GMTF_LANES_ENC_EMU
-#define WSTEP 1 /* the warp's loops: 32 threads a step, or one */
+#define SCAN_INC(p) (++*(p))
 #else
-#define WSTEP 32
+#define SCAN_INC(p) atomicAdd((p), 1u)
 #endif
-static GMTF_HD void lane_scan(const uint8_t *s, uint32_t a, uint32_t b, uint8_t *rk, uint16_t *keys,
-                              uint32_t *rl, uint32_t *nruns, uint8_t *init, uint16_t *ninit,
-                              uint32_t *gstart, uint32_t *shared, uint8_t *tmp, unsigned t)
+
+/* A run's counts of the shared tables (offsets of big ranks, escaped
+ * lengths). */
+static GMTF_HD inline void run_count(uint32_t *cnt, unsigned r, unsigned rsym, unsigned lsym,
+                                     uint32_t len)
 {
-    uint8_t *list = tmp, *seen = tmp + 256, *er = tmp + 512, *el = tmp + 768, *hr = tmp + 1024;
+    if (rsym >= RSYM_BIG_FIRST)
+        SCAN_INC(&cnt[(rsym - RSYM_OFF_FIRST) * NSYM + ((r - e_rbase[rsym]) >> 2)]);
+    else if (rsym >= RSYM_OFF_FIRST)
+        SCAN_INC(&cnt[(rsym - RSYM_OFF_FIRST) * NSYM + (r - e_rbase[rsym])]);
+    if (lsym == LSYM_ESC)
+        SCAN_INC(&cnt[(T_LBIG - T_OFF) * NSYM + bitlen_m1(len) - LBIG_MIN]);
+}
+
+/* A run of byte c: its key pair (rank key low, length key high) from c's
+ * histories, which it updates; prev: the previous run's rank class. */
+static GMTF_HD inline uint32_t run_keys(uint8_t *er, uint8_t *el, uint8_t *hr, unsigned c,
+                                        unsigned rsym, unsigned lsym, unsigned prev)
+{
+    unsigned rctx = (e_e_q[(er[c] + 8) >> 4] * 3 + e_h_q[hr[c]]) * 3 + e_p_q[prev];
+    unsigned lctx = NRCTX + e_e_q[(el[c] + 8) >> 4] * 5 + e_r_q[rsym];
+    unsigned rv = rsym == RSYM_RETIRE ? 15 : rsym;
+    er[c] = (uint8_t)((er[c] + (rv << 4)) >> 1);
+    el[c] = (uint8_t)((el[c] + (lsym << 4)) >> 1);
+    hr[c] = (uint8_t)rv;
+    return (uint32_t)(rctx << 4 | rsym) | (uint32_t)(lctx << 4 | lsym) << 16;
+}
+
+static GMTF_HD inline void scan_init(uint8_t *tmp, unsigned t, unsigned step)
+{
+    uint8_t *list = tmp, *er = tmp + 256, *el = tmp + 512, *hr = tmp + 768;
     uint32_t *cnt = (uint32_t *)(tmp + 1280);
-    for (unsigned i = t; i < 256; i += WSTEP) {
+    for (unsigned i = t; i < 256; i += step) {
         list[i] = (uint8_t)i;
-        seen[i] = 0;
         er[i] = ER_INIT;
         el[i] = 0;
         hr[i] = 0;
     }
-    for (unsigned q = t; q < GMTF_GPU_LANES_NSHARED * NSYM; q += WSTEP)
+    for (unsigned q = t; q < GMTF_GPU_LANES_NSHARED * NSYM; q += step)
         cnt[q] = 0;
-#ifndef GMTF_LANES_ENC_EMU
-    __syncwarp();
-#endif
-    uint32_t k = 0;
+}
+
 #ifdef GMTF_LANES_ENC_EMU
-    for (uint32_t i = a; i < b; k++)
-        i = w_run_end(s, i, b, t);
-#else
-    /* the runs counted by their starts, the warp's threads over every 32nd
-     * byte (independent loads, not a run after another) */
-    for (uint32_t q = a + t; q < b; q += WSTEP)
-        k += q == a || s[q] != s[q - 1];
-    for (int d = 16; d > 0; d >>= 1)
-        k += __shfl_xor_sync(0xffffffffu, k, d);
-#endif
-    uint32_t runs = k;
+static void lane_scan(const uint8_t *s, uint32_t a, uint32_t b, uint8_t *rk, uint16_t *keys,
+                      uint32_t *rl, uint32_t *nruns, uint8_t *init, uint16_t *ninit,
+                      uint32_t *gstart, uint32_t *shared, uint8_t *tmp, unsigned t)
+{
+    uint8_t *list = tmp, *er = tmp + 256, *el = tmp + 512, *hr = tmp + 768;
+    uint32_t *cnt = (uint32_t *)(tmp + 1280);
+    scan_init(tmp, t, 1);
+    uint32_t runs = 0;
+    for (uint32_t i = a; i < b; runs++)
+        for (uint8_t c = s[i]; i < b && s[i] == c;)
+            i++;
+    uint32_t k = runs;
     unsigned nseen = 0;
-    uint32_t i = b;
-    while (i > a) {
-        uint32_t st = w_run_start(s, a, i, t);
-        uint8_t c = s[st];
-        unsigned p = w_mtf(list, c, t);
+    for (uint32_t i = b; i > a;) {
+        uint32_t st = i - 1;
+        while (st > a && s[st - 1] == s[i - 1])
+            st--;
+        unsigned c = s[st], p = 0;
+        while (list[p] != c)
+            p++;
+        memmove(list + 1, list, p);
+        list[0] = (uint8_t)c;
         --k;
-        unsigned sn = seen[c];
-        if (t == 0) {
-            rk[k] = sn ? (uint8_t)p : 0;
-            rl[k] = i - st;
-        }
-#ifndef GMTF_LANES_ENC_EMU
-        __syncwarp();
-#endif
-        if (!sn) {
-            if (t == 0)
-                seen[c] = 1;
-            nseen++;
-        }
-#ifndef GMTF_LANES_ENC_EMU
-        __syncwarp();
-#endif
+        rk[k] = p < nseen ? (uint8_t)p : 0;
+        rl[k] = i - st;
+        nseen += p >= nseen;
         i = st;
     }
-    for (unsigned q = t; q < nseen; q += WSTEP)
-        init[q] = list[q];
+    memcpy(init, list, nseen);
+    *ninit = (uint16_t)nseen;
+    *nruns = runs;
+    unsigned prev = 1;
+    uint32_t g = 0, st = a;
+    for (k = 0; k < runs; k++) {
+        while ((st - a) >= g * GROUP_BYTES)
+            gstart[g++] = k;
+        unsigned r = rk[k], rsym = r ? rsym_of(r) : RSYM_RETIRE, lsym = lsym_of(rl[k]);
+        run_count(cnt, r, rsym, lsym, rl[k]);
+        uint32_t kp = run_keys(er, el, hr, s[st], rsym, lsym, prev);
+        memcpy(keys + 2 * (size_t)k, &kp, 4);
+        prev = rsym;
+        st += rl[k];
+    }
+    for (uint32_t ng = (b - a + GROUP_BYTES - 1) / GROUP_BYTES; g < ng; g++)
+        gstart[g] = runs;
+    memcpy(shared, cnt, GMTF_GPU_LANES_NSHARED * NSYM * sizeof *cnt);
+}
+#else
+#define FULL 0xffffffffu
+static __device__ void lane_scan(const uint8_t *s, uint32_t a, uint32_t b, uint8_t *rk,
+                                 uint16_t *keys, uint32_t *rl, uint32_t *nruns, uint8_t *init,
+                                 uint16_t *ninit, uint32_t *gstart, uint32_t *shared, uint8_t *tmp,
+                                 unsigned t)
+{
+    uint8_t *er = tmp + 256, *el = tmp + 512, *hr = tmp + 768;
+    uint32_t *cnt = (uint32_t *)(tmp + 1280);
+    scan_init(tmp, t, 32);
+    __syncwarp();
+    /* the runs counted by their starts, the warp's threads over every 32nd
+     * byte (independent loads, not a run after another) */
+    uint32_t k = 0;
+    for (uint32_t q = a + t; q < b; q += 32)
+        k += q == a || s[q] != s[q - 1];
+    for (int d = 16; d > 0; d >>= 1)
+        k += __shfl_xor_sync(FULL, k, d);
+    uint32_t runs = k;
+
+    /* ranks: places 8t..8t+7 of the list in v (place 8t + j in byte j); the
+     * bytes [lo, i) a step, the next step's loaded during this one's runs */
+    const uint64_t ones = 0x0101010101010101ull;
+    uint64_t v = 0;
+    for (unsigned j = 0; j < 8; j++)
+        v |= (uint64_t)(8 * t + j) << (8 * j);
+    unsigned nseen = 0;
+    uint32_t end = b, i = b, lo = b - a > 32 ? b - 32 : a;
+    unsigned x = 0, m;
+    {
+        uint32_t q = lo + t;
+        unsigned px = 256;
+        if (q < i) {
+            x = s[q];
+            px = q > a ? s[q - 1] : 256;
+        }
+        m = __ballot_sync(FULL, q < i && px != x);
+    }
+    while (i > a) {
+        uint32_t nlo = lo - a > 32 ? lo - 32 : a, nq = nlo + t;
+        unsigned nx = 0, npx = 256;
+        if (nq < lo) {
+            nx = s[nq];
+            npx = nq > a ? s[nq - 1] : 256;
+        }
+        while (m) { /* the runs starting in [lo, i), from the last */
+            unsigned bit = 31 - (unsigned)__clz((int)m);
+            m ^= 1u << bit;
+            unsigned c = __shfl_sync(FULL, x, (int)bit);
+            uint64_t y = v ^ (ones * c), hz = (y - ones) & ~y & (ones << 7);
+            /* the lowest flag is c's byte: in one thread's word only */
+            unsigned p = __reduce_max_sync(
+                FULL, hz ? 8 * t + (((unsigned)__ffsll((long long)hz) - 1) >> 3) : 0);
+            uint64_t up = __shfl_up_sync(FULL, v >> 56, 1);
+            int kk = (int)p - (int)(8 * t) + 1; /* bytes of this thread at places <= p */
+            uint64_t mask = kk >= 8 ? ~0ull : kk <= 0 ? 0 : (1ull << (8 * kk)) - 1;
+            v = ((v << 8 | (t == 0 ? (uint64_t)c : up)) & mask) | (v & ~mask);
+            --k;
+            if (t == 0) {
+                rk[k] = p < nseen ? (uint8_t)p : 0;
+                rl[k] = end - (lo + bit);
+            }
+            nseen += p >= nseen;
+            end = lo + bit;
+        }
+        m = __ballot_sync(FULL, nq < lo && npx != nx);
+        i = lo;
+        lo = nlo;
+        x = nx;
+    }
+    for (unsigned j = 0; j < 8; j++)
+        if (8 * t + j < nseen)
+            init[8 * t + j] = (uint8_t)(v >> (8 * j));
     if (t == 0) {
         *ninit = (uint16_t)nseen;
         *nruns = runs;
     }
-#ifndef GMTF_LANES_ENC_EMU
+    /* rl and rk: written by thread 0 of this warp, read by all below */
     __syncwarp();
     __threadfence_block();
-#endif
+
+    /* keys: runs k0..k0+31 a step, run k0 + t in thread t, starting at st */
+    uint32_t st0 = a, plen = 0;
     unsigned prev = 1;
-    uint32_t g = 0, st = a;
-    /* the next run's length, rank and byte loaded a run ahead (rl and rk:
-     * written by thread 0 of this warp, fenced above), so that their
-     * latency passes while this run is counted */
-    uint32_t nlen = runs ? rl[0] : 0;
-    unsigned nrk = runs ? rk[0] : 0;
-    uint8_t nc = runs ? s[a] : 0;
-    for (k = 0; k < runs; k++) {
-        uint32_t len = nlen;
-        uint8_t c = nc;
-        unsigned r = nrk;
-        if (k + 1 < runs) {
-            nlen = rl[k + 1];
-            nrk = rk[k + 1];
-            nc = s[st + len];
+    for (uint32_t k0 = 0; k0 < runs; k0 += 32) {
+        uint32_t kk = k0 + t;
+        int ok = kk < runs;
+        uint32_t len = ok ? rl[kk] : 0, inc = len;
+        unsigned r = ok ? rk[kk] : 0;
+        for (unsigned d = 1; d < 32; d <<= 1) {
+            uint32_t y = __shfl_up_sync(FULL, inc, d);
+            if (t >= d)
+                inc += y;
         }
-        while ((st - a) >= g * GROUP_BYTES) {
-            if (t == 0)
-                gstart[g] = k;
-            g++;
-        }
-        unsigned rsym = r ? rsym_of(r) : RSYM_RETIRE;
-        unsigned lsym = lsym_of(len);
-        unsigned rctx = (e_e_q[(er[c] + 8) >> 4] * 3 + e_h_q[hr[c]]) * 3 + e_p_q[prev];
-        unsigned lctx = NRCTX + e_e_q[(el[c] + 8) >> 4] * 5 + e_r_q[rsym];
+        uint32_t st = st0 + inc - len;
+        unsigned c = ok ? s[st] : 0;
+        unsigned rsym = r ? rsym_of(r) : RSYM_RETIRE, lsym = ok ? lsym_of(len) : 0;
+        unsigned pv = __shfl_up_sync(FULL, rsym, 1);
+        uint32_t pl = __shfl_up_sync(FULL, len, 1);
         if (t == 0) {
-            if (rsym >= RSYM_BIG_FIRST)
-                cnt[(rsym - RSYM_OFF_FIRST) * NSYM + ((r - e_rbase[rsym]) >> 2)]++;
-            else if (rsym >= RSYM_OFF_FIRST)
-                cnt[(rsym - RSYM_OFF_FIRST) * NSYM + (r - e_rbase[rsym])]++;
-            if (lsym == LSYM_ESC)
-                cnt[(T_LBIG - T_OFF) * NSYM + bitlen_m1(len) - LBIG_MIN]++;
-            keys[2 * k] = (uint16_t)(rctx << 4 | rsym);
-            keys[2 * k + 1] = (uint16_t)(lctx << 4 | lsym);
-            unsigned rv = rsym == RSYM_RETIRE ? 15 : rsym;
-            er[c] = (uint8_t)((er[c] + (rv << 4)) >> 1);
-            el[c] = (uint8_t)((el[c] + (lsym << 4)) >> 1);
-            hr[c] = (uint8_t)rv;
+            pv = prev;
+            pl = plen;
         }
-#ifndef GMTF_LANES_ENC_EMU
-        __syncwarp();
-#endif
-        prev = rsym;
-        st += len;
+        if (ok) {
+            /* the first run of each group that starts in (the previous
+             * run's start, this run's] */
+            uint32_t g = kk ? (st - pl - a) / GROUP_BYTES + 1 : 0;
+            for (; g * GROUP_BYTES <= st - a; g++)
+                gstart[g] = kk;
+            run_count(cnt, r, rsym, lsym, len);
+        }
+        unsigned same = __match_any_sync(FULL, ok ? c : 256 + t);
+        unsigned todo = __ballot_sync(FULL, ok);
+        uint32_t kp = 0;
+        while (todo) { /* each byte's first pending run */
+            int go = (todo >> t & 1) && (unsigned)__ffs((int)(same & todo)) - 1 == t;
+            if (go)
+                kp = run_keys(er, el, hr, c, rsym, lsym, pv);
+            __syncwarp();
+            todo &= ~__ballot_sync(FULL, go);
+        }
+        if (ok)
+            ((uint32_t *)keys)[kk] = kp; /* 4-byte aligned: keys + 2 (o + a) */
+        st0 += __shfl_sync(FULL, inc, 31);
+        prev = __shfl_sync(FULL, rsym, 31);
+        plen = __shfl_sync(FULL, len, 31);
     }
     uint32_t ng = (b - a + GROUP_BYTES - 1) / GROUP_BYTES;
-    for (uint32_t q = g + t; q < ng; q += WSTEP)
+    uint32_t g0 = runs ? (b - rl[runs - 1] - a) / GROUP_BYTES + 1 : 0;
+    for (uint32_t q = g0 + t; q < ng; q += 32)
         gstart[q] = runs;
-#ifndef GMTF_LANES_ENC_EMU
     __syncwarp();
-#endif
-    for (unsigned q = t; q < GMTF_GPU_LANES_NSHARED * NSYM; q += WSTEP)
+    for (unsigned q = t; q < GMTF_GPU_LANES_NSHARED * NSYM; q += 32)
         shared[q] = cnt[q];
 }
+#endif
 
 /* ---- code: rANS of one lane ------------------------------------------------ */
 
@@ -957,7 +1000,7 @@ static int cuda_fail(gmtf_gpu_lanes_enc *c, cudaError_t e, const char *what)
  * batch has few blocks (128 of 2 MiB in 256 MiB), so that they spread over
  * the SMs. The scan: one warp a lane, SCAN_WARPS lanes a CTA, each warp's lists,
  * histories and counts in shared memory. */
-#define SCAN_WARPS 8
+#define SCAN_WARPS 4
 
 __global__ void __launch_bounds__(32 * SCAN_WARPS) k_scan(enc_args e, size_t count)
 {
