@@ -38,24 +38,14 @@ static uint64_t mix64(uint64_t z)
     return z ^ (z >> 31);
 }
 
-/* 8 bytes as a little-endian word, so that hashes and line ends (and so
- * the packing order, and the image) are the same on every host. */
-static uint64_t word_le(const uint8_t *p)
-{
-    uint64_t v;
-    memcpy(&v, p, 8);
-#if __BYTE_ORDER__ == __ORDER_BIG_ENDIAN__
-    v = __builtin_bswap64(v);
-#endif
-    return v;
-}
-
+/* Words are read little-endian (load_le64), so that hashes and line ends
+ * (and so the packing order, and the image) are the same on every host. */
 static uint64_t line_hash(const uint8_t *s, size_t n)
 {
     uint64_t h = 0x9e3779b97f4a7c15ull ^ n;
     size_t i = 0;
     for (; i + 8 <= n; i += 8) {
-        h = (h ^ word_le(s + i)) * 0x100000001b3ull;
+        h = (h ^ load_le64(s + i)) * 0x100000001b3ull;
         h ^= h >> 29;
     }
     uint64_t w = 0;
@@ -99,7 +89,7 @@ static int piece_sig(const uint8_t *b, size_t n, uint32_t sig[SIM_K])
         st.m[k] = UINT32_MAX;
     size_t start = 0, i = 0;
     for (; i + 8 <= n; i += 8) {
-        uint64_t t = word_le(b + i) ^ (ones * '\n');
+        uint64_t t = load_le64(b + i) ^ (ones * '\n');
         uint64_t z = ~(((t & low7) + low7) | t | low7);
         while (z) {
             size_t at = i + (size_t)(__builtin_ctzll(z) >> 3);
