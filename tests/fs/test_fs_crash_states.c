@@ -6,7 +6,7 @@
  * and syncfs'ed byte and attribute is there, no file holds bytes never
  * written to it, a read-write mount, fsck -y and a second look agree.
  *
- * Counts: GMTF_CRASH_STATES (default 1200) distinct states over all the
+ * Counts: GMTF_CRASH_STATES (default 900) distinct states over all the
  * workloads (GMTF_CRASH_STATES=12000 is the full run); GMTF_CRASH_SEED
  * (default 1) seeds workloads and states; GMTF_CRASH_ONLY=N checks only
  * state N of each workload (a failure report names it), GMTF_CRASH_CASE
@@ -29,7 +29,7 @@
 #define BS (64u << 10)
 
 static uint64_t g_seed = 1;
-static size_t g_total = 1200;
+static size_t g_total = 900;
 static long g_only = -1;
 
 static void quiet(void *arg, const char *msg)
@@ -826,7 +826,7 @@ static int setup(void **state)
 {
     (void)state;
     g_seed = cd_env_count("GMTF_CRASH_SEED", 1);
-    g_total = cd_env_count("GMTF_CRASH_STATES", 1200);
+    g_total = cd_env_count("GMTF_CRASH_STATES", 900);
     const char *o = getenv("GMTF_CRASH_ONLY");
     g_only = o && *o ? atol(o) : -1;
     printf("# crash states: GMTF_CRASH_STATES=%zu GMTF_CRASH_SEED=%llu\n", g_total,

@@ -23,7 +23,7 @@ load() { # DB MODE
         CREATE TABLE IF NOT EXISTS t(id INTEGER PRIMARY KEY, k TEXT, v BLOB);
         CREATE INDEX IF NOT EXISTS t_k ON t(k);" >/dev/null || fail "create ($mode)"
     # one fsync'ed transaction per row
-    for i in $(seq 1 120); do
+    for i in $(seq 1 80); do
         echo "INSERT INTO t(k, v) VALUES ('k$i', randomblob(abs(random()) % 3000));"
     done | sq "$db" >/dev/null || fail "single-row inserts ($mode)"
     # one big transaction
@@ -40,14 +40,14 @@ sq "$DB.rollback" 'VACUUM;' || fail "VACUUM"
 integrity "$DB.rollback"
 
 # two writers and a reader at once on the WAL database
-w() { for i in $(seq 1 150); do echo "INSERT INTO t(k, v) VALUES ('$1$i', randomblob(100));"; done | sq "$DB.wal" >/dev/null; }
+w() { for i in $(seq 1 100); do echo "INSERT INTO t(k, v) VALUES ('$1$i', randomblob(100));"; done | sq "$DB.wal" >/dev/null; }
 w wa & p1=$!
 w wb & p2=$!
-( for i in $(seq 1 50); do sq "$DB.wal" 'SELECT count(*) FROM t;' >/dev/null || exit 1; done ) & p3=$!
+( for i in $(seq 1 35); do sq "$DB.wal" 'SELECT count(*) FROM t;' >/dev/null || exit 1; done ) & p3=$!
 wait $p1 || fail "writer a"
 wait $p2 || fail "writer b"
 wait $p3 || fail "reader"
-[ "$(sq "$DB.wal" "SELECT count(*) FROM t WHERE k LIKE 'wa%' OR k LIKE 'wb%';")" = 300 ] || fail "concurrent rows missing"
+[ "$(sq "$DB.wal" "SELECT count(*) FROM t WHERE k LIKE 'wa%' OR k LIKE 'wb%';")" = 200 ] || fail "concurrent rows missing"
 integrity "$DB.wal"
 expect_rollback=$(sq "$DB.rollback" 'SELECT count(*), sum(length(v)) FROM t;')
 expect_wal=$(sq "$DB.wal" 'PRAGMA wal_checkpoint(TRUNCATE); SELECT count(*), sum(length(v)) FROM t;' | tail -n 1)
