@@ -616,6 +616,314 @@ static GMTF_HD void code_one(const enc_args &e, size_t blk, unsigned j)
                          e.room + hi, e.d);
 }
 
+/* ---- code by records: a warp a lane (the default) -------------------------- *
+ * lane_code's two rANS chains split off from its lookups. A lane's runs go
+ * CSTEP a step, one a thread (run j of a step: the j-th coded, backwards):
+ *   recs   each run's groups made ready (the symbols' frequencies and
+ *          cumulative counts, their reciprocals, the renormalisation
+ *          bound, the raw fields): state A's group into ca[j], state B's
+ *          0-3 groups into cb[] (by a prefix count over the runs); the
+ *          lengths' prefix gives each run's start (its selector) and checks
+ *          the lane as lane_code does;
+ *   chain  thread 0 runs state A over ca[], thread 1 state B over cb[]: the
+ *          same instructions (an absent symbol is f = 4096, c = 0, which
+ *          leaves x as it is and the bound as lane_code's), each word it
+ *          emits into its slot (run j's 4: B's three groups, then A's, the
+ *          order in which lane_code emits them);
+ *   emit   the slots' words into the stream in that order (a prefix count).
+ * The lane's stream is lane_code's, byte for byte; the CPU build runs the
+ * same steps as loops. */
+#define CSTEP 32
+#define CODE_WARPS 4
+
+struct crec {
+    uint64_t m1, m2;    /* x / f by multiplication (device) */
+    uint32_t km1, rval; /* renormalise when x >> 32 > km1; then x << rnb | rval */
+    uint16_t f1, c1, f2, c2;
+    uint8_t rnb, sh1, sh2, slot;
+};
+
+static GMTF_HD inline void crec_of(crec &q, const rgroup &g, unsigned slot, const divs &d)
+{
+    (void)d;
+    unsigned bits = g.rnb + (g.f1 ? PROB_BITS : 0) + (g.f2 ? PROB_BITS : 0);
+    uint64_t freq = (uint64_t)(g.f1 ? g.f1 : 1) * (g.f2 ? g.f2 : 1);
+    uint64_t k = freq << (32 - bits); /* >= 1 */
+    q.km1 = k > (1ull << 32) ? 0xffffffffu : (uint32_t)(k - 1);
+    q.rnb = (uint8_t)g.rnb;
+    q.rval = g.rval;
+    q.f1 = (uint16_t)(g.f1 ? g.f1 : 1u << PROB_BITS);
+    q.c1 = (uint16_t)(g.f1 ? g.c1 : 0);
+    q.f2 = (uint16_t)(g.f2 ? g.f2 : 1u << PROB_BITS);
+    q.c2 = (uint16_t)(g.f2 ? g.c2 : 0);
+    q.slot = (uint8_t)slot;
+#ifdef GMTF_LANES_ENC_EMU
+    q.m1 = q.m2 = 0;
+    q.sh1 = q.sh2 = 0;
+#else
+    q.m1 = __ldg(d.rcp + q.f1);
+    q.sh1 = __ldg(d.rsh + q.f1);
+    q.m2 = __ldg(d.rcp + q.f2);
+    q.sh2 = __ldg(d.rsh + q.f2);
+#endif
+}
+
+static GMTF_HD inline uint64_t crec_step(uint64_t x, uint32_t f, uint32_t c, uint64_t m,
+                                         unsigned sh)
+{
+#ifdef GMTF_LANES_ENC_EMU
+    (void)m;
+    (void)sh;
+    uint64_t q = x / f;
+#else
+    uint64_t t = __umul64hi(m, x);
+    uint64_t q = (t + ((x - t) >> (sh & 1))) >> (sh >> 1);
+#endif
+    return (q << PROB_BITS) + (x - q * f) + c;
+}
+
+/* g_put by a record: *w is the word emitted, *em whether there was one */
+static GMTF_HD inline uint64_t crec_put(uint64_t x, const crec &q, uint32_t *w, int *em)
+{
+    *w = (uint32_t)x;
+    *em = (uint32_t)(x >> 32) > q.km1;
+    x = *em ? x >> 32 : x;
+    x = x << q.rnb | q.rval;
+    x = crec_step(x, q.f2, q.c2, q.m2, q.sh2);
+    return crec_step(x, q.f1, q.c1, q.m1, q.sh1);
+}
+
+/* Run j's groups as records (lane_code's for one run): A's into *qa, B's
+ * (0-3, lane_code's order) into qb; their count, or -1 where lane_code
+ * gives the lane up. */
+static GMTF_HD inline int run_recs(uint32_t len, uint32_t key, unsigned rkv, unsigned set,
+                                   const uint16_t *cum, unsigned j, const divs &d, crec *qa,
+                                   crec *qb)
+{
+    unsigned rkey = key & 0xffff, lkey = key >> 16;
+    unsigned rsym = rkey & 15, lsym = lkey & 15;
+    unsigned rtab = rkey >> 4, ltab = lkey >> 4;
+    if (rtab >= TPS || ltab >= TPS)
+        return -1;
+    rgroup ga = {0, 0, 0, 0, 0, 0}, gb = {0, 0, 0, 0, 0, 0};
+    g_sym1(ga, cum, set * TPS + rtab, rsym);
+    g_sym2(ga, cum, set * TPS + ltab, lsym);
+    unsigned v = rkv - e_rbase[rsym];
+    if (rsym >= RSYM_BIG_FIRST) {
+        g_sym1(gb, cum, T_OFF + rsym - RSYM_OFF_FIRST, (v >> 2) & 15);
+        gb.rnb = 2;
+        gb.rval = v & 3;
+    } else if (rsym >= RSYM_OFF_FIRST) {
+        g_sym1(gb, cum, T_OFF + rsym - RSYM_OFF_FIRST, v & 15);
+    }
+    int nb = 0;
+    if (lsym == LSYM_ESC) {
+        if (len < (1u << LBIG_MIN))
+            return -1;
+        unsigned eb = bitlen_m1(len), lo_bits = eb < 16 ? eb : 16;
+        uint32_t low = len & ((1u << eb) - 1);
+        rgroup g2 = {lo_bits, low >> (eb - lo_bits), 0, 0, 0, 0};
+        g_sym1(g2, cum, T_LBIG, (eb - LBIG_MIN) & 15);
+        rgroup g3 = {eb - lo_bits, low & ((1u << (eb - lo_bits)) - 1), 0, 0, 0, 0};
+        if (g3.rnb)
+            crec_of(qb[nb++], g3, 4 * j, d);
+        crec_of(qb[nb++], g2, 4 * j + 1, d);
+    } else if (e_lbits[lsym]) {
+        gb.rval = (len - e_lbase[lsym]) << gb.rnb | gb.rval;
+        gb.rnb += e_lbits[lsym];
+    }
+    if (gb.rnb || gb.f1)
+        crec_of(qb[nb++], gb, 4 * j + 2, d);
+    crec_of(*qa, ga, 4 * j + 3, d);
+    return nb;
+}
+
+/* A step's emitted words in order: run j's flags (4 bytes, 0 or 1, slot s
+ * at byte s) and its words; idx: the words emitted before run j. */
+static GMTF_HD inline void emit_run(uint32_t fl, const uint32_t *word, uint64_t idx, uint8_t *hi,
+                                    uint64_t room)
+{
+    for (unsigned s = 0; s < 4; s++) {
+        if (!(fl >> (8 * s) & 1))
+            continue;
+        idx++;
+        if (4 * idx <= room) {
+            uint8_t *p = hi - 4 * idx;
+            for (int q = 0; q < 4; q++)
+                p[q] = (uint8_t)(word[s] >> (8 * q));
+        }
+    }
+}
+
+/* The lane's end: the two states in front, its length, or 0 where it does
+ * not fit its room (lane_code's overflow). */
+static GMTF_HD inline uint32_t lane_close(uint64_t xa, uint64_t xb, uint64_t nw, uint8_t *hi,
+                                          uint64_t room)
+{
+    if (4 * nw + 16 > room)
+        return 0;
+    uint8_t *p = hi - 4 * nw - 16;
+    for (int q = 0; q < 8; q++) {
+        p[q] = (uint8_t)(xa >> (8 * q));
+        p[8 + q] = (uint8_t)(xb >> (8 * q));
+    }
+    return (uint32_t)(4 * nw + 16);
+}
+
+struct code_shm {
+    crec ca[CSTEP], cb[3 * CSTEP], tb[3 * CSTEP];
+    uint32_t word[4 * CSTEP];
+    uint32_t flag[CSTEP];
+};
+
+#ifdef GMTF_LANES_ENC_EMU
+static uint32_t lane_code2(uint32_t a, uint32_t b, uint32_t k, const uint8_t *rk,
+                           const uint16_t *keys, const uint32_t *rl, const uint8_t *sel,
+                           const uint16_t *cum, uint8_t *lo, uint8_t *hi, const divs &d,
+                           code_shm *s)
+{
+    uint64_t x[2] = {RANS_L, RANS_L}, i = b, room = (uint64_t)(hi - lo), nw = 0;
+    for (uint32_t base = k; base > 0;) {
+        uint32_t n = base < CSTEP ? base : CSTEP, nbt = 0;
+        uint64_t incl = 0;
+        for (unsigned t = 0; t < n; t++) {
+            uint32_t r = base - 1 - t, len = rl[r];
+            incl += len;
+            if (len == 0 || incl > i - a)
+                return 0;
+            unsigned set = sel[(i - incl - a) / GROUP_BYTES] & (MAX_SETS - 1);
+            int nb = run_recs(len, key_pair(keys, r), rk[r], set, cum, t, d, &s->ca[t], s->cb + nbt);
+            if (nb < 0)
+                return 0;
+            nbt += (uint32_t)nb;
+            s->flag[t] = 0;
+        }
+        for (unsigned t = 0; t < 2; t++) {
+            const crec *list = t ? s->cb : s->ca;
+            for (uint32_t q = 0, cnt = t ? nbt : n; q < cnt; q++) {
+                uint32_t w;
+                int em;
+                x[t] = crec_put(x[t], list[q], &w, &em);
+                if (em) {
+                    s->word[list[q].slot] = w;
+                    s->flag[list[q].slot / 4] |= 1u << (8 * (list[q].slot % 4));
+                }
+            }
+        }
+        for (unsigned t = 0; t < n; t++) {
+            emit_run(s->flag[t], s->word + 4 * t, nw, hi, room);
+            nw += (uint64_t)__builtin_popcount(s->flag[t]);
+        }
+        i -= incl;
+        base -= n;
+    }
+    return i == a ? lane_close(x[0], x[1], nw, hi, room) : 0;
+}
+#else
+static __device__ inline uint32_t wscan32(uint32_t v, unsigned t)
+{
+    for (unsigned o = 1; o < 32; o <<= 1) {
+        uint32_t y = __shfl_up_sync(FULL, v, o);
+        v += t >= o ? y : 0;
+    }
+    return v;
+}
+
+static __device__ inline uint64_t wscan64(uint64_t v, unsigned t)
+{
+    for (unsigned o = 1; o < 32; o <<= 1) {
+        uint64_t y = __shfl_up_sync(FULL, v, o);
+        v += t >= o ? y : 0;
+    }
+    return v;
+}
+
+static __device__ uint32_t lane_code2(uint32_t a, uint32_t b, uint32_t k, const uint8_t *rk,
+                                      const uint16_t *keys, const uint32_t *rl,
+                                      const uint8_t *sel, const uint16_t *cum, uint8_t *lo,
+                                      uint8_t *hi, const divs &d, code_shm *s, unsigned t)
+{
+    uint64_t x = RANS_L, i = b, room = (uint64_t)(hi - lo), nw = 0;
+    s->flag[t] = 0;
+    for (uint32_t base = k; base > 0;) {
+        uint32_t n = base < CSTEP ? base : CSTEP, r = base - 1 - t, len = 0, key = 0;
+        unsigned rkv = 0;
+        if (t < n) {
+            len = rl[r];
+            key = key_pair(keys, r);
+            rkv = rk[r];
+        }
+        uint64_t incl = wscan64(len, t), tot = __shfl_sync(FULL, incl, 31);
+        int nb = 0;
+        if (t < n) {
+            if (len == 0 || incl > i - a) {
+                nb = -1;
+            } else {
+                unsigned set = sel[(i - incl - a) / GROUP_BYTES] & (MAX_SETS - 1);
+                nb = run_recs(len, key, rkv, set, cum, t, d, &s->ca[t], s->tb + 3 * t);
+            }
+        }
+        if (__any_sync(FULL, nb < 0))
+            return 0;
+        uint32_t at = wscan32((uint32_t)nb, t), nbt = __shfl_sync(FULL, at, 31);
+        at -= (uint32_t)nb;
+        for (int q = 0; q < nb; q++)
+            s->cb[at + q] = s->tb[3 * t + q];
+        __syncwarp();
+        if (t < 2) {
+            const crec *list = t ? s->cb : s->ca;
+            uint32_t cnt = t ? nbt : n;
+            for (uint32_t q = 0; q < cnt; q++) {
+                crec c = list[q];
+                uint32_t w;
+                int em;
+                x = crec_put(x, c, &w, &em);
+                if (em) {
+                    s->word[c.slot] = w;
+                    ((uint8_t *)s->flag)[c.slot] = 1;
+                }
+            }
+        }
+        __syncwarp();
+        uint32_t fl = s->flag[t], c = (uint32_t)__popc(fl), ex = wscan32(c, t);
+        if (fl)
+            emit_run(fl, s->word + 4 * t, nw + ex - c, hi, room);
+        nw += __shfl_sync(FULL, ex, 31);
+        s->flag[t] = 0;
+        __syncwarp();
+        i -= tot;
+        base -= n;
+    }
+    uint64_t xa = __shfl_sync(FULL, x, 0), xb = __shfl_sync(FULL, x, 1);
+    return i == a ? lane_close(xa, xb, nw, hi, room) : 0;
+}
+#endif
+
+static GMTF_HD void code_one2(const enc_args &e, size_t blk, unsigned j, code_shm *s, unsigned t)
+{
+#ifdef GMTF_LANES_ENC_EMU
+    (void)t;
+#endif
+    uint64_t o = e.off[blk], n = e.off[blk + 1] - o;
+    uint32_t a, b, gb;
+    lane_geom(n, j, &a, &b, &gb);
+    size_t L = blk * GMTF_GPU_LANES + j;
+    uint32_t len = 0;
+    if (!e.skip || !e.skip[blk]) {
+        uint64_t hi = room_end(o, b, L), lo = hi - 2 * (uint64_t)(b - a) - 64;
+        len = lane_code2(a, b, e.runs[L], e.rk + o + a, e.keys + 2 * (o + a), e.rl + o + a,
+                         e.sel + blk * MAX_GROUPS + gb, e.cum + blk * NTAB * CUMW, e.room + lo,
+                         e.room + hi, e.d, s
+#ifndef GMTF_LANES_ENC_EMU
+                         ,
+                         t
+#endif
+        );
+    }
+    if (t == 0)
+        e.len[L] = len;
+}
+
 /* ---- plan: method 2's statistics and selectors of one block ---------------- *
  * codec/entropy_lanes.c's plan step for the table set counts 1 and 2
  * (choose_selectors), over the scan's outputs where they lie: one CTA a
@@ -930,7 +1238,8 @@ struct gmtf_gpu_lanes_enc {
         h_pos, h_streams, h_skip, h_plans, h_psel;
     int use_skip;
     dbuf rcp, rsh; /* the reciprocals of 1..65535 (device) */
-    int lpw;       /* the code step's lanes a warp */
+    int lpw;       /* the code step's lanes a warp (lane_code's kernel) */
+    int code1;     /* GMTF_GPU_ENC_CODE=1: lane_code's kernel, not code_one2's */
 #ifndef GMTF_LANES_ENC_EMU
     cudaStream_t st;
     cudaEvent_t ev[4];
@@ -972,6 +1281,14 @@ static enc_args args_of(gmtf_gpu_lanes_enc *c)
     e.d.rcp = (const uint64_t *)c->rcp.p;
     e.d.rsh = (const uint8_t *)c->rsh.p;
     return e;
+}
+
+/* GMTF_GPU_ENC_CODE=1: the code step by lane_code (a thread a lane), as
+ * before the records */
+static int code_version_1(void)
+{
+    const char *v = getenv("GMTF_GPU_ENC_CODE");
+    return v && v[0] == '1' && !v[1];
 }
 
 #ifndef GMTF_LANES_ENC_EMU
@@ -1025,7 +1342,20 @@ __global__ void __launch_bounds__(GMTF_GPU_LANES / LPW * 32) k_code(enc_args e, 
     code_one(e, blk, threadIdx.x / 32 * LPW + t);
 }
 
-/* Lanes a warp: GMTF_GPU_ENC_LPW (32, 16, 8 or 4) or the default. */
+/* The code step by records (code_one2): a warp a lane, CODE_WARPS lanes a
+ * CTA. */
+__global__ void __launch_bounds__(32 * CODE_WARPS) k_code2(enc_args e, size_t count)
+{
+    __shared__ code_shm sh[CODE_WARPS];
+    size_t w = (size_t)blockIdx.x * CODE_WARPS + threadIdx.x / 32;
+    size_t blk = w / GMTF_GPU_LANES;
+    if (blk >= count)
+        return; /* a whole warp */
+    code_one2(e, blk, (unsigned)(w % GMTF_GPU_LANES), &sh[threadIdx.x / 32], threadIdx.x % 32);
+}
+
+/* Lanes a warp of k_code, lane_code's kernel (GMTF_GPU_ENC_CODE=1):
+ * GMTF_GPU_ENC_LPW (32, 16, 8 or 4) or the default. */
 #define LPW_DEFAULT 8
 static int lanes_per_warp(void)
 {
@@ -1103,6 +1433,7 @@ static int backend_open(gmtf_gpu_lanes_enc *c)
         return -ENODEV;
     }
     c->lpw = lanes_per_warp();
+    c->code1 = code_version_1();
     return 0;
 }
 
@@ -1234,11 +1565,17 @@ static int run_code(gmtf_gpu_lanes_enc *c)
     unsigned grid = (unsigned)c->count;
     enc_args e = args_of(c);
     CK(c, cudaEventRecord(c->ev[0], c->st));
-    switch (c->lpw) {
-    case 32: k_code<32><<<grid, 32, 0, c->st>>>(e, c->count); break;
-    case 16: k_code<16><<<grid, 64, 0, c->st>>>(e, c->count); break;
-    case 4: k_code<4><<<grid, 256, 0, c->st>>>(e, c->count); break;
-    default: k_code<8><<<grid, 128, 0, c->st>>>(e, c->count); break;
+    if (!c->code1) {
+        size_t lanes = c->count * GMTF_GPU_LANES;
+        k_code2<<<(unsigned)((lanes + CODE_WARPS - 1) / CODE_WARPS), 32 * CODE_WARPS, 0, c->st>>>(
+            e, c->count);
+    } else {
+        switch (c->lpw) {
+        case 32: k_code<32><<<grid, 32, 0, c->st>>>(e, c->count); break;
+        case 16: k_code<16><<<grid, 64, 0, c->st>>>(e, c->count); break;
+        case 4: k_code<4><<<grid, 256, 0, c->st>>>(e, c->count); break;
+        default: k_code<8><<<grid, 128, 0, c->st>>>(e, c->count); break;
+        }
     }
     CK(c, cudaGetLastError());
     CK(c, cudaEventRecord(c->ev[1], c->st));
@@ -1303,8 +1640,9 @@ static int use_device(gmtf_gpu_lanes_enc *)
     return 0;
 }
 
-static int backend_open(gmtf_gpu_lanes_enc *)
+static int backend_open(gmtf_gpu_lanes_enc *c)
 {
+    c->code1 = code_version_1();
     return 0;
 }
 
@@ -1378,9 +1716,17 @@ static int run_scan(gmtf_gpu_lanes_enc *c)
 static int run_code(gmtf_gpu_lanes_enc *c)
 {
     enc_args e = args_of(c);
+    code_shm *s = c->code1 ? NULL : (code_shm *)malloc(sizeof *s);
+    if (!c->code1 && !s)
+        return set_err(c, -ENOMEM, "malloc", "out of memory");
     for (size_t b = 0; b < c->count; b++)
-        for (unsigned j = 0; j < GMTF_GPU_LANES; j++)
-            code_one(e, b, j);
+        for (unsigned j = 0; j < GMTF_GPU_LANES; j++) {
+            if (s)
+                code_one2(e, b, j, s, 0);
+            else
+                code_one(e, b, j);
+        }
+    free(s);
     return 0;
 }
 
