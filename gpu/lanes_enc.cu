@@ -5,7 +5,10 @@
  *         its first run of every 4 KiB group and its counts of the shared
  *         tables (lane_keys);
  *   code: a lane's runs coded backwards by rANS (lane_encode) with the
- *         tables and selectors the host chose from the scan.
+ *         tables and selectors the host chose from the scan: a warp a lane,
+ *         each run's groups made ready 32 runs at a time, the two states'
+ *         chains on two of its threads (code_one2; code_one, a thread a
+ *         lane, with GMTF_GPU_ENC_CODE=1).
  * The model's constants are repeated (as in gpu/lanes.cu); the codec checks
  * the layout macros at compile time. The scan's outputs stay on the device
  * for the code kernel.
@@ -1313,9 +1316,9 @@ static int cuda_fail(gmtf_gpu_lanes_enc *c, cudaError_t e, const char *what)
             return cuda_fail((c), e_, #call);                                                      \
     } while (0)
 
-/* The code step: one thread a lane, one block a CTA (k_code below): a
- * batch has few blocks (128 of 2 MiB in 256 MiB), so that they spread over
- * the SMs. The scan: one warp a lane, SCAN_WARPS lanes a CTA, each warp's lists,
+/* The code step by lane_code (GMTF_GPU_ENC_CODE=1): one thread a lane, one
+ * block a CTA (k_code below): a batch has few blocks (128 of 2 MiB in 256
+ * MiB), so that they spread over the SMs. The scan: one warp a lane, SCAN_WARPS lanes a CTA, each warp's lists,
  * histories and counts in shared memory. */
 #define SCAN_WARPS 4
 
