@@ -795,7 +795,8 @@ static uint32_t lane_code2(uint32_t a, uint32_t b, uint32_t k, const uint8_t *rk
             if (len == 0 || incl > i - a)
                 return 0;
             unsigned set = sel[(i - incl - a) / GROUP_BYTES] & (MAX_SETS - 1);
-            int nb = run_recs(len, key_pair(keys, r), rk[r], set, cum, t, d, &s->ca[t], s->cb + nbt);
+            int nb =
+                run_recs(len, key_pair(keys, r), rk[r], set, cum, t, d, &s->ca[t], s->cb + nbt);
             if (nb < 0)
                 return 0;
             nbt += (uint32_t)nb;
@@ -842,9 +843,9 @@ static __device__ inline uint64_t wscan64(uint64_t v, unsigned t)
 }
 
 static __device__ uint32_t lane_code2(uint32_t a, uint32_t b, uint32_t k, const uint8_t *rk,
-                                      const uint16_t *keys, const uint32_t *rl,
-                                      const uint8_t *sel, const uint16_t *cum, uint8_t *lo,
-                                      uint8_t *hi, const divs &d, code_shm *s, unsigned t)
+                                      const uint16_t *keys, const uint32_t *rl, const uint8_t *sel,
+                                      const uint16_t *cum, uint8_t *lo, uint8_t *hi, const divs &d,
+                                      code_shm *s, unsigned t)
 {
     uint64_t x = RANS_L, i = b, room = (uint64_t)(hi - lo), nw = 0;
     s->flag[t] = 0;
