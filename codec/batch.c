@@ -124,6 +124,7 @@ static void *hbuf_reserve(gmtf_codec *c, struct gmtf_hbuf *b, uint64_t n)
 }
 
 static int ahead_capable(const gmtf_codec *c);
+static unsigned enc_sets(const gmtf_codec *c);
 
 /* Whether the encode's staging set (0, or 1: encoding ahead) is pinned:
  * both. Pinning by cudaHostAlloc cost about 0.7 ms a MiB on the H100 host
@@ -140,7 +141,7 @@ static int enc_pin(const gmtf_codec *c, unsigned set)
 {
     const char *v = getenv("GMTF_ENC_PIN");
     if (v && strlen(v) == 2)
-        return v[set] == '1';
+        return v[set ? 1 : 0] == '1'; /* set 2 (two ahead) as set 1 */
     return !c->enc_pageable;
 }
 
@@ -176,7 +177,7 @@ void gmtf_batch_stage_free(gmtf_codec *c)
 {
     ahead_drop(c);
     stage_free(c);
-    for (int set = 0; set < 2; set++)
+    for (int set = 0; set < 3; set++)
         for (int k = 0; k < 3; k++)
             hbuf_free(c, &c->enc_st[set][k]);
     hbuf_free(c, &c->dec_lanes);
@@ -313,9 +314,9 @@ int gmtf_codec_prepare(gmtf_codec *c, uint64_t batch_bytes, int encode)
     struct stage_job sj = {c, batch_bytes, 0, 0};
     pthread_t th;
     int par = dev && !own0 && stage_par_on() && pthread_create(&th, NULL, stage_run, &sj) == 0;
-    struct hbuf_job hj[4];
+    struct hbuf_job hj[6];
     int nh = 0;
-    for (unsigned set = own0 ? 0 : 1; set < 2 && (set == 0 || ahead); set++)
+    for (unsigned set = own0 ? 0 : 1; set < enc_sets(c) && (set == 0 || ahead); set++)
         for (int k = 0; k < 2; k++)
             hj[nh++] = (struct hbuf_job){c, &c->enc_st[set][k], batch_bytes, enc_pin(c, set), 0, 0};
     hbuf_jobs_start(hj, nh);
@@ -1270,9 +1271,12 @@ static void enc_dev_a_impl(struct dev_batch *d, unsigned k)
     gmtf_codec *c = d->s.c;
     struct enc_chunk *ch = &d->enc->ch[k];
     size_t j0 = ch->j0, n = ch->j1 - j0;
+    double t0 = prof_on() ? prof_ms() : 0, t1 = t0;
     ch->fwd_ok = gmtf_bwt_dev_forward(&c->bwt_dev, d->st_a, d->coff + j0, n, d->step + j0, d->st_b,
                                       d->st_idx + d->ioff[j0]) == 0;
     enc_bwt_done(d->enc, k);
+    if (prof_on())
+        t1 = prof_ms();
     size_t big = 0;
     for (size_t j = j0; j < ch->j1; j++)
         big += d->coff[j + 1] - d->coff[j] >= GMTF_QLFC_LANES_MIN;
@@ -1286,10 +1290,20 @@ static void enc_dev_a_impl(struct dev_batch *d, unsigned k)
                                         GMTF_QLFC_BIG_RANK, &ch->o, &ch->plans, &ch->psel);
     else
         rc = gmtf_bwt_dev_enc_scan(&c->bwt_dev, (int)((d->enc->ctx0 + k) % 3), n, ch->off, &ch->o);
+    double t2 = prof_on() ? prof_ms() : 0;
     if (rc == 0)
         rc = gmtf_bwt_dev_enc_tables(&c->bwt_dev, (int)((d->enc->ctx0 + k) % 3), &ch->sel, &ch->cum,
                                      &ch->skip);
     ch->scan_ok = rc == 0;
+    if (prof_on()) {
+        struct timespec w;
+        clock_gettime(CLOCK_REALTIME, &w);
+        fprintf(stderr,
+                "profile: encode A (context %u, %zu blocks): forward %.2f, scan %.2f, tables "
+                "%.2f ms, done at %.3f s\n",
+                (d->enc->ctx0 + k) % 3, n, t1 - t0, t2 - t1, prof_ms() - t2,
+                (double)w.tv_sec + w.tv_nsec / 1e9);
+    }
 }
 
 /* Device step B of chunk k: the code step of its planned blocks. */
@@ -1303,9 +1317,16 @@ static void enc_dev_b(struct dev_batch *d, unsigned k)
         any |= d->enc->planned[j];
     if (!ch->scan_ok || !any)
         return;
+    double t0 = prof_on() ? prof_ms() : 0;
     if (gmtf_bwt_dev_enc_code(&c->bwt_dev, (int)((d->enc->ctx0 + k) % 3), nb, &ch->streams,
                               &ch->len) != 0)
         return;
+    if (prof_on()) {
+        struct timespec w;
+        clock_gettime(CLOCK_REALTIME, &w);
+        fprintf(stderr, "profile: encode B (context %u): code %.2f ms, done at %.3f s\n",
+                (d->enc->ctx0 + k) % 3, prof_ms() - t0, (double)w.tv_sec + w.tv_nsec / 1e9);
+    }
     uint64_t at = 0;
     for (size_t b = 0; b < nb; b++) {
         ch->soff[b] = at;
@@ -1605,24 +1626,59 @@ static int enc_pipeline(struct dev_batch *d)
  * checksums and special frames, its pack and its copy into the other
  * staging set), starts A(k + 1) on a thread as soon as A(k) ends, beside
  * batch k's plans, code step B(k), CPU blocks and finish, and returns with
- * A(k + 1) running: the call for batch k + 1 takes it over. The two
- * batches use staging sets and encoder contexts 0 and 1 in turn (the set
- * a batch takes is free: its last batch's call has returned). The device
- * stays held (not closed on a fault) while a batch runs ahead; a fault in
- * its A leaves its blocks to the CPU as in enc_pipeline. */
+ * A(k + 1) running: the call for batch k + 1 takes it over. The batches
+ * use staging sets and encoder contexts in turn (0, 1, and 2 when batches
+ * run two ahead; the set a batch takes is free: its last batch's call has
+ * returned). The device stays held (not closed on a fault) while a batch
+ * runs ahead; a fault in its A leaves its blocks to the CPU as in
+ * enc_pipeline.
+ *
+ * Two ahead (pipe12): a batch whose blocks the plan mostly leaves to the
+ * CPU (method 3: the tar's register headers, 95 of 128 blocks in its
+ * second batch) keeps the pool busy long after A(k + 1) has ended, the
+ * device idle. Then a helper thread readies batch k + 2 (the hook with
+ * `after` = batch k + 1's src; its checksums and copy on AHEAD2_THREADS
+ * threads of its own, beside the pool), joins A(k + 1)'s thread in place
+ * of batch k + 1's call, and runs A(k + 2) at once; batch k + 1's call
+ * waits for that join and takes batch k + 2 as its next batch instead of
+ * readying it. GMTF_GPU_ENC_AHEAD2 (measurements): 0 off, 2 after every
+ * batch; by default when at least a quarter of the batch's device blocks
+ * go to the CPU after the plan. */
 struct enc_ahead {
     struct dev_batch d;
     gmtf_batch_next nb; /* its arguments */
     uint64_t *slot;     /* slot, then len: count + 1 each */
     uint32_t *crc;
     pthread_t th;
-    int running; /* A on th */
+    int running; /* A on th (two ahead: the helper, which readies it first) */
+    /* two ahead: joiner, the batch whose helper joins this one's A thread
+     * (set on the encoder's thread); for a batch a helper readies, the
+     * codec, the batch before it, and under mu: done (its readying ended
+     * and prev's A thread is joined), valid (readied: its A runs next) */
+    struct enc_ahead *joiner;
+    gmtf_codec *codec;
+    struct enc_ahead *prev;
+    int two;
+    pthread_mutex_t mu;
+    pthread_cond_t cv;
+    int done, valid;
 };
+
+#define AHEAD2_THREADS 4
 
 static int env_ahead(void)
 {
     const char *v = getenv("GMTF_GPU_ENC_AHEAD"); /* measurements: 0 = off */
     return !(v && v[0] == '0' && !v[1]);
+}
+
+/* GMTF_GPU_ENC_AHEAD2: 0 off, 2 always, else 1 (the rule). */
+static int env_ahead2(void)
+{
+    const char *v = getenv("GMTF_GPU_ENC_AHEAD2");
+    if (v && (v[0] == '0' || v[0] == '2') && !v[1])
+        return v[0] - '0';
+    return 1;
 }
 
 /* 1 when batches on this codec's device go the way that encodes ahead. */
@@ -1631,26 +1687,46 @@ static int ahead_capable(const gmtf_codec *c)
     return c->next_fn && c->bwt_dev.use_enc && c->bwt_dev.use_plan && env_tight() && env_ahead();
 }
 
+/* The encode's staging sets in use: three when batches may run two ahead. */
+static unsigned enc_sets(const gmtf_codec *c)
+{
+    return ahead_capable(c) && env_ahead2() ? 3 : 2;
+}
+
+static unsigned enc_set_after(const gmtf_codec *c, unsigned set)
+{
+    return (set + 1) % enc_sets(c);
+}
+
 static void ahead_free(struct enc_ahead *a)
 {
     enc_free(&a->d);
     dev_batch_free(&a->d);
     free(a->slot);
     free(a->crc);
+    if (a->two) {
+        pthread_mutex_destroy(&a->mu);
+        pthread_cond_destroy(&a->cv);
+    }
     free(a);
 }
 
-/* Waits for the batch started ahead, if any, and drops it. */
+/* Waits for the batches started ahead, if any, and drops them. */
 static void ahead_drop(gmtf_codec *c)
 {
-    struct enc_ahead *a = c->ahead;
-    if (!a)
+    struct enc_ahead *a = c->ahead, *a2 = c->ahead2;
+    if (!a && !a2)
         return;
-    c->ahead = NULL;
-    if (a->running)
+    c->ahead = c->ahead2 = NULL;
+    if (a2) /* its helper: it joins a's A thread first */
+        pthread_join(a2->th, NULL);
+    if (a && a->running && !a->joiner)
         pthread_join(a->th, NULL);
     gmtf_bwt_dev_hold(&c->bwt_dev, 0);
-    ahead_free(a);
+    if (a)
+        ahead_free(a);
+    if (a2)
+        ahead_free(a2);
 }
 
 static int ahead_matches(const struct enc_ahead *a, const uint8_t *src, const uint64_t *off,
@@ -1667,25 +1743,61 @@ static int big_block(const struct dev_batch *d)
     return 0;
 }
 
-/* The next batch from the caller's hook, readied up to its device step
- * (on the pool: nothing else runs there meanwhile), or NULL: no hook, no
- * next batch, one the device would not take this way, or no memory (its
- * call then codes it from the start). */
-static struct enc_ahead *ahead_start(gmtf_codec *c)
+/* A step over a batch's blocks on `parts` threads of its own (a helper's
+ * readying, beside the pool): prep (pass 1) or copy. */
+struct par_job {
+    struct dev_batch *d;
+    size_t n;
+    unsigned part, parts;
+    int copy;
+    pthread_t th;
+    int started;
+};
+
+static void *par_main(void *arg)
 {
-    gmtf_batch_next nb;
-    if (!ahead_capable(c) || c->next_fn(c->next_arg, &nb) != 1 || nb.count == 0 || !nb.off ||
+    struct par_job *j = arg;
+    for (size_t i = j->part; i < j->n; i += j->parts) {
+        if (j->copy)
+            dev_encode_copy(j->d, i, 0);
+        else
+            dev_encode_prep(j->d, i, 0);
+    }
+    return NULL;
+}
+
+static void par_run(struct dev_batch *d, size_t n, int copy, unsigned parts)
+{
+    struct par_job j[AHEAD2_THREADS];
+    for (unsigned i = 0; i < parts; i++) {
+        j[i] = (struct par_job){d, n, i, parts, copy, 0, 0};
+        j[i].started = i > 0 && pthread_create(&j[i].th, NULL, par_main, &j[i]) == 0;
+    }
+    for (unsigned i = 0; i < parts; i++)
+        if (!j[i].started)
+            par_main(&j[i]);
+    for (unsigned i = 0; i < parts; i++)
+        if (j[i].started)
+            pthread_join(j[i].th, NULL);
+}
+
+/* Readies a (its set chosen) from the caller's hook up to its device step:
+ * the next batch (after NULL; on the pool: nothing else runs there
+ * meanwhile) or the one after `after` (a helper: on `threads` threads of
+ * its own). -1: no such batch, one the device would not take this way, or
+ * no memory (its call then codes it from the start). */
+static int ahead_ready(gmtf_codec *c, struct enc_ahead *a, const uint8_t *after, unsigned threads)
+{
+    gmtf_batch_next nb = {.after = after};
+    if (c->next_fn(c->next_arg, &nb) != 1 || nb.after != after || nb.count == 0 || !nb.off ||
         nb.off[0] != 0)
-        return NULL;
+        return -1;
     for (size_t i = 0; i < nb.count; i++)
         if (nb.off[i + 1] < nb.off[i] || nb.off[i + 1] - nb.off[i] > c->max_block)
-            return NULL; /* its call says why */
+            return -1; /* its call says why */
     if (nb.cap < gmtf_batch_bound(nb.off, nb.count) ||
         nb.off[nb.count] < c->bwt_dev.min_bytes[GMTF_BWT_DEV_FWD])
-        return NULL;
-    struct enc_ahead *a = calloc(1, sizeof *a);
-    if (!a)
-        return NULL;
+        return -1;
     size_t count = nb.count;
     a->nb = nb;
     a->slot = malloc((count + 1) * 2 * sizeof *a->slot);
@@ -1707,16 +1819,36 @@ static struct enc_ahead *ahead_start(gmtf_codec *c)
                                  .len = len,
                                  .crc = a->crc,
                                  .sb = a->d.s.sb};
-        gmtf_pool_run(c->pool, dev_encode_prep, &a->d, count);
-        a->d.set = c->enc_set;
-        a->d.own = a->d.set == 1 || !enc_pin(c, 0);
+        if (threads)
+            par_run(&a->d, count, 0, threads);
+        else
+            gmtf_pool_run(c->pool, dev_encode_prep, &a->d, count);
+        a->d.own = a->d.set != 0 || !enc_pin(c, 0);
         rc = dev_batch_pack(&a->d, count, size);
     }
     free(size);
     if (rc == 0 && a->d.nsel && big_block(&a->d) && enc_setup(&a->d, 1) == 0) {
-        c->enc_set ^= 1;
         a->d.enc->ctx0 = a->d.set;
-        dev_run(&a->d, dev_encode_copy, 0, a->d.nsel);
+        if (threads)
+            par_run(&a->d, a->d.nsel, 1, threads);
+        else
+            dev_run(&a->d, dev_encode_copy, 0, a->d.nsel);
+        return 0;
+    }
+    return -1;
+}
+
+/* The next batch readied (the encoder's thread), or NULL. */
+static struct enc_ahead *ahead_start(gmtf_codec *c)
+{
+    if (!ahead_capable(c))
+        return NULL;
+    struct enc_ahead *a = calloc(1, sizeof *a);
+    if (!a)
+        return NULL;
+    a->d.set = c->enc_set;
+    if (ahead_ready(c, a, NULL, 0) == 0) {
+        c->enc_set = enc_set_after(c, a->d.set);
         return a;
     }
     ahead_free(a);
@@ -1726,6 +1858,78 @@ static struct enc_ahead *ahead_start(gmtf_codec *c)
 static void *enc_a_thread(void *arg)
 {
     enc_dev_a(arg, 0);
+    return NULL;
+}
+
+/* A helper two ahead: batch a readied, prev's A thread joined (the device's
+ * forward step takes one batch at a time), then a's A. */
+static void *ahead2_main(void *arg)
+{
+    struct enc_ahead *a = arg, *prev = a->prev;
+    int ok = ahead_ready(a->codec, a, prev->nb.src, AHEAD2_THREADS) == 0;
+    if (prev->running)
+        pthread_join(prev->th, NULL);
+    pthread_mutex_lock(&a->mu);
+    a->valid = ok;
+    a->done = 1;
+    pthread_cond_broadcast(&a->cv);
+    pthread_mutex_unlock(&a->mu);
+    if (ok)
+        enc_dev_a(&a->d, 0);
+    return NULL;
+}
+
+/* Whether batch d (its plan done: late says what the CPU codes) should
+ * start the batch after next now. */
+static int ahead2_want(const gmtf_codec *c, const struct dev_batch *d, size_t cpu_blocks)
+{
+    int e = env_ahead2();
+    return enc_sets(c) == 3 && !c->ahead2 && (e == 2 || (e == 1 && 4 * cpu_blocks >= d->nsel));
+}
+
+/* Starts the helper that readies the batch after prev (the next batch,
+ * its A on prev->th) and runs its A; 1 when it runs. */
+static int ahead2_start(gmtf_codec *c, struct enc_ahead *prev)
+{
+    struct enc_ahead *a = calloc(1, sizeof *a);
+    if (!a)
+        return 0;
+    a->codec = c;
+    a->prev = prev;
+    a->two = 1;
+    a->d.set = c->enc_set;
+    pthread_mutex_init(&a->mu, NULL);
+    pthread_cond_init(&a->cv, NULL);
+    prev->joiner = a;
+    if (pthread_create(&a->th, NULL, ahead2_main, a) != 0) {
+        prev->joiner = NULL;
+        ahead_free(a);
+        return 0;
+    }
+    a->running = 1;
+    c->enc_set = enc_set_after(c, a->d.set);
+    c->ahead2 = a;
+    return 1;
+}
+
+/* The batch a helper readied during the last call (self's): once it is
+ * readied and self's A thread joined, it, or NULL (then its helper is
+ * joined and it is dropped). */
+static struct enc_ahead *ahead2_take(gmtf_codec *c)
+{
+    struct enc_ahead *a = c->ahead2;
+    if (!a)
+        return NULL;
+    c->ahead2 = NULL;
+    pthread_mutex_lock(&a->mu);
+    while (!a->done)
+        pthread_cond_wait(&a->cv, &a->mu);
+    int ok = a->valid;
+    pthread_mutex_unlock(&a->mu);
+    if (ok)
+        return a;
+    pthread_join(a->th, NULL);
+    ahead_free(a);
     return NULL;
 }
 
@@ -1751,11 +1955,15 @@ static int enc_ahead_pipeline(struct dev_batch *d, struct enc_ahead *self)
         if (!on)
             enc_dev_a(d, 0);
     }
-    /* A(k) on the device; the pool readies batch k + 1 */
-    struct enc_ahead *next = ahead_start(c);
+    /* A(k) on the device; batch k + 1 readied by a helper during the last
+     * call (its A running), else by the pool now */
+    struct enc_ahead *next = self ? ahead2_take(c) : NULL;
+    int two = next != NULL;
+    if (!next)
+        next = ahead_start(c);
     if (prof_on())
         t1 = prof_ms();
-    if (self && self->running)
+    if (self && self->running && !self->joiner)
         pthread_join(self->th, NULL);
     if (self)
         self->running = 0;
@@ -1764,7 +1972,7 @@ static int enc_ahead_pipeline(struct dev_batch *d, struct enc_ahead *self)
     if (prof_on())
         t2 = prof_ms();
     /* A(k + 1) beside this batch's plans, B(k) and CPU blocks */
-    if (next) {
+    if (next && !two) {
         next->running = pthread_create(&next->th, NULL, enc_a_thread, &next->d) == 0;
         if (!next->running)
             enc_dev_a(&next->d, 0);
@@ -1772,9 +1980,13 @@ static int enc_ahead_pipeline(struct dev_batch *d, struct enc_ahead *self)
     struct enc_round q = {.d = d, .r = 2, .p1 = d->nsel};
     struct enc_devs v = {.on = {0, 0}};
     gmtf_pool_run(c->pool, enc_round_task, &q, d->nsel);
-    size_t late[ENC_LATE_RAW + 1] = {0}; /* GMTF_BATCH_PROFILE: the CPU's blocks by kind */
-    for (size_t j = 0; prof_on() && d->enc && j < d->nsel; j++)
+    size_t late[ENC_LATE_RAW + 1] = {0}; /* the CPU's blocks by kind */
+    for (size_t j = 0; d->enc && j < d->nsel; j++)
         late[d->enc->late[j] <= ENC_LATE_RAW ? d->enc->late[j] : 0]++;
+    /* a batch mostly coded on the CPU: the one after next readied and its
+     * A run beside (two ahead) */
+    int two_next =
+        next && ahead2_want(c, d, d->nsel - late[ENC_LATE_NONE]) && ahead2_start(c, next);
     enc_devs_start(&q, &v, 1, 1); /* B(0): r - 2 in the tight schedule */
     q.late = 1;
     gmtf_pool_run(c->pool, enc_round_task, &q, d->nsel);
@@ -1789,10 +2001,11 @@ static int enc_ahead_pipeline(struct dev_batch *d, struct enc_ahead *self)
     if (prof_on())
         fprintf(stderr,
                 "profile: encode ahead (%s, set %u): next readied %.2f, A wait %.2f, "
-                "plan+B+late %.2f, finish %.2f ms; %s; the CPU's blocks: %zu method 3, %zu "
+                "plan+B+late %.2f, finish %.2f ms; %s%s%s; the CPU's blocks: %zu method 3, %zu "
                 "other, %zu raw, of %zu\n",
                 self ? "taken over" : "started here", d->set, t1 - t0, t2 - t1, t3 - t2,
                 prof_ms() - t3, next ? "the next batch runs ahead" : "none ahead",
+                two ? " (readied two ahead)" : "", two_next ? ", the one after it too" : "",
                 late[ENC_LATE_M3], late[ENC_LATE_CPU] + late[ENC_LATE_CPU_BWT], late[ENC_LATE_RAW],
                 d->nsel);
     return 0;
@@ -1826,7 +2039,7 @@ static int batch_encode_dev(gmtf_codec *c, const uint8_t *src, const uint64_t *o
         double t0 = prof_on() ? prof_ms() : 0;
         gmtf_pool_run(c->pool, dev_encode_prep, &d, count);
         d.set = ahead ? c->enc_set : 0;
-        d.own = d.set == 1 || !enc_pin(c, 0);
+        d.own = d.set != 0 || !enc_pin(c, 0);
         rc = dev_batch_pack(&d, count, size);
         if (prof_on())
             fprintf(stderr, "profile: encode prep+pack %.2f ms\n", prof_ms() - t0);
@@ -1834,7 +2047,7 @@ static int batch_encode_dev(gmtf_codec *c, const uint8_t *src, const uint64_t *o
     if (rc == 0 && d.nsel) {
         int big = big_block(&d); /* a block that method 2 may code */
         if (ahead && big) {
-            c->enc_set ^= 1;
+            c->enc_set = enc_set_after(c, d.set);
             rc = enc_ahead_pipeline(&d, NULL);
         } else if (c->bwt_dev.use_enc && big) {
             rc = enc_pipeline(&d);

@@ -53,13 +53,14 @@ struct gmtf_codec {
     /* Encoding ahead (gmtf_codec_set_next; batch.c): the caller's next-batch
      * hook, the encode's own staging sets ([set][0]: input, [1]: BWT
      * output, [2]: sample rows; set 1 for the batches that run ahead, set 0
-     * when the encode's staging is not pinned: GMTF_ENC_PIN), the set the
-     * next batch started takes, and the batch started ahead, if any. */
+     * when the encode's staging is not pinned: GMTF_ENC_PIN; set 2 when
+     * a batch runs two ahead), the set the next batch started takes, the
+     * batch started ahead, if any, and the one after it (two ahead). */
     gmtf_batch_next_fn next_fn;
     void *next_arg;
-    struct gmtf_hbuf enc_st[2][3];
+    struct gmtf_hbuf enc_st[3][3];
     unsigned enc_set;
-    struct enc_ahead *ahead;
+    struct enc_ahead *ahead, *ahead2;
     int enc_pageable; /* gmtf_codec_set_pageable */
 };
 

@@ -90,18 +90,26 @@ void gmtf_codec_trim(gmtf_codec *c);
  * a device that cannot start is left to the first batch to find. */
 int gmtf_codec_prepare(gmtf_codec *c, uint64_t batch_bytes, int encode);
 
-/* The batch a caller will encode next (gmtf_batch_encode's arguments). */
+/* The batch a caller will encode next (gmtf_batch_encode's arguments).
+ * after, on the way in: NULL for the batch after the one being encoded;
+ * else the codec asks for the batch after the one whose src is after (two
+ * ahead), and a hook that answers that leaves after as it was (a hook that
+ * fills *next anew, after NULL, answers only for the next batch). */
 typedef struct gmtf_batch_next {
     const uint8_t *src;
     const uint64_t *off;
     size_t count;
     uint8_t *dst;
     uint64_t cap;
+    const uint8_t *after;
 } gmtf_batch_next;
 
 /* Asked during a batch encode on the device for the batch the caller will
  * encode next (on the caller's thread; it may wait until that batch is
- * read): 1 with *next filled, 0 when there is none. */
+ * read): 1 with *next filled, 0 when there is none. With after set it is
+ * asked on a thread of the codec's, during the encode of the batch before
+ * after's or after that call returned, until the caller's next encode
+ * call; it may wait until that batch is read. */
 typedef int (*gmtf_batch_next_fn)(void *arg, gmtf_batch_next *next);
 
 /* Encoding ahead on a device: with fn set, a batch encode on the device

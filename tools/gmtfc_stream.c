@@ -47,6 +47,7 @@ struct gmtfc_stream {
         uint32_t *bcrc;       /* the blocks' checksums, from the encode */
         size_t off_cap;
         size_t count; /* blocks */
+        uint64_t seq; /* the batch's number in the stream */
         long got;     /* bytes */
         int state;    /* SLOT_* */
         int rc;       /* the encode's */
@@ -653,17 +654,30 @@ static int ahead_on(void)
 }
 
 /* The codec's next-batch hook: the batch after the one being coded, once
- * read (the encoder's thread, inside gmtf_batch_encode). */
+ * read (the encoder's thread, inside gmtf_batch_encode); with nb->after,
+ * the batch after the one read into the slot whose input is `after` (a
+ * codec's helper thread, two ahead). */
 static int next_batch(void *arg, gmtf_batch_next *nb)
 {
     struct cpipe *p = arg;
+    const uint8_t *after = nb->after;
     pthread_mutex_lock(&p->mtx);
-    while (!p->stop && p->next_enc >= p->nread && !p->eof)
+    uint64_t want = p->next_enc;
+    int ok = 1;
+    if (after) {
+        unsigned i = 0;
+        while (i < p->nslots && !(p->s->cs[i].in == after && p->s->cs[i].state == SLOT_READY))
+            i++;
+        ok = i < p->nslots;
+        if (ok)
+            want = p->s->cs[i].seq + 1;
+    }
+    while (ok && !p->stop && want >= p->nread && !p->eof)
         pthread_cond_wait(&p->cond, &p->mtx);
-    int ok = !p->stop && p->next_enc < p->nread;
+    ok = ok && !p->stop && want < p->nread;
     if (ok) {
-        struct cslot *sl = &p->s->cs[p->next_enc % p->nslots];
-        *nb = (gmtf_batch_next){sl->in, sl->off, sl->count, sl->out, sl->out_cap};
+        struct cslot *sl = &p->s->cs[want % p->nslots];
+        *nb = (gmtf_batch_next){sl->in, sl->off, sl->count, sl->out, sl->out_cap, after};
     }
     pthread_mutex_unlock(&p->mtx);
     return ok;
@@ -680,6 +694,7 @@ static long read_batch(struct cpipe *p, int in_fd, size_t full, uint32_t bs)
     if (got > 0)
         sl->count = cut_blocks(sl->off, (size_t)got, bs);
     sl->got = got;
+    sl->seq = p->nread;
     return got;
 }
 

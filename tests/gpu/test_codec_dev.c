@@ -10,6 +10,7 @@
  * uses the GPU itself (exit 77 without one) and adds the Linux tar prefix
  * (GMTF_LINUX_TAR, a plain tar). */
 #include <errno.h>
+#include <pthread.h>
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -1125,9 +1126,37 @@ static int ahead_next(void *arg, gmtf_batch_next *nb)
     if (h->at + 1 >= h->n)
         return 0;
     const blocks *b = h->b[h->at + 1];
-    *nb = (gmtf_batch_next){b->data, b->off, b->count, h->f[h->at + 1]->data,
-                            gmtf_batch_bound(b->off, b->count)};
+    *nb = (gmtf_batch_next){
+        b->data, b->off, b->count, h->f[h->at + 1]->data, gmtf_batch_bound(b->off, b->count), NULL};
     return 1;
+}
+
+/* Two ahead: a hook that also answers for the batch after `after` (asked
+ * on the codec's helper thread: counted under a lock). */
+struct ahead2_hook {
+    struct ahead_hook h;
+    pthread_mutex_t mu;
+    int asked_after;
+};
+
+static int ahead2_next(void *arg, gmtf_batch_next *nb)
+{
+    struct ahead2_hook *a = arg;
+    const uint8_t *after = nb->after;
+    if (!after)
+        return ahead_next(&a->h, nb);
+    pthread_mutex_lock(&a->mu);
+    a->asked_after++;
+    pthread_mutex_unlock(&a->mu);
+    for (size_t i = 0; i + 1 < a->h.n; i++)
+        if (a->h.b[i]->data == after) {
+            const blocks *b = a->h.b[i + 1];
+            *nb = (gmtf_batch_next){
+                b->data, b->off, b->count, a->h.f[i + 1]->data, gmtf_batch_bound(b->off, b->count),
+                after};
+            return 1;
+        }
+    return 0;
 }
 
 static frames frames_for(const blocks *b)
@@ -1194,6 +1223,72 @@ static void test_ahead(void **state)
     }
     frames_free(&want[0]);
     frames_free(&want[1]);
+    blocks_free(&all);
+    gmtf_codec_destroy(cpu);
+}
+
+/* Two ahead (GMTF_GPU_ENC_AHEAD2=2: after every batch): batches b0, b1, b2
+ * of one block each (distinct buffers, the same bytes), through a hook
+ * that answers for the batch after another. Each call's frames are the
+ * CPU codec's; after b0's call b1 runs ahead and a helper has readied b2
+ * (staging set 2); b1's call takes b2 over; the helper b1's call starts
+ * finds nothing after b2. Then b0 again, and the hook taken away with two
+ * batches in flight: both dropped. On the device; in the emulation only
+ * with GMTF_CODEC_DEV_AHEAD2=1 (about 2 CPU-s: not in CI's time). */
+static void test_ahead2(void **state)
+{
+    (void)state;
+#ifdef GMTF_CODEC_DEV_EMU
+    const char *on = getenv("GMTF_CODEC_DEV_AHEAD2");
+    if (!(on && *on == '1'))
+        skip();
+#endif
+    blocks all = lanes_batch(), one[3];
+    for (int i = 0; i < 3; i++) {
+        one[i].count = 1;
+        one[i].off = tu_malloc(2 * sizeof *one[i].off);
+        one[i].off[0] = 0;
+        one[i].off[1] = all.off[1];
+        one[i].data = tu_malloc(all.off[1]);
+        memcpy(one[i].data, all.data, all.off[1]);
+    }
+    gmtf_codec *cpu = codec_new(0, 2);
+    frames want = encode(cpu, &one[0]);
+    setenv("GMTF_GPU_ENC_AHEAD2", "2", 1);
+    gmtf_codec *dev = codec_new(1, 2);
+    frames f[3] = {frames_for(&one[0]), frames_for(&one[1]), frames_for(&one[2])};
+    struct ahead2_hook a = {.h = {{&one[0], &one[1], &one[2]}, {&f[0], &f[1], &f[2]}, 3, 0, 0}};
+    pthread_mutex_init(&a.mu, NULL);
+    gmtf_codec_set_next(dev, ahead2_next, &a);
+    for (a.h.at = 0; a.h.at < 3; a.h.at++) {
+        encode_into(dev, a.h.b[a.h.at], &f[a.h.at]);
+        assert_same_frames(&want, &f[a.h.at]);
+        if (a.h.at == 0) { /* b1 ahead, b2 readied by the helper */
+            assert_non_null(dev->ahead);
+            assert_non_null(dev->ahead2);
+        }
+        assert_true(a.h.at < 2 ? dev->ahead != NULL : dev->ahead == NULL);
+    }
+    assert_null(dev->ahead2);
+    assert_non_null(dev->enc_st[2][0].p);
+    assert_int_equal(a.h.asked, 2);     /* b0's call; b2's (none after it) */
+    assert_int_equal(a.asked_after, 2); /* b2 after b1 (b0's call); none after b2 */
+    /* b0 again: b1 ahead, b2 readied; the hook taken away drops both */
+    a.h.at = 0;
+    encode_into(dev, &one[0], &f[0]);
+    assert_same_frames(&want, &f[0]);
+    gmtf_codec_set_next(dev, NULL, NULL);
+    assert_null(dev->ahead);
+    assert_null(dev->ahead2);
+    assert_int_equal(a.asked_after, 3);
+    unsetenv("GMTF_GPU_ENC_AHEAD2");
+    pthread_mutex_destroy(&a.mu);
+    for (int k = 0; k < 3; k++) {
+        frames_free(&f[k]);
+        blocks_free(&one[k]);
+    }
+    gmtf_codec_destroy(dev);
+    frames_free(&want);
     blocks_free(&all);
     gmtf_codec_destroy(cpu);
 }
@@ -1447,6 +1542,7 @@ int main(void)
         cmocka_unit_test(test_backend_device),
         cmocka_unit_test(test_prepare),
         cmocka_unit_test(test_ahead),
+        cmocka_unit_test(test_ahead2),
         cmocka_unit_test(test_multi_identical),
         cmocka_unit_test(test_multi_cut),
         cmocka_unit_test(test_multi_rates),
