@@ -93,7 +93,6 @@ struct gmtf_gpu_ibwt_ctx {
     int count; /* with the rulers: the table by counting (GMTF_GPU_IBWT_COUNT) */
     int ldm;   /* the ruler walk's loads (ld_e; GMTF_GPU_IBWT_LD) */
     int scr;   /* step 1 keeps the rulers' bytes for step 3 (GMTF_GPU_IBWT_SCRATCH=0: not) */
-    uint32_t grid; /* the ruler walk's CTAs at most, in 256 threads (GMTF_GPU_IBWT_GRID; 0: all) */
     uint64_t repaired; /* segments walked again by the last batch */
     int pending;       /* batch_dev_start's last piece not waited yet (1 + its acc) */
     int prof;          /* GMTF_GPU_IBWT_PROFILE=1: each piece's phases on stderr */
@@ -582,7 +581,8 @@ __global__ void __launch_bounds__(256)
     k_rulers(const uint32_t *start, const uint32_t *prim, const uint32_t *e, uint32_t nb,
              uint32_t ns, int lr, int ldm, uint32_t *scr, rl2 *rl, uint32_t nr)
 {
-    for (uint32_t i = blockIdx.x * 256u + threadIdx.x; i < nr; i += gridDim.x * 256u)
+    uint32_t i = blockIdx.x * 256u + threadIdx.x;
+    if (i < nr)
         ruler_walk_one(start, prim, e, nb, ns, lr, ldm, scr, rl, i);
 }
 
@@ -591,7 +591,8 @@ __global__ void __launch_bounds__(64)
               int lr, int ldm, const rl2 *rl, uint32_t *own, rl2 *rw, uint32_t *bad, uint8_t *out,
               uint32_t nseg)
 {
-    for (uint32_t t = blockIdx.x * 64u + threadIdx.x; t < nseg; t += gridDim.x * 64u)
+    uint32_t t = blockIdx.x * 64u + threadIdx.x;
+    if (t < nseg)
         ruler_resolve_one(ch, start, prim, e, lr, ldm, rl, own, rw, bad, out, t);
 }
 
@@ -600,7 +601,8 @@ __global__ void __launch_bounds__(256)
              int ldm, const uint32_t *scr, const uint32_t *own, const rl2 *rw, const uint32_t *bad,
              uint8_t *out, uint32_t nr)
 {
-    for (uint32_t i = blockIdx.x * 256u + threadIdx.x; i < nr; i += gridDim.x * 256u)
+    uint32_t i = blockIdx.x * 256u + threadIdx.x;
+    if (i < nr)
         ruler_write_one(start, prim, e, nb, lr, ldm, scr, own, rw, bad, out, i);
 }
 
@@ -795,19 +797,14 @@ static int run_steps(gmtf_gpu_ibwt_ctx *c, uint32_t np, uint32_t nb, uint32_t nc
         CK(c, cudaMemsetAsync(bad, 0, (size_t)nc * 4, c->st));
         CK(c, cudaMemsetAsync(c->rep.p, 0, 4, c->st));
         uint32_t *scr = c->scr ? (uint32_t *)c->scr_b.p : NULL;
-        /* grid-stride kernels: GMTF_GPU_IBWT_GRID caps their CTAs (measurements) */
-        uint32_t gr = (nr + 255) / 256, gc = (nc + 63) / 64;
-        if (c->grid && gr > c->grid)
-            gr = c->grid;
-        if (c->grid && gc > 4 * c->grid)
-            gc = 4 * c->grid;
-        k_rulers<<<gr, 256, 0, c->st>>>(start, prim, e, nb, ns, c->lr, c->ldm, scr, rl, nr);
+        k_rulers<<<(nr + 255) / 256, 256, 0, c->st>>>(start, prim, e, nb, ns, c->lr, c->ldm, scr,
+                                                      rl, nr);
         TRY(launched(c, "k_rulers"));
-        k_resolve<<<gc, 64, 0, c->st>>>(ch, start, prim, e, c->lr, c->ldm, rl, own, rw, bad, out,
-                                        nc);
+        k_resolve<<<(nc + 63) / 64, 64, 0, c->st>>>(ch, start, prim, e, c->lr, c->ldm, rl, own, rw,
+                                                    bad, out, nc);
         TRY(launched(c, "k_resolve"));
-        k_rwrite<<<gr, 256, 0, c->st>>>(start, prim, e, nb, c->lr, c->ldm, scr, own, rw, bad, out,
-                                        nr);
+        k_rwrite<<<(nr + 255) / 256, 256, 0, c->st>>>(start, prim, e, nb, c->lr, c->ldm, scr, own,
+                                                      rw, bad, out, nr);
         TRY(launched(c, "k_rwrite"));
         k_rrepair<<<(nc + 63) / 64, 64, 0, c->st>>>(ch, start, prim, e, bad, out, nc,
                                                     (uint32_t *)c->rep.p);
@@ -1094,8 +1091,6 @@ extern "C" int gmtf_gpu_ibwt_create_on(int dev, gmtf_gpu_ibwt_ctx **out)
     c->scr = c->lr && !(sv && sv[0] == '0');
     const char *pe = getenv("GMTF_GPU_IBWT_PROFILE");
     c->prof = pe && pe[0] == '1';
-    const char *gv = getenv("GMTF_GPU_IBWT_GRID");
-    c->grid = gv && *gv ? (uint32_t)strtoul(gv, NULL, 10) : 0;
     c->h_rep = host_alloc_rep(c);
     if (!c->h_rep) {
         gmtf_gpu_ibwt_destroy(c);

@@ -1122,6 +1122,8 @@ struct ahead_hook {
 static int ahead_next(void *arg, gmtf_batch_next *nb)
 {
     struct ahead_hook *h = arg;
+    if (nb->after) /* two ahead (a codec's helper thread): not answered here */
+        return 0;
     h->asked++;
     if (h->at + 1 >= h->n)
         return 0;
