@@ -118,9 +118,11 @@ typedef int (*gmtf_batch_next_fn)(void *arg, gmtf_batch_next *next);
  * that the device does not wait for them; the next gmtf_batch_encode with
  * exactly those arguments takes that work over (another encode, a decode
  * or a prepare first waits for it and drops it). Between the two calls
- * the next batch's src, off and dst must stay as they are. While fn is
- * set the encode's staging is pageable (pinning cost more than it saved,
- * docs/gpu.md), and gmtf_codec_prepare readies both sets. fn NULL: off
+ * the next batch's src, off and dst must stay as they are. A batch coded
+ * mostly on the CPU also has a helper thread ask fn for the batch after
+ * the next one (gmtf_batch_next.after) and start it the same way (two
+ * ahead, a third staging set); its src, off and dst must then stay until
+ * its own call. gmtf_codec_prepare readies the staging sets. fn NULL: off
  * (the default), after waiting for any batch started ahead. The frames
  * are the same either way. */
 void gmtf_codec_set_next(gmtf_codec *c, gmtf_batch_next_fn fn, void *arg);
