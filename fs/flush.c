@@ -34,6 +34,7 @@ struct piece {
     uint32_t blk;
     struct frame dsnap; /* dframe as it was then, to recheck it */
     int valid;
+    int hashed; /* hash made ahead of the cut (cut_ahead) */
 };
 
 struct group {
@@ -62,7 +63,7 @@ static int piece_cmp(const void *a, const void *b)
  * an earlier one's of this flush goes right after it (fs_similar_roots),
  * the others stay as written. GMTF_PACK_SIMILAR=0: as written alone
  * (measurements). Out of memory: as written. */
-static void similar_keys(const gmtf_fs *fs, struct piece *p, size_t n)
+static void similar_keys(struct piece *p, size_t n, unsigned threads)
 {
     const char *env = getenv("GMTF_PACK_SIMILAR");
     if (env && strcmp(env, "0") == 0)
@@ -81,7 +82,7 @@ static void similar_keys(const gmtf_fs *fs, struct piece *p, size_t n)
                 len[j] = p[i].len;
                 idx[j++] = (uint32_t)i;
             }
-        if (fs_similar_roots(buf, len, m, fs->pool_max, root) == 0)
+        if (fs_similar_roots(buf, len, m, threads, root) == 0)
             for (j = 0; j < m; j++)
                 p[idx[j]].key = (((uint64_t)idx[root[j]] + 1) << 32) + idx[j];
     }
@@ -336,7 +337,8 @@ static int pieces_dedup(gmtf_fs *fs, struct piece *p, size_t np)
     }
     memset(head, 0xff, cap * sizeof *head);
     for (size_t i = 0; i < np; i++)
-        p[i].hash = hash_bytes(p[i].d->buf, p[i].len, 0);
+        if (!p[i].hashed)
+            p[i].hash = hash_bytes(p[i].d->buf, p[i].len, 0);
     dedup_prefetch(fs, p, np, busy, nbusy);
     for (size_t i = 0; i < np; i++) {
         size_t slot = (size_t)(p[i].hash ^ p[i].hash >> 32) & (cap - 1);
@@ -1131,6 +1133,125 @@ static int job_start(gmtf_fs *fs, struct piece *p, size_t np, struct group *g, s
     return 1;
 }
 
+/* The packing keys of a cut's pieces (p[] oldest first): whole blocks
+ * first, in file order; then pieces longer than a pack, in file order;
+ * then small pieces by sort key (or as written, near-duplicates together:
+ * similar_keys). */
+static void pieces_keys(gmtf_fs *fs, struct piece *p, size_t n, unsigned threads)
+{
+    for (size_t i = 0; i < n; i++)
+        if (p[i].len == fs->bs)
+            p[i].key = 0;
+        else if (p[i].len > fs->ps)
+            p[i].key = 1;
+        else if (fs->opt.pack_write_order)
+            p[i].key = i + 2;
+    if (fs->opt.pack_write_order)
+        similar_keys(p, n, threads);
+}
+
+/* ---- mkfs: the next cut's own work while the last flush encodes ----
+ *
+ * With async_flush the import thread cuts when the cache is full and first
+ * waits for the flush still encoding (flush_join): on a GPU a window of
+ * large frames (method 3 blocks coded on the host) takes longer than the
+ * import of the next one, and then the cut's pure work (hashes for dedup,
+ * the near-duplicate order's signatures of every small piece: tens of ms
+ * a window) would start only after that wait and hold the next encode
+ * back. So before waiting, the cut's pieces are found as flush_some will
+ * find them (without its side effects), and their hashes and packing keys
+ * made; after the wait, when the walk finds exactly those pieces, it takes
+ * them. They are functions of the pieces' bytes and order alone: the same
+ * image either way (GMTF_MKFS_CUT_AHEAD=0: at the cut, for measurements). */
+#define CUT_AHEAD_THREADS 4 /* beside the flush's own encode on the pool */
+
+struct cut_ahead {
+    size_t n;
+    struct dblock **d;
+    uint32_t *len;
+    uint64_t *hash, *key;
+};
+
+static void cut_ahead_free(struct cut_ahead *a)
+{
+    free(a->d);
+    free(a->len);
+    free(a->hash);
+    free(a->key);
+    memset(a, 0, sizeof *a);
+}
+
+/* Fills a (n = 0: nothing ahead) for an async cut whose walk has no side
+ * effects to make: a block whose bytes would be materialized gives up. */
+static void cut_ahead_make(gmtf_fs *fs, struct cut_ahead *a)
+{
+    memset(a, 0, sizeof *a);
+    const char *e = getenv("GMTF_MKFS_CUT_AHEAD");
+    if (!fs->pend || (e && strcmp(e, "0") == 0))
+        return;
+    size_t cap = 0;
+    struct dblock *tail = NULL;
+    for (struct dblock *d = fs->dlist; d; d = d->gnext) {
+        cap++;
+        tail = d;
+    }
+    struct piece *p = cap ? malloc(cap * sizeof *p) : NULL;
+    if (!p)
+        return;
+    size_t n = 0;
+    for (struct dblock *d = tail; d; d = d->gprev) {
+        struct inode *in = inode_get(fs, d->ino);
+        uint64_t start = (uint64_t)d->blk * fs->bs;
+        if (!in || !S_ISREG(in->mode) || start >= in->size)
+            continue; /* dropped by the walk */
+        uint32_t len = in->size - start < fs->bs ? (uint32_t)(in->size - start) : fs->bs;
+        if (d->cap < len && !all_zero(d->buf, d->cap)) {
+            free(p); /* its zeros would be materialized: the walk's to do */
+            return;
+        }
+        if (all_zero(d->buf, d->cap < len ? d->cap : len))
+            continue; /* a hole */
+        p[n++] = (struct piece){
+            .d = d, .in = in, .len = len, .key = in->sortkey, .group = 0, .dup_of = -1};
+    }
+    a->d = malloc((n + 1) * sizeof *a->d);
+    a->len = malloc((n + 1) * sizeof *a->len);
+    a->hash = malloc((n + 1) * sizeof *a->hash);
+    a->key = malloc((n + 1) * sizeof *a->key);
+    if (!a->d || !a->len || !a->hash || !a->key) {
+        cut_ahead_free(a);
+        free(p);
+        return;
+    }
+    unsigned threads = fs->pool_max < CUT_AHEAD_THREADS ? fs->pool_max : CUT_AHEAD_THREADS;
+    pieces_keys(fs, p, n, threads ? threads : 1);
+    for (size_t i = 0; i < n; i++) {
+        a->d[i] = p[i].d;
+        a->len[i] = p[i].len;
+        a->key[i] = p[i].key;
+        a->hash[i] = hash_bytes(p[i].d->buf, p[i].len, 0);
+    }
+    a->n = n;
+    free(p);
+}
+
+/* 1 when the walk found exactly the pieces made ahead: their keys and
+ * hashes taken. */
+static int cut_ahead_take(const struct cut_ahead *a, struct piece *p, size_t n)
+{
+    if (!a->n || a->n != n)
+        return 0;
+    for (size_t i = 0; i < n; i++)
+        if (p[i].d != a->d[i] || p[i].len != a->len[i])
+            return 0;
+    for (size_t i = 0; i < n; i++) {
+        p[i].key = a->key[i];
+        p[i].hash = a->hash[i];
+        p[i].hashed = 1;
+    }
+    return 1;
+}
+
 int flush_dirty(gmtf_fs *fs, uint64_t only_ino)
 {
     return flush_some(fs, only_ino, 0, 0);
@@ -1143,10 +1264,21 @@ int flush_some(gmtf_fs *fs, uint64_t only_ino, uint64_t max_bytes, unsigned flag
         max_bytes = BATCH_BYTES - fs->bs; /* one sub-batch: see flush_pieces */
     if (fs->ro)
         return 0;
+    struct cut_ahead ahead = {0};
+    double a0 = flush_prof_ms();
+    if ((flags & FLUSH_ASYNC) && fs->opt.async_flush && fs->opt.no_flush && !only_ino &&
+        !max_bytes && !unlocked && !(flags & FLUSH_STAGED))
+        cut_ahead_make(fs, &ahead);
+    if (a0 >= 0 && ahead.n)
+        fprintf(stderr, "flush profile: cut ahead of the join: %zu pieces, %.1f ms\n", ahead.n,
+                flush_prof_ms() - a0);
     /* A flush still encoding on its thread came first: stored first. */
     int rc = flush_join(fs);
-    if (rc)
+    if (rc) {
+        cut_ahead_free(&ahead);
         return rc;
+    }
+    double c0 = flush_prof_ms();
     size_t n = 0, cap = 0;
     struct dblock *tail = NULL;
     for (struct dblock *d = fs->dlist; d; d = d->gnext) {
@@ -1154,12 +1286,15 @@ int flush_some(gmtf_fs *fs, uint64_t only_ino, uint64_t max_bytes, unsigned flag
         tail = d;
     }
     if (!cap) {
+        cut_ahead_free(&ahead);
         fs->released_flushed = fs->released;
         return 0;
     }
     struct piece *p = malloc(cap * sizeof *p);
-    if (!p)
+    if (!p) {
+        cut_ahead_free(&ahead);
         return -ENOMEM;
+    }
     uint64_t taken = 0;
     /* Oldest first (the list grows at its head). */
     struct dblock *d = tail;
@@ -1206,19 +1341,16 @@ int flush_some(gmtf_fs *fs, uint64_t only_ino, uint64_t max_bytes, unsigned flag
         d = next;
     }
     if (!rc && n) {
-        /* Whole blocks first, in file order; then pieces longer than a
-         * pack, in file order; then small pieces by sort key (or as
-         * written: p[] is oldest first). */
-        for (size_t i = 0; i < n; i++)
-            if (p[i].len == fs->bs)
-                p[i].key = 0;
-            else if (p[i].len > fs->ps)
-                p[i].key = 1;
-            else if (fs->opt.pack_write_order)
-                p[i].key = i + 2;
-        if (fs->opt.pack_write_order)
-            similar_keys(fs, p, n);
+        /* p[] is oldest first: the keys (pieces_keys), made ahead of the
+         * join when the walk found the same pieces */
+        double s0 = flush_prof_ms();
+        int took = cut_ahead_take(&ahead, p, n);
+        if (!took)
+            pieces_keys(fs, p, n, fs->pool_max);
         qsort(p, n, sizeof *p, piece_cmp);
+        if (s0 >= 0)
+            fprintf(stderr, "flush profile: cut of %zu pieces: walked %.1f, ordered %.1f ms%s\n", n,
+                    s0 - c0, flush_prof_ms() - s0, took ? " (keys and hashes made ahead)" : "");
         /* The encode may go to a thread (mkfs) unless space was freed
          * since the last flush (outside its records): the next commit
          * would free it, and this flush's store, later than the commit
@@ -1232,6 +1364,7 @@ int flush_some(gmtf_fs *fs, uint64_t only_ino, uint64_t max_bytes, unsigned flag
     }
     fs->released_flushed = fs->released;
     free(p);
+    cut_ahead_free(&ahead);
     if (rc)
         fs_log(fs, "flush failed: %s", strerror(-rc));
     return rc;

@@ -136,9 +136,11 @@ case_reproducible() {
 }
 
 # mkfs's flush encoded on a thread beside the import (the default) or at once
-# (GMTF_MKFS_ASYNC=0): the same image, with a 1 MiB write-back cache (a flush on a
-# thread that cuts the 1 MB file, written on across the cut) and a member given
-# again (its first copy deleted while the flush waits). In the TSan pass too.
+# (GMTF_MKFS_ASYNC=0), the next cut's keys and hashes made while it encodes or
+# not (GMTF_MKFS_CUT_AHEAD=0): the same image, with a 1 MiB write-back cache (a
+# flush on a thread that cuts the 1 MB file, written on across the cut) and a
+# member given again (its first copy deleted while the flush waits). In the TSan
+# pass too.
 case_mkfs_async() {
     mkdir -p s/src
     python3 - <<'PY'
@@ -160,9 +162,13 @@ PY
     local o=(-q -j2 -b 64K -P 64K -U 0f1e2d3c-4b5a-6978-8796-a5b4c3d2e1f0)
     # (without the codec's prepare: under TSan it costs more than the rest)
     export GMTF_MKFS_DIRTY_MIB=1 GMTF_MKFS_PREPARE=0
-    must "$MKFS" "${o[@]}" --from s.tar a.img
+    GMTF_FLUSH_PROFILE=1 "$MKFS" "${o[@]}" --from s.tar a.img 2>prof.txt || fail "mkfs failed"
+    # the next cut's keys and hashes made while the last flush encodes
+    grep -q "made ahead" prof.txt || fail "no cut took the pieces made ahead of its join"
     GMTF_MKFS_ASYNC=0 must "$MKFS" "${o[@]}" --from s.tar s.img
     cmp a.img s.img || fail "images with the flush's encode on a thread and without differ"
+    GMTF_MKFS_CUT_AHEAD=0 must "$MKFS" "${o[@]}" --from s.tar c.img
+    cmp a.img c.img || fail "images with the cut's work ahead of the join and without differ"
     must "$FSCK" -n a.img
     return 0
 }
