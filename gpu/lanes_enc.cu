@@ -1520,28 +1520,31 @@ static int d2d(gmtf_gpu_lanes_enc *c, void *d, const void *s, size_t n)
     return 0;
 }
 
-/* Pinned host memory, grown (never shrunk) and reused. */
+/* Pinned host memory, grown (never shrunk) and reused: by
+ * gmtf_gpu_host_alloc (large buffers registered, docs/gpu.md pipe11: a
+ * first code step spent ~20 ms in cudaHostAlloc at exact sizes, pipe12),
+ * with a quarter more than asked so that a batch a little larger than the
+ * last (mkfs's windows differ) does not allocate again. */
 static int host_reserve(gmtf_gpu_lanes_enc *c, dbuf *b, size_t bytes)
 {
     if (bytes <= b->cap)
         return 0;
     if (b->p)
-        cudaFreeHost(b->p);
+        gmtf_gpu_host_free(b->p);
     b->p = NULL;
     b->cap = 0;
-    cudaError_t e = cudaHostAlloc(&b->p, bytes, cudaHostAllocPortable);
-    if (e != cudaSuccess) {
-        b->p = NULL;
-        return cuda_fail(c, e, "cudaHostAlloc");
-    }
-    b->cap = bytes;
+    size_t want = bytes + bytes / 4;
+    b->p = gmtf_gpu_host_alloc(want);
+    if (!b->p)
+        return cuda_fail(c, cudaErrorMemoryAllocation, "gmtf_gpu_host_alloc");
+    b->cap = want;
     return 0;
 }
 
 static void host_free(dbuf *b)
 {
     if (b->p)
-        cudaFreeHost(b->p);
+        gmtf_gpu_host_free(b->p);
     b->p = NULL;
     b->cap = 0;
 }
