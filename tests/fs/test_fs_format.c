@@ -475,7 +475,8 @@ static void patch_slots_pack(uint8_t *img, size_t len, uint32_t v)
 }
 
 /* A pack size below the block size (docs/format.md, "Block size"): pieces
- * of at most the pack size share frames of at most the pack size; longer
+ * of at most the pack size share frames of at most the pack size (in write
+ * order: up to a block, cut by their cost, test_pack_cost); longer
  * pieces (files shorter than a block, tails) share frames of at most a
  * block among themselves; whole blocks have their own. Reads, truncation
  * and extension across blocks, remounts, fsck; the field kept by every
