@@ -364,34 +364,64 @@ static int pieces_dedup(gmtf_fs *fs, struct piece *p, size_t np)
     return 0;
 }
 
+/* The cost cap of mkfs's packs (docs/format.md, "Pack size"): a frame of
+ * small pieces closes when its pieces times its bytes would pass this, or
+ * its bytes a block. A cold read of a random file decodes its file's whole
+ * frame (range reads too: the entropy decoding of the whole frame is most
+ * of their CPU), so the mean over files of that cost is the mean of the
+ * frames' bytes weighted by their pieces: cutting by pieces x bytes puts
+ * many small files in small frames and few larger ones in larger frames,
+ * which compress better, at the same mean cost. The cap: F pieces x 4 MiB
+ * at 4 MiB packs (F = FLUSH_PACK_COST_DEFAULT, GMTF_PACK_COST=F for
+ * measurements), scaled with the square of the pack size (a frame of the
+ * same files' density then grows with the pack). 0: none, packs of at most
+ * the pack size as before (a mount's writes, GMTF_PACK_COST=0, a pack as
+ * large as the block). */
+uint64_t flush_pack_cost_cap(const gmtf_fs *fs)
+{
+    if (!fs->opt.pack_write_order || fs->ps >= fs->bs)
+        return 0;
+    uint64_t f = FLUSH_PACK_COST_DEFAULT;
+    const char *e = getenv("GMTF_PACK_COST");
+    if (e && *e)
+        f = strtoull(e, NULL, 10);
+    return f * fs->ps * (fs->ps / 4096) / 1024;
+}
+
 /* Cuts the pieces to store into groups, one frame each: whole blocks
  * alone; pieces of at most the pack size packed in sort order into frames
- * of at most the pack size (a cold read of a small file decodes no more);
- * longer pieces (tails of large files, files shorter than a block but
- * longer than a pack) packed among themselves into frames of at most a
- * block when packing in write order (mkfs: an archive's similar large
- * files gain by sharing frames), else alone (a live filesystem: deleting
- * such a file frees its frame; no half-dead frame of a block waits for
- * compaction). Returns the group count. */
+ * of at most the pack size (a cold read of a small file decodes no more),
+ * or, packing in write order (mkfs) with a pack below the block, into
+ * frames of up to a block while pieces x bytes stay within the cost cap
+ * (flush_pack_cost_cap); longer pieces (tails of large files, files shorter
+ * than a block but longer than a pack) packed among themselves into
+ * frames of at most a block when packing in write order (mkfs: an
+ * archive's similar large files gain by sharing frames), else alone (a
+ * live filesystem: deleting such a file frees its frame; no half-dead
+ * frame of a block waits for compaction). Only the pieces' lengths and
+ * order decide: images stay reproducible. Returns the group count. */
 static size_t pieces_group(gmtf_fs *fs, struct piece *p, size_t np, struct group *g)
 {
     size_t ng = 0;
-    uint64_t raw = 0;
+    uint64_t raw = 0, cap = flush_pack_cost_cap(fs), n = 0; /* n: pieces of the last group */
     for (size_t i = 0; i < np; i++) {
         if (p[i].dup_of >= 0 || p[i].group == -1)
             continue;
         int big = p[i].len > fs->ps;
         int alone = p[i].len == fs->bs || (big && !fs->opt.pack_write_order);
-        uint32_t lim = big ? fs->bs : fs->ps;
+        uint32_t lim = big || cap ? fs->bs : fs->ps;
         if (alone || ng == 0 || g[ng - 1].len == fs->bs || g[ng - 1].big != big ||
-            g[ng - 1].len + p[i].len > lim) {
+            g[ng - 1].len + p[i].len > lim ||
+            (!big && cap && (n + 1) * (g[ng - 1].len + p[i].len) > cap)) {
             g[ng] = (struct group){.raw_off = raw, .len = 0, .big = big};
             ng++;
+            n = 0;
         }
         p[i].group = (int32_t)(ng - 1);
         p[i].goff = g[ng - 1].len;
         g[ng - 1].len += p[i].len;
         raw += p[i].len;
+        n++;
     }
     return ng;
 }

@@ -415,6 +415,10 @@ int flush_dirty(gmtf_fs *fs, uint64_t only_ino); /* 0 = all */
 #define FLUSH_STAGED 2                /* flush_some: only blocks holding staged (fsync'ed) bytes */
 /* mkfs (no_flush): the most bytes of a flush's sub-batches encoded together */
 #define FLUSH_MKFS_ENCODE_BYTES (256u << 20)
+/* mkfs's packs: pieces x bytes of a frame of small pieces at most this many
+ * pieces x 4 MiB at 4 MiB packs (flush_pack_cost_cap, docs/format.md "Pack size") */
+#define FLUSH_PACK_COST_DEFAULT 375
+uint64_t flush_pack_cost_cap(const gmtf_fs *fs);
 /* Flushes the oldest dirty blocks, up to max_bytes (0 = all). With
  * FLUSH_UNLOCKED: drops fs->lock while encoding (one sub-batch), then keeps
  * only pieces that did not change meanwhile; the caller must not rely on

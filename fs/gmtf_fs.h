@@ -94,7 +94,9 @@ void gmtf_image_close(gmtf_image *img);
 typedef struct gmtf_mkfs_options {
     uint32_t block_size; /* 0 = GMTF_FS_BLOCK_DEFAULT; power of two in [64 KiB, 16 MiB] */
     /* Pieces of files (small files, tails) of at most pack_size bytes are
-     * packed together into frames of at most pack_size; longer ones are
+     * packed together into frames of at most pack_size (packing in write
+     * order, mkfs: up to a block, cut by pieces x bytes: docs/format.md
+     * "Pack size"); longer ones are
      * packed among themselves into frames of at most a block when packing
      * in write order (mkfs), else stored one a frame. 0 = the
      * smaller of GMTF_FS_PACK_DEFAULT and the block size; else a power of
@@ -345,7 +347,8 @@ int gmtf_fs_statfs(gmtf_fs *fs, struct statvfs *st);
 
 typedef struct gmtf_fs_info {
     uint32_t block_size;
-    uint32_t pack_size; /* small files and tails are packed into frames of at most this */
+    uint32_t pack_size; /* small files and tails are packed into frames of at most this
+                           (by mkfs: up to a block, cut by their cost; docs/format.md) */
     char label[GMTF_FS_LABEL_MAX + 1];
     uint8_t uuid[16];
     uint64_t generation;

@@ -475,7 +475,8 @@ static void patch_slots_pack(uint8_t *img, size_t len, uint32_t v)
 }
 
 /* A pack size below the block size (docs/format.md, "Block size"): pieces
- * of at most the pack size share frames of at most the pack size; longer
+ * of at most the pack size share frames of at most the pack size (in write
+ * order: up to a block, cut by their cost, test_pack_cost); longer
  * pieces (files shorter than a block, tails) share frames of at most a
  * block among themselves; whole blocks have their own. Reads, truncation
  * and extension across blocks, remounts, fsck; the field kept by every
@@ -542,8 +543,8 @@ static void test_pack_size(void **state)
             /* one kind of piece a frame */
             assert_true(kind[id] == 1 || kind[id] == 2 || kind[id] == 4);
             uint32_t dlen = fs->frames[id].dlen;
-            if (kind[id] == 1)
-                assert_true(dlen <= PS);
+            if (kind[id] == 1) /* mkfs's packs grow up to a block by their cost */
+                assert_true(dlen <= (order ? BS : PS));
             else
                 assert_true(dlen <= BS && dlen > PS);
             shared_small += kind[id] == 1 && users[id] > 1;
@@ -640,6 +641,79 @@ static void test_pack_size(void **state)
     rec_image_free(r);
 }
 
+/* mkfs's packs (write order, a pack below the block) are cut by their
+ * cost to a cold read of a random file (docs/format.md, "Pack size"): a
+ * frame of small pieces closes when its pieces x bytes would pass the cap,
+ * or its bytes a block. Many tiny pieces make small frames, a few larger
+ * ones frames larger than the pack; none is over a block, and each closed
+ * where the next piece would have broken the rule. */
+static void test_pack_cost(void **state)
+{
+    (void)state;
+    enum { BS = 1u << 20, PS = 64u << 10, NT = 300, TINY = 256, NL = 10, LONG = 40u << 10 };
+    rec_img *r = mkfs_pack(BS, PS);
+    gmtf_fs_options wo = {.threads = 1, .journal_bytes = 1u << 20, .pack_write_order = 1};
+    gmtf_fs *fs;
+    assert_int_equal(gmtf_fs_mount(rec_image_attach(r), &wo, &fs), 0);
+    uint64_t cap = flush_pack_cost_cap(fs);
+    assert_int_equal(cap, (uint64_t)FLUSH_PACK_COST_DEFAULT * PS * PS / (4u << 20));
+    uint8_t *data = malloc(LONG);
+    uint64_t ino[NT + NL];
+    for (int i = 0; i < NT + NL; i++) {
+        size_t len = i < NT ? TINY : LONG;
+        fill_words(data, len, (uint32_t)i + 7);
+        char nm[16];
+        snprintf(nm, sizeof nm, "f%03d", i);
+        ino[i] = put_file(fs, nm, data, len);
+    }
+    assert_int_equal(gmtf_fs_unmount(fs), 0);
+
+    fs = mount_rec(r, 1);
+    uint32_t nfr = fs->nframes;
+    unsigned *tiny = calloc(nfr, sizeof *tiny), *lng = calloc(nfr, sizeof *lng);
+    for (int i = 0; i < NT + NL; i++) {
+        struct inode *in = inode_get(fs, ino[i]);
+        assert_int_equal(in->u.ext.n, 1);
+        uint32_t id = in->u.ext.v[0].frame;
+        assert_true(id > 0 && id < nfr);
+        (i < NT ? tiny : lng)[id]++;
+    }
+    unsigned ftiny = 0, flong = 0, ntiny = 0, nlong = 0;
+    for (uint32_t id = 1; id < nfr; id++) {
+        unsigned n = tiny[id] + lng[id];
+        if (!n)
+            continue;
+        assert_true(!tiny[id] || !lng[id]); /* written apart, cut apart */
+        uint32_t dlen = fs->frames[id].dlen, len = tiny[id] ? TINY : LONG;
+        assert_int_equal(dlen, n * len);
+        assert_true(dlen <= BS);
+        assert_true((uint64_t)n * dlen <= cap);
+        ftiny += tiny[id] > 0;
+        flong += lng[id] > 0;
+        ntiny += tiny[id];
+        nlong += lng[id];
+        /* full: one piece more would have broken the rule (all but the
+         * last frame of each kind) */
+        int full = (uint64_t)(n + 1) * (dlen + len) > cap || dlen + len > BS;
+        if (tiny[id] && ntiny < NT)
+            assert_true(full);
+        if (lng[id] && nlong < NL)
+            assert_true(full);
+        if (tiny[id])
+            assert_true(dlen < PS / 4);
+        if (lng[id] && nlong < NL)
+            assert_true(dlen > PS);
+    }
+    assert_int_equal(ntiny, NT);
+    assert_int_equal(nlong, NL);
+    assert_true(ftiny > 4 && flong >= 2);
+    assert_int_equal(gmtf_fs_unmount(fs), 0);
+    free(tiny);
+    free(lng);
+    free(data);
+    rec_image_free(r);
+}
+
 /* mkfs's pack size: the default is the smaller of GMTF_FS_PACK_DEFAULT and
  * the block size; a pack size larger than the block, or not a power of two
  * from 64 KiB, is refused. */
@@ -688,7 +762,7 @@ int main(int argc, char **argv)
         cmocka_unit_test(test_superblock_roundtrip),    cmocka_unit_test(test_records_checked),
         cmocka_unit_test(test_damaged_images),          cmocka_unit_test(test_bad_frame_is_eio),
         cmocka_unit_test(test_damaged_pack_range_read), cmocka_unit_test(test_pack_size),
-        cmocka_unit_test(test_pack_size_options),
+        cmocka_unit_test(test_pack_size_options),       cmocka_unit_test(test_pack_cost),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
