@@ -519,8 +519,7 @@ static long cm_encode_span(const uint8_t *bwt, size_t a, size_t b, uint8_t *dst,
             return -ENOSPC;
         unsigned c = bwt[i];
         size_t st = i;
-        while (i < b && bwt[i] == c)
-            i++;
+        i = qlfc_run_end(bwt, i, b);
         unsigned rsym = rk[k] ? rsym_of(rk[k]) : RSYM_RETIRE;
         uint32_t off = rk[k] ? rk[k] - rbase[rsym] : 0;
         uint32_t len = (uint32_t)(i - st);
