@@ -16,7 +16,9 @@
  * platform makes and reads the same bytes. */
 #include <errno.h>
 #include <pthread.h>
+#include <signal.h>
 #include <stddef.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "gmtf_codec.h"
@@ -281,7 +283,14 @@ static void model_init_bytes(cm_model *m, const uint8_t *list, unsigned d)
 typedef struct {
     qrc_enc e;
     qrc_dec d;
+    uint16_t *rec; /* CM_RECORD: where the decisions go */
 } coder;
+
+/* cm_bit's modes: code the bit, decode it, or record p | bit << 15 at
+ * co->rec for a range coder later (the encoder's halves, below) */
+#define CM_ENCODE 0
+#define CM_DECODE 1
+#define CM_RECORD 2
 
 static inline __attribute__((always_inline)) void ctr_update(ctr *c, int bit, unsigned limit)
 {
@@ -290,8 +299,9 @@ static inline __attribute__((always_inline)) void ctr_update(ctr *c, int bit, un
     c->n = (uint16_t)(c->n + (c->n < limit));
 }
 
-/* Codes (dec = 0) or decodes (dec = 1) one bit predicted by counters a
- * (byte), b and s (contexts) mixed by mx, refined by the map ap. */
+/* Codes, decodes or records (dec, a mode above) one bit predicted by
+ * counters a (byte), b and s (contexts) mixed by mx, refined by the map
+ * ap. */
 static inline __attribute__((always_inline)) int cm_bit(coder *co, int dec, ctr *a, ctr *b, ctr *s,
                                                         mixw *mx, apm *ap, int bit)
 {
@@ -304,10 +314,12 @@ static inline __attribute__((always_inline)) int cm_bit(coder *co, int dec, ctr 
     int pa = (ap->t[j] * (int)(128 - wj) + ap->t[j + 1] * (int)wj) >> 11;
     int p = (pm * (4 - APM_W) + pa * APM_W) >> 2;
     p = p < 1 ? 1 : p > 4095 ? 4095 : p;
-    if (dec)
+    if (dec == CM_DECODE)
         bit = qrc_decode(&co->d, (uint32_t)p);
-    else
+    else if (dec == CM_ENCODE)
         qrc_encode(&co->e, (uint32_t)p, bit);
+    else
+        *co->rec++ = (uint16_t)(p | bit << 15);
     int err = ((bit << 12) - pm) * MIX_LR;
     mx->w[0] += (x0 * err) >> MIX_SH;
     mx->w[1] += (x1 * err) >> MIX_SH;
@@ -341,18 +353,17 @@ typedef struct {
     unsigned prev;    /* previous rank symbol */
 } cm_hist;
 
-/* Codes or decodes one run's rank symbol, offset and length; c is the
- * run's byte. On decode *rsym, *off, *len are outputs. Returns 0 or
- * GMTF_E_CORRUPT. */
-static inline __attribute__((always_inline)) int cm_run(cm_model *m, coder *co, int dec, cm_hist *h,
-                                                        unsigned c, unsigned *rsym, uint32_t *off,
-                                                        uint32_t *len)
+/* A run's rank symbol and offset (cm_run's first half): coded, decoded or
+ * recorded; on decode *rsym and *off are outputs. Reads and writes only the
+ * rank half of the model (r_*, o_*, er, hr) and of h (ctx_r4, prev). */
+static inline __attribute__((always_inline)) void
+cm_run_rank(cm_model *m, coder *co, int dec, cm_hist *h, unsigned c, unsigned *rsym, uint32_t *off)
 {
-    unsigned er = m->er[c], hr = m->hr[c], el = m->el[c];
+    unsigned er = m->er[c], hr = m->hr[c];
     unsigned rctx = (e_q[(er + 8) >> 4] * 5 + h_q[hr]) * 4 + p_q[h->prev];
     unsigned hq = h_q[hr];
     /* rank symbol: unary over 1..15, retire after */
-    unsigned rs = dec ? 0 : *rsym;
+    unsigned rs = dec == CM_DECODE ? 0 : *rsym;
     unsigned i = 0;
     for (; i < NRNODE; i++) {
         int stop = cm_bit(co, dec, &m->r_char[c][i], &m->r_st1[rctx][i], &m->r_st2[h->ctx_r4][i],
@@ -362,7 +373,7 @@ static inline __attribute__((always_inline)) int cm_run(cm_model *m, coder *co, 
     }
     rs = i < NRNODE ? i + 1 : RSYM_RETIRE;
     /* offset in the class, down a tree */
-    uint32_t o = dec ? 0 : *off;
+    uint32_t o = dec == CM_DECODE ? 0 : *off;
     if (rbits[rs]) {
         unsigned node = 1, nb = rbits[rs], eq = e_q[(er + 8) >> 4];
         for (int j = (int)nb - 1; j >= 0; j--) {
@@ -373,11 +384,54 @@ static inline __attribute__((always_inline)) int cm_run(cm_model *m, coder *co, 
         }
         o = node - (1u << nb);
     }
+    /* history */
+    unsigned rv = rs == RSYM_RETIRE ? 15 : rs;
+    m->er[c] = (uint8_t)((er + (rv << 4)) >> 1);
+    m->hr[c] = (uint8_t)rv;
+    h->ctx_r4 = (h->ctx_r4 << 2 | (rs == 0 ? 3 : rs < 3 ? rs - 1 : rs < 5 ? 2 : 3)) & 0xFF;
+    h->prev = rs;
+    *rsym = rs;
+    *off = o;
+}
+
+/* An escaped length's bit count (adaptive bits esc) and bits below the
+ * top (direct); *len is an output on decode. */
+static inline void cm_len_escape(cm_model *m, coder *co, int dec, uint32_t *len)
+{
+    unsigned eb = dec == CM_DECODE ? 0 : 31 - (unsigned)__builtin_clz(*len);
+    unsigned k = LBIG_MIN;
+    for (; k < LBIG_MAX; k++) {
+        int more;
+        if (dec == CM_DECODE)
+            more = qbit_dec(&co->d, &m->esc[k - LBIG_MIN]);
+        else
+            qbit_enc(&co->e, &m->esc[k - LBIG_MIN], more = eb > k);
+        if (!more)
+            break;
+    }
+    eb = k;
+    uint32_t low = dec == CM_DECODE ? 0 : *len & ((1u << eb) - 1);
+    uint32_t hi = low >> 16, lo16 = low & 0xFFFF;
+    code_direct(co, dec, &hi, eb > 16 ? eb - 16 : 0);
+    code_direct(co, dec, &lo16, eb < 16 ? eb : 16);
+    *len = 1u << eb | hi << 16 | lo16;
+}
+
+/* A run's length (cm_run's second half), rs its rank symbol: coded,
+ * decoded (*len an output) or recorded; recording leaves out what is not
+ * modelled here (the direct bits, the escape: cm_merge_run codes them).
+ * Reads and writes only the length half of the model (l_*, b_*, el, and
+ * esc when not recording) and of h (ctx_run). */
+static inline __attribute__((always_inline)) void
+cm_run_len(cm_model *m, coder *co, int dec, cm_hist *h, unsigned c, unsigned rs, uint32_t *len)
+{
+    unsigned el = m->el[c];
     /* length symbol: unary over 0..14, escape after */
     unsigned lctx = e_q[(el + 8) >> 4] * 5 + r_q[rs];
-    unsigned ls = dec ? 0 : lsym_of(*len);
+    unsigned ls = dec == CM_DECODE ? 0 : lsym_of(*len);
     unsigned rl = (h->ctx_run & 15) * 4 + (r_q[rs] < 3 ? r_q[rs] : 3);
     unsigned lq = el < 16 ? 0 : el < 32 ? 1 : el < 64 ? 2 : el < 112 ? 3 : 4;
+    unsigned i;
     for (i = 0; i < NLNODE; i++) {
         int stop = cm_bit(co, dec, &m->l_char[c][i], &m->l_st1[lctx][i], &m->l_st2[rl][i],
                           &m->l_mix[i][lq], &m->l_apm[i][h->ctx_run & 3], ls == i);
@@ -385,50 +439,37 @@ static inline __attribute__((always_inline)) int cm_run(cm_model *m, coder *co, 
             break;
     }
     ls = i < NLNODE ? i : LSYM_ESC;
-    uint32_t l;
+    uint32_t l = dec == CM_DECODE ? 0 : *len;
     if (ls != LSYM_ESC) {
-        uint32_t extra = dec ? 0 : *len - lbase[ls];
+        uint32_t extra = dec == CM_DECODE ? 0 : l - lbase[ls];
         unsigned nb = lbits[ls];
         if (nb) {
             int top = cm_bit(co, dec, &m->b_char[c][ls], &m->b_st[lctx][ls], &m->b_static[ls],
                              &m->b_mix[ls], &m->b_apm[ls], (int)((extra >> (nb - 1)) & 1));
             uint32_t rest = extra & ((1u << (nb - 1)) - 1);
-            code_direct(co, dec, &rest, nb - 1);
+            if (dec != CM_RECORD)
+                code_direct(co, dec, &rest, nb - 1);
             extra = (uint32_t)top << (nb - 1) | rest;
         }
         l = lbase[ls] + extra;
-    } else {
-        unsigned eb = dec ? 0 : 31 - (unsigned)__builtin_clz(*len);
-        unsigned k = LBIG_MIN;
-        for (; k < LBIG_MAX; k++) {
-            int more;
-            if (dec)
-                more = qbit_dec(&co->d, &m->esc[k - LBIG_MIN]);
-            else
-                qbit_enc(&co->e, &m->esc[k - LBIG_MIN], more = eb > k);
-            if (!more)
-                break;
-        }
-        eb = k;
-        uint32_t low = dec ? 0 : *len & ((1u << eb) - 1);
-        uint32_t hi = low >> 16, lo16 = low & 0xFFFF;
-        code_direct(co, dec, &hi, eb > 16 ? eb - 16 : 0);
-        code_direct(co, dec, &lo16, eb < 16 ? eb : 16);
-        l = 1u << eb | hi << 16 | lo16;
+    } else if (dec != CM_RECORD) {
+        cm_len_escape(m, co, dec, &l);
     }
     /* history */
-    unsigned rv = rs == RSYM_RETIRE ? 15 : rs;
-    m->er[c] = (uint8_t)((er + (rv << 4)) >> 1);
     m->el[c] = (uint8_t)((el + (ls << 4)) >> 1);
-    m->hr[c] = (uint8_t)rv;
-    h->ctx_r4 = (h->ctx_r4 << 2 | (rs == 0 ? 3 : rs < 3 ? rs - 1 : rs < 5 ? 2 : 3)) & 0xFF;
     h->ctx_run = (h->ctx_run << 1 | (l == 1)) & 0x3F;
-    h->prev = rs;
-    if (dec) {
-        *rsym = rs;
-        *off = o;
-        *len = l;
-    }
+    *len = l;
+}
+
+/* Codes or decodes one run's rank symbol, offset and length; c is the
+ * run's byte. On decode *rsym, *off, *len are outputs. Returns 0 or
+ * GMTF_E_CORRUPT. */
+static inline __attribute__((always_inline)) int cm_run(cm_model *m, coder *co, int dec, cm_hist *h,
+                                                        unsigned c, unsigned *rsym, uint32_t *off,
+                                                        uint32_t *len)
+{
+    cm_run_rank(m, co, dec, h, c, rsym, off);
+    cm_run_len(m, co, dec, h, c, *rsym, len);
     return 0;
 }
 
@@ -498,10 +539,189 @@ static int get_list(coder *co, cm_model *m, uint8_t *list, unsigned *dcount)
     return 0;
 }
 
+/* ---- the encoder in halves ---------------------------------------------------- */
+
+/* The encoder knows every decision beforehand, and the model's rank half
+ * and length half (cm_run_rank, cm_run_len) read and write disjoint state:
+ * for a chunk of runs, each half records its decisions (p and bit), then
+ * one range coder codes them in the stream's order, the same bytes as
+ * cm_run makes. A span of CM_SPLIT_RUNS runs or more runs the rank half
+ * on a thread of its own, a chunk or two ahead of the length half and the
+ * coder (the blocks method 2's rule defers for long runs, 16 MiB ones
+ * there: method 3's encoder ran alone for a third of a window's time). */
+#define CM_CHUNK 2048        /* runs */
+#define CM_RREC (NRNODE + 6) /* most rank decisions of a run */
+#define CM_LREC (NLNODE + 1) /* most length decisions recorded */
+#ifndef CM_SPLIT_RUNS
+#define CM_SPLIT_RUNS (1u << 17) /* a 900 KiB block of text: 200,000 runs */
+#endif
+
+typedef struct {
+    const uint8_t *bwt, *rk;
+    size_t b, runs;
+    cm_model *m;
+    /* the rank half: its place, history, records (two chunks) */
+    size_t ri;
+    cm_hist rh;
+    uint16_t *rrec[2];
+    /* the thread's handshake: chunks recorded, chunks coded, stop */
+    pthread_mutex_t mu;
+    pthread_cond_t cv;
+    size_t ready, merged;
+    int stop;
+} cm_split;
+
+/* The rank half of runs [k, k1) into rec. */
+static void cm_rank_chunk(cm_split *sp, size_t k, size_t k1, uint16_t *rec)
+{
+    coder co;
+    co.rec = rec;
+    size_t i = sp->ri;
+    for (; k < k1; k++) {
+        unsigned c = sp->bwt[i];
+        i = qlfc_run_end(sp->bwt, i, sp->b);
+        unsigned rsym = sp->rk[k] ? rsym_of(sp->rk[k]) : RSYM_RETIRE;
+        uint32_t off = sp->rk[k] ? sp->rk[k] - rbase[rsym] : 0;
+        cm_run_rank(sp->m, &co, CM_RECORD, &sp->rh, c, &rsym, &off);
+    }
+    sp->ri = i;
+}
+
+static void *cm_rank_thread(void *arg)
+{
+    cm_split *sp = arg;
+    for (size_t j = 0, k = 0; k < sp->runs; j++, k += CM_CHUNK) {
+        pthread_mutex_lock(&sp->mu);
+        while (!sp->stop && j >= sp->merged + 2)
+            pthread_cond_wait(&sp->cv, &sp->mu);
+        int stop = sp->stop;
+        pthread_mutex_unlock(&sp->mu);
+        if (stop)
+            break;
+        cm_rank_chunk(sp, k, sp->runs - k < CM_CHUNK ? sp->runs : k + CM_CHUNK, sp->rrec[j & 1]);
+        pthread_mutex_lock(&sp->mu);
+        sp->ready = j + 1;
+        pthread_cond_broadcast(&sp->cv);
+        pthread_mutex_unlock(&sp->mu);
+    }
+    return NULL;
+}
+
+/* Codes run k's recorded decisions (*rq: the rank half's, *lq: the length
+ * half's) and what cm_run_len leaves out when recording, in cm_run's order. */
+static inline void cm_merge_run(cm_model *m, coder *co, unsigned rs, uint32_t len,
+                                const uint16_t **rq, const uint16_t **lq)
+{
+    const uint16_t *q = *rq;
+    for (unsigned n = (rs == RSYM_RETIRE ? NRNODE : rs) + rbits[rs]; n; n--, q++)
+        qrc_encode(&co->e, *q & 0xFFFu, *q >> 15);
+    *rq = q;
+    unsigned ls = lsym_of(len);
+    q = *lq;
+    unsigned n = ls == LSYM_ESC ? NLNODE : ls + 1u + (lbits[ls] != 0);
+    for (; n; n--, q++)
+        qrc_encode(&co->e, *q & 0xFFFu, *q >> 15);
+    *lq = q;
+    if (ls == LSYM_ESC) {
+        cm_len_escape(m, co, CM_ENCODE, &len);
+    } else if (lbits[ls] > 1) {
+        uint32_t rest = (len - lbase[ls]) & ((1u << (lbits[ls] - 1)) - 1);
+        code_direct(co, CM_ENCODE, &rest, lbits[ls] - 1u);
+    }
+}
+
+/* The rank half on a thread of its own (signals blocked there: the
+ * caller's handlers stay the caller's); 1 when it started. */
+static int cm_rank_thread_start(cm_split *sp, pthread_t *th)
+{
+    pthread_mutex_init(&sp->mu, NULL);
+    pthread_cond_init(&sp->cv, NULL);
+    sigset_t all, old;
+    sigfillset(&all);
+    pthread_sigmask(SIG_SETMASK, &all, &old);
+    int ok = pthread_create(th, NULL, cm_rank_thread, sp) == 0;
+    pthread_sigmask(SIG_SETMASK, &old, NULL);
+    if (!ok) {
+        pthread_cond_destroy(&sp->cv);
+        pthread_mutex_destroy(&sp->mu);
+    }
+    return ok;
+}
+
+static void cm_rank_thread_end(cm_split *sp, pthread_t th)
+{
+    pthread_mutex_lock(&sp->mu);
+    sp->stop = 1; /* after an overflow: the thread may be waiting for room */
+    pthread_cond_broadcast(&sp->cv);
+    pthread_mutex_unlock(&sp->mu);
+    pthread_join(th, NULL);
+    pthread_cond_destroy(&sp->cv);
+    pthread_mutex_destroy(&sp->mu);
+}
+
+/* The runs of bwt[a..b) (ranks rk) after the list, by halves: 0, or
+ * -ENOMEM when the records do not fit in memory (the caller then codes
+ * run by run). */
+static int cm_encode_split(const uint8_t *bwt, size_t a, size_t b, const uint8_t *rk, size_t runs,
+                           cm_model *m, coder *co)
+{
+    size_t rbytes = (size_t)CM_CHUNK * CM_RREC * sizeof(uint16_t);
+    size_t lbytes = (size_t)CM_CHUNK * CM_LREC * sizeof(uint16_t);
+    uint8_t *mem = malloc(2 * rbytes + lbytes + CM_CHUNK * sizeof(uint32_t));
+    if (!mem)
+        return -ENOMEM;
+    cm_split sp = {.bwt = bwt, .rk = rk, .b = b, .runs = runs, .m = m, .ri = a};
+    sp.rh = (cm_hist){0, 0, 1};
+    sp.rrec[0] = (uint16_t *)mem;
+    sp.rrec[1] = (uint16_t *)(mem + rbytes);
+    uint16_t *lrec = (uint16_t *)(mem + 2 * rbytes);
+    uint32_t *lens = (uint32_t *)(mem + 2 * rbytes + lbytes);
+    pthread_t th;
+    int threaded = runs >= CM_SPLIT_RUNS && cm_rank_thread_start(&sp, &th);
+    cm_hist h = {0, 0, 1};
+    size_t i = a;
+    for (size_t j = 0, k = 0; k < runs && !co->e.overflow; j++) {
+        size_t k1 = runs - k < CM_CHUNK ? runs : k + CM_CHUNK;
+        coder lc;
+        lc.rec = lrec;
+        for (size_t r = k; r < k1; r++) {
+            unsigned c = bwt[i];
+            size_t st = i;
+            i = qlfc_run_end(bwt, i, b);
+            uint32_t len = (uint32_t)(i - st);
+            cm_run_len(m, &lc, CM_RECORD, &h, c, rk[r] ? rsym_of(rk[r]) : RSYM_RETIRE, &len);
+            lens[r - k] = len;
+        }
+        if (threaded) {
+            pthread_mutex_lock(&sp.mu);
+            while (sp.ready <= j)
+                pthread_cond_wait(&sp.cv, &sp.mu);
+            pthread_mutex_unlock(&sp.mu);
+        } else {
+            cm_rank_chunk(&sp, k, k1, sp.rrec[j & 1]);
+        }
+        const uint16_t *rq = sp.rrec[j & 1], *lq = lrec;
+        for (size_t r = k; r < k1; r++)
+            cm_merge_run(m, co, rk[r] ? rsym_of(rk[r]) : RSYM_RETIRE, lens[r - k], &rq, &lq);
+        k = k1;
+        if (threaded) {
+            pthread_mutex_lock(&sp.mu);
+            sp.merged = j + 1;
+            pthread_cond_broadcast(&sp.cv);
+            pthread_mutex_unlock(&sp.mu);
+        }
+    }
+    if (threaded)
+        cm_rank_thread_end(&sp, th);
+    free(mem);
+    return 0;
+}
+
 /* Codes bwt[a..b) (a < b) as one stream of method 3's coder (list, then
- * runs) into dst; returns its length or -ENOSPC. */
+ * runs) into dst, by halves or (serial) run by run; returns its length or
+ * -ENOSPC. */
 static long cm_encode_span(const uint8_t *bwt, size_t a, size_t b, uint8_t *dst, size_t cap,
-                           void *ws)
+                           void *ws, int serial)
 {
     cm_model *m = ws;
     uint8_t *rk = (uint8_t *)ws + ALIGN64(sizeof(cm_model));
@@ -512,34 +732,48 @@ static long cm_encode_span(const uint8_t *bwt, size_t a, size_t b, uint8_t *dst,
     coder co;
     qrc_enc_init(&co.e, dst, cap);
     put_list(&co, m, m->list_bytes, d);
-    cm_hist h = {0, 0, 1};
-    size_t i = a;
-    for (size_t k = 0; k < runs; k++) {
-        if (co.e.overflow)
-            return -ENOSPC;
-        unsigned c = bwt[i];
-        size_t st = i;
-        i = qlfc_run_end(bwt, i, b);
-        unsigned rsym = rk[k] ? rsym_of(rk[k]) : RSYM_RETIRE;
-        uint32_t off = rk[k] ? rk[k] - rbase[rsym] : 0;
-        uint32_t len = (uint32_t)(i - st);
-        cm_run(m, &co, 0, &h, c, &rsym, &off, &len);
+    if (serial || cm_encode_split(bwt, a, b, rk, runs, m, &co) < 0) {
+        cm_hist h = {0, 0, 1};
+        size_t i = a;
+        for (size_t k = 0; k < runs; k++) {
+            if (co.e.overflow)
+                return -ENOSPC;
+            unsigned c = bwt[i];
+            size_t st = i;
+            i = qlfc_run_end(bwt, i, b);
+            unsigned rsym = rk[k] ? rsym_of(rk[k]) : RSYM_RETIRE;
+            uint32_t off = rk[k] ? rk[k] - rbase[rsym] : 0;
+            uint32_t len = (uint32_t)(i - st);
+            cm_run(m, &co, CM_ENCODE, &h, c, &rsym, &off, &len);
+        }
     }
     long r = qrc_enc_finish(&co.e, dst);
     return r < 0 ? -ENOSPC : r;
 }
 
-long gmtf_adaptive_qlfc_encode(const uint8_t *bwt, size_t n, uint8_t *dst, size_t cap, void *ws)
+static long cm_adaptive_encode(const uint8_t *bwt, size_t n, uint8_t *dst, size_t cap, void *ws,
+                               int serial)
 {
     if (n == 0 || n > GMTF_BLOCK_MAX)
         return -EINVAL;
     if (cap < 1)
         return -ENOSPC;
-    long r = cm_encode_span(bwt, 0, n, dst + 1, cap - 1, ws);
+    long r = cm_encode_span(bwt, 0, n, dst + 1, cap - 1, ws, serial);
     if (r < 0)
         return r;
     dst[0] = GMTF_QLFC_METHOD_ADAPTIVE;
     return r + 1;
+}
+
+long gmtf_adaptive_qlfc_encode(const uint8_t *bwt, size_t n, uint8_t *dst, size_t cap, void *ws)
+{
+    return cm_adaptive_encode(bwt, n, dst, cap, ws, 0);
+}
+
+long gmtf_adaptive_qlfc_encode_serial(const uint8_t *bwt, size_t n, uint8_t *dst, size_t cap,
+                                      void *ws)
+{
+    return cm_adaptive_encode(bwt, n, dst, cap, ws, 1);
 }
 
 /* Method 4's lanes: lane j of L covers [j seg, min(n, (j + 1) seg)), seg =
@@ -568,7 +802,7 @@ long gmtf_cm_lanes_encode(const uint8_t *bwt, size_t n, unsigned nl, uint8_t *ds
     dst[1] = (uint8_t)nl;
     for (unsigned j = 0; j < nl; j++) {
         size_t a = j * seg, b = a + seg < n ? a + seg : n;
-        long r = cm_encode_span(bwt, a, b, dst + used, cap - used, ws);
+        long r = cm_encode_span(bwt, a, b, dst + used, cap - used, ws, 0);
         if (r < 0)
             return r;
         if (j + 1 < nl) {

@@ -83,6 +83,11 @@ long gmtf_lanes_encode_or_defer(const uint8_t *bwt, size_t n, uint8_t *dst, size
  * (-EXDEV): the incompressibility rule, then method 3. */
 long gmtf_qlfc_encode_deferred(const uint8_t *bwt, size_t n, uint8_t *dst, size_t cap, void *ws);
 
+/* gmtf_adaptive_qlfc_encode run by run in one thread (entropy_cm.c: the
+ * encoder's halves must make these bytes; tests compare the two). */
+long gmtf_adaptive_qlfc_encode_serial(const uint8_t *bwt, size_t n, uint8_t *dst, size_t cap,
+                                      void *ws);
+
 /* gmtf_lanes_decode with simd = 0: the scalar decoder even where the CPU
  * has AVX-512 (tests and measurements compare the two); 1: the best. */
 int gmtf_lanes_decode_isa(const uint8_t *src, size_t len, uint8_t *out, size_t n, void *ws,

@@ -229,6 +229,46 @@ static void test_long_runs(void **state)
     free(s);
 }
 
+/* Method 3's encoder by halves (the length half and the coder here, the
+ * rank half a chunk ahead, on a thread of its own for spans of 2^17 runs
+ * or more) makes the bytes of the run-by-run encoder: on a block of
+ * 160,000 runs (ranks up to 255, retirements, escaped lengths) and on
+ * 64 KiB of it; -ENOSPC without a hang when the coder overflows with the
+ * thread a chunk or two ahead. */
+static void test_halves_same_bytes(void **state)
+{
+    (void)state;
+    size_t n = 3 * MIB / 2, i = 0;
+    uint8_t *s = tu_malloc(n), *rk = tu_malloc(n), init[256];
+    uint64_t st = 11;
+    while (i < n) {
+        uint8_t c = (uint8_t)(tu_rand_below(&st, 4) ? tu_rand_below(&st, 24) : tu_rand(&st));
+        size_t len =
+            tu_rand_below(&st, 512) ? 1 + tu_rand_below(&st, 12) : 200 + tu_rand_below(&st, 3000);
+        for (size_t k = 0; k < len && i < n; k++)
+            s[i++] = c;
+    }
+    uint16_t d;
+    assert_true(gmtf_qlfc_ranks(s, 0, n, rk, init, &d) > 150000); /* past 2^17 */
+    void *ws = tu_malloc(gmtf_qlfc_workspace_size(n));
+    uint8_t *a = tu_malloc(enc_cap(n)), *b = tu_malloc(enc_cap(n));
+    static const size_t lens[] = {64 * KIB, 3 * MIB / 2};
+    for (unsigned j = 0; j < 2; j++) {
+        long la = gmtf_adaptive_qlfc_encode(s, lens[j], a, enc_cap(n), ws);
+        long lb = gmtf_adaptive_qlfc_encode_serial(s, lens[j], b, enc_cap(n), ws);
+        assert_true(la > 0);
+        assert_int_equal(la, lb);
+        assert_memory_equal(a, b, (size_t)la);
+        for (size_t cap = 64; cap < (size_t)la; cap += (size_t)la - 65) {
+            tu_guarded out = tu_guarded_alloc(cap);
+            assert_int_equal(gmtf_adaptive_qlfc_encode(s, lens[j], out.buf, cap, ws), -ENOSPC);
+            assert_true(tu_guard_ok(&out));
+            tu_guarded_free(&out);
+        }
+    }
+    free(b), free(a), free(ws), free(rk), free(s);
+}
+
 /* The lanes decoder's paths by rank and run length: runs of lengths 1..40
  * with ranks 1..80 (two cycles of r + 1 distinct bytes give rank r), so
  * ranks on both sides of 16, 32 and 64 and runs on both sides of 16 and 32
@@ -689,13 +729,13 @@ int main(int argc, char **argv)
     if (argc > 1)
         cmocka_set_test_filter(argv[1]); /* one test by name (glob) */
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_tiny_blocks),     cmocka_unit_test(test_runs_and_ranks),
-        cmocka_unit_test(test_long_runs),       cmocka_unit_test(test_rank_windows),
-        cmocka_unit_test(test_random_and_text), cmocka_unit_test(test_incompressible_rule),
-        cmocka_unit_test(test_real_data),       cmocka_unit_test(test_method_rule),
-        cmocka_unit_test(test_capacity),        cmocka_unit_test(test_mutations),
-        cmocka_unit_test(test_garbage),         cmocka_unit_test(test_cm_lanes_layout),
-        cmocka_unit_test(test_lanes_isa),
+        cmocka_unit_test(test_tiny_blocks),         cmocka_unit_test(test_runs_and_ranks),
+        cmocka_unit_test(test_halves_same_bytes),   cmocka_unit_test(test_long_runs),
+        cmocka_unit_test(test_rank_windows),        cmocka_unit_test(test_random_and_text),
+        cmocka_unit_test(test_incompressible_rule), cmocka_unit_test(test_real_data),
+        cmocka_unit_test(test_method_rule),         cmocka_unit_test(test_capacity),
+        cmocka_unit_test(test_mutations),           cmocka_unit_test(test_garbage),
+        cmocka_unit_test(test_cm_lanes_layout),     cmocka_unit_test(test_lanes_isa),
     };
     return cmocka_run_group_tests_name("qlfc", tests, NULL, NULL);
 }
