@@ -542,18 +542,19 @@ static int get_list(coder *co, cm_model *m, uint8_t *list, unsigned *dcount)
 /* ---- the encoder in halves ---------------------------------------------------- */
 
 /* The encoder knows every decision beforehand, and the model's rank half
- * and length half (cm_run_rank, cm_run_len) read and write disjoint state:
- * for a chunk of runs, each half records its decisions (p and bit), then
- * one range coder codes them in the stream's order, the same bytes as
- * cm_run makes. A span of CM_SPLIT_RUNS runs or more runs the rank half
- * on a thread of its own, a chunk or two ahead of the length half and the
- * coder (the blocks method 2's rule defers for long runs, 16 MiB ones
- * there: method 3's encoder ran alone for a third of a window's time). */
+ * and length half (cm_run_rank, cm_run_len) read and write disjoint state.
+ * A span of CM_SPLIT_RUNS runs or more runs the rank half on a thread of
+ * its own, a chunk or two ahead: for a chunk of runs, each half records
+ * its decisions (p and bit), then one range coder codes them in the
+ * stream's order, the same bytes as cm_run makes (the blocks method 2's
+ * rule defers for long runs, 16 MiB there, had method 3's encoder alone
+ * on one core for a third of a window's time). In one thread the records
+ * cost more than they save: smaller spans code run by run. */
 #define CM_CHUNK 2048        /* runs */
 #define CM_RREC (NRNODE + 6) /* most rank decisions of a run */
 #define CM_LREC (NLNODE + 1) /* most length decisions recorded */
 #ifndef CM_SPLIT_RUNS
-#define CM_SPLIT_RUNS (1u << 17) /* a 900 KiB block of text: 200,000 runs */
+#define CM_SPLIT_RUNS (1u << 17) /* >= ~15 ms of coding; a thread: ~0.05 ms */
 #endif
 
 typedef struct {
@@ -631,7 +632,8 @@ static inline void cm_merge_run(cm_model *m, coder *co, unsigned rs, uint32_t le
 }
 
 /* The rank half on a thread of its own (signals blocked there: the
- * caller's handlers stay the caller's); 1 when it started. */
+ * caller's handlers stay the caller's); 1 when it started. The thread
+ * is bounded: one a call, two chunks of records ahead at most. */
 static int cm_rank_thread_start(cm_split *sp, pthread_t *th)
 {
     pthread_mutex_init(&sp->mu, NULL);
@@ -659,9 +661,9 @@ static void cm_rank_thread_end(cm_split *sp, pthread_t th)
     pthread_mutex_destroy(&sp->mu);
 }
 
-/* The runs of bwt[a..b) (ranks rk) after the list, by halves: 0, or
- * -ENOMEM when the records do not fit in memory (the caller then codes
- * run by run). */
+/* The runs of bwt[a..b) (ranks rk) after the list, by halves on two
+ * threads: 0, or -EAGAIN before coding anything when the records' memory
+ * or the thread cannot be had (the caller then codes run by run). */
 static int cm_encode_split(const uint8_t *bwt, size_t a, size_t b, const uint8_t *rk, size_t runs,
                            cm_model *m, coder *co)
 {
@@ -669,7 +671,7 @@ static int cm_encode_split(const uint8_t *bwt, size_t a, size_t b, const uint8_t
     size_t lbytes = (size_t)CM_CHUNK * CM_LREC * sizeof(uint16_t);
     uint8_t *mem = malloc(2 * rbytes + lbytes + CM_CHUNK * sizeof(uint32_t));
     if (!mem)
-        return -ENOMEM;
+        return -EAGAIN;
     cm_split sp = {.bwt = bwt, .rk = rk, .b = b, .runs = runs, .m = m, .ri = a};
     sp.rh = (cm_hist){0, 0, 1};
     sp.rrec[0] = (uint16_t *)mem;
@@ -677,7 +679,10 @@ static int cm_encode_split(const uint8_t *bwt, size_t a, size_t b, const uint8_t
     uint16_t *lrec = (uint16_t *)(mem + 2 * rbytes);
     uint32_t *lens = (uint32_t *)(mem + 2 * rbytes + lbytes);
     pthread_t th;
-    int threaded = runs >= CM_SPLIT_RUNS && cm_rank_thread_start(&sp, &th);
+    if (!cm_rank_thread_start(&sp, &th)) {
+        free(mem);
+        return -EAGAIN;
+    }
     cm_hist h = {0, 0, 1};
     size_t i = a;
     for (size_t j = 0, k = 0; k < runs && !co->e.overflow; j++) {
@@ -692,34 +697,27 @@ static int cm_encode_split(const uint8_t *bwt, size_t a, size_t b, const uint8_t
             cm_run_len(m, &lc, CM_RECORD, &h, c, rk[r] ? rsym_of(rk[r]) : RSYM_RETIRE, &len);
             lens[r - k] = len;
         }
-        if (threaded) {
-            pthread_mutex_lock(&sp.mu);
-            while (sp.ready <= j)
-                pthread_cond_wait(&sp.cv, &sp.mu);
-            pthread_mutex_unlock(&sp.mu);
-        } else {
-            cm_rank_chunk(&sp, k, k1, sp.rrec[j & 1]);
-        }
+        pthread_mutex_lock(&sp.mu);
+        while (sp.ready <= j)
+            pthread_cond_wait(&sp.cv, &sp.mu);
+        pthread_mutex_unlock(&sp.mu);
         const uint16_t *rq = sp.rrec[j & 1], *lq = lrec;
         for (size_t r = k; r < k1; r++)
             cm_merge_run(m, co, rk[r] ? rsym_of(rk[r]) : RSYM_RETIRE, lens[r - k], &rq, &lq);
         k = k1;
-        if (threaded) {
-            pthread_mutex_lock(&sp.mu);
-            sp.merged = j + 1;
-            pthread_cond_broadcast(&sp.cv);
-            pthread_mutex_unlock(&sp.mu);
-        }
+        pthread_mutex_lock(&sp.mu);
+        sp.merged = j + 1;
+        pthread_cond_broadcast(&sp.cv);
+        pthread_mutex_unlock(&sp.mu);
     }
-    if (threaded)
-        cm_rank_thread_end(&sp, th);
+    cm_rank_thread_end(&sp, th);
     free(mem);
     return 0;
 }
 
 /* Codes bwt[a..b) (a < b) as one stream of method 3's coder (list, then
- * runs) into dst, by halves or (serial) run by run; returns its length or
- * -ENOSPC. */
+ * runs) into dst, by halves (many runs) or run by run (serial: always);
+ * returns its length or -ENOSPC. */
 static long cm_encode_span(const uint8_t *bwt, size_t a, size_t b, uint8_t *dst, size_t cap,
                            void *ws, int serial)
 {
@@ -732,7 +730,7 @@ static long cm_encode_span(const uint8_t *bwt, size_t a, size_t b, uint8_t *dst,
     coder co;
     qrc_enc_init(&co.e, dst, cap);
     put_list(&co, m, m->list_bytes, d);
-    if (serial || cm_encode_split(bwt, a, b, rk, runs, m, &co) < 0) {
+    if (serial || runs < CM_SPLIT_RUNS || cm_encode_split(bwt, a, b, rk, runs, m, &co) < 0) {
         cm_hist h = {0, 0, 1};
         size_t i = a;
         for (size_t k = 0; k < runs; k++) {
