@@ -20,6 +20,7 @@
 #include <stddef.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "gmtf_codec.h"
 #include "qlfc.h"
@@ -134,6 +135,7 @@ static inline int squash(int x)
 static int16_t cm_stretch[4096];
 static int16_t cm_squash[4095]; /* squash(x) at x + 2047 */
 static uint16_t cm_rate[256];
+static long cm_cpus; /* online CPUs: the encoder's halves want two */
 static pthread_once_t cm_tables_once = PTHREAD_ONCE_INIT;
 
 static void cm_tables_build(void)
@@ -152,6 +154,7 @@ static void cm_tables_build(void)
         cm_squash[x + 2047] = (int16_t)squash(x);
     for (unsigned n = 0; n < 256; n++)
         cm_rate[n] = (uint16_t)(131072u / (2 * n + 3));
+    cm_cpus = sysconf(_SC_NPROCESSORS_ONLN);
 }
 
 typedef struct {
@@ -730,7 +733,8 @@ static long cm_encode_span(const uint8_t *bwt, size_t a, size_t b, uint8_t *dst,
     coder co;
     qrc_enc_init(&co.e, dst, cap);
     put_list(&co, m, m->list_bytes, d);
-    if (serial || runs < CM_SPLIT_RUNS || cm_encode_split(bwt, a, b, rk, runs, m, &co) < 0) {
+    if (serial || runs < CM_SPLIT_RUNS || cm_cpus < 2 ||
+        cm_encode_split(bwt, a, b, rk, runs, m, &co) < 0) {
         cm_hist h = {0, 0, 1};
         size_t i = a;
         for (size_t k = 0; k < runs; k++) {
