@@ -718,6 +718,20 @@ static int cm_encode_split(const uint8_t *bwt, size_t a, size_t b, const uint8_t
     return 0;
 }
 
+/* GMTF_CM_HALVES=1: the halves on two threads for long spans; off by
+ * default. On the H100 host (2026-11-25 11:35 UTC, docs/gpu.md) mkfs of
+ * the whole tar, where every core is busy (the pool's coding, the import),
+ * took 5.177 s (4.889-5.318) with them against 4.718 s without (one run,
+ * same call), and on the CPU 15.485 against 15.085 s: the thread gains only
+ * where a core is free (m3enc's harness: 0.62x the caller's time, 3-7%
+ * more CPU in all), which a batch codec's callers rarely leave. Same bytes
+ * either way. */
+static int cm_halves_on(void)
+{
+    const char *e = getenv("GMTF_CM_HALVES");
+    return e && e[0] == '1' && !e[1];
+}
+
 /* Codes bwt[a..b) (a < b) as one stream of method 3's coder (list, then
  * runs) into dst, by halves (many runs) or run by run (serial: always);
  * returns its length or -ENOSPC. */
@@ -733,7 +747,7 @@ static long cm_encode_span(const uint8_t *bwt, size_t a, size_t b, uint8_t *dst,
     coder co;
     qrc_enc_init(&co.e, dst, cap);
     put_list(&co, m, m->list_bytes, d);
-    if (serial || runs < CM_SPLIT_RUNS || cm_cpus < 2 ||
+    if (serial || runs < CM_SPLIT_RUNS || cm_cpus < 2 || !cm_halves_on() ||
         cm_encode_split(bwt, a, b, rk, runs, m, &co) < 0) {
         cm_hist h = {0, 0, 1};
         size_t i = a;
