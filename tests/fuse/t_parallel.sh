@@ -6,7 +6,7 @@
 . "$(dirname "$0")/common.sh"
 need sha256sum dd
 
-# GMTF_TEST_SCALE (tests/README.md; scripts/test's TSan pass sets 4): fewer
+# GMTF_TEST_SCALE (tests/README.md; scripts/test's TSan pass sets 8): fewer
 # reader rounds and directory changes, and a third of the data (1 MiB pieces
 # instead of 3): the same writers and ranges, but under ThreadSanitizer the
 # codec's work on 70 MB was most of the pass's time.
