@@ -1163,6 +1163,24 @@ static int job_start(gmtf_fs *fs, struct piece *p, size_t np, struct group *g, s
     return 1;
 }
 
+/* What a cut's walk does with dirty block d: drop it (its file is gone,
+ * or no longer reaches the block), record a hole (all zeros), take it as
+ * a piece of *len bytes (*in its inode), or first materialize the zeros
+ * past its cap (DB_FILL: a piece then). No side effects. */
+enum { DB_DROP, DB_HOLE, DB_FILL, DB_PIECE };
+
+static int dblock_kind(gmtf_fs *fs, const struct dblock *d, struct inode **in, uint32_t *len)
+{
+    *in = inode_get(fs, d->ino);
+    uint64_t start = (uint64_t)d->blk * fs->bs;
+    if (!*in || !S_ISREG((*in)->mode) || start >= (*in)->size)
+        return DB_DROP;
+    *len = (*in)->size - start < fs->bs ? (uint32_t)((*in)->size - start) : fs->bs;
+    if (d->cap < *len && !all_zero(d->buf, d->cap))
+        return DB_FILL;
+    return all_zero(d->buf, d->cap < *len ? d->cap : *len) ? DB_HOLE : DB_PIECE;
+}
+
 /* The packing keys of a cut's pieces (p[] oldest first): whole blocks
  * first, in file order; then pieces longer than a pack, in file order;
  * then small pieces by sort key (or as written, near-duplicates together:
@@ -1230,17 +1248,15 @@ static void cut_ahead_make(gmtf_fs *fs, struct cut_ahead *a)
         return;
     size_t n = 0;
     for (struct dblock *d = tail; d; d = d->gprev) {
-        struct inode *in = inode_get(fs, d->ino);
-        uint64_t start = (uint64_t)d->blk * fs->bs;
-        if (!in || !S_ISREG(in->mode) || start >= in->size)
-            continue; /* dropped by the walk */
-        uint32_t len = in->size - start < fs->bs ? (uint32_t)(in->size - start) : fs->bs;
-        if (d->cap < len && !all_zero(d->buf, d->cap)) {
+        struct inode *in;
+        uint32_t len;
+        int kind = dblock_kind(fs, d, &in, &len);
+        if (kind == DB_FILL) {
             free(p); /* its zeros would be materialized: the walk's to do */
             return;
         }
-        if (all_zero(d->buf, d->cap < len ? d->cap : len))
-            continue; /* a hole */
+        if (kind != DB_PIECE)
+            continue; /* dropped by the walk, or a hole */
         p[n++] = (struct piece){
             .d = d, .in = in, .len = len, .key = in->sortkey, .group = 0, .dup_of = -1};
     }
@@ -1330,20 +1346,20 @@ int flush_some(gmtf_fs *fs, uint64_t only_ino, uint64_t max_bytes, unsigned flag
     struct dblock *d = tail;
     while (d && !(max_bytes && taken >= max_bytes)) {
         struct dblock *next = d->gprev;
-        struct inode *in = inode_get(fs, d->ino);
         if ((only_ino && d->ino != only_ino) || (unlocked && d->inflight) ||
             ((flags & FLUSH_STAGED) && !d->staged)) {
             d = next;
             continue;
         }
-        uint64_t start = (uint64_t)d->blk * fs->bs;
-        if (!in || !S_ISREG(in->mode) || start >= in->size) {
+        struct inode *in;
+        uint32_t len;
+        int kind = dblock_kind(fs, d, &in, &len);
+        if (kind == DB_DROP) {
             dirty_drop(fs, d);
             d = next;
             continue;
         }
-        uint32_t len = in->size - start < fs->bs ? (uint32_t)(in->size - start) : fs->bs;
-        if (d->cap < len && !all_zero(d->buf, d->cap)) {
+        if (kind == DB_FILL) {
             /* Bytes past cap are zeros; materialize them for the encoder. */
             uint8_t *b = realloc(d->buf, len);
             if (!b) {
@@ -1355,11 +1371,11 @@ int flush_some(gmtf_fs *fs, uint64_t only_ino, uint64_t max_bytes, unsigned flag
             d->buf = b;
             d->cap = len;
         }
-        if (all_zero(d->buf, d->cap < len ? d->cap : len)) {
+        if (kind == DB_HOLE) {
             /* All zeros: a hole costs nothing. */
             dirty_drop(fs, d);
             /* Recorded even when unmapped: it cancels data staged for the block. */
-            rc = rec_ext(fs, in->ino, (uint32_t)(start / fs->bs), 0, 0, 0);
+            rc = rec_ext(fs, in->ino, d->blk, 0, 0, 0);
             if (rc)
                 break;
             d = next;
