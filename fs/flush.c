@@ -1373,9 +1373,10 @@ int flush_some(gmtf_fs *fs, uint64_t only_ino, uint64_t max_bytes, unsigned flag
         }
         if (kind == DB_HOLE) {
             /* All zeros: a hole costs nothing. */
+            uint32_t blk = d->blk; /* d is freed by the drop */
             dirty_drop(fs, d);
             /* Recorded even when unmapped: it cancels data staged for the block. */
-            rc = rec_ext(fs, in->ino, d->blk, 0, 0, 0);
+            rc = rec_ext(fs, in->ino, blk, 0, 0, 0);
             if (rc)
                 break;
             d = next;
