@@ -502,7 +502,7 @@ static uint64_t lost_found(checker *c)
     }
     uint64_t ino;
     if (!root || inode_alloc_ino(fs, &ino) ||
-        rec_inode_new(fs, ino, fs->next_gen, S_IFDIR | 0700, 0, 0, 0, GMTF_ROOT_INO, 0) ||
+        rec_inode_new(fs, ino, inode_alloc_gen(fs), S_IFDIR | 0700, 0, 0, 0, GMTF_ROOT_INO, 0) ||
         rec_dadd(fs, GMTF_ROOT_INO, ino, root->u.dir.next, name, strlen(name)))
         return 0;
     return ino;

@@ -82,6 +82,7 @@ static int checkpoint(gmtf_fs *fs, uint64_t journal_bytes, unsigned flush_flags)
     sb_info nsb = fs->sb;
     nsb.version = FMT_VERSION;
     nsb.gen = fs->sb.gen + 1;
+    nsb.ino_gen = inode_gen_floor(fs);
     nsb.snap_len = nsb.jrnl_len = 0;
     nsb.jrnl_off = nsb.jrnl2_off = 0;                   /* none, unless allocated below */
     if (journal_bytes && journal_bytes < JOURNAL_FLOOR) /* 0: none (mkfs's incomplete state) */

@@ -73,7 +73,8 @@ typedef struct sb_info {
     uint64_t jrnl_off, jrnl_len, jrnl_id;
     uint64_t ctime, wtime;
     uint64_t snap2_off, jrnl2_off; /* the second copies (version 2; 0 in version 1) */
-    uint64_t snap_raw;             /* not on disk: the snapshot's records, decoded (stats) */
+    uint64_t ino_gen;  /* the next inode generation at the checkpoint (0: not recorded) */
+    uint64_t snap_raw; /* not on disk: the snapshot's records, decoded (stats) */
 } sb_info;
 
 /* Which superblock generations an image holds, newest first, and what the
@@ -216,8 +217,9 @@ struct gmtf_fs {
     uint64_t ino_cursor; /* numbers below it were in use when handed out */
     uint64_t *ino_free;
     size_t nino_free, ino_free_cap;
-    uint64_t next_gen;
-    uint64_t *adirty; /* inodes with attr_dirty set */
+    uint64_t next_gen; /* the next inode generation (inode_alloc_gen) */
+    int gen_clocked;   /* next_gen raised to the clock this mount (inode_alloc_gen) */
+    uint64_t *adirty;  /* inodes with attr_dirty set */
     size_t nadirty, adirty_cap;
     int adirty_all; /* the list could not grow: some are only flagged */
 
@@ -624,6 +626,11 @@ struct inode *inode_get(gmtf_fs *fs, uint64_t ino);
 struct inode *inode_create_mem(gmtf_fs *fs, uint64_t ino, uint32_t mode);
 void inode_table_remove(gmtf_fs *fs, struct inode *in); /* and frees the struct */
 int inode_alloc_ino(gmtf_fs *fs, uint64_t *ino);        /* -ENOSPC past 2^40 */
+/* The generation of a new inode: never one an inode of the same number had
+ * before, in this mount or an earlier one (crashed or not). */
+uint64_t inode_alloc_gen(gmtf_fs *fs);
+/* What a checkpoint records as the next inode generation (superblock). */
+uint64_t inode_gen_floor(const gmtf_fs *fs);
 /* The inode with the smallest number above *ino (0: the first), which
  * *ino then holds; NULL after the last. In number order, and safe when the
  * body creates or drops inodes; the caller holds the write lock (or runs

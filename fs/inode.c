@@ -8,6 +8,7 @@
  * and a list of the pages sorted when an ordered walk needs it. An inode
  * alone in its page costs one page (8 * IPAGE bytes) beside itself. */
 #include <sys/stat.h>
+#include <time.h>
 
 #include "fs_internal.h"
 
@@ -149,6 +150,43 @@ int inode_alloc_ino(gmtf_fs *fs, uint64_t *ino)
     fs->ino_cursor = i + 1;
     *ino = i;
     return 0;
+}
+
+/* Inode generations: (number, generation) never repeats (gmtf_fs.h), so
+ * that a handle to a deleted inode (FUSE, NFS: number and generation) is
+ * stale, never another file. Numbers are reused (inode_alloc_ino), so:
+ * - in a mount, each new inode takes the next generation (next_gen is one
+ *   above the largest loaded or made);
+ * - across mounts, a checkpoint records the next generation in the
+ *   superblock (ino_gen): the largest one still in the records is not enough
+ *   once the inode that had it is deleted (create, unlink, unmount, mount,
+ *   create gave the same number and generation again);
+ * - across a crash, what the mount before gave out after its last durable
+ *   state is lost with it, so the first inode a mount makes takes at least
+ *   the wall clock in nanoseconds, and each after it one more: making an
+ *   inode takes more than a nanosecond, so no generation given out runs
+ *   ahead of the clock, and a later mount starts above all of them (unless
+ *   the clock was set back past them).
+ * mkfs filling an image counts on from the root's (reproducible images; a
+ * crash there leaves an image that nothing mounts). docs/format.md,
+ * "Inode numbers and generations". */
+uint64_t inode_gen_floor(const gmtf_fs *fs)
+{
+    return fs->next_gen > fs->sb.ino_gen ? fs->next_gen : fs->sb.ino_gen;
+}
+
+uint64_t inode_alloc_gen(gmtf_fs *fs)
+{
+    fs->next_gen = inode_gen_floor(fs);
+    if (!fs->gen_clocked && !fs->mkfs_fill) {
+        struct timespec t;
+        clock_gettime(CLOCK_REALTIME, &t);
+        uint64_t now = (uint64_t)t.tv_sec * 1000000000u + (uint64_t)t.tv_nsec;
+        if (now > fs->next_gen)
+            fs->next_gen = now;
+        fs->gen_clocked = 1;
+    }
+    return fs->next_gen;
 }
 
 static int page_cmp(const void *a, const void *b)

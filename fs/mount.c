@@ -62,6 +62,7 @@ static void meta_free_all(gmtf_fs *fs)
     fs->dedup = NULL;
     fs->dedup_cap = fs->dedup_n = 0;
     fs->next_gen = 1;
+    fs->gen_clocked = 0;
     fs->corrupt_records = 0;
     fs->replayed = 0;
     fs->meta_damaged = 0;

@@ -125,7 +125,7 @@ static int make_node(gmtf_fs *fs, gmtf_make_req r, int policy, struct inode **ou
     uint64_t ino;
     if ((rc = op_reserve(fs, 4, dir, 1)) || (rc = inode_alloc_ino(fs, &ino)))
         goto out;
-    uint64_t gen = fs->next_gen;
+    uint64_t gen = inode_alloc_gen(fs);
     rc = rec_inode_new(fs, ino, gen, r.mode, r.uid, r.gid, r.rdev, S_ISDIR(r.mode) ? r.parent : 0,
                        name_sortkey(r.name, n));
     if (rc)

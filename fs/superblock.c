@@ -30,6 +30,7 @@ void sb_encode(const sb_info *sb, uint8_t *b)
     store_le64(b + 184, sb->snap2_off);
     store_le64(b + 192, sb->jrnl2_off);
     store_le32(b + 200, sb->pack_size);
+    store_le64(b + 204, sb->ino_gen);
     store_le32(b + SB_SLOT_SIZE - 4, gmtf_crc32c(0, b, SB_SLOT_SIZE - 4));
 }
 
@@ -67,6 +68,7 @@ int sb_decode(const uint8_t *b, sb_info *sb)
     sb->jrnl_id = load_le64(b + 160);
     sb->ctime = load_le64(b + 168);
     sb->wtime = load_le64(b + 176);
+    sb->ino_gen = load_le64(b + 204);
     uint64_t start = DATA_START_V1;
     if (version >= FMT_VERSION) {
         sb->snap2_off = load_le64(b + 184);

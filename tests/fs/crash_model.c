@@ -762,6 +762,19 @@ int cm_mount_after_failure(cm_model *m)
     return mount_what_is_left(m);
 }
 
+/* A new inode's (number, generation) is one no inode had before, in this
+ * mount or an earlier one, crashed or not (gmtf_fs.h): nodes are matched by
+ * both, so a pair given out again would make the new inode the old one's
+ * continuation (seed 491696: a file taken for the directory a crash lost). */
+static void new_pair(cm_model *m, int rc, const gmtf_entry *e)
+{
+    if (rc || node_find(m, e->attr.st_ino, e->generation) < 0)
+        return;
+    fprintf(stderr, "crash model: [%s] the filesystem gave out inode %llu generation %llu again\n",
+            m->name, (unsigned long long)e->attr.st_ino, (unsigned long long)e->generation);
+    abort();
+}
+
 static int after_create(cm_model *m, int rc, const gmtf_entry *e, int *node)
 {
     observe(m);
@@ -787,9 +800,8 @@ int cm_create(cm_model *m, int dir, const char *name, mode_t mode, int *node)
           rc ? 0ull : (unsigned long long)e.attr.st_ino);
     if (!rc) {
         /* counted open before observing, so it stays alive */
-        int ni = node_find(m, e.attr.st_ino, e.generation);
-        if (ni < 0)
-            ni = node_add(m, e.attr.st_ino, e.generation, S_IFREG);
+        new_pair(m, rc, &e);
+        int ni = node_add(m, e.attr.st_ino, e.generation, S_IFREG);
         m->nodes[ni].nopen++;
     }
     return after_create(m, rc, &e, node);
@@ -800,6 +812,7 @@ int cm_mkdir(cm_model *m, int dir, const char *name, mode_t mode, int *node)
     gmtf_entry e;
     m->seq++;
     int rc = gmtf_fs_mkdir(m->fs, m->nodes[dir].ino, name, mode, 0, 0, &e);
+    new_pair(m, rc, &e);
     return after_create(m, rc, &e, node);
 }
 
@@ -808,6 +821,7 @@ int cm_symlink(cm_model *m, int dir, const char *name, const char *target, int *
     gmtf_entry e;
     m->seq++;
     int rc = gmtf_fs_symlink(m->fs, m->nodes[dir].ino, name, target, 0, 0, &e);
+    new_pair(m, rc, &e);
     int ni = -1;
     rc = after_create(m, rc, &e, &ni);
     if (!rc) {
@@ -824,6 +838,7 @@ int cm_mknod(cm_model *m, int dir, const char *name, mode_t mode, int *node)
     gmtf_entry e;
     m->seq++;
     int rc = gmtf_fs_mknod(m->fs, m->nodes[dir].ino, name, mode, 0, 0, 0, &e);
+    new_pair(m, rc, &e);
     return after_create(m, rc, &e, node);
 }
 
