@@ -756,7 +756,16 @@ static int repair_fits(gmtf_fs *fs)
 /* Version 2: the generation after the loaded one, when both of its slots
  * are damaged (the magic there, the checksum wrong) and name it: a crash
  * never does that (the primary is flushed before the secondary is written),
- * damage does, and a repair would write over the newest state. 0: none. */
+ * damage does, and a repair would write over the newest state. 0: none.
+ * A damaged slot that is an older generation's copy (its generation below
+ * the loaded one, and its journal id that generation's: two fields that
+ * agree) is not a copy of the newer one: its secondary was never written,
+ * so the newer primary is what a crash tore while writing it. That is what
+ * a crash leaves when a slot was already damaged (a repair leaves the
+ * damaged copy of the generation it builds on in place): fsck -y of an
+ * image with both older slots damaged, its checkpoint's primary torn (seed
+ * 491696 of test_fs_crash_states, repair), was refused by a second fsck -y
+ * that a mount accepted (the older pair lost: it writes them again). */
 static uint64_t newer_damaged(gmtf_fs *fs)
 {
     if (fs->sb.version < FMT_VERSION)
@@ -768,7 +777,7 @@ static uint64_t newer_damaged(gmtf_fs *fs)
     }
     unsigned q = (unsigned)((fs->sb.gen + 1) & 1); /* the pair generation + 1 goes to */
     uint64_t newer = 0;
-    int damaged = 0;
+    int damaged = 0, older = 0;
     for (unsigned i = q; i < SB_SLOTS; i += 2) {
         sb_info x;
         const uint8_t *slot = b + (size_t)i * SB_SLOT_SIZE;
@@ -778,9 +787,10 @@ static uint64_t newer_damaged(gmtf_fs *fs)
         uint64_t g = load_le64(slot + 16); /* unchecked: as the slot has it */
         if (g > fs->sb.gen && (!newer || g < newer))
             newer = g;
+        older += g < fs->sb.gen && load_le64(slot + 160) == sb_journal_id(fs->sb.uuid, g);
     }
     free(b);
-    return damaged == 2 ? newer : 0;
+    return damaged == 2 && !older ? newer : 0;
 }
 
 static void check_superblocks(checker *c)

@@ -10,13 +10,6 @@
 
 #include "fs_internal.h"
 
-static uint64_t journal_id(const sb_info *sb, uint64_t gen)
-{
-    /* Unique per checkpoint and per filesystem: a stale chunk left by an
-     * older journal (or an older filesystem on the device) never matches. */
-    return fs_hash64(sb->uuid, 16, gen) ^ gen;
-}
-
 /* Two journal copies of len bytes, allocated on the host. */
 static int journal_alloc(gmtf_fs *fs, uint64_t len, sb_info *nsb)
 {
@@ -106,7 +99,7 @@ static int checkpoint(gmtf_fs *fs, uint64_t journal_bytes, unsigned flush_flags)
         ev_free(&retire);
         return rc;
     }
-    nsb.jrnl_id = journal_id(&nsb, nsb.gen);
+    nsb.jrnl_id = sb_journal_id(nsb.uuid, nsb.gen);
     nsb.wtime = fs->opt.write_time ? (uint64_t)fs->opt.write_time : (uint64_t)time(NULL);
     nsb.image_end = fs->end;
     rc = img_flush(fs); /* snapshot durable before a slot names it */

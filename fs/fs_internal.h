@@ -658,6 +658,8 @@ void dent_unreserve(gmtf_fs *fs);
 
 /* ---- superblock.c ---- */
 void sb_encode(const sb_info *sb, uint8_t *buf); /* always the current version */
+/* The journal id generation gen of the filesystem uuid has (slot offset 160). */
+uint64_t sb_journal_id(const uint8_t uuid[16], uint64_t gen);
 /* 0, -EINVAL (no magic: not a gmtf slot), -EUCLEAN (damaged) or
  * -EPROTONOSUPPORT (a newer version, or incompatible features). */
 int sb_decode(const uint8_t *buf, sb_info *sb);

@@ -34,6 +34,13 @@ void sb_encode(const sb_info *sb, uint8_t *b)
     store_le32(b + SB_SLOT_SIZE - 4, gmtf_crc32c(0, b, SB_SLOT_SIZE - 4));
 }
 
+uint64_t sb_journal_id(const uint8_t uuid[16], uint64_t gen)
+{
+    /* Unique per checkpoint and per filesystem: a stale chunk left by an
+     * older journal (or an older filesystem on the device) never matches. */
+    return fs_hash64(uuid, 16, gen) ^ gen;
+}
+
 /* Does [off, off+len) lie in the data area (and the capacity)? */
 static int sb_region_ok(const sb_info *sb, uint64_t start, uint64_t off, uint64_t len)
 {
