@@ -726,6 +726,21 @@ static GMTF_HD inline uint32_t move3(uint32_t *L, uint32_t head, unsigned r, uns
     return nh;
 }
 
+/* PF (GMTF_GPU_LANES_PF, measured by dec13): 1, the stream's line 64 bytes
+ * ahead into L1; 2, 256 bytes ahead into L2; 0, nothing. */
+template <int PF>
+static GMTF_HD inline void prefetch_words(const uint32_t *wp)
+{
+#ifndef GMTF_LANES_EMU
+    if (PF == 1)
+        asm volatile("prefetch.global.L1 [%0+64];" ::"l"(wp));
+    else if (PF == 2)
+        asm volatile("prefetch.global.L2 [%0+256];" ::"l"(wp));
+#else
+    (void)wp;
+#endif
+}
+
 /* renorm: left bytes of the stream, the word at its front is
  * funnel(w0, w1, sh); wp points at w0 (aligned), w2 follows w1. By
  * selects: the next word's load is made every time (from the padded input). */
@@ -741,6 +756,7 @@ static GMTF_HD inline uint32_t move3(uint32_t *L, uint32_t head, unsigned r, uns
         w1 = take_ ? w2 : w1;                                                                      \
         wp += take_;                                                                               \
         w2 = wp[2];                                                                                \
+        prefetch_words<PF>(wp);                                                                    \
     } while (0)
 
 /* len bytes c at o: under 8 by predicated stores, else fill. */
@@ -758,7 +774,7 @@ static GMTF_HD inline void fill4(uint8_t *o, unsigned c, uint32_t len)
     }
 }
 
-template <bool EXACT>
+template <bool EXACT, int PF = 0>
 static GMTF_HD int lane_decode4(const gmtf_gpu_lane *g, uint8_t *row, const blk_tabs &bt,
                                 const uint8_t *in, uint8_t *out)
 {
@@ -936,6 +952,8 @@ struct gmtf_gpu_lanes_ctx {
     cudaEvent_t gev[GMTF_GPU_LANES_GROUPS_MAX];  /* its lanes done */
     cudaEvent_t up;                              /* the uploads of decode_groups done */
     int prof;                                    /* GMTF_GPU_LANES_PROFILE=1 */
+    int pf;                                      /* GMTF_GPU_LANES_PF (prefetch_words) */
+    size_t sh4;                                  /* version 4's shared bytes a CTA */
     cudaEvent_t ev[4];                           /* its marks */
 #endif
     int dev; /* the CUDA device its memory and stream are on */
@@ -1037,7 +1055,7 @@ __global__ void __launch_bounds__(GMTF_GPU_LANES / LPW * 32)
  * selectors, lane rows: SH4_BYTES), then LPW threads a warp run a lane
  * each, all with the exact count when a table its lanes can read needs it
  * (or exact). */
-template <int LPW>
+template <int LPW, int PF = 0>
 __global__ void __launch_bounds__(GMTF_GPU_LANES / LPW * 32)
     k_lanes4(const gmtf_gpu_lane *lanes, const uint16_t *cum, const uint8_t *sel,
              const uint8_t *__restrict__ in, const uint64_t *off, uint8_t *out, uint8_t *bad,
@@ -1074,7 +1092,7 @@ __global__ void __launch_bounds__(GMTF_GPU_LANES / LPW * 32)
                    sh + SH4_EQ};
     const gmtf_gpu_lane *g = &lanes[(size_t)b * GMTF_GPU_LANES + j];
     uint8_t *row = sh + SH_ROWS + j * SH4_ROW, *o = out + (off[b] - off[0]);
-    if (wide ? lane_decode4<true>(g, row, bt, in, o) : lane_decode4<false>(g, row, bt, in, o))
+    if (wide ? lane_decode4<true, PF>(g, row, bt, in, o) : lane_decode4<false, PF>(g, row, bt, in, o))
         bad[b] = 1;
 }
 
@@ -1096,8 +1114,16 @@ static void launch4(gmtf_gpu_lanes_ctx *c, cudaStream_t st, unsigned g, const gm
                     const uint16_t *cum, const uint8_t *sel, const uint8_t *in, const uint64_t *off,
                     uint8_t *out, uint8_t *bad)
 {
-    size_t sb = SH4_BYTES;
+    size_t sb = c->sh4;
     int x = c->exact;
+    if (c->lpw == 8 && c->pf == 1) {
+        k_lanes4<8, 1><<<g, 128, sb, st>>>(l, cum, sel, in, off, out, bad, x);
+        return;
+    }
+    if (c->lpw == 8 && c->pf == 2) {
+        k_lanes4<8, 2><<<g, 128, sb, st>>>(l, cum, sel, in, off, out, bad, x);
+        return;
+    }
     switch (c->lpw) {
     case 32: k_lanes4<32><<<g, 32, sb, st>>>(l, cum, sel, in, off, out, bad, x); break;
     case 16: k_lanes4<16><<<g, 64, sb, st>>>(l, cum, sel, in, off, out, bad, x); break;
@@ -1108,10 +1134,12 @@ static void launch4(gmtf_gpu_lanes_ctx *c, cudaStream_t st, unsigned g, const gm
     }
 }
 
-static int v2_attrs(void)
+static int v2_attrs(int n4)
 {
-    int n = SH_BYTES, n4 = SH4_BYTES;
-    return cudaFuncSetAttribute(k_lanes4<32>, cudaFuncAttributeMaxDynamicSharedMemorySize, n4) ||
+    int n = SH_BYTES;
+    return cudaFuncSetAttribute(k_lanes4<8, 1>, cudaFuncAttributeMaxDynamicSharedMemorySize, n4) ||
+           cudaFuncSetAttribute(k_lanes4<8, 2>, cudaFuncAttributeMaxDynamicSharedMemorySize, n4) ||
+           cudaFuncSetAttribute(k_lanes4<32>, cudaFuncAttributeMaxDynamicSharedMemorySize, n4) ||
            cudaFuncSetAttribute(k_lanes4<16>, cudaFuncAttributeMaxDynamicSharedMemorySize, n4) ||
            cudaFuncSetAttribute(k_lanes4<8>, cudaFuncAttributeMaxDynamicSharedMemorySize, n4) ||
            cudaFuncSetAttribute(k_lanes4<4>, cudaFuncAttributeMaxDynamicSharedMemorySize, n4) ||
@@ -1147,7 +1175,20 @@ static int backend_open(gmtf_gpu_lanes_ctx *c)
     const char *pe = getenv("GMTF_GPU_LANES_PROFILE");
     c->prof = pe && *pe == '1';
     c->lpw = lanes_per_warp(c->ver != 1);
-    if (v2_attrs()) {
+    const char *pf = getenv("GMTF_GPU_LANES_PF");
+    c->pf = pf && (*pf == '1' || *pf == '2') ? *pf - '0' : 0;
+    /* GMTF_GPU_LANES_EXCL=1: version 4's CTAs take all of an SM's shared
+     * memory, so that no other kernel's CTA (each reserves some) runs on an
+     * SM beside a block's lanes */
+    const char *ex = getenv("GMTF_GPU_LANES_EXCL");
+    int optin = 0;
+    c->sh4 = SH4_BYTES;
+    if (ex && *ex == '1' &&
+        cudaDeviceGetAttribute(&optin, cudaDevAttrMaxSharedMemoryPerBlockOptin, c->dev) ==
+            cudaSuccess &&
+        optin > (int)SH4_BYTES)
+        c->sh4 = (size_t)optin;
+    if (v2_attrs((int)c->sh4)) {
         cudaGetLastError();
         cudaStreamDestroy(c->st);
         c->st = NULL;
