@@ -953,7 +953,10 @@ struct gmtf_gpu_lanes_ctx {
     cudaEvent_t up;                              /* the uploads of decode_groups done */
     int prof;                                    /* GMTF_GPU_LANES_PROFILE=1 */
     int pf;                                      /* GMTF_GPU_LANES_PF (prefetch_words) */
-    size_t sh4;                                  /* version 4's shared bytes a CTA */
+    /* GMTF_GPU_LANES_EXCL=n: the last n groups' CTAs (or a single kernel's,
+     * n > 0) take sh4 bytes, the SM's whole shared memory */
+    int excl, excl_now;
+    size_t sh4;
     cudaEvent_t ev[4];                           /* its marks */
 #endif
     int dev; /* the CUDA device its memory and stream are on */
@@ -1114,14 +1117,14 @@ static void launch4(gmtf_gpu_lanes_ctx *c, cudaStream_t st, unsigned g, const gm
                     const uint16_t *cum, const uint8_t *sel, const uint8_t *in, const uint64_t *off,
                     uint8_t *out, uint8_t *bad)
 {
-    size_t sb = c->sh4;
+    size_t sb = c->excl_now ? c->sh4 : SH4_BYTES;
     int x = c->exact;
-    if (c->lpw == 8 && c->pf == 1) {
-        k_lanes4<8, 1><<<g, 128, sb, st>>>(l, cum, sel, in, off, out, bad, x);
+    if (c->lpw == 4 && c->pf == 1) {
+        k_lanes4<4, 1><<<g, 256, sb, st>>>(l, cum, sel, in, off, out, bad, x);
         return;
     }
-    if (c->lpw == 8 && c->pf == 2) {
-        k_lanes4<8, 2><<<g, 128, sb, st>>>(l, cum, sel, in, off, out, bad, x);
+    if (c->lpw == 4 && c->pf == 2) {
+        k_lanes4<4, 2><<<g, 256, sb, st>>>(l, cum, sel, in, off, out, bad, x);
         return;
     }
     switch (c->lpw) {
@@ -1137,8 +1140,8 @@ static void launch4(gmtf_gpu_lanes_ctx *c, cudaStream_t st, unsigned g, const gm
 static int v2_attrs(int n4)
 {
     int n = SH_BYTES;
-    return cudaFuncSetAttribute(k_lanes4<8, 1>, cudaFuncAttributeMaxDynamicSharedMemorySize, n4) ||
-           cudaFuncSetAttribute(k_lanes4<8, 2>, cudaFuncAttributeMaxDynamicSharedMemorySize, n4) ||
+    return cudaFuncSetAttribute(k_lanes4<4, 1>, cudaFuncAttributeMaxDynamicSharedMemorySize, n4) ||
+           cudaFuncSetAttribute(k_lanes4<4, 2>, cudaFuncAttributeMaxDynamicSharedMemorySize, n4) ||
            cudaFuncSetAttribute(k_lanes4<32>, cudaFuncAttributeMaxDynamicSharedMemorySize, n4) ||
            cudaFuncSetAttribute(k_lanes4<16>, cudaFuncAttributeMaxDynamicSharedMemorySize, n4) ||
            cudaFuncSetAttribute(k_lanes4<8>, cudaFuncAttributeMaxDynamicSharedMemorySize, n4) ||
@@ -1177,17 +1180,22 @@ static int backend_open(gmtf_gpu_lanes_ctx *c)
     c->lpw = lanes_per_warp(c->ver != 1);
     const char *pf = getenv("GMTF_GPU_LANES_PF");
     c->pf = pf && (*pf == '1' || *pf == '2') ? *pf - '0' : 0;
-    /* GMTF_GPU_LANES_EXCL=1: version 4's CTAs take all of an SM's shared
-     * memory, so that no other kernel's CTA (each reserves some) runs on an
-     * SM beside a block's lanes */
+    /* GMTF_GPU_LANES_EXCL=n: version 4's CTAs (of the last n groups) take
+     * all of an SM's shared memory, so that no other kernel's CTA (each
+     * reserves some) runs on an SM beside a block's lanes */
     const char *ex = getenv("GMTF_GPU_LANES_EXCL");
+    c->excl = ex && *ex ? atoi(ex) : 0;
     int optin = 0;
+    cudaFuncAttributes fa;
     c->sh4 = SH4_BYTES;
-    if (ex && *ex == '1' &&
+    /* (the kernel's static shared bytes count against the same limit) */
+    if (c->excl > 0 &&
         cudaDeviceGetAttribute(&optin, cudaDevAttrMaxSharedMemoryPerBlockOptin, c->dev) ==
             cudaSuccess &&
-        optin > (int)SH4_BYTES)
-        c->sh4 = (size_t)optin;
+        cudaFuncGetAttributes(&fa, k_lanes4<4>) == cudaSuccess &&
+        optin - (int)fa.sharedSizeBytes > (int)SH4_BYTES)
+        c->sh4 = (size_t)optin - fa.sharedSizeBytes;
+    c->excl_now = c->excl > 0;
     if (v2_attrs((int)c->sh4)) {
         cudaGetLastError();
         cudaStreamDestroy(c->st);
@@ -1322,7 +1330,10 @@ static int launch_groups(gmtf_gpu_lanes_ctx *c, const uint64_t *out_off, size_t 
     CK(c, cudaEventRecord(c->up, c->st));
     for (size_t g = 0; g < ngroups; g++) {
         CK(c, cudaStreamWaitEvent(c->gst[g], c->up, 0));
-        TRY(run(c, g ? gend[g - 1] : 0, gend[g], out_off, (int)g));
+        c->excl_now = c->excl > 0 && g + (size_t)c->excl >= ngroups;
+        int rc = run(c, g ? gend[g - 1] : 0, gend[g], out_off, (int)g);
+        c->excl_now = c->excl > 0;
+        TRY(rc);
         CK(c, cudaEventRecord(c->gev[g], c->gst[g]));
     }
     return 0;
