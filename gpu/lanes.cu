@@ -726,21 +726,6 @@ static GMTF_HD inline uint32_t move3(uint32_t *L, uint32_t head, unsigned r, uns
     return nh;
 }
 
-/* PF (GMTF_GPU_LANES_PF, measured by dec13): 1, the stream's line 64 bytes
- * ahead into L1; 2, 256 bytes ahead into L2; 0, nothing. */
-template <int PF>
-static GMTF_HD inline void prefetch_words(const uint32_t *wp)
-{
-#ifndef GMTF_LANES_EMU
-    if (PF == 1)
-        asm volatile("prefetch.global.L1 [%0+64];" ::"l"(wp));
-    else if (PF == 2)
-        asm volatile("prefetch.global.L2 [%0+256];" ::"l"(wp));
-#else
-    (void)wp;
-#endif
-}
-
 /* renorm: left bytes of the stream, the word at its front is
  * funnel(w0, w1, sh); wp points at w0 (aligned), w2 follows w1. By
  * selects: the next word's load is made every time (from the padded input). */
@@ -756,7 +741,6 @@ static GMTF_HD inline void prefetch_words(const uint32_t *wp)
         w1 = take_ ? w2 : w1;                                                                      \
         wp += take_;                                                                               \
         w2 = wp[2];                                                                                \
-        prefetch_words<PF>(wp);                                                                    \
     } while (0)
 
 /* len bytes c at o: under 8 by predicated stores, else fill. */
@@ -774,7 +758,7 @@ static GMTF_HD inline void fill4(uint8_t *o, unsigned c, uint32_t len)
     }
 }
 
-template <bool EXACT, int PF = 0>
+template <bool EXACT>
 static GMTF_HD int lane_decode4(const gmtf_gpu_lane *g, uint8_t *row, const blk_tabs &bt,
                                 const uint8_t *in, uint8_t *out)
 {
@@ -952,9 +936,9 @@ struct gmtf_gpu_lanes_ctx {
     cudaEvent_t gev[GMTF_GPU_LANES_GROUPS_MAX];  /* its lanes done */
     cudaEvent_t up;                              /* the uploads of decode_groups done */
     int prof;                                    /* GMTF_GPU_LANES_PROFILE=1 */
-    int pf;                                      /* GMTF_GPU_LANES_PF (prefetch_words) */
-    /* GMTF_GPU_LANES_EXCL=n: the last n groups' CTAs (or a single kernel's,
-     * n > 0) take sh4 bytes, the SM's whole shared memory */
+    /* GMTF_GPU_LANES_EXCL=n: the last n groups' CTAs of decode_groups take
+     * sh4 bytes, the SM's whole shared memory (default: every group's;
+     * 0: none; a single kernel's never) */
     int excl, excl_now;
     size_t sh4;
     cudaEvent_t ev[4];                           /* its marks */
@@ -1058,7 +1042,7 @@ __global__ void __launch_bounds__(GMTF_GPU_LANES / LPW * 32)
  * selectors, lane rows: SH4_BYTES), then LPW threads a warp run a lane
  * each, all with the exact count when a table its lanes can read needs it
  * (or exact). */
-template <int LPW, int PF = 0>
+template <int LPW>
 __global__ void __launch_bounds__(GMTF_GPU_LANES / LPW * 32)
     k_lanes4(const gmtf_gpu_lane *lanes, const uint16_t *cum, const uint8_t *sel,
              const uint8_t *__restrict__ in, const uint64_t *off, uint8_t *out, uint8_t *bad,
@@ -1095,7 +1079,7 @@ __global__ void __launch_bounds__(GMTF_GPU_LANES / LPW * 32)
                    sh + SH4_EQ};
     const gmtf_gpu_lane *g = &lanes[(size_t)b * GMTF_GPU_LANES + j];
     uint8_t *row = sh + SH_ROWS + j * SH4_ROW, *o = out + (off[b] - off[0]);
-    if (wide ? lane_decode4<true, PF>(g, row, bt, in, o) : lane_decode4<false, PF>(g, row, bt, in, o))
+    if (wide ? lane_decode4<true>(g, row, bt, in, o) : lane_decode4<false>(g, row, bt, in, o))
         bad[b] = 1;
 }
 
@@ -1119,14 +1103,6 @@ static void launch4(gmtf_gpu_lanes_ctx *c, cudaStream_t st, unsigned g, const gm
 {
     size_t sb = c->excl_now ? c->sh4 : SH4_BYTES;
     int x = c->exact;
-    if (c->lpw == 4 && c->pf == 1) {
-        k_lanes4<4, 1><<<g, 256, sb, st>>>(l, cum, sel, in, off, out, bad, x);
-        return;
-    }
-    if (c->lpw == 4 && c->pf == 2) {
-        k_lanes4<4, 2><<<g, 256, sb, st>>>(l, cum, sel, in, off, out, bad, x);
-        return;
-    }
     switch (c->lpw) {
     case 32: k_lanes4<32><<<g, 32, sb, st>>>(l, cum, sel, in, off, out, bad, x); break;
     case 16: k_lanes4<16><<<g, 64, sb, st>>>(l, cum, sel, in, off, out, bad, x); break;
@@ -1140,9 +1116,7 @@ static void launch4(gmtf_gpu_lanes_ctx *c, cudaStream_t st, unsigned g, const gm
 static int v2_attrs(int n4)
 {
     int n = SH_BYTES;
-    return cudaFuncSetAttribute(k_lanes4<4, 1>, cudaFuncAttributeMaxDynamicSharedMemorySize, n4) ||
-           cudaFuncSetAttribute(k_lanes4<4, 2>, cudaFuncAttributeMaxDynamicSharedMemorySize, n4) ||
-           cudaFuncSetAttribute(k_lanes4<32>, cudaFuncAttributeMaxDynamicSharedMemorySize, n4) ||
+    return cudaFuncSetAttribute(k_lanes4<32>, cudaFuncAttributeMaxDynamicSharedMemorySize, n4) ||
            cudaFuncSetAttribute(k_lanes4<16>, cudaFuncAttributeMaxDynamicSharedMemorySize, n4) ||
            cudaFuncSetAttribute(k_lanes4<8>, cudaFuncAttributeMaxDynamicSharedMemorySize, n4) ||
            cudaFuncSetAttribute(k_lanes4<4>, cudaFuncAttributeMaxDynamicSharedMemorySize, n4) ||
@@ -1178,13 +1152,14 @@ static int backend_open(gmtf_gpu_lanes_ctx *c)
     const char *pe = getenv("GMTF_GPU_LANES_PROFILE");
     c->prof = pe && *pe == '1';
     c->lpw = lanes_per_warp(c->ver != 1);
-    const char *pf = getenv("GMTF_GPU_LANES_PF");
-    c->pf = pf && (*pf == '1' || *pf == '2') ? *pf - '0' : 0;
-    /* GMTF_GPU_LANES_EXCL=n: version 4's CTAs (of the last n groups) take
-     * all of an SM's shared memory, so that no other kernel's CTA (each
-     * reserves some) runs on an SM beside a block's lanes */
+    /* GMTF_GPU_LANES_EXCL=n: version 4's CTAs of decode_groups' last n
+     * groups (default all) take all of an SM's shared memory, so that no
+     * other kernel's CTA (each reserves some) runs on an SM beside a block's
+     * lanes: the other groups' inverse walks, whose scattered loads share
+     * the SM's load pipeline with the lanes' shared memory reads, slowed the
+     * slowest lanes by a quarter (dec13, docs/gpu.md) */
     const char *ex = getenv("GMTF_GPU_LANES_EXCL");
-    c->excl = ex && *ex ? atoi(ex) : 0;
+    c->excl = ex && *ex ? atoi(ex) : GMTF_GPU_LANES_GROUPS_MAX;
     int optin = 0;
     cudaFuncAttributes fa;
     c->sh4 = SH4_BYTES;
@@ -1195,7 +1170,7 @@ static int backend_open(gmtf_gpu_lanes_ctx *c)
         cudaFuncGetAttributes(&fa, k_lanes4<4>) == cudaSuccess &&
         optin - (int)fa.sharedSizeBytes > (int)SH4_BYTES)
         c->sh4 = (size_t)optin - fa.sharedSizeBytes;
-    c->excl_now = c->excl > 0;
+    c->excl_now = 0;
     if (v2_attrs((int)c->sh4)) {
         cudaGetLastError();
         cudaStreamDestroy(c->st);
@@ -1332,7 +1307,7 @@ static int launch_groups(gmtf_gpu_lanes_ctx *c, const uint64_t *out_off, size_t 
         CK(c, cudaStreamWaitEvent(c->gst[g], c->up, 0));
         c->excl_now = c->excl > 0 && g + (size_t)c->excl >= ngroups;
         int rc = run(c, g ? gend[g - 1] : 0, gend[g], out_off, (int)g);
-        c->excl_now = c->excl > 0;
+        c->excl_now = 0;
         TRY(rc);
         CK(c, cudaEventRecord(c->gev[g], c->gst[g]));
     }
