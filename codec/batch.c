@@ -2229,28 +2229,7 @@ struct dec_groups {
     struct dec_group g[GMTF_GPU_LANES_GROUPS_MAX];
     size_t begun; /* the others' first steps done (atomic) */
     double t0;    /* GMTF_BATCH_PROFILE */
-    /* early (GMTF_GPU_DEC_M3_EARLY): the lane setups are items of the same
-     * pool run as the others' first steps; the worker that ends the last
-     * setup starts the device, and every wait waits for that start first */
-    int early;
-    size_t setup; /* lane setups done (atomic) */
-    pthread_mutex_t smu;
-    pthread_cond_t scv;
-    int started;
 };
-
-static void dec_groups_start(struct dec_groups *q);
-
-/* early: until the device's start was made (or failed). */
-static void dec_wait_started(struct dec_groups *q)
-{
-    if (!q->early)
-        return;
-    pthread_mutex_lock(&q->smu);
-    while (!q->started)
-        pthread_cond_wait(&q->scv, &q->smu);
-    pthread_mutex_unlock(&q->smu);
-}
 
 /* Group g waited (once) and its lanes' verdicts applied: 1 when it failed
  * (its blocks decode on the CPU). */
@@ -2258,7 +2237,6 @@ static int dec_group_ready(struct dec_groups *q, size_t g)
 {
     struct dev_batch *d = q->d;
     struct dec_group *e = &q->g[g];
-    dec_wait_started(q);
     pthread_mutex_lock(&e->mu);
     if (!e->done) {
         size_t j0 = g ? q->gend[g - 1] : 0;
@@ -2289,7 +2267,6 @@ static void dec_others_inverse(struct dec_groups *q)
     struct dev_batch *d = q->d;
     gmtf_codec *c = d->s.c;
     int rc = -EIO;
-    dec_wait_started(q);
     if (!d->dev_failed)
         rc = gmtf_bwt_dev_inverse_grp(&c->bwt_dev, q->ng, c->stage_a, d->coff + q->m2,
                                       d->nsel - q->m2, d->step + q->m2,
@@ -2330,15 +2307,6 @@ static void dec_groups_item(void *ctx, size_t t, unsigned worker)
             dec_others_inverse(q);
         return;
     }
-    if (q->early) { /* items [rest, nsel): the lane setups, then as below */
-        if (t < d->nsel) {
-            dev_decode_begin(d, t - rest, worker);
-            if (__atomic_add_fetch(&q->setup, 1, __ATOMIC_ACQ_REL) == q->m2)
-                dec_groups_start(q);
-            return;
-        }
-        t -= q->m2;
-    }
     if (t >= d->nsel) {
         dev_decode_end_as(d, q->m2 + (t - d->nsel), worker, dec_others_ready(q));
         return;
@@ -2347,39 +2315,6 @@ static void dec_groups_item(void *ctx, size_t t, unsigned worker)
     while (j >= q->gend[g])
         g++;
     dev_decode_end_as(d, j, worker, dec_group_ready(q, g));
-}
-
-/* Every lane setup done: the device's part queued (by the worker that
- * ended the last setup when early). */
-static void dec_groups_start(struct dec_groups *q)
-{
-    struct dev_batch *d = q->d;
-    gmtf_codec *c = d->s.c;
-    if (prof_on())
-        fprintf(stderr, "profile: groups: lane setups %.2f ms\n", prof_ms() - q->t0);
-    int rc = gmtf_bwt_dev_dec_groups(&c->bwt_dev, d->in, d->s.off[d->count], q->m2, d->lanes,
-                                     d->cum, d->selectors, d->coff, c->stage_a, q->ng, q->gend,
-                                     d->step, c->stage_idx, d->ioff, c->stage_b);
-    if (prof_on())
-        fprintf(stderr, "profile: groups: %zu queued %.2f ms\n", q->ng, prof_ms() - q->t0);
-    pthread_mutex_lock(&q->smu);
-    if (rc)
-        d->dev_failed = 1;
-    q->started = 1;
-    pthread_cond_broadcast(&q->scv);
-    pthread_mutex_unlock(&q->smu);
-}
-
-/* GMTF_GPU_DEC_M3_EARLY=1: the other blocks' first steps beside the lane
- * setups (dec_groups.early). */
-static int dec_m3_early(void)
-{
-    static int v = -1;
-    if (v < 0) {
-        const char *e = getenv("GMTF_GPU_DEC_M3_EARLY");
-        v = e && *e == '1';
-    }
-    return v;
 }
 
 /* 0 when the batch does not go this way (the caller runs dev_pipeline). */
@@ -2408,18 +2343,18 @@ static int dev_decode_groups(struct dev_batch *d)
     q.g[q.ng].done = m2 == d->nsel; /* no others */
     double t0 = prof_on() ? prof_ms() : 0;
     q.t0 = t0;
-    q.early = dec_m3_early() && m2 < d->nsel;
-    pthread_mutex_init(&q.smu, NULL);
-    pthread_cond_init(&q.scv, NULL);
-    if (!q.early)
-        dev_run(d, dev_decode_begin, 0, m2);
+    dev_run(d, dev_decode_begin, 0, m2);
+    if (prof_on())
+        fprintf(stderr, "profile: groups: lane setups %.2f ms\n", prof_ms() - t0);
     gmtf_bwt_dev_hold(bd, 1);
-    if (!q.early)
-        dec_groups_start(&q);
-    gmtf_pool_run(c->pool, dec_groups_item, &q,
-                  d->nsel + (d->nsel - m2) + (q.early ? m2 : 0));
-    pthread_mutex_destroy(&q.smu);
-    pthread_cond_destroy(&q.scv);
+    int rc = gmtf_bwt_dev_dec_groups(bd, d->in, d->s.off[d->count], m2, d->lanes, d->cum,
+                                     d->selectors, d->coff, c->stage_a, q.ng, q.gend, d->step,
+                                     c->stage_idx, d->ioff, c->stage_b);
+    if (rc)
+        d->dev_failed = 1;
+    if (prof_on())
+        fprintf(stderr, "profile: groups: %zu queued %.2f ms\n", q.ng, prof_ms() - t0);
+    gmtf_pool_run(c->pool, dec_groups_item, &q, d->nsel + (d->nsel - m2));
     for (size_t g = 0; g <= q.ng; g++) { /* groups with no block left to end */
         if (g < q.ng)
             (void)dec_group_ready(&q, g);

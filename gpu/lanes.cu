@@ -941,7 +941,7 @@ struct gmtf_gpu_lanes_ctx {
      * 0: none; a single kernel's never) */
     int excl, excl_now;
     size_t sh4;
-    cudaEvent_t ev[4];                           /* its marks */
+    cudaEvent_t ev[4]; /* its marks */
 #endif
     int dev; /* the CUDA device its memory and stream are on */
 };
