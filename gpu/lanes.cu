@@ -1155,15 +1155,15 @@ static int backend_open(gmtf_gpu_lanes_ctx *c)
     /* GMTF_GPU_LANES_EXCL=n: version 4's CTAs of decode_groups' last n
      * groups (default all) take all of an SM's shared memory, so that no
      * other kernel's CTA (each reserves some) runs on an SM beside a block's
-     * lanes: the other groups' inverse walks, whose scattered loads share
-     * the SM's load pipeline with the lanes' shared memory reads, slowed the
-     * slowest lanes by a quarter (dec13, docs/gpu.md) */
+     * lanes: the other groups' inverse kernels beside them slowed the
+     * costliest group's lanes from 32.6 to 41.3 ms (dec13, docs/gpu.md) */
     const char *ex = getenv("GMTF_GPU_LANES_EXCL");
     c->excl = ex && *ex ? atoi(ex) : GMTF_GPU_LANES_GROUPS_MAX;
     int optin = 0;
     cudaFuncAttributes fa;
     c->sh4 = SH4_BYTES;
-    /* (the kernel's static shared bytes count against the same limit) */
+    /* (the kernel's static shared bytes, the same in every k_lanes4, count
+     * against the same limit) */
     if (c->excl > 0 &&
         cudaDeviceGetAttribute(&optin, cudaDevAttrMaxSharedMemoryPerBlockOptin, c->dev) ==
             cudaSuccess &&
