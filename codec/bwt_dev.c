@@ -30,8 +30,9 @@
 #define DEV_CHUNK_MIN (32u << 20)
 /* Decode: method 2's blocks in groups by cost (batch.c), each group's
  * inverse behind its own lanes, so that the inverse of the cheap groups
- * runs while the costly ones' lanes still run (docs/gpu.md, gpu9). */
-#define DEV_DEC_GROUPS 5
+ * runs while the costly ones' lanes still run (docs/gpu.md, gpu9); 4
+ * tapered since the lanes have their SMs to themselves (dec13). */
+#define DEV_DEC_GROUPS 4
 
 static uint64_t env_u64(const char *name, uint64_t def)
 {

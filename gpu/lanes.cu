@@ -936,7 +936,12 @@ struct gmtf_gpu_lanes_ctx {
     cudaEvent_t gev[GMTF_GPU_LANES_GROUPS_MAX];  /* its lanes done */
     cudaEvent_t up;                              /* the uploads of decode_groups done */
     int prof;                                    /* GMTF_GPU_LANES_PROFILE=1 */
-    cudaEvent_t ev[4];                           /* its marks */
+    /* GMTF_GPU_LANES_EXCL=n: the last n groups' CTAs of decode_groups take
+     * sh4 bytes, the SM's whole shared memory (default: every group's;
+     * 0: none; a single kernel's never) */
+    int excl, excl_now;
+    size_t sh4;
+    cudaEvent_t ev[4]; /* its marks */
 #endif
     int dev; /* the CUDA device its memory and stream are on */
 };
@@ -1096,7 +1101,7 @@ static void launch4(gmtf_gpu_lanes_ctx *c, cudaStream_t st, unsigned g, const gm
                     const uint16_t *cum, const uint8_t *sel, const uint8_t *in, const uint64_t *off,
                     uint8_t *out, uint8_t *bad)
 {
-    size_t sb = SH4_BYTES;
+    size_t sb = c->excl_now ? c->sh4 : SH4_BYTES;
     int x = c->exact;
     switch (c->lpw) {
     case 32: k_lanes4<32><<<g, 32, sb, st>>>(l, cum, sel, in, off, out, bad, x); break;
@@ -1108,9 +1113,9 @@ static void launch4(gmtf_gpu_lanes_ctx *c, cudaStream_t st, unsigned g, const gm
     }
 }
 
-static int v2_attrs(void)
+static int v2_attrs(int n4)
 {
-    int n = SH_BYTES, n4 = SH4_BYTES;
+    int n = SH_BYTES;
     return cudaFuncSetAttribute(k_lanes4<32>, cudaFuncAttributeMaxDynamicSharedMemorySize, n4) ||
            cudaFuncSetAttribute(k_lanes4<16>, cudaFuncAttributeMaxDynamicSharedMemorySize, n4) ||
            cudaFuncSetAttribute(k_lanes4<8>, cudaFuncAttributeMaxDynamicSharedMemorySize, n4) ||
@@ -1147,7 +1152,26 @@ static int backend_open(gmtf_gpu_lanes_ctx *c)
     const char *pe = getenv("GMTF_GPU_LANES_PROFILE");
     c->prof = pe && *pe == '1';
     c->lpw = lanes_per_warp(c->ver != 1);
-    if (v2_attrs()) {
+    /* GMTF_GPU_LANES_EXCL=n: version 4's CTAs of decode_groups' last n
+     * groups (default all) take all of an SM's shared memory, so that no
+     * other kernel's CTA (each reserves some) runs on an SM beside a block's
+     * lanes: the other groups' inverse kernels beside them slowed the
+     * costliest group's lanes from 32.6 to 41.3 ms (dec13, docs/gpu.md) */
+    const char *ex = getenv("GMTF_GPU_LANES_EXCL");
+    c->excl = ex && *ex ? atoi(ex) : GMTF_GPU_LANES_GROUPS_MAX;
+    int optin = 0;
+    cudaFuncAttributes fa;
+    c->sh4 = SH4_BYTES;
+    /* (the kernel's static shared bytes, the same in every k_lanes4, count
+     * against the same limit) */
+    if (c->excl > 0 &&
+        cudaDeviceGetAttribute(&optin, cudaDevAttrMaxSharedMemoryPerBlockOptin, c->dev) ==
+            cudaSuccess &&
+        cudaFuncGetAttributes(&fa, k_lanes4<4>) == cudaSuccess &&
+        optin - (int)fa.sharedSizeBytes > (int)SH4_BYTES)
+        c->sh4 = (size_t)optin - fa.sharedSizeBytes;
+    c->excl_now = 0;
+    if (v2_attrs((int)c->sh4)) {
         cudaGetLastError();
         cudaStreamDestroy(c->st);
         c->st = NULL;
@@ -1281,7 +1305,10 @@ static int launch_groups(gmtf_gpu_lanes_ctx *c, const uint64_t *out_off, size_t 
     CK(c, cudaEventRecord(c->up, c->st));
     for (size_t g = 0; g < ngroups; g++) {
         CK(c, cudaStreamWaitEvent(c->gst[g], c->up, 0));
-        TRY(run(c, g ? gend[g - 1] : 0, gend[g], out_off, (int)g));
+        c->excl_now = c->excl > 0 && g + (size_t)c->excl >= ngroups;
+        int rc = run(c, g ? gend[g - 1] : 0, gend[g], out_off, (int)g);
+        c->excl_now = 0;
+        TRY(rc);
         CK(c, cudaEventRecord(c->gev[g], c->gst[g]));
     }
     return 0;
