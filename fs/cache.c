@@ -174,6 +174,20 @@ void cache_put(gmtf_fs *fs, uint32_t id, const uint8_t *data, uint32_t len)
     pthread_mutex_unlock(&fs->cache_lock);
 }
 
+void cache_put_own(gmtf_fs *fs, uint32_t id, uint8_t **buf, size_t cap, uint32_t len)
+{
+    size_t want = cache_buf_cap(fs, len);
+    if (!len || want > fs->cache_limit || !*buf)
+        return;
+    uint8_t *b = *buf;
+    if (cap < want && !(b = realloc(b, want)))
+        return; /* *buf still the caller's */
+    *buf = NULL;
+    pthread_mutex_lock(&fs->cache_lock);
+    cache_insert(fs, id, b, len);
+    pthread_mutex_unlock(&fs->cache_lock);
+}
+
 /* Marks frame id (not in the cache) as being decoded by the caller; NULL
  * when out of memory (the caller then decodes unannounced). Caller holds
  * cache_lock. */

@@ -21,7 +21,10 @@ struct dblock *dirty_find(gmtf_fs *fs, uint64_t ino, uint32_t blk)
     return NULL;
 }
 
-static int dirty_grow(gmtf_fs *fs, struct dblock *d, uint32_t need)
+/* Grows d's buffer to hold need bytes; the new bytes read as zeros but
+ * those of [skip, need), which the caller writes at once (none when skip
+ * >= need): a block written whole is not zeroed first. */
+static int dirty_grow(gmtf_fs *fs, struct dblock *d, uint32_t need, uint32_t skip)
 {
     if (need <= d->cap)
         return 0;
@@ -33,19 +36,27 @@ static int dirty_grow(gmtf_fs *fs, struct dblock *d, uint32_t need)
     uint8_t *b = realloc(d->buf, cap);
     if (!b)
         return -ENOMEM;
-    memset(b + d->cap, 0, cap - d->cap);
+    if (skip < d->cap)
+        skip = d->cap;
+    if (skip >= need) {
+        memset(b + d->cap, 0, cap - d->cap);
+    } else {
+        memset(b + d->cap, 0, skip - d->cap);
+        memset(b + need, 0, cap - need);
+    }
     fs->dirty_bytes += cap - d->cap;
     d->buf = b;
     d->cap = cap;
     return 0;
 }
 
-int dirty_get(gmtf_fs *fs, struct inode *in, uint32_t blk, uint32_t need, struct dblock **out)
+static int dirty_get_(gmtf_fs *fs, struct inode *in, uint32_t blk, uint32_t need, uint32_t skip,
+                      struct dblock **out)
 {
     struct dblock *d = dirty_find(fs, in->ino, blk);
     if (d) {
         *out = d;
-        return dirty_grow(fs, d, need);
+        return dirty_grow(fs, d, need, skip);
     }
     if (!fs->dirty_cap) {
         fs->dirty_tab = calloc(8192, sizeof *fs->dirty_tab);
@@ -66,7 +77,9 @@ int dirty_get(gmtf_fs *fs, struct inode *in, uint32_t blk, uint32_t need, struct
     const uint8_t *pend = fs->pend ? fs->pend_block(fs, in->ino, blk, &plen) : NULL;
     struct fref *e = pend ? NULL : blockmap_find(in, blk);
     uint32_t base = pend ? plen : e ? e->len : 0;
-    int rc = dirty_grow(fs, d, need > base ? need : base);
+    /* the bytes under base are copied in below: only past them may the
+     * caller's write go unzeroed */
+    int rc = dirty_grow(fs, d, need > base ? need : base, skip > base ? skip : base);
     if (!rc && pend)
         memcpy(d->buf, pend, plen);
     else if (!rc && e)
@@ -88,6 +101,17 @@ int dirty_get(gmtf_fs *fs, struct inode *in, uint32_t blk, uint32_t need, struct
     fs->dlist = d;
     *out = d;
     return 0;
+}
+
+int dirty_get(gmtf_fs *fs, struct inode *in, uint32_t blk, uint32_t need, struct dblock **out)
+{
+    return dirty_get_(fs, in, blk, need, need, out);
+}
+
+int dirty_get_write(gmtf_fs *fs, struct inode *in, uint32_t blk, uint32_t off, uint32_t len,
+                    struct dblock **out)
+{
+    return dirty_get_(fs, in, blk, off + len, off, out);
 }
 
 void dirty_drop(gmtf_fs *fs, struct dblock *d)
@@ -142,7 +166,7 @@ int dirty_stage_apply(gmtf_fs *fs, struct inode *in, uint32_t blk, uint32_t off,
                       const uint8_t *data, uint32_t len)
 {
     struct dblock *d;
-    int rc = dirty_get(fs, in, blk, off + len, &d);
+    int rc = dirty_get_write(fs, in, blk, off, len, &d);
     if (rc)
         return rc;
     memcpy(d->buf + off, data, len);

@@ -165,7 +165,7 @@ static int write_blocks(gmtf_fs *fs, struct inode *in, const uint8_t *data, size
         if (len > n - done)
             len = (uint32_t)(n - done);
         struct dblock *d;
-        int rc = dirty_get(fs, in, blk, boff + len, &d);
+        int rc = dirty_get_write(fs, in, blk, boff, len, &d);
         if (rc)
             return rc;
         if (data)

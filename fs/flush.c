@@ -655,6 +655,7 @@ static int pieces_record(gmtf_fs *fs, struct piece *p, size_t np, struct group *
         if (!p[i].valid)
             continue; /* changed meanwhile: stays dirty for the next flush */
         uint32_t frame, off = p[i].goff;
+        int alone = 0;
         if (p[i].dup_of >= 0) {
             struct piece *q = &p[p[i].dup_of];
             frame = q->group >= 0 ? g[q->group].id : q->dframe;
@@ -662,12 +663,18 @@ static int pieces_record(gmtf_fs *fs, struct piece *p, size_t np, struct group *
         } else if (p[i].group >= 0) {
             frame = g[p[i].group].id;
             dedup_insert(fs, p[i].hash, frame, off, p[i].len);
-            if (off == 0 && p[i].len == g[p[i].group].len) /* the frame holds it alone */
-                cache_put(fs, frame, p[i].d->buf, p[i].len);
+            alone = off == 0 && p[i].len == g[p[i].group].len; /* the frame holds it alone */
         } else {
             frame = p[i].dframe;
         }
         rc = rec_ext(fs, p[i].ino, p[i].blk, frame, off, p[i].len);
+        /* The block's bytes go to the decoded frames' cache: its buffer
+         * itself where the block leaves the write-back cache now (or left
+         * it at the cut, detached), not a copy (~16 MiB a block) */
+        if (alone && (detached || !rc))
+            cache_put_own(fs, frame, &p[i].d->buf, p[i].d->cap, p[i].len);
+        else if (alone)
+            cache_put(fs, frame, p[i].d->buf, p[i].len);
         if (!rc && !detached) /* (detached: out of the cache since the cut) */
             dirty_drop(fs, p[i].d);
     }

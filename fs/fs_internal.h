@@ -489,6 +489,10 @@ struct dblock *dirty_find(gmtf_fs *fs, uint64_t ino, uint32_t blk);
 /* The dirty block (created from the mapped frame's bytes when new) with
  * room for need bytes. */
 int dirty_get(gmtf_fs *fs, struct inode *in, uint32_t blk, uint32_t need, struct dblock **out);
+/* dirty_get for a write of [off, off + len) that the caller makes at once:
+ * those bytes are not zeroed first. */
+int dirty_get_write(gmtf_fs *fs, struct inode *in, uint32_t blk, uint32_t off, uint32_t len,
+                    struct dblock **out);
 void dirty_drop(gmtf_fs *fs, struct dblock *d);
 /* Takes d out of the write-back cache without freeing it (an async
  * flush's piece); dirty_free frees it. */
@@ -555,6 +559,10 @@ void cache_drop(gmtf_fs *fs, uint32_t id);
  * does not decode what it has just encoded (a database's pages, rewritten
  * at every fsync). */
 void cache_put(gmtf_fs *fs, uint32_t id, const uint8_t *data, uint32_t len);
+/* cache_put of *buf itself (cap bytes allocated, len of them the frame's):
+ * the cache takes it (grown to the cache's size for len when cap is less)
+ * and *buf becomes NULL; left as it is when the cache does not take it. */
+void cache_put_own(gmtf_fs *fs, uint32_t id, uint8_t **buf, size_t cap, uint32_t len);
 void cache_free_all(gmtf_fs *fs);
 
 /* ---- codec_pool.c ---- */
