@@ -3,6 +3,7 @@
  * readers decode frames in parallel (a gmtf_codec serves one call at a
  * time). */
 #include <stdio.h>
+#include <string.h>
 
 #include "fs_internal.h"
 
@@ -148,8 +149,47 @@ int codec_decode_range(gmtf_fs *fs, uint32_t id, const uint8_t *src, size_t len,
     return r < 0 ? (int)r : 0;
 }
 
+/* Is mtf a backend that may take the GPU (auto, or the gpu family)? */
+static int mtf_may_gpu(const char *mtf)
+{
+    return !mtf || !*mtf || !strcmp(mtf, "auto") || !strncmp(mtf, "gpu", 3);
+}
+
+int codec_make(gmtf_fs *fs, unsigned threads, uint32_t max_block, gmtf_codec **out)
+{
+    gmtf_codec_options co = {
+        .threads = threads, .mtf = fs->opt.mtf, .gpus = fs->opt.gpus, .max_block = max_block};
+    fs->codec_cpu_now = fs->opt.codec_late && mtf_may_gpu(fs->opt.mtf);
+    if (!fs->codec_cpu_now)
+        return gmtf_codec_create(out, &co);
+    /* auto's choice on the CPU (version 2 frames have no MTF stage: the
+     * same frames whichever backend) */
+    co.mtf = "simd";
+    if (gmtf_codec_create(out, &co) == 0)
+        return 0;
+    co.mtf = "scalar";
+    return gmtf_codec_create(out, &co);
+}
+
 int gmtf_fs_codec_prepare(gmtf_fs *fs)
 {
+    if (fs->codec_cpu_now) { /* opt.codec_late: now the options' codec */
+        gmtf_codec *c;
+        gmtf_codec_options co = {.threads = gmtf_codec_threads(fs->codec),
+                                 .mtf = fs->opt.mtf,
+                                 .max_block = fs->bs,
+                                 .gpus = fs->opt.gpus};
+        int rc = gmtf_codec_create(&c, &co);
+        pthread_mutex_lock(&fs->codec_lock);
+        if (rc == 0) {
+            gmtf_codec_destroy(fs->codec);
+            fs->codec = c;
+        } else { /* the CPU's stays: the same frames */
+            fs_log(fs, "codec: %s", gmtf_strerror(rc));
+        }
+        fs->codec_cpu_now = 0;
+        pthread_mutex_unlock(&fs->codec_lock);
+    }
     pthread_mutex_lock(&fs->codec_lock);
     /* a process that exits after the unmount (mkfs) does not win back
      * what pinning its staging costs (mkfs on 256 MiB of the Linux tar,
@@ -165,11 +205,7 @@ int gmtf_fs_codec_prepare(gmtf_fs *fs)
 int codec_resize(gmtf_fs *fs)
 {
     gmtf_codec *c;
-    gmtf_codec_options co = {.threads = gmtf_codec_threads(fs->codec),
-                             .mtf = fs->opt.mtf,
-                             .max_block = fs->bs,
-                             .gpus = fs->opt.gpus};
-    int rc = gmtf_codec_create(&c, &co);
+    int rc = codec_make(fs, gmtf_codec_threads(fs->codec), fs->bs, &c);
     if (rc)
         return rc == -ENOMEM ? rc : -EINVAL;
     pthread_mutex_lock(&fs->codec_lock);

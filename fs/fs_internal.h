@@ -197,6 +197,7 @@ struct gmtf_fs {
      * part's share of the bytes (from the last round's speeds). Used by the
      * flush's thread only. */
     gmtf_codec *split_codec;
+    int codec_cpu_now; /* opt.codec_late: the batch codec is the CPU's until the prepare */
     double split_share;
     pthread_mutex_t codec_lock;
     /* Single-threaded codecs, one per concurrent decoder: readers decode
@@ -583,6 +584,9 @@ int codec_decode_one(gmtf_fs *fs, const uint8_t *src, size_t len, uint8_t *dst, 
 int codec_decode_range(gmtf_fs *fs, uint32_t id, const uint8_t *src, size_t len, uint32_t off,
                        uint32_t cnt, uint8_t *dst);
 int codec_resize(gmtf_fs *fs); /* the batch codec again, for this image's block size */
+/* The batch codec of fs's options (opt.codec_late: the CPU's, until
+ * gmtf_fs_codec_prepare makes that of the options). */
+int codec_make(gmtf_fs *fs, unsigned threads, uint32_t max_block, gmtf_codec **out);
 
 /* ---- alloc.c ---- */
 void ev_free(extvec *e);

@@ -138,6 +138,10 @@ typedef struct gmtf_fs_options {
     int exit_after;  /* the process exits after the unmount (mkfs): a codec on a GPU is
                         left to the exit (its device memory and pinned staging freed
                         with the driver's context: 0.1 s less on the H100) */
+    int codec_late;  /* the batch codec is made on the CPU at the mount and that of mtf
+                        and gpus by gmtf_fs_codec_prepare, which the caller must call
+                        (mkfs: on a thread, so that the GPU's probe, ~0.1 s, goes beside
+                        the import's first reads); the frames are the same */
     int posix_acl;   /* POSIX ACL policy (a FUSE mount with ACLs): gmtf_fs_make inherits
                         default ACLs, chmod updates the access ACL, setting the access ACL
                         sets the mode; without it the ACL xattrs are plain xattrs */

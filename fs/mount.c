@@ -107,12 +107,10 @@ int fs_new(gmtf_image *img, const gmtf_fs_options *opt, uint32_t bs, gmtf_fs **o
      * codec is made again once the superblock tells the block size). */
     gmtf_codec_options co = {
         .threads = fs->opt.threads ? fs->opt.threads : (unsigned)(ncpu > 0 ? ncpu : 1),
-        .mtf = fs->opt.mtf,
-        .gpus = fs->opt.gpus,
         .max_block = bs > SNAP_CHUNK ? bs : SNAP_CHUNK,
     };
     fs->pool_max = co.threads < 16 ? co.threads : 16;
-    int rc = gmtf_codec_create(&fs->codec, &co);
+    int rc = codec_make(fs, co.threads, co.max_block, &fs->codec);
     if (rc) {
         fs_log(fs, "codec: %s", gmtf_strerror(rc));
         free(fs);
@@ -281,7 +279,9 @@ int gmtf_fs_mkfs(gmtf_image *img, const gmtf_mkfs_options *opt)
         return -EINVAL;
     if (o.label && strlen(o.label) > GMTF_FS_LABEL_MAX)
         return -ENAMETOOLONG;
-    gmtf_fs_options fo = {.threads = 1, .flush_interval_ms = 0, .write_time = o.time};
+    /* its codec on the CPU: no GPU probe (~0.1 s) for one small snapshot */
+    gmtf_fs_options fo = {
+        .threads = 1, .flush_interval_ms = 0, .write_time = o.time, .codec_late = 1};
     gmtf_fs *fs;
     int rc = fs_new(img, &fo, bs, &fs);
     if (rc)

@@ -341,6 +341,13 @@ int main(int argc, char **argv)
     const char *de = getenv("GMTF_MKFS_DIRTY_MIB");
     if (de && strtoul(de, NULL, 10) > 0)
         fo.dirty_bytes = (uint64_t)strtoul(de, NULL, 10) << 20;
+    /* The codec readied (with a GPU: its probe, start, contexts and pinned
+     * staging) beside the import's first reads, which take far longer than
+     * that before the first flush: the mount's codec is the CPU's until
+     * then (the same frames); GMTF_MKFS_PREPARE=0 off (measurements). */
+    const char *pe = getenv("GMTF_MKFS_PREPARE");
+    int prep = from && !(pe && *pe == '0');
+    fo.codec_late = prep;
     gmtf_fs *fs;
     mkfs_prof("mount");
     rc = gmtf_fs_mount(img, &fo, &fs);
@@ -349,12 +356,10 @@ int main(int argc, char **argv)
         fprintf(stderr, "%s: %s: %s\n", prog, path, rc < -1000 ? gmtf_strerror(rc) : strerror(-rc));
         return CLI_EXIT_FAIL;
     }
-    /* The codec readied (with a GPU: its start, contexts and pinned
-     * staging) beside the import's first reads, which take far longer than
-     * that before the first flush; GMTF_MKFS_PREPARE=0 off (measurements). */
-    pthread_t prep;
-    const char *pe = getenv("GMTF_MKFS_PREPARE");
-    int prepping = from && !(pe && *pe == '0') && pthread_create(&prep, NULL, prepare_run, fs) == 0;
+    pthread_t prep_th;
+    int prepping = prep && pthread_create(&prep_th, NULL, prepare_run, fs) == 0;
+    if (prep && !prepping) /* no thread: the options' codec now */
+        prepare_run(fs);
     mkfs_import c;
     int fill = mkfs_import_init(&c, fs, prog, quiet);
     c.stop = &interrupted;
@@ -365,7 +370,7 @@ int main(int argc, char **argv)
         fill = mkfs_import_from(&c, from);
     mkfs_prof("imported");
     if (prepping)
-        pthread_join(prep, NULL);
+        pthread_join(prep_th, NULL);
     int synced = fill < 0 || interrupted ? 0 : mkfs_import_sync(&c);
     mkfs_prof("synced");
     mkfs_import_progress_end(&c);
