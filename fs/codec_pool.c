@@ -37,6 +37,40 @@ int codec_encode_on(gmtf_fs *fs, gmtf_codec *c, const uint8_t *src, const uint64
     return 0;
 }
 
+/* Is mtf a backend that may take the GPU (auto, or the gpu family)? */
+static int mtf_may_gpu(const char *mtf)
+{
+    return !mtf || !*mtf || !strcmp(mtf, "auto") || !strncmp(mtf, "gpu", 3);
+}
+
+/* A codec of fs's options, or on the CPU (cpu: auto's choice there;
+ * version 2 frames have no MTF stage, the same frames whichever backend) */
+static int codec_create_for(gmtf_fs *fs, unsigned threads, uint32_t max_block, int cpu,
+                            gmtf_codec **out)
+{
+    gmtf_codec_options co = {
+        .threads = threads, .mtf = fs->opt.mtf, .gpus = fs->opt.gpus, .max_block = max_block};
+    if (!cpu)
+        return gmtf_codec_create(out, &co);
+    co.mtf = "simd";
+    if (gmtf_codec_create(out, &co) == 0)
+        return 0;
+    co.mtf = "scalar";
+    return gmtf_codec_create(out, &co);
+}
+
+static int codec_cpu_now(gmtf_fs *fs)
+{
+    return __atomic_load_n(&fs->codec_cpu_now, __ATOMIC_ACQUIRE);
+}
+
+int codec_make(gmtf_fs *fs, unsigned threads, uint32_t max_block, gmtf_codec **out)
+{
+    int cpu = fs->opt.codec_late && mtf_may_gpu(fs->opt.mtf);
+    __atomic_store_n(&fs->codec_cpu_now, cpu, __ATOMIC_RELEASE);
+    return codec_create_for(fs, threads, max_block, cpu, out);
+}
+
 /* A single-threaded codec of the pool that is free, or a new one; -1 when
  * the pool is full and busy. Caller holds dpool_mtx. The pool has one
  * codec less than the big one has threads: when all are busy, a single
@@ -50,11 +84,10 @@ static int dpool_take(gmtf_fs *fs)
             return (int)i;
     unsigned cap = fs->pool_max > 1 ? fs->pool_max - 1 : 1;
     if (fs->ndpool < sizeof fs->dpool / sizeof *fs->dpool && fs->ndpool < cap) {
-        gmtf_codec_options co = {.threads = 1,
-                                 .mtf = fs->opt.mtf,
-                                 .gpus = fs->opt.gpus,
-                                 .max_block = fs->bs > SNAP_CHUNK ? fs->bs : SNAP_CHUNK};
-        if (gmtf_codec_create(&fs->dpool[fs->ndpool], &co) == 0)
+        /* (one made before opt.codec_late's prepare, e.g. the mount's
+         * snapshot read, stays on the CPU: no GPU probe at the mount) */
+        if (codec_create_for(fs, 1, fs->bs > SNAP_CHUNK ? fs->bs : SNAP_CHUNK, codec_cpu_now(fs),
+                             &fs->dpool[fs->ndpool]) == 0)
             return (int)fs->ndpool++;
     }
     return -1;
@@ -149,31 +182,9 @@ int codec_decode_range(gmtf_fs *fs, uint32_t id, const uint8_t *src, size_t len,
     return r < 0 ? (int)r : 0;
 }
 
-/* Is mtf a backend that may take the GPU (auto, or the gpu family)? */
-static int mtf_may_gpu(const char *mtf)
-{
-    return !mtf || !*mtf || !strcmp(mtf, "auto") || !strncmp(mtf, "gpu", 3);
-}
-
-int codec_make(gmtf_fs *fs, unsigned threads, uint32_t max_block, gmtf_codec **out)
-{
-    gmtf_codec_options co = {
-        .threads = threads, .mtf = fs->opt.mtf, .gpus = fs->opt.gpus, .max_block = max_block};
-    fs->codec_cpu_now = fs->opt.codec_late && mtf_may_gpu(fs->opt.mtf);
-    if (!fs->codec_cpu_now)
-        return gmtf_codec_create(out, &co);
-    /* auto's choice on the CPU (version 2 frames have no MTF stage: the
-     * same frames whichever backend) */
-    co.mtf = "simd";
-    if (gmtf_codec_create(out, &co) == 0)
-        return 0;
-    co.mtf = "scalar";
-    return gmtf_codec_create(out, &co);
-}
-
 int gmtf_fs_codec_prepare(gmtf_fs *fs)
 {
-    if (fs->codec_cpu_now) { /* opt.codec_late: now the options' codec */
+    if (codec_cpu_now(fs)) { /* opt.codec_late: now the options' codec */
         gmtf_codec *c;
         gmtf_codec_options co = {.threads = gmtf_codec_threads(fs->codec),
                                  .mtf = fs->opt.mtf,
@@ -187,7 +198,7 @@ int gmtf_fs_codec_prepare(gmtf_fs *fs)
         } else { /* the CPU's stays: the same frames */
             fs_log(fs, "codec: %s", gmtf_strerror(rc));
         }
-        fs->codec_cpu_now = 0;
+        __atomic_store_n(&fs->codec_cpu_now, 0, __ATOMIC_RELEASE);
         pthread_mutex_unlock(&fs->codec_lock);
     }
     pthread_mutex_lock(&fs->codec_lock);
