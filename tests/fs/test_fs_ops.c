@@ -119,6 +119,46 @@ static void test_overwrite_offsets(void **state)
     rec_image_free(r);
 }
 
+/* Writes that leave gaps in a dirty block, before and after the bytes
+ * already there, and that grow its buffer: the gaps read as zeros (the
+ * buffer's new bytes are zeroed but for the write's own), from the cache
+ * and once flushed. */
+static void test_write_gaps_zero(void **state)
+{
+    (void)state;
+    rec_img *r = mkfs_rec(BS, 0);
+    gmtf_fs *fs = mount_rec(r, 0);
+    gmtf_entry e;
+    assert_int_equal(gmtf_fs_create(fs, ROOT, "gaps", 0644, 0, 0, 0, &e), 0);
+    uint64_t ino = e.attr.st_ino;
+    uint8_t x[64], *buf = malloc(BS);
+    assert_non_null(buf);
+    memset(x, 'x', sizeof x);
+    const uint32_t at[] = {5000, 40000, 100, 20000, BS - 64}; /* new, grows, under, gaps */
+    for (int pass = 0; pass < 2; pass++) {
+        if (pass) /* the last writes into a fresh block of the flushed file */
+            assert_int_equal(gmtf_fs_syncfs(fs), 0);
+        for (size_t k = 0; k < sizeof at / sizeof *at; k++)
+            assert_int_equal(gmtf_fs_write(fs, ino, x, sizeof x, (uint64_t)pass * BS + at[k]),
+                             (long)sizeof x);
+        assert_int_equal(gmtf_fs_read(fs, ino, buf, BS, (uint64_t)pass * BS), (long)BS);
+        for (uint32_t i = 0; i < BS; i++) {
+            int in = 0;
+            for (size_t k = 0; k < sizeof at / sizeof *at; k++)
+                in |= i >= at[k] && i < at[k] + sizeof x;
+            assert_int_equal(buf[i], in ? 'x' : 0);
+        }
+    }
+    assert_int_equal(gmtf_fs_syncfs(fs), 0);
+    assert_int_equal(gmtf_fs_read(fs, ino, buf, BS, 0), (long)BS);
+    for (uint32_t i = 0; i < 5000; i++)
+        assert_int_equal(buf[i], i >= 100 && i < 164 ? 'x' : 0);
+    free(buf);
+    gmtf_fs_release(fs, ino);
+    assert_int_equal(gmtf_fs_unmount(fs), 0);
+    rec_image_free(r);
+}
+
 static void test_holes_truncate_seek(void **state)
 {
     (void)state;
@@ -869,6 +909,7 @@ int main(void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_data_persists),
         cmocka_unit_test(test_overwrite_offsets),
+        cmocka_unit_test(test_write_gaps_zero),
         cmocka_unit_test(test_holes_truncate_seek),
         cmocka_unit_test(test_namespace),
         cmocka_unit_test(test_attrs_xattrs),
