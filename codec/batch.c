@@ -53,11 +53,18 @@ struct batch_enc {
     const uint8_t *src;
     const uint64_t *off;
     uint8_t *dst;
-    const uint64_t *slot; /* where frame i may be written (bound-sized slots) */
-    uint64_t *len;        /* frame length of block i */
-    uint32_t *crc;        /* CRC-32C of block i, or NULL */
-    int err;              /* first error seen (any thread) */
+    const uint64_t *slot;    /* where frame i may be written (bound-sized slots) */
+    uint64_t *len;           /* frame length of block i */
+    uint32_t *crc;           /* CRC-32C of block i, or NULL */
+    int err;                 /* first error seen (any thread) */
+    const uint8_t *adaptive; /* block i takes method 3 when adaptive[i] (NULL: none) */
 };
+
+/* Does the caller want block i in method 3 (gmtf_batch_encode_hint)? */
+static int hint_adaptive(const uint8_t *adaptive, size_t i)
+{
+    return adaptive && adaptive[i];
+}
 
 static void batch_set_err(int *err, int rc)
 {
@@ -74,9 +81,9 @@ static void batch_encode_one(void *ctx, size_t i, unsigned worker)
         return;
     }
     size_t n = b->off[i + 1] - b->off[i];
-    long r =
-        gmtf_frame_encode_ws(&b->c->mtf, w, b->src + b->off[i], n, b->dst + b->slot[i],
-                             gmtf_frame_bound(n), b->c->frame_version, b->crc ? &b->crc[i] : NULL);
+    long r = gmtf_frame_encode_ws_as(&b->c->mtf, w, b->src + b->off[i], n, b->dst + b->slot[i],
+                                     gmtf_frame_bound(n), b->c->frame_version,
+                                     b->crc ? &b->crc[i] : NULL, hint_adaptive(b->adaptive, i));
     if (r < 0)
         batch_set_err(&b->err, (int)r);
     else
@@ -370,6 +377,7 @@ struct staged {
     struct stage_block *sb;
     int mtf_failed; /* the batch hook failed: per-block MTF instead */
     int err;
+    const uint8_t *adaptive; /* encode: block i takes method 3 (NULL: none) */
 };
 
 static void staged_encode_bwt(void *ctx, size_t i, unsigned worker)
@@ -452,7 +460,8 @@ static int batch_encode_staged(gmtf_codec *c, const uint8_t *src, const uint64_t
 
 /* Version 2 frames with the BWT on the device (below). */
 static int batch_encode_dev(gmtf_codec *c, const uint8_t *src, const uint64_t *off, size_t count,
-                            uint8_t *dst, const uint64_t *slot, uint64_t *len, uint32_t *crc);
+                            uint8_t *dst, const uint64_t *slot, uint64_t *len, uint32_t *crc,
+                            const uint8_t *adaptive);
 
 static int batch_use_staged(const gmtf_codec *c, uint64_t bytes)
 {
@@ -466,13 +475,26 @@ int gmtf_batch_encode(gmtf_codec *c, const uint8_t *src, const uint64_t *off, si
 }
 
 static int batch_encode_crc(gmtf_codec *c, const uint8_t *src, const uint64_t *off, size_t count,
-                            uint8_t *dst, uint64_t *dst_off, uint32_t *crc);
+                            uint8_t *dst, uint64_t *dst_off, uint32_t *crc,
+                            const uint8_t *adaptive);
 
 int gmtf_batch_encode_crc(gmtf_codec *c, const uint8_t *src, const uint64_t *off, size_t count,
                           uint8_t *dst, uint64_t cap, uint64_t *dst_off, uint32_t *crc)
 {
-    if (c->ahead && !ahead_matches(c->ahead, src, off, count, dst))
-        ahead_drop(c); /* not the batch announced: its work is dropped */
+    return gmtf_batch_encode_hint(c, src, off, count, dst, cap, dst_off, crc, NULL);
+}
+
+int gmtf_batch_encode_hint(gmtf_codec *c, const uint8_t *src, const uint64_t *off, size_t count,
+                           uint8_t *dst, uint64_t cap, uint64_t *dst_off, uint32_t *crc,
+                           const uint8_t *adaptive)
+{
+    int hinted = 0;
+    for (size_t i = 0; adaptive && i < count && !hinted; i++)
+        hinted = adaptive[i] != 0;
+    if (!hinted)
+        adaptive = NULL;
+    if (c->ahead && (hinted || !ahead_matches(c->ahead, src, off, count, dst)))
+        ahead_drop(c); /* not the batch announced (or hinted): its work is dropped */
     if (off[0] != 0)
         return -EINVAL;
     uint64_t largest = 0;
@@ -484,12 +506,14 @@ int gmtf_batch_encode_crc(gmtf_codec *c, const uint8_t *src, const uint64_t *off
     }
     if (cap < gmtf_batch_bound(off, count))
         return -ENOSPC;
-    int mrc = c->multi ? gmtf_multi_dev_encode(c->multi, src, off, count, dst, dst_off, crc) : 1;
+    int mrc = c->multi && !hinted
+                  ? gmtf_multi_dev_encode(c->multi, src, off, count, dst, dst_off, crc)
+                  : 1;
     if (mrc != 1) /* several GPUs took it (multi_dev.c) */
         return mrc;
     gmtf_codec_need(c, largest);
     double t0 = prof_on() ? prof_ms() : 0;
-    int rc = batch_encode_crc(c, src, off, count, dst, dst_off, crc);
+    int rc = batch_encode_crc(c, src, off, count, dst, dst_off, crc, adaptive);
     if (prof_on()) /* one line a batch: what a caller's time in the codec adds up to */
         fprintf(stderr, "profile: encode batch of %zu blocks, %llu bytes: %.2f ms\n", count,
                 (unsigned long long)off[count], prof_ms() - t0);
@@ -498,7 +522,7 @@ int gmtf_batch_encode_crc(gmtf_codec *c, const uint8_t *src, const uint64_t *off
 }
 
 static int batch_encode_crc(gmtf_codec *c, const uint8_t *src, const uint64_t *off, size_t count,
-                            uint8_t *dst, uint64_t *dst_off, uint32_t *crc)
+                            uint8_t *dst, uint64_t *dst_off, uint32_t *crc, const uint8_t *adaptive)
 {
     /* Frames are written into bound-sized slots, then packed forward; a
      * slot never starts before the packed position, so memmove is safe. */
@@ -511,7 +535,7 @@ static int batch_encode_crc(gmtf_codec *c, const uint8_t *src, const uint64_t *o
         slot[i] = pos;
         pos += gmtf_frame_bound(off[i + 1] - off[i]);
     }
-    struct batch_enc b = {c, src, off, dst, slot, len, crc, 0};
+    struct batch_enc b = {c, src, off, dst, slot, len, crc, 0, adaptive};
     /* Only version 1 frames have an MTF stage to batch. */
     int cpu = 1;
     if (c->frame_version == GMTF_FRAME_V1 && batch_use_staged(c, off[count]) &&
@@ -520,7 +544,7 @@ static int batch_encode_crc(gmtf_codec *c, const uint8_t *src, const uint64_t *o
         cpu = 0;
     } else if (c->ahead || (c->frame_version != GMTF_FRAME_V1 &&
                             gmtf_bwt_dev_wants(&c->bwt_dev, GMTF_BWT_DEV_FWD, off[count]))) {
-        int rc = batch_encode_dev(c, src, off, count, dst, slot, len, crc);
+        int rc = batch_encode_dev(c, src, off, count, dst, slot, len, crc, adaptive);
         cpu = rc == 1;
         b.err = rc == 1 ? 0 : rc;
     }
@@ -1030,13 +1054,14 @@ static void dev_encode_entropy(struct dev_batch *d, size_t j, unsigned worker)
     }
     size_t n = s->off[i + 1] - s->off[i];
     long r;
+    int m3 = hint_adaptive(s->adaptive, i);
     if (d->dev_failed)
-        r = gmtf_frame_encode_ws(&s->c->mtf, w, s->src + s->off[i], n, s->dst + s->slot[i],
-                                 gmtf_frame_bound(n), GMTF_FRAME_V2, NULL);
+        r = gmtf_frame_encode_ws_as(&s->c->mtf, w, s->src + s->off[i], n, s->dst + s->slot[i],
+                                    gmtf_frame_bound(n), GMTF_FRAME_V2, NULL, m3);
     else
         r = gmtf_frame_encode_bwt_v2(s->src + s->off[i], d->st_b + d->coff[j], n,
                                      d->st_idx + d->ioff[j], s->sb[i].crc, s->dst + s->slot[i],
-                                     w->rank_ws);
+                                     w->rank_ws, m3);
     if (r < 0)
         batch_set_err(&s->err, (int)r);
     else
@@ -1109,12 +1134,13 @@ static void enc_cpu(struct dev_batch *d, size_t j, gmtf_workspace *w, int have_b
 {
     struct staged *s = &d->s;
     size_t i = d->sel[j], n = s->off[i + 1] - s->off[i];
-    long r = have_bwt
-                 ? gmtf_frame_encode_bwt_v2(s->src + s->off[i], d->st_b + d->coff[j], n,
-                                            d->st_idx + d->ioff[j], s->sb[i].crc,
-                                            s->dst + s->slot[i], w->rank_ws)
-                 : gmtf_frame_encode_ws(&s->c->mtf, w, s->src + s->off[i], n, s->dst + s->slot[i],
-                                        gmtf_frame_bound(n), GMTF_FRAME_V2, NULL);
+    int m3 = hint_adaptive(s->adaptive, i);
+    long r = have_bwt ? gmtf_frame_encode_bwt_v2(s->src + s->off[i], d->st_b + d->coff[j], n,
+                                                 d->st_idx + d->ioff[j], s->sb[i].crc,
+                                                 s->dst + s->slot[i], w->rank_ws, m3)
+                      : gmtf_frame_encode_ws_as(&s->c->mtf, w, s->src + s->off[i], n,
+                                                s->dst + s->slot[i], gmtf_frame_bound(n),
+                                                GMTF_FRAME_V2, NULL, m3);
     if (r < 0)
         batch_set_err(&s->err, (int)r);
     else
@@ -1180,10 +1206,11 @@ static void enc_plan(struct dev_batch *d, size_t j, unsigned worker)
         batch_set_err(&s->err, -ENOMEM);
         return;
     }
-    if (!ch->fwd_ok || !ch->scan_ok || n < GMTF_QLFC_LANES_MIN) {
+    int m3 = hint_adaptive(s->adaptive, i); /* the caller's: method 3, as on the CPU */
+    if (!ch->fwd_ok || !ch->scan_ok || n < GMTF_QLFC_LANES_MIN || m3) {
         if (ch->scan_ok)
             ch->skip[b] = 1;
-        e->late[j] = ch->fwd_ok ? ENC_LATE_CPU_BWT : ENC_LATE_CPU;
+        e->late[j] = !ch->fwd_ok ? ENC_LATE_CPU : m3 ? ENC_LATE_M3 : ENC_LATE_CPU_BWT;
         if (!e->tight)
             enc_late(d, j, worker);
         return;
@@ -1442,7 +1469,7 @@ static void enc_spec_one(void *ctx, size_t t, unsigned worker)
     struct staged *s = &d->s;
     size_t j = e->ch[0].j0 + t, i = d->sel[j], n = s->off[i + 1] - s->off[i];
     const uint8_t *bwt = d->st_b + d->coff[j];
-    if (n < GMTF_QLFC_LANES_MIN || !spec_sparse(bwt, n))
+    if (n < GMTF_QLFC_LANES_MIN || !(hint_adaptive(s->adaptive, i) || spec_sparse(bwt, n)))
         return;
     gmtf_workspace *w = gmtf_codec_workspace_enc(s->c, worker);
     if (!w)
@@ -2019,7 +2046,8 @@ static int enc_ahead_pipeline(struct dev_batch *d, struct enc_ahead *self)
 /* Returns 1 when the device part could not start (the caller runs the
  * batch on the CPU), else 0 or a negative code. */
 static int batch_encode_dev(gmtf_codec *c, const uint8_t *src, const uint64_t *off, size_t count,
-                            uint8_t *dst, const uint64_t *slot, uint64_t *len, uint32_t *crc)
+                            uint8_t *dst, const uint64_t *slot, uint64_t *len, uint32_t *crc,
+                            const uint8_t *adaptive)
 {
     struct enc_ahead *a = c->ahead; /* batch_encode_crc checked that it is this one */
     if (a) {
@@ -2033,8 +2061,14 @@ static int batch_encode_dev(gmtf_codec *c, const uint8_t *src, const uint64_t *o
         ahead_free(a);
         return rc == -ENOMEM ? 1 : rc;
     }
-    struct dev_batch d = {
-        .s = {.c = c, .src = src, .off = off, .dst = dst, .slot = slot, .len = len, .crc = crc}};
+    struct dev_batch d = {.s = {.c = c,
+                                .src = src,
+                                .off = off,
+                                .dst = dst,
+                                .slot = slot,
+                                .len = len,
+                                .crc = crc,
+                                .adaptive = adaptive}};
     uint64_t *size = malloc((count + 1) * sizeof *size);
     int rc = size ? dev_batch_alloc(&d, count) : -ENOMEM;
     int ahead = ahead_capable(c);

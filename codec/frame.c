@@ -315,26 +315,37 @@ long gmtf_frame_finish_bwt_v2(const uint8_t *src, size_t n, const uint32_t *idx,
 }
 
 /* Version 2: the BWT output coded by the QLFC coder (raw when that is not
- * smaller). */
+ * smaller); adaptive: method 3 whatever the method rule says (the caller's
+ * hint, gmtf_batch_encode_hint), still raw when incompressible. */
 long gmtf_frame_encode_bwt_v2(const uint8_t *src, const uint8_t *bwt, size_t n, const uint32_t *idx,
-                              uint32_t crc, uint8_t *dst, void *rank_ws)
+                              uint32_t crc, uint8_t *dst, void *rank_ws, int adaptive)
 {
     size_t h = gmtf_frame_header_len_v2(GMTF_METHOD_BWT, n), cap = gmtf_frame_payload_cap_v2(n);
-    long plen = cap ? gmtf_qlfc_encode(bwt, n, dst + h, cap, rank_ws) : -ENOSPC;
+    long plen = !cap       ? -ENOSPC
+                : adaptive ? gmtf_qlfc_encode_deferred(bwt, n, dst + h, cap, rank_ws)
+                           : gmtf_qlfc_encode(bwt, n, dst + h, cap, rank_ws);
     return gmtf_frame_finish_bwt_v2(src, n, idx, crc, dst, plen);
 }
 
-static long encode_v2(gmtf_workspace *w, const uint8_t *src, size_t n, uint8_t *dst, uint32_t crc)
+static long encode_v2(gmtf_workspace *w, const uint8_t *src, size_t n, uint8_t *dst, uint32_t crc,
+                      int adaptive)
 {
     uint32_t idx[GMTF_BWT_MAX_SAMPLES];
     int rc = gmtf_bwt_forward_step(src, w->buf_a, n, idx, w->bwt_ws);
     if (rc < 0)
         return rc;
-    return gmtf_frame_encode_bwt_v2(src, w->buf_a, n, idx, crc, dst, w->rank_ws);
+    return gmtf_frame_encode_bwt_v2(src, w->buf_a, n, idx, crc, dst, w->rank_ws, adaptive);
 }
 
 long gmtf_frame_encode_ws(const gmtf_mtf *mtf, gmtf_workspace *w, const uint8_t *src, size_t n,
                           uint8_t *dst, size_t cap, unsigned version, uint32_t *data_crc)
+{
+    return gmtf_frame_encode_ws_as(mtf, w, src, n, dst, cap, version, data_crc, 0);
+}
+
+long gmtf_frame_encode_ws_as(const gmtf_mtf *mtf, gmtf_workspace *w, const uint8_t *src, size_t n,
+                             uint8_t *dst, size_t cap, unsigned version, uint32_t *data_crc,
+                             int adaptive)
 {
     if (n > w->max_block || n > GMTF_BLOCK_MAX)
         return -EINVAL;
@@ -346,7 +357,7 @@ long gmtf_frame_encode_ws(const gmtf_mtf *mtf, gmtf_workspace *w, const uint8_t 
         *data_crc = crc;
     if (version != GMTF_FRAME_V1) {
         long r = encode_special_v2(src, n, dst, crc);
-        return r ? r : encode_v2(w, src, n, dst, crc);
+        return r ? r : encode_v2(w, src, n, dst, crc, adaptive);
     }
     long r = gmtf_frame_encode_special(src, n, dst, crc);
     if (r)

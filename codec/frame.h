@@ -88,6 +88,11 @@ int gmtf_frame_check_payload(const uint8_t *src, const gmtf_frame_info *fi, unsi
  * src. Returns the frame length or a negative code. */
 long gmtf_frame_encode_ws(const gmtf_mtf *mtf, gmtf_workspace *w, const uint8_t *src, size_t n,
                           uint8_t *dst, size_t cap, unsigned version, uint32_t *data_crc);
+/* As gmtf_frame_encode_ws; adaptive: a version 2 BWT block takes method 3
+ * whatever the method rule says (gmtf_batch_encode_hint). */
+long gmtf_frame_encode_ws_as(const gmtf_mtf *mtf, gmtf_workspace *w, const uint8_t *src, size_t n,
+                             uint8_t *dst, size_t cap, unsigned version, uint32_t *data_crc,
+                             int adaptive);
 /* Decodes the frame at src[0..len) into dst (cap bytes); returns the
  * original length or a negative code. */
 long gmtf_frame_decode_ws(const gmtf_mtf *mtf, gmtf_workspace *w, const uint8_t *src, size_t len,
@@ -109,10 +114,11 @@ long gmtf_frame_encode_ranks(const uint8_t *src, const uint8_t *ranks, size_t n,
                              const uint32_t *idx, uint32_t crc, uint8_t *dst, void *rank_ws);
 /* Version 2: empty, tiny and run blocks as encode_special (0 when the block
  * needs the BWT), and a BWT block's frame from its BWT output bwt and
- * samples idx (gmtf_bwt_forward_step's layout; raw when not smaller). */
+ * samples idx (gmtf_bwt_forward_step's layout; raw when not smaller;
+ * adaptive: method 3 whatever the method rule says). */
 long gmtf_frame_encode_special_v2(const uint8_t *src, size_t n, uint8_t *dst, uint32_t crc);
 long gmtf_frame_encode_bwt_v2(const uint8_t *src, const uint8_t *bwt, size_t n, const uint32_t *idx,
-                              uint32_t crc, uint8_t *dst, void *rank_ws);
+                              uint32_t crc, uint8_t *dst, void *rank_ws, int adaptive);
 /* For an encoder that codes the payload itself (a device): the room a
  * version 2 BWT frame of n bytes leaves for its payload, which goes at
  * dst + gmtf_frame_header_len_v2(GMTF_METHOD_BWT, n) (0: none, the frame

@@ -211,6 +211,18 @@ int gmtf_batch_encode(gmtf_codec *c, const uint8_t *src, const uint64_t *off, si
  * it just made. */
 int gmtf_batch_encode_crc(gmtf_codec *c, const uint8_t *src, const uint64_t *off, size_t count,
                           uint8_t *dst, uint64_t cap, uint64_t *dst_off, uint32_t *crc);
+/* As gmtf_batch_encode_crc; adaptive (count entries, may be NULL): block i
+ * takes method 3, the adaptive coder, when adaptive[i] is not 0, whatever
+ * the method rule says (frame version 2; a block too short for the BWT or
+ * incompressible is stored as it would be), for a caller that knows a
+ * block is read seldom for its bytes (mkfs: a frame of few large files,
+ * docs/format.md "Pack size"). The frames are the same bytes on every
+ * path (CPU, device, any thread count). A hinted batch drops work started
+ * ahead for it (gmtf_codec_set_next takes no hints) and runs on one
+ * device. */
+int gmtf_batch_encode_hint(gmtf_codec *c, const uint8_t *src, const uint64_t *off, size_t count,
+                           uint8_t *dst, uint64_t cap, uint64_t *dst_off, uint32_t *crc,
+                           const uint8_t *adaptive);
 
 /* Decodes count frames at src[foff[i] .. foff[i+1]) into dst, block i at
  * dst[doff[i] .. doff[i+1]) (the caller knows the sizes, e.g. from

@@ -83,6 +83,11 @@ size_t gmtf_qlfc_decode_workspace_size(void);
  * it raw. */
 long gmtf_qlfc_encode(const uint8_t *bwt, size_t n, uint8_t *dst, size_t cap, void *ws);
 
+/* gmtf_qlfc_encode's way for a block that method 2's rule deferred
+ * (-EXDEV), and for a block its caller wants in method 3 whatever the rule
+ * says (gmtf_batch_encode_hint): the incompressibility rule, then method 3. */
+long gmtf_qlfc_encode_deferred(const uint8_t *bwt, size_t n, uint8_t *dst, size_t cap, void *ws);
+
 /* Decodes exactly n bytes of BWT output. src is untrusted: returns 0, or a
  * negative GMTF_E_* code; never reads past src + len, writes past
  * bwt + n, or loops without bound. ws: either workspace size. */

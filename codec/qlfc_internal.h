@@ -79,9 +79,6 @@ static inline __attribute__((always_inline)) size_t qlfc_run_start(const uint8_t
 
 /* Method 2 under the method rule: -EXDEV when the block takes method 3. */
 long gmtf_lanes_encode_or_defer(const uint8_t *bwt, size_t n, uint8_t *dst, size_t cap, void *ws);
-/* gmtf_qlfc_encode's way for a block that method 2's rule deferred
- * (-EXDEV): the incompressibility rule, then method 3. */
-long gmtf_qlfc_encode_deferred(const uint8_t *bwt, size_t n, uint8_t *dst, size_t cap, void *ws);
 
 /* gmtf_adaptive_qlfc_encode run by run in one thread (entropy_cm.c: the
  * encoder's halves must make these bytes; tests compare the two). */

@@ -8,10 +8,10 @@
 #include "fs_internal.h"
 
 int codec_encode(gmtf_fs *fs, const uint8_t *src, const uint64_t *off, size_t n, uint8_t **dst,
-                 uint64_t *doff, uint32_t *crc)
+                 uint64_t *doff, uint32_t *crc, const uint8_t *adaptive)
 {
     pthread_mutex_lock(&fs->codec_lock);
-    int rc = codec_encode_on(fs, fs->codec, src, off, n, dst, doff, crc);
+    int rc = codec_encode_on(fs, fs->codec, src, off, n, dst, doff, crc, adaptive);
     /* The encoder's scratch (7.25 blocks per codec thread) would otherwise
      * stay resident between flushes; making it again costs far less than
      * a batch's encoding. */
@@ -21,13 +21,13 @@ int codec_encode(gmtf_fs *fs, const uint8_t *src, const uint64_t *off, size_t n,
 }
 
 int codec_encode_on(gmtf_fs *fs, gmtf_codec *c, const uint8_t *src, const uint64_t *off, size_t n,
-                    uint8_t **dst, uint64_t *doff, uint32_t *crc)
+                    uint8_t **dst, uint64_t *doff, uint32_t *crc, const uint8_t *adaptive)
 {
     uint64_t cap = gmtf_batch_bound(off, n);
     uint8_t *out = malloc(cap ? cap : 1);
     if (!out)
         return -ENOMEM;
-    int rc = gmtf_batch_encode_crc(c, src, off, n, out, cap, doff, crc);
+    int rc = gmtf_batch_encode_hint(c, src, off, n, out, cap, doff, crc, adaptive);
     if (rc) {
         free(out);
         fs_log(fs, "encoding %zu blocks failed: %s", n, gmtf_strerror(rc));

@@ -42,8 +42,9 @@ struct group {
     uint32_t len;
     uint32_t id, clen, crc;
     uint64_t img_off;
-    int used; /* some valid piece maps it */
-    int big;  /* holds pieces longer than the pack size */
+    int used;     /* some valid piece maps it */
+    int big;      /* holds pieces longer than the pack size */
+    int adaptive; /* its frame takes method 3 (mkfs: long pieces, flush_pack_adaptive) */
 };
 
 static int piece_cmp(const void *a, const void *b)
@@ -170,16 +171,18 @@ static int encode_groups(gmtf_fs *fs, gmtf_codec *c, struct group *g, size_t n, 
 {
     uint64_t *off = malloc((n + 1) * sizeof *off), *doff = malloc((n + 1) * sizeof *doff);
     uint32_t *crc = malloc(n * sizeof *crc);
-    uint8_t *dst = NULL;
+    uint8_t *adaptive = malloc(n), *dst = NULL;
     int rc = -ENOMEM;
-    if (!off || !doff || !crc)
+    if (!off || !doff || !crc || !adaptive)
         goto out;
     uint64_t base = g[0].raw_off;
-    for (size_t i = 0; i < n; i++)
+    for (size_t i = 0; i < n; i++) {
         off[i] = g[i].raw_off - base;
+        adaptive[i] = (uint8_t)g[i].adaptive;
+    }
     off[n] = g[n - 1].raw_off + g[n - 1].len - base;
-    rc = c ? codec_encode_on(fs, c, src, off, n, &dst, doff, crc)
-           : codec_encode(fs, src, off, n, &dst, doff, crc);
+    rc = c ? codec_encode_on(fs, c, src, off, n, &dst, doff, crc, adaptive)
+           : codec_encode(fs, src, off, n, &dst, doff, crc, adaptive);
     if (rc)
         goto out;
     for (size_t i = 0; i < n; i++) {
@@ -189,6 +192,7 @@ static int encode_groups(gmtf_fs *fs, gmtf_codec *c, struct group *g, size_t n, 
 out:
     free(off);
     free(crc);
+    free(adaptive);
     if (rc) {
         free(doff);
         free(dst);
@@ -388,6 +392,25 @@ uint64_t flush_pack_cost_cap(const gmtf_fs *fs)
     return f * fs->ps * (fs->ps / 4096) / 1024;
 }
 
+/* Method 3 for mkfs's frames of long pieces (docs/format.md "Pack size",
+ * "Method 3 for frames of few files"): with the cost cap on
+ * (flush_pack_cost_cap: mkfs, packs below the block) the frames of pieces
+ * longer than the pack size (a whole block, the tails and files between a
+ * pack and a block, packed among themselves) take method 3 whatever the
+ * method rule says (gmtf_batch_encode_hint). A cold read of a random file
+ * pays for a frame's decoding once per file it holds, the image for its
+ * bytes once: such a frame holds a few files of the thousands, so method
+ * 3's smaller output costs the mean read almost nothing there, while in a
+ * pack of hundreds of small files it costs six times the decoding for
+ * each. GMTF_PACK_ADAPTIVE=0 turns it off (measurements). */
+int flush_pack_adaptive(const gmtf_fs *fs)
+{
+    if (!flush_pack_cost_cap(fs))
+        return 0;
+    const char *e = getenv("GMTF_PACK_ADAPTIVE");
+    return !(e && strcmp(e, "0") == 0);
+}
+
 /* Cuts the pieces to store into groups, one frame each: whole blocks
  * alone; pieces of at most the pack size packed in sort order into frames
  * of at most the pack size (a cold read of a small file decodes no more),
@@ -404,6 +427,7 @@ static size_t pieces_group(gmtf_fs *fs, struct piece *p, size_t np, struct group
 {
     size_t ng = 0;
     uint64_t raw = 0, cap = flush_pack_cost_cap(fs), n = 0; /* n: pieces of the last group */
+    int adaptive = flush_pack_adaptive(fs);
     for (size_t i = 0; i < np; i++) {
         if (p[i].dup_of >= 0 || p[i].group == -1)
             continue;
@@ -413,7 +437,10 @@ static size_t pieces_group(gmtf_fs *fs, struct piece *p, size_t np, struct group
         if (alone || ng == 0 || g[ng - 1].len == fs->bs || g[ng - 1].big != big ||
             g[ng - 1].len + p[i].len > lim ||
             (!big && cap && (n + 1) * (g[ng - 1].len + p[i].len) > cap)) {
-            g[ng] = (struct group){.raw_off = raw, .len = 0, .big = big};
+            /* mkfs: every frame of long pieces or of a whole block takes
+             * method 3 (flush_pack_adaptive) */
+            g[ng] =
+                (struct group){.raw_off = raw, .len = 0, .big = big, .adaptive = adaptive && big};
             ng++;
             n = 0;
         }

@@ -422,6 +422,9 @@ int flush_dirty(gmtf_fs *fs, uint64_t only_ino); /* 0 = all */
  * pieces x 4 MiB at 4 MiB packs (flush_pack_cost_cap, docs/format.md "Pack size") */
 #define FLUSH_PACK_COST_DEFAULT 375
 uint64_t flush_pack_cost_cap(const gmtf_fs *fs);
+/* 1: mkfs's frames of pieces longer than the pack size take method 3
+ * (fs/flush.c, docs/format.md "Pack size"). */
+int flush_pack_adaptive(const gmtf_fs *fs);
 /* Flushes the oldest dirty blocks, up to max_bytes (0 = all). With
  * FLUSH_UNLOCKED: drops fs->lock while encoding (one sub-batch), then keeps
  * only pieces that did not change meanwhile; the caller must not rely on
@@ -568,12 +571,13 @@ void cache_free_all(gmtf_fs *fs);
 
 /* ---- codec_pool.c ---- */
 /* Encodes a batch into *dst (allocated); doff: where each frame starts;
- * crc (may be NULL): each block's CRC-32C, as its frame carries it. */
+ * crc (may be NULL): each block's CRC-32C, as its frame carries it;
+ * adaptive (may be NULL): blocks to code by method 3 (gmtf_batch_encode_hint). */
 int codec_encode(gmtf_fs *fs, const uint8_t *src, const uint64_t *off, size_t n, uint8_t **dst,
-                 uint64_t *doff, uint32_t *crc);
+                 uint64_t *doff, uint32_t *crc, const uint8_t *adaptive);
 /* codec_encode on codec c, which the caller holds alone (no lock). */
 int codec_encode_on(gmtf_fs *fs, gmtf_codec *c, const uint8_t *src, const uint64_t *off, size_t n,
-                    uint8_t **dst, uint64_t *doff, uint32_t *crc);
+                    uint8_t **dst, uint64_t *doff, uint32_t *crc, const uint8_t *adaptive);
 int codec_decode_batch(gmtf_fs *fs, size_t n, const uint8_t *src, const uint64_t *foff,
                        uint8_t *dst, const uint64_t *doff, int *status);
 int codec_decode_one(gmtf_fs *fs, const uint8_t *src, size_t len, uint8_t *dst, size_t dlen);

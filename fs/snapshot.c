@@ -190,7 +190,8 @@ static int snapshot_build(gmtf_fs *fs, uint64_t gen, const extvec *retire, uint8
             coff[i + 1] = ends[i];
     }
     if (nch) {
-        rc = codec_encode(fs, enc == SNAP_PACKED ? packed.p : w.p, coff, nch, &dst, doff, NULL);
+        rc = codec_encode(fs, enc == SNAP_PACKED ? packed.p : w.p, coff, nch, &dst, doff, NULL,
+                          NULL);
         if (rc)
             goto out;
     } else {

@@ -714,6 +714,68 @@ static void test_pack_cost(void **state)
     rec_image_free(r);
 }
 
+/* Frame id's entropy method: the first payload byte of a BWT frame (its
+ * header's payload length at offset 12, docs/codec.md); 0 for others. */
+static unsigned frame_method(gmtf_fs *fs, uint32_t id)
+{
+    uint32_t clen = fs->frames[id].clen;
+    uint8_t *buf = malloc(clen);
+    assert_non_null(buf);
+    assert_int_equal(img_read(fs, buf, clen, fs->frames[id].off), 0);
+    gmtf_frame_info fi;
+    assert_int_equal(gmtf_frame_info_get(buf, clen, &fi), 0);
+    uint32_t plen =
+        buf[12] | (uint32_t)buf[13] << 8 | (uint32_t)buf[14] << 16 | (uint32_t)buf[15] << 24;
+    assert_true(plen > 0 && plen < fi.frame_len);
+    unsigned m = fi.method == GMTF_METHOD_BWT ? buf[fi.frame_len - plen] : 0;
+    free(buf);
+    return m;
+}
+
+/* mkfs's frames of pieces longer than the pack size take method 3 whatever
+ * the method rule says (flush_pack_adaptive, gmtf_batch_encode_hint), its
+ * packs of small pieces the rule's method: a pack of 24 small files (960,000
+ * bytes: method 2 by the rule) and a frame of two files of 600,000 bytes
+ * (1.2 MB, method 2 by the rule) that is method 3. */
+static void test_pack_adaptive(void **state)
+{
+    (void)state;
+    enum { BS = 2u << 20, PS = 512u << 10, NS = 24, SMALL = 40000, NL = 2, LONG = 600000 };
+    rec_img *r = mkfs_pack(BS, PS);
+    gmtf_fs_options wo = {.threads = 1, .journal_bytes = 1u << 20, .pack_write_order = 1};
+    gmtf_fs *fs;
+    assert_int_equal(gmtf_fs_mount(rec_image_attach(r), &wo, &fs), 0);
+    assert_int_equal(flush_pack_adaptive(fs), 1);
+    /* the small pack is one frame: 24 pieces fit the cost cap, 25 not */
+    uint64_t cap = flush_pack_cost_cap(fs);
+    assert_true((uint64_t)NS * NS * SMALL <= cap && (uint64_t)(NS + 1) * (NS + 1) * SMALL > cap);
+    uint8_t *data = malloc(LONG);
+    uint64_t ino[NS + NL];
+    for (int i = 0; i < NS + NL; i++) {
+        size_t len = i < NS ? SMALL : LONG;
+        fill_words(data, len, (uint32_t)i + 11);
+        char nm[16];
+        snprintf(nm, sizeof nm, "f%02d", i);
+        ino[i] = put_file(fs, nm, data, len);
+    }
+    assert_int_equal(gmtf_fs_unmount(fs), 0);
+
+    fs = mount_rec(r, 1);
+    uint32_t small = inode_get(fs, ino[0])->u.ext.v[0].frame;
+    uint32_t lng = inode_get(fs, ino[NS])->u.ext.v[0].frame;
+    assert_int_equal(inode_get(fs, ino[NS - 1])->u.ext.v[0].frame, small);
+    assert_int_equal(inode_get(fs, ino[NS + 1])->u.ext.v[0].frame, lng);
+    assert_int_equal(fs->frames[small].dlen, NS * SMALL);
+    assert_int_equal(fs->frames[lng].dlen, NL * LONG);
+    assert_int_equal(frame_method(fs, small), 2);
+    assert_int_equal(frame_method(fs, lng), 3);
+    fill_words(data, LONG, NS + NL - 1 + 11);
+    check_file(fs, ino[NS + NL - 1], data, LONG);
+    assert_int_equal(gmtf_fs_unmount(fs), 0);
+    free(data);
+    rec_image_free(r);
+}
+
 /* mkfs's pack size: the default is the smaller of GMTF_FS_PACK_DEFAULT and
  * the block size; a pack size larger than the block, or not a power of two
  * from 64 KiB, is refused. */
@@ -763,6 +825,7 @@ int main(int argc, char **argv)
         cmocka_unit_test(test_damaged_images),          cmocka_unit_test(test_bad_frame_is_eio),
         cmocka_unit_test(test_damaged_pack_range_read), cmocka_unit_test(test_pack_size),
         cmocka_unit_test(test_pack_size_options),       cmocka_unit_test(test_pack_cost),
+        cmocka_unit_test(test_pack_adaptive),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -798,6 +798,78 @@ static void test_lanes_enc(void **state)
     gmtf_codec_destroy(cpu);
 }
 
+static frames encode_hint(gmtf_codec *c, const blocks *b, const uint8_t *adaptive)
+{
+    frames f;
+    uint64_t cap = gmtf_batch_bound(b->off, b->count);
+    f.data = tu_malloc(cap + 1);
+    f.off = tu_malloc((b->count + 1) * sizeof *f.off);
+    f.count = b->count;
+    assert_int_equal(
+        gmtf_batch_encode_hint(c, b->data, b->off, b->count, f.data, cap, f.off, NULL, adaptive),
+        0);
+    return f;
+}
+
+/* Frame i's entropy method (2, 3), or 0 for a raw, run or empty frame. */
+static unsigned frame_method(const frames *f, size_t i)
+{
+    gmtf_frame_info fi;
+    unsigned h, n;
+    uint32_t idx[GMTF_BWT_MAX_SAMPLES];
+    assert_int_equal(
+        gmtf_frame_parse(f->data + f->off[i], f->off[i + 1] - f->off[i], &fi, &h, idx, &n), 0);
+    return fi.method == GMTF_METHOD_BWT ? f->data[f->off[i] + h] : 0;
+}
+
+/* The caller's hint (gmtf_batch_encode_hint: mkfs's frames of few large
+ * files take method 3) on lanes_batch's every kind of block, some hinted:
+ * the hinted method 2 blocks become method 3, the others keep the rule's
+ * method, and the device makes the CPU's frames over 1 and 3 chunks, with
+ * the plan's statistics on the device and on the host. */
+static void test_hint(void **state)
+{
+    (void)state;
+    blocks b = lanes_batch();
+    uint8_t adaptive[10] = {1, 1, 1, 1, 0, 0, 1, 1, 1, 0};
+    assert_int_equal(b.count, sizeof adaptive);
+    gmtf_codec *cpu = codec_new(0, 3);
+    frames rule = encode(cpu, &b), want = encode_hint(cpu, &b, adaptive);
+    for (size_t i = 0; i < b.count; i++) {
+        unsigned m = frame_method(&rule, i);
+        assert_int_equal(frame_method(&want, i), adaptive[i] && m == 2 ? 3 : m);
+        if (!(adaptive[i] && m == 2)) /* the rule's frame, byte for byte */
+            assert_memory_equal(want.data + want.off[i], rule.data + rule.off[i],
+                                rule.off[i + 1] - rule.off[i]);
+    }
+    assert_int_equal(frame_method(&rule, 0), 2); /* the hint changed a block */
+    assert_int_equal(frame_method(&want, 0), 3);
+    assert_int_equal(frame_method(&want, 9), 2);
+    unsigned pipes[] = {1, 3};
+    for (unsigned p = 0; p <= 2; p++) {
+        gmtf_codec *dev = codec_new(1, 3);
+        gmtf_bwt_dev *d = gmtf_codec_bwt_dev(dev);
+        d->pipe[0] = p < 2 ? pipes[p] : 1;
+        d->use_plan = p < 2;
+        frames got = encode_hint(dev, &b, adaptive);
+        assert_same_frames(&want, &got);
+        assert_int_equal(d->retired, 0);
+        assert_true(d->calls > 0);
+        frames_free(&got);
+        gmtf_codec_destroy(dev);
+    }
+    uint8_t *out;
+    int *st;
+    assert_int_equal(decode(cpu, &want, b.off, &out, &st), 0);
+    assert_memory_equal(out, b.data, b.off[b.count]);
+    free(out);
+    free(st);
+    frames_free(&rule);
+    frames_free(&want);
+    blocks_free(&b);
+    gmtf_codec_destroy(cpu);
+}
+
 /* Real data in the codec's large blocks: corpus files, or the Linux tar. */
 /* The method 2 blocks' lanes and inverse in groups (use_groups), on
  * test_split_decode's batch (two method 2 blocks, a method 3 one between):
@@ -1538,6 +1610,7 @@ int main(void)
         cmocka_unit_test(test_damaged),
         cmocka_unit_test(test_lanes),
         cmocka_unit_test(test_lanes_enc),
+        cmocka_unit_test(test_hint),
         cmocka_unit_test(test_split_decode),
         cmocka_unit_test(test_method4_to_cpu),
         cmocka_unit_test(test_real),
