@@ -420,7 +420,7 @@ int flush_dirty(gmtf_fs *fs, uint64_t only_ino); /* 0 = all */
 #define FLUSH_MKFS_ENCODE_BYTES (256u << 20)
 /* mkfs's packs: pieces x bytes of a frame of small pieces at most this many
  * pieces x 4 MiB at 4 MiB packs (flush_pack_cost_cap, docs/format.md "Pack size") */
-#define FLUSH_PACK_COST_DEFAULT 375
+#define FLUSH_PACK_COST_DEFAULT 650
 uint64_t flush_pack_cost_cap(const gmtf_fs *fs);
 /* 1: mkfs's frames of pieces longer than the pack size take method 3
  * (fs/flush.c, docs/format.md "Pack size"). */
