@@ -218,8 +218,8 @@ int gmtf_batch_encode_crc(gmtf_codec *c, const uint8_t *src, const uint64_t *off
  * block is read seldom for its bytes (mkfs: a frame of few large files,
  * docs/format.md "Pack size"). The frames are the same bytes on every
  * path (CPU, device, any thread count). A hinted batch drops work started
- * ahead for it (gmtf_codec_set_next takes no hints) and runs on one
- * device. */
+ * ahead for it (gmtf_codec_set_next takes no hints) and is not split
+ * among several devices (the codec's own path codes it). */
 int gmtf_batch_encode_hint(gmtf_codec *c, const uint8_t *src, const uint64_t *off, size_t count,
                            uint8_t *dst, uint64_t cap, uint64_t *dst_off, uint32_t *crc,
                            const uint8_t *adaptive);
