@@ -393,7 +393,7 @@ uint64_t flush_pack_cost_cap(const gmtf_fs *fs)
 }
 
 /* Method 3 for mkfs's frames of long pieces (docs/format.md "Pack size",
- * "Method 3 for frames of few files"): with the cost cap on
+ * "Method 3 for frames of long pieces"): with the cost cap on
  * (flush_pack_cost_cap: mkfs, packs below the block) the frames of pieces
  * longer than the pack size (a whole block, the tails and files between a
  * pack and a block, packed among themselves) take method 3 whatever the
