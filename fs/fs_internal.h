@@ -292,10 +292,6 @@ struct gmtf_fs {
     size_t dirty_cap;
     struct dblock *dlist; /* all dirty blocks */
     uint64_t dirty_bytes, dirty_limit;
-    /* mkfs (no_flush): bytes written since the window was last cut; the cut
-     * comes when they reach dirty_limit (sync.c make_room), so that the
-     * windows follow the content, not how the input was read */
-    uint64_t win_written;
     uint64_t dver; /* change counter of dirty blocks */
 
     /* decoded-block cache */

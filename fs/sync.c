@@ -45,20 +45,10 @@ static int reclaim(gmtf_fs *fs)
  * the widest packing window), and within the space the data can take once
  * stored (-ENOSPC now, to the writer, rather than later at a flush nobody
  * waits for). May drop the lock while encoding. */
-static long make_room(gmtf_fs *fs, size_t n, int block_start)
+static long make_room(gmtf_fs *fs, size_t n)
 {
     long rc = 0;
-    /* mkfs cuts its windows only where a write starts a block (a file's
-     * start, or a block boundary: gmtf_fs_write_flags splits writes there)
-     * and by the bytes written, not by the buffers' capacities and the
-     * writes' sizes, which follow how the input was read (a file, a .gz and
-     * a pipe made three images of one tar): the cuts follow the content. A
-     * window may pass the limit by up to a block. */
-    int full = fs->opt.no_flush ? block_start && fs->win_written >= fs->dirty_limit
-                                : fs->dirty_bytes + n > fs->dirty_limit;
-    if (full) {
-        if (fs->opt.no_flush)
-            fs->win_written = 0;
+    if (fs->dirty_bytes + n > fs->dirty_limit) {
         rc = fs->opt.no_flush ? flush_some(fs, 0, 0, FLUSH_ASYNC)
                               : flush_some(fs, 0, fs->dirty_limit / 4, FLUSH_UNLOCKED);
         int rc2 = fs_commit(fs); /* what could be stored is committed, whatever failed */
@@ -95,22 +85,11 @@ long gmtf_fs_write_flags(gmtf_fs *fs, uint64_t ino, const void *buf, size_t n, u
         return -EINVAL;
     if (fs->ro)
         return -EROFS;
-    if (fs->opt.no_flush && n > 1) { /* mkfs: a write split where a block starts */
-        uint64_t k = (off / fs->bs + 1) * fs->bs;
-        if (off + n > k) {
-            size_t left = (size_t)(k - off);
-            long a = gmtf_fs_write_flags(fs, ino, buf, left, off, flags);
-            if (a < (long)left)
-                return a;
-            long b = gmtf_fs_write_flags(fs, ino, (const uint8_t *)buf + left, n - left, k, flags);
-            return b < 0 ? b : a + b;
-        }
-    }
     FS_WRLOCK(fs);
     struct inode *in = inode_get(fs, ino);
     long rc = file_write_check(fs, in, n, off);
     if (!rc && n) {
-        rc = make_room(fs, n, off % fs->bs == 0);
+        rc = make_room(fs, n);
         /* The lock may have been dropped while encoding: look again. */
         in = inode_get(fs, ino);
         if (!rc && (!in || !S_ISREG(in->mode)))
@@ -118,8 +97,6 @@ long gmtf_fs_write_flags(gmtf_fs *fs, uint64_t ino, const void *buf, size_t n, u
     }
     if (!rc && n)
         rc = file_write_locked(fs, in, buf, n, off, flags);
-    if (rc > 0 && fs->opt.no_flush)
-        fs->win_written += (uint64_t)rc;
     FS_UNLOCK(fs);
     return rc;
 }
