@@ -186,11 +186,7 @@ int gmtf_fs_codec_prepare(gmtf_fs *fs)
 {
     if (codec_cpu_now(fs)) { /* opt.codec_late: now the options' codec */
         gmtf_codec *c;
-        gmtf_codec_options co = {.threads = gmtf_codec_threads(fs->codec),
-                                 .mtf = fs->opt.mtf,
-                                 .max_block = fs->bs,
-                                 .gpus = fs->opt.gpus};
-        int rc = gmtf_codec_create(&c, &co);
+        int rc = codec_create_for(fs, gmtf_codec_threads(fs->codec), fs->bs, 0, &c);
         pthread_mutex_lock(&fs->codec_lock);
         if (rc == 0) {
             gmtf_codec_destroy(fs->codec);

@@ -140,6 +140,15 @@ static void usage(FILE *f, const char *prog)
 
 /* GMTF_MKFS_PROFILE=1: when each step ended, on stderr (seconds of the
  * realtime clock, measurements: docs/gpu.md). */
+/* User + system CPU seconds of who (RUSAGE_SELF, RUSAGE_THREAD). */
+static double cpu_s(int who)
+{
+    struct rusage ru;
+    getrusage(who, &ru);
+    return (double)(ru.ru_utime.tv_sec + ru.ru_stime.tv_sec) +
+           (ru.ru_utime.tv_usec + ru.ru_stime.tv_usec) / 1e6;
+}
+
 static void mkfs_prof(const char *what)
 {
     const char *e = getenv("GMTF_MKFS_PROFILE");
@@ -147,15 +156,9 @@ static void mkfs_prof(const char *what)
         return;
     struct timespec t;
     clock_gettime(CLOCK_REALTIME, &t);
-    struct rusage ru, th;
-    getrusage(RUSAGE_SELF, &ru);
-    getrusage(RUSAGE_THREAD, &th); /* the import's own */
     fprintf(stderr, "mkfs profile: %s at %.3f s; cpu %.3f s, this thread %.3f s\n", what,
-            (double)t.tv_sec + t.tv_nsec / 1e9,
-            ru.ru_utime.tv_sec + ru.ru_stime.tv_sec +
-                (ru.ru_utime.tv_usec + ru.ru_stime.tv_usec) / 1e6,
-            th.ru_utime.tv_sec + th.ru_stime.tv_sec +
-                (th.ru_utime.tv_usec + th.ru_stime.tv_usec) / 1e6);
+            (double)t.tv_sec + t.tv_nsec / 1e9, cpu_s(RUSAGE_SELF),
+            cpu_s(RUSAGE_THREAD)); /* the import's own */
 }
 
 static void *prepare_run(void *fs)

@@ -641,6 +641,28 @@ static void test_pack_size(void **state)
     rec_image_free(r);
 }
 
+/* r (mkfs_pack's) mounted in write order, as mkfs packs, with ns files of
+ * small bytes then nl of lng bytes (fill_words, seed seed + i), f000,
+ * f001, ...; their inodes in ino[]. Left mounted: the unmount packs them. */
+static gmtf_fs *mount_filled(rec_img *r, uint64_t *ino, int ns, size_t small, int nl, size_t lng,
+                             uint32_t seed)
+{
+    gmtf_fs_options wo = {.threads = 1, .journal_bytes = 1u << 20, .pack_write_order = 1};
+    gmtf_fs *fs;
+    assert_int_equal(gmtf_fs_mount(rec_image_attach(r), &wo, &fs), 0);
+    uint8_t *data = malloc(small > lng ? small : lng);
+    assert_non_null(data);
+    for (int i = 0; i < ns + nl; i++) {
+        size_t len = i < ns ? small : lng;
+        fill_words(data, len, seed + (uint32_t)i);
+        char nm[16];
+        snprintf(nm, sizeof nm, "f%03d", i);
+        ino[i] = put_file(fs, nm, data, len);
+    }
+    free(data);
+    return fs;
+}
+
 /* mkfs's packs (write order, a pack below the block) are cut by their
  * cost to a cold read of a random file (docs/format.md, "Pack size"): a
  * frame of small pieces closes when its pieces x bytes would pass the cap,
@@ -652,20 +674,10 @@ static void test_pack_cost(void **state)
     (void)state;
     enum { BS = 1u << 20, PS = 64u << 10, NT = 300, TINY = 256, NL = 10, LONG = 40u << 10 };
     rec_img *r = mkfs_pack(BS, PS);
-    gmtf_fs_options wo = {.threads = 1, .journal_bytes = 1u << 20, .pack_write_order = 1};
-    gmtf_fs *fs;
-    assert_int_equal(gmtf_fs_mount(rec_image_attach(r), &wo, &fs), 0);
+    uint64_t ino[NT + NL];
+    gmtf_fs *fs = mount_filled(r, ino, NT, TINY, NL, LONG, 7);
     uint64_t cap = flush_pack_cost_cap(fs);
     assert_int_equal(cap, (uint64_t)FLUSH_PACK_COST_DEFAULT * PS * PS / (4u << 20));
-    uint8_t *data = malloc(LONG);
-    uint64_t ino[NT + NL];
-    for (int i = 0; i < NT + NL; i++) {
-        size_t len = i < NT ? TINY : LONG;
-        fill_words(data, len, (uint32_t)i + 7);
-        char nm[16];
-        snprintf(nm, sizeof nm, "f%03d", i);
-        ino[i] = put_file(fs, nm, data, len);
-    }
     assert_int_equal(gmtf_fs_unmount(fs), 0);
 
     fs = mount_rec(r, 1);
@@ -710,7 +722,6 @@ static void test_pack_cost(void **state)
     assert_int_equal(gmtf_fs_unmount(fs), 0);
     free(tiny);
     free(lng);
-    free(data);
     rec_image_free(r);
 }
 
@@ -742,21 +753,11 @@ static void test_pack_adaptive(void **state)
     (void)state;
     enum { BS = 2u << 20, PS = 512u << 10, NS = 24, SMALL = 40000, NL = 2, LONG = 600000 };
     rec_img *r = mkfs_pack(BS, PS);
-    gmtf_fs_options wo = {.threads = 1, .journal_bytes = 1u << 20, .pack_write_order = 1};
-    gmtf_fs *fs;
-    assert_int_equal(gmtf_fs_mount(rec_image_attach(r), &wo, &fs), 0);
+    uint64_t ino[NS + NL];
+    gmtf_fs *fs = mount_filled(r, ino, NS, SMALL, NL, LONG, 11);
     assert_int_equal(flush_pack_adaptive(fs), 1);
     /* the small pieces fit one pack: within the cost cap and the block */
     assert_true((uint64_t)NS * NS * SMALL <= flush_pack_cost_cap(fs) && NS * SMALL <= BS);
-    uint8_t *data = malloc(LONG);
-    uint64_t ino[NS + NL];
-    for (int i = 0; i < NS + NL; i++) {
-        size_t len = i < NS ? SMALL : LONG;
-        fill_words(data, len, (uint32_t)i + 11);
-        char nm[16];
-        snprintf(nm, sizeof nm, "f%02d", i);
-        ino[i] = put_file(fs, nm, data, len);
-    }
     assert_int_equal(gmtf_fs_unmount(fs), 0);
 
     fs = mount_rec(r, 1);
@@ -769,6 +770,8 @@ static void test_pack_adaptive(void **state)
     assert_int_equal(fs->frames[lng].dlen, NL * LONG);
     assert_int_equal(frame_method(fs, small), 2);
     assert_int_equal(frame_method(fs, lng), 3);
+    uint8_t *data = malloc(LONG);
+    assert_non_null(data);
     fill_words(data, LONG, NS + NL - 1 + 11);
     check_file(fs, ino[NS + NL - 1], data, LONG);
     assert_int_equal(gmtf_fs_unmount(fs), 0);

@@ -321,14 +321,25 @@ typedef struct frames {
     size_t count;
 } frames;
 
+/* Room for b's frames (gmtf_batch_bound of data). */
+static frames frames_for(const blocks *b)
+{
+    frames f = {tu_malloc(gmtf_batch_bound(b->off, b->count) + 1),
+                tu_malloc((b->count + 1) * sizeof *f.off), b->count};
+    return f;
+}
+
+static void encode_into(gmtf_codec *c, const blocks *b, frames *f)
+{
+    assert_int_equal(gmtf_batch_encode(c, b->data, b->off, b->count, f->data,
+                                       gmtf_batch_bound(b->off, b->count), f->off),
+                     0);
+}
+
 static frames encode(gmtf_codec *c, const blocks *b)
 {
-    frames f;
-    uint64_t cap = gmtf_batch_bound(b->off, b->count);
-    f.data = tu_malloc(cap + 1);
-    f.off = tu_malloc((b->count + 1) * sizeof *f.off);
-    f.count = b->count;
-    assert_int_equal(gmtf_batch_encode(c, b->data, b->off, b->count, f.data, cap, f.off), 0);
+    frames f = frames_for(b);
+    encode_into(c, b, &f);
     return f;
 }
 
@@ -800,14 +811,11 @@ static void test_lanes_enc(void **state)
 
 static frames encode_hint(gmtf_codec *c, const blocks *b, const uint8_t *adaptive)
 {
-    frames f;
-    uint64_t cap = gmtf_batch_bound(b->off, b->count);
-    f.data = tu_malloc(cap + 1);
-    f.off = tu_malloc((b->count + 1) * sizeof *f.off);
-    f.count = b->count;
-    assert_int_equal(
-        gmtf_batch_encode_hint(c, b->data, b->off, b->count, f.data, cap, f.off, NULL, adaptive),
-        0);
+    frames f = frames_for(b);
+    assert_int_equal(gmtf_batch_encode_hint(c, b->data, b->off, b->count, f.data,
+                                            gmtf_batch_bound(b->off, b->count), f.off, NULL,
+                                            adaptive),
+                     0);
     return f;
 }
 
@@ -1231,20 +1239,6 @@ static int ahead2_next(void *arg, gmtf_batch_next *nb)
             return 1;
         }
     return 0;
-}
-
-static frames frames_for(const blocks *b)
-{
-    frames f = {tu_malloc(gmtf_batch_bound(b->off, b->count) + 1),
-                tu_malloc((b->count + 1) * sizeof *f.off), b->count};
-    return f;
-}
-
-static void encode_into(gmtf_codec *c, const blocks *b, frames *f)
-{
-    assert_int_equal(gmtf_batch_encode(c, b->data, b->off, b->count, f->data,
-                                       gmtf_batch_bound(b->off, b->count), f->off),
-                     0);
 }
 
 static void test_ahead(void **state)
